@@ -1,0 +1,259 @@
+"""The one configuration loader: find ``[tool.referee]`` (or ``referee.toml``), validate it,
+and answer per-file questions (which rules, which contracts, is it a test module).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from pydantic import ValidationError
+
+from referee.checks.models import Contract, RefereeConfig, Severity
+from referee.checks.registry import RULES, matching
+from referee.checks.rule import Rule
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+CONFIG_FILES = ("referee.toml", ".referee.toml", "pyproject.toml")
+
+# Directories nobody wants checked; `exclude` adds to these.
+DEFAULT_EXCLUDE = (
+    ".git/", ".hg/", ".svn/", ".venv/", "venv/", ".tox/", ".nox/", "__pycache__/",
+    "node_modules/", "build/", "dist/", ".eggs/", "*.egg-info/", "site-packages/",
+    ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", ".referee/",
+)
+
+
+class ConfigError(Exception):
+    """A configuration problem, naming the file, the key and what is wrong."""
+
+    def __init__(self, path: Path | None, key: str | None, problem: str) -> None:
+        self.path, self.key, self.problem = path, key, problem
+        where = str(path) if path is not None else "command line"
+        if key:
+            where += f": {key}"
+        super().__init__(f"{where}: {problem}")
+
+
+@functools.lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """gitignore-flavoured globs: ``*`` stays in one path segment, ``**`` crosses them, a
+    pattern without ``/`` matches a name at any depth, a trailing ``/`` matches a
+    directory and everything below it."""
+    pattern = pattern.strip("/")
+    anchored = "/" in pattern
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape("["))
+                i += 1
+            else:
+                out.append("[" + pattern[i + 1 : end].replace("!", "^", 1) + "]")
+                i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    body = "".join(out)
+    prefix = "" if anchored else "(?:.*/)?"
+    # Matching a directory matches what is below it, as in .gitignore.
+    return re.compile(f"^{prefix}{body}(?:/.*)?$")
+
+
+def glob_match(relpath: str, pattern: str) -> bool:
+    return _glob_regex(pattern).match(relpath) is not None
+
+
+def _format_loc(loc: Sequence[str | int]) -> str:
+    key = ""
+    for part in loc:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A validated configuration and the project root it applies to."""
+
+    config: RefereeConfig = field(default_factory=RefereeConfig)
+    root: Path = field(default_factory=Path.cwd)
+    path: Path | None = None  # the file it came from; None for the defaults
+
+    @functools.cached_property
+    def enabled(self) -> frozenset[str]:
+        cfg = self.config
+        chosen: set[str] = set()
+        for selector in [*cfg.select, *cfg.extend_select]:
+            chosen.update(rule.code for rule in matching(selector))
+        for selector in cfg.ignore:
+            chosen.difference_update(rule.code for rule in matching(selector))
+        return frozenset(chosen)
+
+    def rules_for(self, relpath: str, kind: str) -> list[Rule]:
+        ignored: set[str] = set()
+        for pattern, selectors in self.config.per_file_ignores.items():
+            if glob_match(relpath, pattern):
+                for selector in selectors:
+                    ignored.update(rule.code for rule in matching(selector))
+        return [
+            rule
+            for rule in RULES
+            if rule.code in self.enabled and rule.code not in ignored and kind in rule.kinds
+        ]
+
+    def severity(self, rule: Rule, default: Severity) -> Severity:
+        return self.config.severity.get(rule.code, default)
+
+    def contracts_for(self, relpath: str) -> tuple[Contract, ...]:
+        return tuple(
+            c for c in self.config.contract if any(glob_match(relpath, g) for g in c.globs)
+        )
+
+    def is_test_file(self, relpath: str) -> bool:
+        name = PurePosixPath(relpath).name
+        return any(glob_match(name, pattern) for pattern in self.config.test_files)
+
+    def is_excluded(self, relpath: str) -> bool:
+        return any(
+            glob_match(relpath, pattern)
+            for pattern in (*DEFAULT_EXCLUDE, *self.config.exclude)
+        )
+
+    def wants(self, relpath: str) -> bool:
+        """Whether a file found while walking a directory is checked: Python files,
+        files an `extend-include` glob names, and files a contract covers."""
+        if PurePosixPath(relpath).suffix in (".py", ".pyi"):
+            return True
+        return any(glob_match(relpath, g) for g in self.config.extend_include) or bool(
+            self.contracts_for(relpath)
+        )
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the project root, in posix form (for glob matching)."""
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def with_overrides(
+        self,
+        select: Iterable[str] = (),
+        extend_select: Iterable[str] = (),
+        ignore: Iterable[str] = (),
+    ) -> Settings:
+        """Command-line ``--select``/``--extend-select``/``--ignore`` on top of the file."""
+        update: dict[str, list[str]] = {}
+        if select:
+            update["select"] = list(select)
+        if extend_select:
+            update["extend_select"] = [*self.config.extend_select, *extend_select]
+        if ignore:
+            update["ignore"] = [*self.config.ignore, *ignore]
+        if not update:
+            return self
+        data = self.config.model_dump(by_alias=True)
+        data.update({k.replace("_", "-"): v for k, v in update.items()})
+        return Settings(validate(data, None), self.root, self.path)
+
+
+def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
+    try:
+        config = RefereeConfig.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = _format_loc([prefix, *error["loc"]] if prefix else error["loc"])
+        value = error.get("input")
+        problem = error["msg"]
+        if error["type"] == "string_pattern_mismatch":
+            problem = f"{value!r} is not a rule code or prefix (like REF101 or REF1) or ALL"
+        elif error["type"] == "extra_forbidden":
+            problem = "unknown key"
+        more = len(exc.errors()) - 1
+        if more:
+            problem += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise ConfigError(path, key, problem) from None
+    for key in ("select", "extend_select", "ignore"):
+        for selector in getattr(config, key):
+            if not matching(selector):
+                raise ConfigError(
+                    path, f"{prefix}.{key.replace('_', '-')}".lstrip("."),
+                    f"{selector!r} matches no rule",
+                )
+    for code in config.severity:
+        if not matching(code):
+            raise ConfigError(path, f"{prefix}.severity.{code}".lstrip("."), "no such rule")
+    return config
+
+
+def load_file(path: Path) -> Settings:
+    """Read and validate one configuration file."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, None, f"invalid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, f"cannot read: {exc}") from None
+    if path.name == "pyproject.toml":
+        table = raw.get("tool", {}).get("referee", {})
+        prefix = "[tool.referee]"
+    else:
+        table, prefix = raw, ""
+    if not isinstance(table, dict):
+        raise ConfigError(path, prefix or None, "must be a table")
+    return Settings(validate(table, path, prefix), path.parent, path)
+
+
+def _has_referee_table(path: Path) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "[tool.referee" in text
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest ``referee.toml``, ``.referee.toml`` or ``pyproject.toml`` with a
+    ``[tool.referee]`` table, looking upward from ``start``."""
+    start = start.resolve()
+    for directory in [start, *start.parents] if start.is_dir() else start.parents:
+        for name in CONFIG_FILES:
+            candidate = directory / name
+            if candidate.is_file() and (name != "pyproject.toml" or _has_referee_table(candidate)):
+                return candidate
+    return None
+
+
+def discover(start: Path, explicit: Path | None = None) -> Settings:
+    """Settings for a run: ``explicit`` if given, else the nearest configuration file
+    above ``start``, else the defaults rooted at ``start``."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(explicit, None, "no such file")
+        return load_file(explicit)
+    found = find_config(start)
+    if found is None:
+        root = start.resolve()
+        return Settings(RefereeConfig(), root if root.is_dir() else root.parent, None)
+    return load_file(found)

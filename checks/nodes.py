@@ -1,0 +1,142 @@
+"""Reading literals, calls and statements off tree-sitter nodes of Python code."""
+
+from __future__ import annotations
+
+import re
+
+from tree_sitter import Node
+
+from referee.checks.source import SourceFile
+
+MARKER = re.compile(r"\b(TODO|FIXME|XXX|TBD)\b")
+_STRING_PREFIX = re.compile(r"^[rRbBuUfF]*")
+
+
+def unwrap(node: Node) -> Node:
+    """Strip redundant parentheses: ``((x))`` → ``x``."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+def string_value(source: SourceFile, node: Node) -> str | None:
+    """The literal text of a string without interpolation, else ``None``."""
+    if node.type == "concatenated_string":
+        parts = [string_value(source, child) for child in node.named_children]
+        return None if any(p is None for p in parts) else "".join(parts)  # type: ignore[misc]
+    if node.type != "string":
+        return None
+    if any(child.type == "interpolation" for child in node.named_children):
+        return None
+    return "".join(
+        source.node_text(child) for child in node.named_children if child.type == "string_content"
+    )
+
+
+def literal_truth(source: SourceFile, node: Node) -> bool | None:
+    """Whether a literal expression is truthy, falsy, or not a literal (``None``)."""
+    node = unwrap(node)
+    kind = node.type
+    if kind in ("true", "false", "none"):
+        return kind == "true"
+    if kind in ("integer", "float"):
+        text = source.node_text(node).replace("_", "").lower()
+        try:
+            return (float(int(text, 0)) if kind == "integer" else float(text)) != 0
+        except ValueError:
+            return True  # 1j and friends: non-zero complex literals
+    if kind in ("string", "concatenated_string"):
+        value = string_value(source, node)
+        if value is None:
+            # An f-string with any literal text is truthy whatever it interpolates.
+            literal_text = any(
+                child.type == "string_content" and child.end_byte > child.start_byte
+                for part in (node.named_children if kind == "concatenated_string" else [node])
+                for child in part.named_children
+            )
+            return True if literal_text else None
+        return bool(value)
+    if kind in ("tuple", "list", "dictionary", "set"):
+        return node.named_child_count > 0 if kind != "dictionary" else bool(node.named_children)
+    if kind == "not_operator":
+        operand = node.child_by_field_name("argument")
+        inner = literal_truth(source, operand) if operand is not None else None
+        return None if inner is None else not inner
+    return None
+
+
+def is_literal(node: Node) -> bool:
+    return unwrap(node).type in {
+        "true", "false", "none", "integer", "float", "string", "concatenated_string",
+    }
+
+
+FRESH_OBJECTS = frozenset(
+    {
+        "list", "dictionary", "set", "list_comprehension", "dictionary_comprehension",
+        "set_comprehension", "generator_expression", "lambda",
+    }
+)
+
+_PURE = frozenset({"identifier", "attribute", "subscript", "integer", "float", "string",
+                   "true", "false", "none", "concatenated_string"})
+
+
+def is_pure(node: Node) -> bool:
+    """An expression whose two evaluations give the same object: names, attribute
+    chains, subscripts of those, and literals. Calls are not pure (``f() == f()`` tests
+    determinism)."""
+    node = unwrap(node)
+    if node.type not in _PURE:
+        return False
+    return all(is_pure(child) for child in node.named_children if child.type not in
+               ("identifier", "string_start", "string_content", "string_end"))
+
+
+def same_expression(source: SourceFile, a: Node, b: Node) -> bool:
+    return "".join(source.node_text(unwrap(a)).split()) == "".join(
+        source.node_text(unwrap(b)).split()
+    )
+
+
+def call_arguments(call: Node) -> list[Node]:
+    """Positional arguments of a call, in order (keyword arguments left out)."""
+    args = call.child_by_field_name("arguments")
+    if args is None:
+        return []
+    return [a for a in args.named_children if a.type not in ("keyword_argument", "comment")]
+
+
+def keyword_argument(source: SourceFile, call: Node, name: str) -> Node | None:
+    args = call.child_by_field_name("arguments")
+    if args is None:
+        return None
+    for arg in args.named_children:
+        if arg.type == "keyword_argument":
+            key = arg.child_by_field_name("name")
+            if key is not None and source.node_text(key) == name:
+                return arg.child_by_field_name("value")
+    return None
+
+
+def statements(block: Node) -> list[Node]:
+    """A block's statements, without comments."""
+    return [child for child in block.named_children if child.type != "comment"]
+
+
+def is_docstring(node: Node) -> bool:
+    return (
+        node.type == "expression_statement"
+        and node.named_child_count == 1
+        and node.named_children[0].type in ("string", "concatenated_string")
+    )
+
+
+def raised_name(source: SourceFile, raise_node: Node) -> str | None:
+    """``NotImplementedError`` for ``raise NotImplementedError("x")``; None for bare raise."""
+    if not raise_node.named_children:
+        return None
+    exc = raise_node.named_children[0]
+    if exc.type == "call":
+        exc = exc.child_by_field_name("function") or exc
+    return source.node_text(exc).rsplit(".", 1)[-1]

@@ -1,0 +1,274 @@
+"""Facts about one Python module that several rules share, computed once per file.
+
+One tree-sitter query pass collects the nodes the rules care about (functions, classes,
+assertions, calls, raises, comments); everything else is derived from those captures, so
+the cost per file is one parse plus work proportional to what was captured.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tree_sitter import Node, Query, QueryCursor
+
+from referee.checks.nodes import is_docstring, raised_name
+from referee.checks.source import PYTHON, SourceFile
+
+_QUERY = Query(
+    PYTHON,
+    """
+    (function_definition) @function
+    (class_definition) @class
+    (assert_statement) @assert
+    (call function: (_) @callee) @call
+    (raise_statement) @raise
+    (comment) @comment
+    """,
+)
+
+# Names that make a call an assertion wherever they are defined: unittest's assert*/fail*,
+# pytest's raises/warns/fail, mock's assert_called*, numpy.testing's assert_*, ...
+_ASSERTING_CALL = re.compile(r"^(assert|fail(Unless|If)?$|failure)|^_*assert", re.IGNORECASE)
+_PYTEST_ASSERTING = frozenset({"raises", "warns", "deprecated_call", "fail"})
+# A helper defined outside this file (a base class, a support module) is presumed to assert
+# when its name says it checks something; see docs/rules/test-without-assertion.md.
+_DELEGATING_HELPER = re.compile(
+    r"^_*(check|verify|expect|ensure|validate|compare|do_?test|run_?test|_?test)"
+    r"|_(check|test|verify)(_|$)|^(check|verify|expect|ensure)",
+    re.IGNORECASE,
+)
+_IMPORTS_UNITTEST = re.compile(r"^\s*(?:import|from)\s+unittest\b", re.MULTILINE)
+_IMPORTS_PYTEST = re.compile(r"^\s*(?:import|from)\s+(?:pytest|_pytest)\b", re.MULTILINE)
+# A raise of anything but these fails the test that reaches it, so it is an assertion.
+_NOT_FAILURES = frozenset({"NotImplementedError", "SkipTest", "StopIteration"})
+
+
+def _start(node: Node) -> int:
+    return node.start_byte
+
+
+@dataclass
+class Function:
+    node: Node
+    name: str
+    class_: Class | None
+    parent: Function | None  # the enclosing function, for nested functions
+    decorators: tuple[str, ...]
+    assertions: list[Node] = field(default_factory=list)  # assert, self.assert*, raises, ...
+    calls: list[tuple[str, Node]] = field(default_factory=list)  # (callee name, call node)
+    comments: list[Node] = field(default_factory=list)
+    is_test: bool = False
+
+    @property
+    def body(self) -> Node:
+        body = self.node.child_by_field_name("body")
+        assert body is not None, "tree-sitter always gives a function a body"
+        return body
+
+    @property
+    def is_nested(self) -> bool:
+        return self.parent is not None
+
+
+@dataclass
+class Class:
+    node: Node
+    name: str
+    bases: tuple[str, ...]
+    nested: bool  # defined inside a function
+
+
+def callee_parts(source: SourceFile, callee: Node) -> tuple[str, str]:
+    """``(receiver, name)`` of a call's function: ``self.assertEqual`` → ("self", "assertEqual")."""
+    if callee.type == "attribute":
+        obj = callee.child_by_field_name("object")
+        attr = callee.child_by_field_name("attribute")
+        return (
+            source.node_text(obj) if obj is not None else "",
+            source.node_text(attr) if attr is not None else "",
+        )
+    return "", source.node_text(callee)
+
+
+def decorator_names(source: SourceFile, definition: Node) -> tuple[str, ...]:
+    """Dotted names of a definition's decorators, without call arguments."""
+    parent = definition.parent
+    if parent is None or parent.type != "decorated_definition":
+        return ()
+    names = []
+    for child in parent.named_children:
+        if child.type == "decorator":
+            text = source.node_text(child).lstrip("@").strip()
+            names.append(text.split("(", 1)[0].strip())
+    return tuple(names)
+
+
+class PythonModule:
+    """The shared analysis of one parsed Python file."""
+
+    def __init__(self, source: SourceFile, is_test_file: bool) -> None:
+        self.source = source
+        self.is_test_file = is_test_file
+        # unittest collects only TestCase methods; a unittest module's top-level test_*
+        # functions are helpers or trace subjects, not tests (pytest would collect them).
+        self.unittest_only = bool(_IMPORTS_UNITTEST.search(source.text)) and not (
+            _IMPORTS_PYTEST.search(source.text)
+        )
+        self.functions: list[Function] = []
+        self.classes: list[Class] = []
+        self.comments: list[Node] = []
+        self.module_assertions: list[Node] = []
+        self._collect()
+
+    # ------------------------------------------------------------------ collection
+
+    def _collect(self) -> None:
+        source = self.source
+        captures = QueryCursor(_QUERY).captures(source.tree.root_node)
+        # Capture lists are not in document order; the scope lookups below need it.
+        classes = sorted(captures.get("class", []), key=_start)
+        for node in classes:
+            bases_node = node.child_by_field_name("superclasses")
+            bases = (
+                tuple(
+                    source.node_text(b)
+                    for b in bases_node.named_children
+                    if b.type != "keyword_argument"
+                )
+                if bases_node is not None
+                else ()
+            )
+            name_node = node.child_by_field_name("name")
+            self.classes.append(
+                Class(node, source.node_text(name_node) if name_node else "", bases, False)
+            )
+        class_starts = [c.node.start_byte for c in self.classes]
+
+        functions = sorted(captures.get("function", []), key=_start)
+        starts: list[int] = []
+        for node in functions:
+            name_node = node.child_by_field_name("name")
+            parent_fn = self._innermost(node.start_byte, node.end_byte, starts)
+            owner = self._owner_class(node, class_starts)
+            fn = Function(
+                node=node,
+                name=source.node_text(name_node) if name_node else "",
+                class_=owner,
+                parent=parent_fn,
+                decorators=decorator_names(source, node),
+            )
+            self.functions.append(fn)
+            starts.append(node.start_byte)
+        for cls in self.classes:
+            cls.nested = self._innermost(cls.node.start_byte, cls.node.end_byte, starts) is not None
+        self._starts = starts
+
+        for node in captures.get("assert", []):
+            self._attach_assertion(node)
+        for node in captures.get("raise", []):
+            name = raised_name(source, node)
+            if name is not None and name not in _NOT_FAILURES:
+                self._attach_assertion(node)
+        for callee in captures.get("callee", []):
+            call = callee.parent
+            receiver, name = callee_parts(source, callee)
+            fn = self._innermost(call.start_byte, call.end_byte, starts)
+            if _ASSERTING_CALL.match(name) or (
+                receiver == "pytest" and name in _PYTEST_ASSERTING
+            ):
+                self._attach_assertion(call, fn)
+            elif fn is not None:
+                fn.calls.append((name, call))
+        for node in captures.get("comment", []):
+            self.comments.append(node)
+            fn = self._innermost(node.start_byte, node.end_byte, starts)
+            if fn is not None:
+                fn.comments.append(node)
+
+        if self.is_test_file:
+            for fn in self.functions:
+                fn.is_test = self._is_test_function(fn)
+
+    def _innermost(self, start: int, end: int, starts: list[int]) -> Function | None:
+        """The innermost already-collected function whose range holds [start, end)."""
+        index = bisect.bisect_right(starts, start) - 1
+        while index >= 0:
+            fn = self.functions[index]
+            if fn.node.end_byte >= end:
+                return fn
+            index -= 1
+        return None
+
+    def _owner_class(self, fn_node: Node, class_starts: list[int]) -> Class | None:
+        """The class a function is a method of (its direct parent scope), if any."""
+        parent = fn_node.parent
+        if parent is not None and parent.type == "decorated_definition":
+            parent = parent.parent
+        if parent is None or parent.type != "block":
+            return None
+        holder = parent.parent
+        if holder is None or holder.type != "class_definition":
+            return None
+        index = bisect.bisect_left(class_starts, holder.start_byte)
+        return self.classes[index] if index < len(self.classes) else None
+
+    def _attach_assertion(self, node: Node, fn: Function | None = None) -> None:
+        fn = fn or self._innermost(node.start_byte, node.end_byte, self._starts)
+        (fn.assertions if fn is not None else self.module_assertions).append(node)
+
+    def _is_test_function(self, fn: Function) -> bool:
+        if not fn.name.startswith("test") or fn.is_nested:
+            return False
+        if fn.class_ is None:
+            return not self.unittest_only
+        return not fn.class_.nested and not fn.class_.name.startswith("_")
+
+    # ------------------------------------------------------------------ derived facts
+
+    @cached_property
+    def defined_names(self) -> frozenset[str]:
+        return frozenset(fn.name for fn in self.functions)
+
+    @cached_property
+    def asserting_functions(self) -> frozenset[str]:
+        """Names of functions in this file that assert, directly or through each other."""
+        by_name: dict[str, list[Function]] = {}
+        for fn in self.functions:
+            by_name.setdefault(fn.name, []).append(fn)
+        asserting = {fn.name for fn in self.functions if fn.assertions}
+        changed = True
+        while changed:
+            changed = False
+            for fn in self.functions:
+                if fn.name in asserting:
+                    continue
+                if any(self._asserts_through(name, asserting) for name, _ in fn.calls):
+                    asserting.add(fn.name)
+                    changed = True
+        return frozenset(asserting)
+
+    def _asserts_through(self, callee: str, asserting: set[str] | frozenset[str]) -> bool:
+        if callee in asserting:
+            return True
+        return callee not in self.defined_names and bool(_DELEGATING_HELPER.search(callee))
+
+    def assertion_nodes(self, fn: Function) -> list[Node]:
+        """Every node in ``fn`` that can make it fail: its own assertions and calls to
+        helpers that assert (defined here, or presumed to from their names)."""
+        asserting = self.asserting_functions
+        nodes = list(fn.assertions)
+        nodes.extend(call for name, call in fn.calls if self._asserts_through(name, asserting))
+        return nodes
+
+    def has_doctest(self, fn: Function) -> bool:
+        """Whether the function's docstring holds doctest examples (``>>>``)."""
+        body = fn.body.named_children
+        first = next((n for n in body if n.type != "comment"), None)
+        return first is not None and is_docstring(first) and ">>>" in self.source.node_text(first)
+
+    @property
+    def tests(self) -> list[Function]:
+        return [fn for fn in self.functions if fn.is_test]

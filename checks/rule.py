@@ -1,0 +1,80 @@
+"""What a rule is, and what it sees: the types every rule module imports."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import PurePath
+
+from referee.checks.models import Contract, Fix, Layer, RefereeConfig, Severity, Span
+from referee.checks.pymodule import PythonModule
+from referee.checks.source import SourceFile
+
+DOCS_BASE_URL = "https://github.com/referee-dev/referee/blob/main/docs/rules/"
+
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
+
+PYTHON = frozenset({"python"})
+TEXT = frozenset({"text"})
+ANY = PYTHON | TEXT
+
+
+@dataclass(frozen=True)
+class Violation:
+    """What a rule yields; the engine adds the rule's identity and the file's path."""
+
+    span: Span
+    message: str
+    evidence: str | None = None
+    severity: Severity | None = None  # when one finding is louder or quieter than the rule
+    fix: Fix | None = None
+
+
+@dataclass
+class Context:
+    """One file, as the rules see it."""
+
+    source: SourceFile
+    config: RefereeConfig
+    relpath: str  # posix path relative to the project root, for glob matching
+    is_test_file: bool
+    contracts: tuple[Contract, ...] = ()
+    memo: dict[str, object] = field(default_factory=dict)  # work rules share within a file
+
+    @cached_property
+    def in_test_tree(self) -> bool:
+        """A test module, or any file under a directory called test/tests/testing."""
+        if self.is_test_file or self.source.path.endswith("conftest.py"):
+            return True
+        parts = {*PurePath(self.source.path).parts[:-1], *PurePath(self.relpath).parts[:-1]}
+        return not parts.isdisjoint(_TEST_DIRS)
+
+    @cached_property
+    def module(self) -> PythonModule:
+        return PythonModule(self.source, self.is_test_file)
+
+
+Check = Callable[[Context], Iterator[Violation]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    layer: Layer
+    severity: Severity
+    message: str  # the one-line message a finding carries when the rule has nothing to add
+    kinds: frozenset[str]
+    check: Check
+
+    @property
+    def url(self) -> str:
+        return f"{DOCS_BASE_URL}{self.name}.md"
+
+    @property
+    def documentation(self) -> str:
+        """The rule's page body: its check's docstring (What it does / Why it matters /
+        Example / Use instead)."""
+        return inspect.cleandoc(self.check.__doc__ or "")

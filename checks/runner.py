@@ -1,0 +1,282 @@
+"""Checking files on disk: discovery, reading, the result cache, and both cores.
+
+This is the engine's I/O edge. Bad files never stop a run: each becomes a skip note
+with a reason, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import pickle
+import subprocess
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from referee import __version__
+from referee.checks.config import Settings
+from referee.checks.engine import check_source
+from referee.checks.models import CheckReport, Finding, Severity, SkippedFile, Summary
+from referee.checks.source import SourceFile, Unreadable, decode, kind_of
+
+# Below this many files a process pool costs more than it saves.
+_PARALLEL_THRESHOLD = 24
+
+
+@dataclass(frozen=True)
+class Target:
+    path: Path  # where to read it
+    display: str  # how to name it in output
+    relpath: str  # relative to the project root, for globs
+
+
+@dataclass
+class FileResult:
+    display: str
+    findings: list[Finding] = field(default_factory=list)
+    skipped: str | None = None
+
+
+def _display(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive, on Windows
+        return str(path)
+
+
+def _git_ignored(root: Path, relpaths: list[str]) -> set[str]:
+    """The subset of ``relpaths`` that git ignores; empty outside a git work tree."""
+    if not relpaths:
+        return set()
+    try:
+        proc = subprocess.run(
+            ["git", "check-ignore", "--stdin", "-z"],
+            cwd=root,
+            input="\0".join(relpaths).encode(),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    if proc.returncode not in (0, 1):  # 128: not a repository
+        return set()
+    return {p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p}
+
+
+def collect(paths: Sequence[Path], settings: Settings) -> list[Target]:
+    """Files to check. A file named on the command line is always checked; files found
+    by walking a directory are filtered by ``wants``, ``exclude`` and ``.gitignore``
+    (unless the directory named is itself ignored: then the user asked for it)."""
+    targets: list[Target] = []
+    seen: set[Path] = set()
+    for given in paths:
+        if given.is_file() or not given.exists():
+            resolved = given.resolve()
+            if resolved not in seen:
+                seen.add(resolved)
+                targets.append(Target(given, _display(given), settings.relative(given)))
+            continue
+        walked = [t for t in _walk(given, settings) if t.path.resolve() not in seen]
+        seen.update(t.path.resolve() for t in walked)
+        if settings.config.respect_gitignore and walked:
+            top = given.resolve()
+            if not _git_ignored(top.parent, [top.name]):
+                ignored = _git_ignored(top, [os.path.relpath(t.path, given) for t in walked])
+                walked = [t for t in walked if os.path.relpath(t.path, given) not in ignored]
+        targets.extend(walked)
+    return targets
+
+
+def _walk(directory: Path, settings: Settings) -> Iterator[Target]:
+    for current, dirnames, filenames in os.walk(directory):
+        base = Path(current)
+        rel_dir = settings.relative(base)
+        rel_dir = "" if rel_dir == "." else rel_dir
+        dirnames[:] = sorted(
+            d for d in dirnames if not settings.is_excluded(f"{rel_dir}/{d}" if rel_dir else d)
+        )
+        for name in sorted(filenames):
+            relpath = f"{rel_dir}/{name}" if rel_dir else name
+            if not settings.is_excluded(relpath) and settings.wants(relpath):
+                path = base / name
+                yield Target(path, _display(path), relpath)
+
+
+def check_file(target: Target, settings: Settings) -> FileResult:
+    try:
+        data = target.path.read_bytes()
+    except FileNotFoundError:
+        return FileResult(target.display, skipped="no such file")
+    except IsADirectoryError:
+        return FileResult(target.display, skipped="is a directory")
+    except OSError as exc:
+        return FileResult(target.display, skipped=f"cannot read: {exc.strerror or exc}")
+    return check_bytes(data, target, settings)
+
+
+def check_bytes(data: bytes, target: Target, settings: Settings) -> FileResult:
+    kind = kind_of(target.display)
+    try:
+        text = decode(data, kind, settings.config.max_file_size)
+    except Unreadable as exc:
+        return FileResult(target.display, skipped=exc.reason)
+    source = SourceFile(target.display, text, kind)
+    try:
+        findings = check_source(source, settings, target.relpath)
+    except RecursionError:
+        return FileResult(target.display, skipped="nested too deeply to analyse")
+    return FileResult(target.display, findings)
+
+
+# ------------------------------------------------------------------------------ cache
+
+
+class ResultCache:
+    """Per-project results keyed by path, invalidated by size and mtime, like ruff's.
+
+    One pickle per (project root, configuration, referee version) in the user cache
+    directory; written atomically, and ignored when unreadable.
+    """
+
+    def __init__(self, directory: Path, settings: Settings) -> None:
+        fingerprint = hashlib.sha256(
+            "\0".join(
+                [__version__, str(settings.root.resolve()), settings.config.model_dump_json()]
+            ).encode()
+        ).hexdigest()[:24]
+        self.path = directory / f"check-{fingerprint}.pickle"
+        self.entries: dict[str, tuple[int, int, FileResult]] = {}
+        self.dirty = False
+        try:
+            with self.path.open("rb") as handle:
+                loaded = pickle.load(handle)
+            if isinstance(loaded, dict):
+                self.entries = loaded
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
+                TypeError, ValueError):
+            self.entries = {}
+
+    @staticmethod
+    def _stamp(path: Path) -> tuple[int, int] | None:
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        return stat.st_size, stat.st_mtime_ns
+
+    def get(self, target: Target) -> FileResult | None:
+        entry = self.entries.get(str(target.path.resolve()))
+        stamp = self._stamp(target.path)
+        if entry is None or stamp is None or entry[:2] != stamp:
+            return None
+        result = entry[2]
+        return FileResult(target.display, result.findings, result.skipped)
+
+    def put(self, target: Target, result: FileResult) -> None:
+        stamp = self._stamp(target.path)
+        if stamp is not None:
+            self.entries[str(target.path.resolve())] = (*stamp, result)
+            self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as handle:
+                pickle.dump(self.entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time next run
+
+
+def default_cache_dir() -> Path:
+    from platformdirs import user_cache_dir
+
+    return Path(os.environ.get("REFEREE_CACHE_DIR") or user_cache_dir("referee"))
+
+
+# -------------------------------------------------------------------------- execution
+
+_worker_settings: Settings | None = None
+
+
+def _init_worker(settings: Settings) -> None:
+    global _worker_settings
+    _worker_settings = settings
+
+
+def _check_chunk(targets: list[Target]) -> list[FileResult]:
+    assert _worker_settings is not None
+    return [check_file(t, _worker_settings) for t in targets]
+
+
+def _chunks(items: list[Target], size: int) -> Iterator[list[Target]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def run(
+    targets: Sequence[Target],
+    settings: Settings,
+    jobs: int | None = None,
+    cache: ResultCache | None = None,
+) -> list[FileResult]:
+    """Check ``targets`` on ``jobs`` processes (default: every core), reusing cached
+    results for files that did not change."""
+    results: dict[int, FileResult] = {}
+    todo: list[tuple[int, Target]] = []
+    for index, target in enumerate(targets):
+        hit = cache.get(target) if cache is not None else None
+        if hit is not None:
+            results[index] = hit
+        else:
+            todo.append((index, target))
+
+    jobs = jobs or os.cpu_count() or 1
+    pending = [t for _, t in todo]
+    if jobs > 1 and len(pending) >= _PARALLEL_THRESHOLD:
+        # Small chunks keep both cores busy to the end; big files are not all in one.
+        size = max(1, min(16, len(pending) // (jobs * 8)))
+        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+        with ProcessPoolExecutor(jobs, context, _init_worker, (settings,)) as pool:
+            outputs: Iterable[list[FileResult]] = pool.map(
+                _check_chunk, list(_chunks(pending, size))
+            )
+            fresh = [result for chunk in outputs for result in chunk]
+    else:
+        fresh = [check_file(t, settings) for t in pending]
+
+    for (index, target), result in zip(todo, fresh):
+        results[index] = result
+        if cache is not None:
+            cache.put(target, result)
+    if cache is not None:
+        cache.save()
+    return [results[i] for i in range(len(targets))]
+
+
+def report(results: Sequence[FileResult]) -> CheckReport:
+    findings = tuple(f for r in results for f in r.findings)
+    skipped = tuple(
+        SkippedFile(path=r.display, reason=r.skipped) for r in results if r.skipped
+    )
+    by_severity = Counter(f.severity for f in findings)
+    return CheckReport(
+        version=__version__,
+        findings=findings,
+        skipped=skipped,
+        summary=Summary(
+            files_checked=len(results) - len(skipped),
+            files_skipped=len(skipped),
+            findings=len(findings),
+            by_severity={s: by_severity.get(s, 0) for s in Severity},
+            by_code=dict(sorted(Counter(f.code for f in findings).items())),
+        ),
+    )

@@ -1,0 +1,428 @@
+"""Assertions that cannot fail, and tests that have none (REF110–REF115)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from referee.checks.models import Edit, Fix, Severity
+from referee.checks.nodes import (
+    FRESH_OBJECTS,
+    call_arguments,
+    is_literal,
+    is_pure,
+    literal_truth,
+    same_expression,
+    unwrap,
+)
+from referee.checks.pymodule import Function, callee_parts
+from referee.checks.rule import Context, Violation
+from referee.checks.shape.placeholders import placeholder_kind
+from referee.checks.source import SourceFile
+
+
+def test_without_assertion(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a test function (pytest's `test_*` functions and methods, unittest's `test*`
+    methods) that contains no assertion. These count as assertions: `assert`,
+    `self.assert*`/`fail*`, `pytest.raises`/`warns`/`fail`, mock's `assert_called*`, any
+    `assert_*` function (numpy, pandas), an explicit `raise`, and a call to a helper that
+    itself asserts — a helper in the same file is followed through any number of calls;
+    a helper defined elsewhere (a base class, a support module) counts when its name says
+    it checks (`check_*`, `verify*`, `expect*`, `ensure*`, `do_test`, `_test_*`).
+
+    Warning level: a test that only calls code does check that it does not raise.
+
+    ## Why it matters
+    A test without an assertion passes for every implementation that does not crash,
+    including a wrong one. It is the most common way a generated test suite looks
+    thorough and checks nothing. (pytest and flake8 never shipped this rule because of
+    false positives from helper functions; referee follows the helpers. Its
+    false-positive rate on CPython's test suite is in docs/benchmarks.md.)
+
+    ## Example
+    ```python
+    def test_slugify():
+        slugify("Hello World")
+    ```
+
+    ## Use instead
+    ```python
+    def test_slugify():
+        assert slugify("Hello World") == "hello-world"
+    ```
+    """
+    module = ctx.module
+    for fn in module.tests:
+        if module.assertion_nodes(fn) or module.has_doctest(fn):
+            continue
+        if placeholder_kind(module, fn) is not None:
+            continue  # placeholder tests are REF101's, at error level
+        name = fn.node.child_by_field_name("name") or fn.node
+        yield Violation(
+            span=ctx.source.node_span(name),
+            message=f"test `{fn.name}` has no assertion: it passes whenever it does not raise",
+            evidence=ctx.source.node_text(fn.node).split("\n", 1)[0],
+        )
+
+
+# unittest methods whose single argument is checked for truth (True) or falsehood (False).
+_TRUTH_METHODS = {
+    "assertTrue": True, "assert_": True, "failUnless": True,
+    "assertFalse": False, "failIf": False,
+}
+_SELF_COMPARE_METHODS = {
+    "assertEqual": "==", "assertEquals": "==", "assertIs": "is", "assertLessEqual": "<=",
+    "assertGreaterEqual": ">=", "assertCountEqual": "==", "assertListEqual": "==",
+    "assertDictEqual": "==", "assertSetEqual": "==", "assertTupleEqual": "==",
+    "assertSequenceEqual": "==", "assertMultiLineEqual": "==", "assertAlmostEqual": "==",
+}
+_IDENTITY_METHODS = {"assertIs": True, "assertIsNot": False}
+
+
+@dataclass(frozen=True)
+class _Vacuous:
+    """An assertion whose outcome does not depend on the code under test."""
+
+    code: str
+    fn: Function | None
+    node: Node
+    message: str
+    always_warning: bool = False  # `x == x` may be a test of __eq__ itself
+    fix: Fix | None = None
+
+
+def _assertions(ctx: Context) -> Iterator[tuple[Function | None, Node]]:
+    module = ctx.module
+    for fn in module.functions:
+        for node in fn.assertions:
+            yield fn, node
+    for node in module.module_assertions:
+        yield None, node
+
+
+def _method(source: SourceFile, call: Node) -> str:
+    callee = call.child_by_field_name("function")
+    return callee_parts(source, callee)[1] if callee is not None else ""
+
+
+def _condition(node: Node) -> Node | None:
+    return node.named_children[0] if node.named_children else None
+
+
+def _operator(source: SourceFile, comparison: Node) -> str:
+    return " ".join(source.node_text(c) for c in comparison.children if not c.is_named)
+
+
+def _comparison(node: Node) -> Node | None:
+    cond = _condition(node)
+    cond = unwrap(cond) if cond is not None else None
+    if cond is None or cond.type != "comparison_operator" or cond.named_child_count != 2:
+        return None
+    return cond
+
+
+_REFLEXIVE = frozenset({"==", "is", "<=", ">="})
+
+
+def _assert_statement_vacuity(source: SourceFile, fn: Function | None, node: Node
+                              ) -> _Vacuous | None:
+    cond = _condition(node)
+    if cond is None:
+        return None
+    inner = unwrap(cond)
+    text = source.node_text(node)
+    if inner.type == "tuple":
+        if inner.named_child_count == 0:
+            return None
+        fix = None
+        if inner.named_child_count in (1, 2) and inner is cond:
+            parts = [source.node_text(c) for c in inner.named_children]
+            fix = Fix(
+                message="Remove the parentheses so the condition is checked",
+                edits=(Edit(span=source.node_span(inner), content=", ".join(parts)),),
+                applicability="unsafe",
+            )
+        return _Vacuous("REF112", fn, node, "assertion on a non-empty tuple is always true; "
+                        "did you mean `assert condition, message`?", fix=fix)
+    if literal_truth(source, cond) is True:
+        return _Vacuous("REF111", fn, node,
+                        f"`{source.node_text(cond)}` is always true: the assertion cannot fail")
+    comparison = _comparison(node)
+    if comparison is None:
+        return None
+    op = _operator(source, comparison)
+    left, right = comparison.named_children
+    if op in ("is", "is not"):
+        fresh = [c for c in (left, right) if unwrap(c).type in FRESH_OBJECTS]
+        if fresh:
+            return _fresh(fn, node, op == "is", source.node_text(fresh[0]))
+    if op in _REFLEXIVE and is_pure(left) and same_expression(source, left, right):
+        if is_literal(left):
+            return _Vacuous("REF111", fn, node, f"`{text}` compares a literal with itself: "
+                            "the assertion cannot fail")
+        return _self_compared(fn, node, op, source.node_text(left))
+    return None
+
+
+def _assert_call_vacuity(source: SourceFile, fn: Function | None, call: Node) -> _Vacuous | None:
+    method = _method(source, call)
+    args = call_arguments(call)
+    if method in _TRUTH_METHODS and args:
+        if literal_truth(source, args[0]) is _TRUTH_METHODS[method]:
+            return _Vacuous("REF111", fn, call, f"`{method}({source.node_text(args[0])})` is "
+                            "given a constant: the assertion cannot fail")
+        return None
+    if len(args) < 2:
+        return None
+    if method in _IDENTITY_METHODS:
+        fresh = [a for a in args[:2] if unwrap(a).type in FRESH_OBJECTS]
+        if fresh:
+            return _fresh(fn, call, _IDENTITY_METHODS[method], source.node_text(fresh[0]))
+    if method in _SELF_COMPARE_METHODS and is_pure(args[0]) and same_expression(
+        source, args[0], args[1]
+    ):
+        if is_literal(args[0]):
+            return _Vacuous("REF111", fn, call, f"`{method}` compares the literal "
+                            f"`{source.node_text(args[0])}` with itself: the assertion cannot fail")
+        return _self_compared(fn, call, _SELF_COMPARE_METHODS[method], source.node_text(args[0]))
+    return None
+
+
+def _self_compared(fn: Function | None, node: Node, op: str, operand: str) -> _Vacuous:
+    if op == "is":
+        return _Vacuous("REF113", fn, node,
+                        f"`{operand}` is compared with itself by identity: always true")
+    return _Vacuous("REF113", fn, node, f"`{operand}` is compared with itself (`{op}`): true "
+                    "for any value with a reflexive __eq__", always_warning=True)
+
+
+def _fresh(fn: Function | None, node: Node, positive: bool, fresh: str) -> _Vacuous:
+    outcome = "always fails" if positive else "always passes"
+    return _Vacuous("REF114", fn, node,
+                    f"identity check against the new object `{fresh}` {outcome}; use `==`")
+
+
+def _vacuous(ctx: Context) -> list[_Vacuous]:
+    """Every vacuous assertion in the file, computed once for the four rules."""
+    cached = ctx.memo.get("vacuous")
+    if cached is None:
+        source = ctx.source
+        cached = []
+        for fn, node in _assertions(ctx):
+            if node.type == "assert_statement":
+                found = _assert_statement_vacuity(source, fn, node)
+            elif node.type == "call":
+                found = _assert_call_vacuity(source, fn, node)
+            else:
+                found = None
+            if found is not None:
+                cached.append(found)
+        ctx.memo["vacuous"] = cached
+    return cached  # type: ignore[return-value]
+
+
+def _report(ctx: Context, code: str) -> Iterator[Violation]:
+    findings = _vacuous(ctx)
+    vacuous_nodes = {item.node.start_byte for item in findings}
+    module = ctx.module
+    for item in findings:
+        if item.code != code:
+            continue
+        proves_nothing = (
+            item.fn is not None
+            and item.fn.is_test
+            and all(n.start_byte in vacuous_nodes for n in module.assertion_nodes(item.fn))
+        )
+        louder = code == "REF112" or (proves_nothing and not item.always_warning)
+        yield Violation(
+            span=ctx.source.node_span(item.node),
+            message=item.message,
+            evidence=ctx.source.node_text(item.node),
+            severity=None if louder else Severity.WARNING,
+            fix=item.fix,
+        )
+
+
+def constant_assertion(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags an assertion on a constant whose truth is known before the test runs:
+    `assert True`, `assert 1`, `assert "message"`, `assert [x]`, `assert not None`,
+    `self.assertTrue(1)`, `self.assertFalse("")`, `self.assertEqual(3, 3)`.
+
+    Severity: an error when the test's every assertion is vacuous (the test proves
+    nothing); a warning when the test also checks something real, or outside a test.
+
+    ## Why it matters
+    The assertion passes for every implementation: it is there to look like a check.
+    (`assert False`, which always fails, is a different matter and is not flagged.)
+
+    ## Example
+    ```python
+    def test_saves():
+        save(record)
+        assert True
+    ```
+
+    ## Use instead
+    ```python
+    def test_saves():
+        save(record)
+        assert load(record.id) == record
+    ```
+    """
+    yield from _report(ctx, "REF111")
+
+
+def tuple_assertion(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags `assert (condition, "message")`: an assertion on a non-empty tuple, which is
+    always true. Python itself warns (`SyntaxWarning: assertion is always true`) but only
+    when the file is compiled, and the warning is easy to miss.
+
+    The fix (unsafe: the assertion starts checking, and may fail) removes the
+    parentheses.
+
+    ## Why it matters
+    The author meant `assert condition, "message"`; as written the condition is never
+    checked.
+
+    ## Example
+    ```python
+    assert (total == 10, "total is off")
+    ```
+
+    ## Use instead
+    ```python
+    assert total == 10, "total is off"
+    ```
+    """
+    yield from _report(ctx, "REF112")
+
+
+def self_comparison(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags an assertion that compares an expression with itself: `assert x == x`,
+    `assert a.b is a.b`, `self.assertEqual(result, result)`, `self.assertIs(x, x)`.
+    Only names, attributes, subscripts and literals are compared — `f() == f()` checks
+    that `f` is deterministic and is not flagged.
+
+    An identity check (`is`) is an error: it holds for every object. An equality check
+    is a warning: it holds for every value whose `__eq__` is reflexive, so it only
+    proves something when the test is *about* `__eq__` (NaN, custom types).
+
+    Severity: an error when the test's every assertion is vacuous (the test proves
+    nothing); a warning when the test also checks something real, or outside a test.
+
+    ## Why it matters
+    A copy-paste slip (`assertEqual(expected, expected)`) turns a real check into one
+    that passes for any result.
+
+    ## Example
+    ```python
+    expected = compute()
+    assert expected == expected
+    ```
+
+    ## Use instead
+    ```python
+    assert compute() == expected
+    ```
+    """
+    yield from _report(ctx, "REF113")
+
+
+def fresh_object_identity(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags an identity assertion against an object created on the spot: `assert x is []`,
+    `assert x is not {}`, `self.assertIs(result, [])`, `self.assertIsNot(y, set())`'s
+    display forms and comprehensions. A fresh list, dict, set, comprehension or lambda is
+    a new object that nothing else can be, so `is` is always false and `is not` always
+    true.
+
+    Severity: an error when the test's every assertion is vacuous (the test proves
+    nothing); a warning when the test also checks something real, or outside a test.
+
+    ## Why it matters
+    `assertIs(result, [])` fails for every result, and `assert x is not {}` passes for
+    every `x`. Either way the assertion says nothing about the code; the author meant
+    `==`.
+
+    ## Example
+    ```python
+    self.assertIs(parse(""), [])
+    ```
+
+    ## Use instead
+    ```python
+    self.assertEqual(parse(""), [])
+    ```
+    """
+    yield from _report(ctx, "REF114")
+
+
+# Attribute names that look like mock assertions but are auto-created attributes: calling
+# one returns a new (truthy) Mock and checks nothing.
+_MOCK_LOOKALIKES = frozenset(
+    {
+        "called_once_with", "called_with", "called_once", "has_calls", "any_call",
+        "not_called", "has_been_called", "has_been_called_with", "called_once_with_args",
+        "awaited_once_with", "awaited_with", "awaited_once", "not_awaited", "has_awaits",
+    }
+)
+
+
+def mock_assertion_lookalike(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags calls such as `mock.called_once_with(x)`, `mock.has_calls([...])` or
+    `assert mock.not_called()`: names that read like mock assertions but are not
+    methods of `Mock`. A `Mock` creates any attribute on first access, so the call
+    returns a new, truthy `Mock` and checks nothing. (Misspellings that start with
+    `assert`/`assret` are safe: `Mock` raises `AttributeError` for those.)
+
+    The fix renames the call to the real assertion (`assert_called_once_with`, ...)
+    when it stands as a statement.
+
+    ## Why it matters
+    The test reads as if it verified the interaction, and passes however the mock was
+    used.
+
+    ## Example
+    ```python
+    sender.send.called_once_with("hello")
+    ```
+
+    ## Use instead
+    ```python
+    sender.send.assert_called_once_with("hello")
+    ```
+    """
+    source = ctx.source
+    for fn in ctx.module.functions:
+        for name, call in fn.calls:
+            if name not in _MOCK_LOOKALIKES:
+                continue
+            callee = call.child_by_field_name("function")
+            if callee is None or callee.type != "attribute":
+                continue
+            parent = call.parent
+            standalone = parent is not None and parent.type == "expression_statement"
+            in_assert = parent is not None and parent.type == "assert_statement"
+            if not (standalone or in_assert):
+                continue
+            fix = None
+            attr = callee.child_by_field_name("attribute")
+            if standalone and attr is not None:
+                fix = Fix(
+                    message=f"Call `assert_{name}`",
+                    edits=(Edit(span=source.node_span(attr), content=f"assert_{name}"),),
+                )
+            yield Violation(
+                span=source.node_span(call),
+                message=f"`{name}` is not a Mock assertion: the call returns a truthy Mock; "
+                f"use `assert_{name}`",
+                evidence=source.node_text(call),
+                fix=fix,
+            )

@@ -1,0 +1,273 @@
+"""Placeholders: code and documents that promise work and contain none (REF101–REF103)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from tree_sitter import Node
+
+from referee.checks.models import Severity
+from referee.checks.nodes import MARKER, is_docstring, raised_name, statements
+from referee.checks.pymodule import Function, PythonModule
+from referee.checks.rule import Context, Violation
+
+_EXEMPT_DECORATORS = frozenset(
+    {
+        "abstractmethod", "abstractproperty", "abstractclassmethod", "abstractstaticmethod",
+        "overload",
+    }
+)
+
+
+_SKIP = re.compile(r"(^|\.)skip$")
+
+
+def _decorator_exempt(fn: Function) -> bool:
+    return any(name.rsplit(".", 1)[-1] in _EXEMPT_DECORATORS for name in fn.decorators)
+
+
+def _interface_class(module: PythonModule, fn: Function) -> bool:
+    """Methods of protocols, ABCs and classes that a class in this file overrides are
+    declarations by design, not placeholders."""
+    cls = fn.class_
+    if cls is None:
+        return False
+    bases = " ".join(cls.bases)
+    superclasses = cls.node.child_by_field_name("superclasses")
+    declared = module.source.node_text(superclasses) if superclasses is not None else ""
+    if "Protocol" in bases or "ABC" in declared:
+        return True
+    return any(
+        other.class_ is not None
+        and other.class_ is not cls
+        and any(base.rsplit(".", 1)[-1] == cls.name for base in other.class_.bases)
+        for other in module.functions
+        if other.name == fn.name
+    )
+
+
+def placeholder_kind(module: PythonModule, fn: Function) -> tuple[str, bool, bool] | None:
+    """``(what the body is, has a TODO marker, has a docstring)``, or None when the body
+    does real work or a comment says the emptiness is meant."""
+    source = module.source
+    if fn.node.has_error or module.has_doctest(fn):
+        return None  # a doctest docstring is a test; an unparsed body proves nothing
+    body = statements(fn.body)
+    docstring = bool(body) and is_docstring(body[0])
+    if docstring:
+        body = body[1:]
+    kinds = []
+    for stmt in body:
+        if stmt.type == "pass_statement":
+            kinds.append("`pass`")
+        elif stmt.type == "expression_statement" and stmt.named_child_count == 1 and (
+            stmt.named_children[0].type == "ellipsis"
+        ):
+            kinds.append("`...`")
+        elif stmt.type == "raise_statement" and raised_name(source, stmt) == "NotImplementedError":
+            kinds.append("`raise NotImplementedError`")
+        else:
+            return None
+    marker = any(MARKER.search(source.node_text(c)) for c in fn.comments)
+    if fn.comments and not marker:
+        return None  # "pass  # nothing to release": the author says it is meant
+    if not kinds:
+        kinds.append("a docstring" if docstring else "comments")
+    what = " and ".join(dict.fromkeys(kinds))
+    if marker:
+        what += " with a TODO marker"
+    return what, marker, docstring
+
+
+def placeholder_body(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a function whose body is only `pass`, `...`, `raise NotImplementedError`, a
+    docstring, or a `TODO`/`FIXME` comment — a stub that looks like an implementation.
+
+    Abstract methods, `@overload` signatures, `Protocol` and ABC members, methods that a
+    subclass in the same file overrides, and `.pyi` stubs are declarations by design and
+    are not flagged. A body with an explanatory comment (`pass  # nothing to release`) is
+    taken as meant. In test modules only test functions and bodies with a `TODO`/`FIXME`
+    marker are flagged, and so are functions anywhere under a `test`/`tests` directory
+    (fixtures and support modules): dummy callables are what tests are made of. A
+    docstring with doctest examples (`>>>`) is a test, not a placeholder; a skipped test
+    is left to `skip-without-reason` (REF121).
+
+    The finding is an error when the stub promises something (a docstring, a return
+    annotation, a marker, `raise NotImplementedError`, or a test name) and a warning for
+    a bare `pass`.
+
+    ## Why it matters
+    A stub that compiles and imports is the cheapest way for an author — human or agent —
+    to report a task as done. Every later check (tests, the judge) then spends its effort
+    on code that does not exist.
+
+    ## Example
+    ```python
+    def parse_duration(text: str) -> int:
+        \"\"\"Return the number of seconds in '1h30m'.\"\"\"
+        # TODO: implement
+        pass
+    ```
+
+    ## Use instead
+    ```python
+    def parse_duration(text: str) -> int:
+        \"\"\"Return the number of seconds in '1h30m'.\"\"\"
+        hours, _, minutes = text.removesuffix("m").partition("h")
+        return int(hours or 0) * 3600 + int(minutes or 0) * 60
+    ```
+    If the function is meant to be abstract, say so with `@abc.abstractmethod`.
+    """
+    if ctx.source.path.endswith(".pyi"):
+        return
+    module = ctx.module
+    for fn in module.functions:
+        if _decorator_exempt(fn) or (fn.name.startswith("__") and fn.name.endswith("__")):
+            continue
+        found = placeholder_kind(module, fn)
+        if found is None:
+            continue
+        what, marker, docstring = found
+        if fn.is_test and any(_SKIP.search(d) for d in fn.decorators):
+            continue  # a skipped test is REF121's concern, not a placeholder
+        if not marker:
+            if fn.is_nested or (ctx.in_test_tree and not fn.is_test):
+                continue  # dummies and fixtures are what tests are made of
+            if _interface_class(module, fn):
+                continue
+        promises = (
+            marker
+            or docstring
+            or fn.is_test
+            or "NotImplementedError" in what
+            or fn.node.child_by_field_name("return_type") is not None
+        )
+        noun = "test" if fn.is_test else "function"
+        yield Violation(
+            span=module.source.node_span(_name_or_node(fn)),
+            message=f"{noun} `{fn.name}` is a placeholder: its body is only {what}",
+            evidence=module.source.node_text(fn.body),
+            severity=None if promises else Severity.WARNING,
+        )
+
+
+def _name_or_node(fn: Function) -> Node:
+    return fn.node.child_by_field_name("name") or fn.node
+
+
+def placeholder_marker(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Reports `TODO`, `FIXME`, `XXX` and `TBD` markers: in Python comments, and anywhere in
+    a text document. Information level; a file or function that is *nothing but* a
+    placeholder is an error under `placeholder-document` (REF103) and
+    `placeholder-body` (REF101).
+
+    ## Why it matters
+    A marker is a promise of unfinished work. In a change an agent reports as complete,
+    each one is a question for the reviewer: was this meant to ship?
+
+    ## Example
+    ```python
+    def retry(fn):
+        return fn()  # TODO: actually retry
+    ```
+
+    ## Use instead
+    Finish the work, or track it in an issue and link it:
+    ```python
+    def retry(fn):
+        return fn()  # single attempt by design, see issue #42
+    ```
+    """
+    source = ctx.source
+    if source.kind == "python":
+        for comment in ctx.module.comments:
+            match = MARKER.search(source.node_text(comment))
+            if match:
+                yield Violation(
+                    span=source.node_span(comment),
+                    message=f"{match.group(1)} marker: {source.node_text(comment).strip()}",
+                    evidence=source.node_text(comment),
+                )
+        return
+    if is_placeholder_document(source.text):
+        return  # REF103 says it louder
+    for row, line in enumerate(source.text.splitlines()):
+        match = MARKER.search(line)
+        if match:
+            yield Violation(
+                span=source.line_span(row),
+                message=f"{match.group(1)} marker: {line.strip()[:120]}",
+                evidence=line,
+            )
+
+
+_PLACEHOLDER_WORDS = re.compile(
+    r"^(todo|tbd|fixme|xxx|wip|placeholder|lorem ipsum.*|coming soon|to be (written|done|"
+    r"added|determined)|not (yet )?implemented|n/?a|tba|待定|待补充|待完成|未完成|暂无|略)$",
+    re.IGNORECASE,
+)
+_MARKDOWN_LEAD = re.compile(r"^\s*(#{1,6}\s+|[-*+>]\s+|\d+[.)]\s+)?")
+_EDGE_PUNCTUATION = " \t.,:;!?。，：；！？…()（）[]【】\"'`*_~-—<>"
+
+
+def is_placeholder_document(text: str) -> bool:
+    """True when every line of a document is a heading or a placeholder word, and at
+    least one line is a placeholder ("# Chapter 2\\n\\nTODO", "TBD.", "待补充")."""
+    placeholder_lines = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        heading = line.lstrip().startswith("#")
+        content = _MARKDOWN_LEAD.sub("", line).strip(_EDGE_PUNCTUATION)
+        if _PLACEHOLDER_WORDS.match(content):
+            placeholder_lines += 1
+        elif not heading:
+            return False
+    return placeholder_lines > 0
+
+
+def placeholder_document(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a file whose whole content is a placeholder: a text document that is only
+    headings and words like `TODO`, `TBD`, `placeholder`, `coming soon`, `待补充`; or a
+    Python module that is only comments, a docstring and `pass`, with a `TODO`/`FIXME`
+    marker among them.
+
+    ## Why it matters
+    "Write chapter 2" answered with a file that says `TODO` passes every existence check a
+    pipeline can make — the file is there, it is non-empty — and proves nothing.
+
+    ## Example
+    ```markdown
+    # Chapter 2
+
+    TODO
+    ```
+
+    ## Use instead
+    Write the content, or do not create the file until it exists.
+    """
+    source = ctx.source
+    if source.kind == "text":
+        if is_placeholder_document(source.text):
+            yield Violation(
+                span=source.line_span(0),
+                message="document is nothing but a placeholder",
+                evidence=source.text.strip()[:200],
+            )
+        return
+    root = source.tree.root_node
+    code = [
+        s for s in statements(root)
+        if not is_docstring(s) and s.type != "pass_statement"
+    ]
+    markers = [c for c in ctx.module.comments if MARKER.search(source.node_text(c))]
+    if not code and markers:
+        yield Violation(
+            span=source.node_span(markers[0]),
+            message="module is nothing but a placeholder: only comments and a TODO marker",
+            evidence=source.node_text(markers[0]),
+        )

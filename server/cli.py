@@ -1,0 +1,201 @@
+"""The ``referee`` command line: a thin adapter from arguments to engine calls."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from referee import __version__
+from referee.checks import runner
+from referee.checks.config import ConfigError, Settings, discover
+from referee.checks.models import Severity, json_schema
+from referee.checks.registry import RULES, lookup
+from referee.checks.rule import Rule
+from referee.server import output
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+_LEVELS = [s.value for s in Severity]
+
+err = Console(stderr=True, highlight=False)
+
+
+def _fail(message: str) -> click.exceptions.Exit:
+    err.print(f"[bold red]referee: error:[/] {message}")
+    return click.exceptions.Exit(EXIT_USAGE)
+
+
+def _codes(values: tuple[str, ...]) -> list[str]:
+    """``--select REF1,REF2 --select REF3`` → ["REF1", "REF2", "REF3"]."""
+    return [c.strip() for value in values for c in value.split(",") if c.strip()]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="referee")
+def main() -> None:
+    """referee keeps code honest when the same author writes a function and its tests.
+
+    \b
+    Layers:  L0 shape · L1 contracts and guard · L2 local judge · L3 human review.
+    Docs:    https://github.com/referee-dev/referee/tree/main/docs
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
+    show_default=True, help="Output format. json is the documented schema (`referee schema`).",
+)
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Only these rules (codes or prefixes, comma-separated). Replaces `select`.")
+@click.option("--extend-select", multiple=True, metavar="CODES",
+              help="Add rules to the configured selection.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Leave these rules out.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Use this referee.toml / pyproject.toml instead of searching for one.")
+@click.option("--stdin-filename", metavar="PATH",
+              help="Read the file's text from stdin and check it as PATH (for editors).")
+@click.option("--fail-on", type=click.Choice(_LEVELS), default="error", show_default=True,
+              help="Exit 1 when a finding of this severity or louder is reported.")
+@click.option("--min-severity", type=click.Choice(_LEVELS), default="info", show_default=True,
+              help="Report only findings at least this severe.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported.")
+@click.option("--statistics", is_flag=True, help="Also print how many findings each rule made.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Processes to use (default: one per core).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report here instead of to stdout.")
+def check(
+    paths: tuple[Path, ...],
+    fmt: str,
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    config_path: Path | None,
+    stdin_filename: str | None,
+    fail_on: str,
+    min_severity: str,
+    exit_zero: bool,
+    statistics: bool,
+    jobs: int | None,
+    no_cache: bool,
+    output_file: Path | None,
+) -> None:
+    """Run the L0 shape and L1 contract rules on PATHS (default: the current directory).
+
+    \b
+    Exit status: 0 nothing at --fail-on level, 1 findings, 2 usage or configuration error.
+    Examples:
+      referee check                         # the project around the current directory
+      referee check src tests --format sarif -o referee.sarif
+      referee check --select REF11 tests/   # only the assertion rules
+      cat notes.md | referee check --stdin-filename notes.md
+    """
+    start = Path(stdin_filename).parent if stdin_filename else (paths[0] if paths else Path("."))
+    try:
+        settings = discover(start, config_path).with_overrides(
+            _codes(select), _codes(extend_select), _codes(ignore)
+        )
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+
+    if stdin_filename is not None:
+        if paths:
+            raise _fail("give either PATHS or --stdin-filename, not both")
+        data = sys.stdin.buffer.read()
+        target = runner.Target(Path(stdin_filename), stdin_filename,
+                               settings.relative(Path(stdin_filename)))
+        results = [runner.check_bytes(data, target, settings)]
+    else:
+        targets = runner.collect(list(paths) or [Path(".")], settings)
+        cache = None
+        if settings.config.cache and not no_cache:
+            cache = runner.ResultCache(runner.default_cache_dir(), settings)
+        results = runner.run(targets, settings, jobs=jobs, cache=cache)
+
+    threshold = Severity(min_severity).rank
+    for result in results:
+        result.findings = [f for f in result.findings if f.severity.rank <= threshold]
+    report = runner.report(results)
+
+    stream = output_file.open("w", encoding="utf-8") if output_file else None
+    try:
+        console = Console(file=stream, highlight=False, soft_wrap=True) if stream else Console(
+            highlight=False, soft_wrap=True
+        )
+        if fmt == "json":
+            console.out(output.as_json(report), highlight=False)
+        elif fmt == "sarif":
+            console.out(output.sarif(report), highlight=False)
+        else:
+            output.text(report, console, statistics)
+    finally:
+        if stream:
+            stream.close()
+    for skipped in report.skipped:
+        err.print(f"[yellow]referee: skipped[/] {skipped.path}: {skipped.reason}")
+
+    failing = Severity(fail_on).rank
+    if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Print every rule's page.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def rule(code: str | None, show_all: bool, fmt: str) -> None:
+    """Explain a rule by code or name (`referee rule REF101`), or list every rule."""
+    if code is None and not show_all:
+        if fmt == "json":
+            click.echo(json.dumps([_rule_json(r) for r in RULES], indent=2))
+            return
+        table = Table("code", "name", "layer", "severity", "what it flags", box=None)
+        for r in RULES:
+            table.add_row(r.code, r.name, r.layer.value, r.severity.value, r.message)
+        Console().print(table)
+        return
+    chosen = list(RULES) if show_all else [lookup(code or "")]
+    if chosen == [None]:
+        raise _fail(f"no rule {code!r}; `referee rule` lists them")
+    if fmt == "json":
+        click.echo(json.dumps([_rule_json(r) for r in chosen if r], indent=2))
+        return
+    console = Console()
+    for r in chosen:
+        assert r is not None
+        console.print(Markdown(f"# {r.name} ({r.code})\n\nLayer {r.layer.value}, default "
+                               f"severity {r.severity.value}.\n\n{r.documentation}"))
+
+
+def _rule_json(r: Rule) -> dict:
+    return {"code": r.code, "name": r.name, "layer": r.layer.value,
+            "severity": r.severity.value, "message": r.message, "url": r.url,
+            "documentation": r.documentation}
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON schema of `referee check --format json`."""
+    click.echo(json.dumps(json_schema(), indent=2))
+
+
+@main.command("config")
+@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
+def show_config(path: Path | None) -> None:
+    """Show which configuration file applies to PATH and the settings it resolves to."""
+    try:
+        settings: Settings = discover(path or Path("."))
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    source = settings.path or "defaults (no referee.toml or [tool.referee] found)"
+    err.print(f"configuration: {source}\nproject root:  {settings.root}")
+    click.echo(settings.config.model_dump_json(by_alias=True, indent=2))

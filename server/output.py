@@ -1,0 +1,165 @@
+"""Rendering a check report: ruff-like text, JSON (the pydantic models), SARIF 2.1.0."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from referee import __version__
+from referee.checks.models import CheckReport, Finding, Severity
+from referee.checks.registry import BY_CODE, RULES
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+_SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def text(report: CheckReport, console: Console, statistics: bool = False) -> None:
+    """``path:line:col: CODE message``, one per line, then a summary."""
+    for f in report.findings:
+        fixable = " [*]" if f.fix is not None else ""
+        console.print(
+            f"[bold]{escape(f.path)}[/]:{f.span.start.line}:{f.span.start.column}: "
+            f"[{_STYLE[f.severity]}]{f.code}[/]{fixable} {escape(f.message)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if statistics:
+        counts = Counter(f.code for f in report.findings)
+        for code, count in counts.most_common():
+            rule = BY_CODE[code]
+            console.print(f"{count:>6}  {code}  {rule.name:<28} {rule.severity.value}",
+                          highlight=False)
+    summary = report.summary
+    if summary.findings:
+        parts = [
+            f"{summary.by_severity.get(s, 0)} {s.value}{'s' if s is not Severity.INFO else ''}"
+            for s in Severity
+            if summary.by_severity.get(s, 0)
+        ]
+        console.print(
+            f"Found {summary.findings} finding{'s' if summary.findings != 1 else ''} "
+            f"({', '.join(parts)}) in {summary.files_checked} file"
+            f"{'s' if summary.files_checked != 1 else ''}.",
+            highlight=False,
+        )
+    else:
+        console.print(
+            f"[green]All checks passed![/] ({summary.files_checked} file"
+            f"{'s' if summary.files_checked != 1 else ''})",
+            highlight=False,
+        )
+
+
+def as_json(report: CheckReport) -> str:
+    return report.model_dump_json(indent=2)
+
+
+def _uri(path: str) -> str:
+    return Path(path).as_posix()
+
+
+def _region(f: Finding) -> dict:
+    return {
+        "startLine": f.span.start.line,
+        "startColumn": f.span.start.column,
+        "endLine": f.span.end.line,
+        "endColumn": f.span.end.column,
+    }
+
+
+def sarif(report: CheckReport) -> str:
+    """SARIF 2.1.0, as GitHub code scanning reads it."""
+    rules = list(RULES)
+    index = {rule.code: i for i, rule in enumerate(rules)}
+    results = []
+    for f in report.findings:
+        result: dict = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                        "region": _region(f),
+                    }
+                }
+            ],
+        }
+        if f.fix is not None:
+            result["fixes"] = [
+                {
+                    "description": {"text": f.fix.message},
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                            "replacements": [
+                                {
+                                    "deletedRegion": {
+                                        "startLine": e.span.start.line,
+                                        "startColumn": e.span.start.column,
+                                        "endLine": e.span.end.line,
+                                        "endColumn": e.span.end.column,
+                                    },
+                                    "insertedContent": {"text": e.content},
+                                }
+                                for e in f.fix.edits
+                            ],
+                        }
+                    ],
+                }
+            ]
+        results.append(result)
+    notifications = [
+        {
+            "level": "warning",
+            "message": {"text": f"skipped: {s.reason}"},
+            "locations": [
+                {"physicalLocation": {"artifactLocation": {"uri": _uri(s.path)}}}
+            ],
+        }
+        for s in report.skipped
+    ]
+    document = {
+        "$schema": _SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "referee",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": "https://github.com/referee-dev/referee",
+                        "rules": [
+                            {
+                                "id": rule.code,
+                                "name": rule.name,
+                                "shortDescription": {"text": rule.message},
+                                "fullDescription": {"text": rule.documentation.split("\n\n")[0]
+                                                    .removeprefix("## What it does\n")},
+                                "helpUri": rule.url,
+                                "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity]},
+                                "properties": {"layer": rule.layer.value},
+                            }
+                            for rule in rules
+                        ],
+                    }
+                },
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(document, indent=2)
