@@ -26,9 +26,24 @@ CONFIG_FILES = ("referee.toml", ".referee.toml", "pyproject.toml")
 
 # Directories nobody wants checked; `exclude` adds to these.
 DEFAULT_EXCLUDE = (
-    ".git/", ".hg/", ".svn/", ".venv/", "venv/", ".tox/", ".nox/", "__pycache__/",
-    "node_modules/", "build/", "dist/", ".eggs/", "*.egg-info/", "site-packages/",
-    ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", ".referee/",
+    ".git/",
+    ".hg/",
+    ".svn/",
+    ".venv/",
+    "venv/",
+    ".tox/",
+    ".nox/",
+    "__pycache__/",
+    "node_modules/",
+    "build/",
+    "dist/",
+    ".eggs/",
+    "*.egg-info/",
+    "site-packages/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".referee/",
 )
 
 
@@ -137,8 +152,7 @@ class Settings:
 
     def is_excluded(self, relpath: str) -> bool:
         return any(
-            glob_match(relpath, pattern)
-            for pattern in (*DEFAULT_EXCLUDE, *self.config.exclude)
+            glob_match(relpath, pattern) for pattern in (*DEFAULT_EXCLUDE, *self.config.exclude)
         )
 
     def wants(self, relpath: str) -> bool:
@@ -198,7 +212,8 @@ def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
         for selector in getattr(config, key):
             if not matching(selector):
                 raise ConfigError(
-                    path, f"{prefix}.{key.replace('_', '-')}".lstrip("."),
+                    path,
+                    f"{prefix}.{key.replace('_', '-')}".lstrip("."),
                     f"{selector!r} matches no rule",
                 )
     for code in config.severity:

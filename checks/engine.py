@@ -54,7 +54,9 @@ def _finding(rule: Rule, violation: Violation, path: str, settings: Settings) ->
     )
 
 
-def check_source(source: SourceFile, settings: Settings, relpath: str | None = None) -> list[Finding]:
+def check_source(
+    source: SourceFile, settings: Settings, relpath: str | None = None
+) -> list[Finding]:
     """Run every enabled rule on one decoded file and return its findings, sorted."""
     relpath = relpath if relpath is not None else source.path
     ctx = Context(

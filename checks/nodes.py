@@ -67,19 +67,43 @@ def literal_truth(source: SourceFile, node: Node) -> bool | None:
 
 def is_literal(node: Node) -> bool:
     return unwrap(node).type in {
-        "true", "false", "none", "integer", "float", "string", "concatenated_string",
+        "true",
+        "false",
+        "none",
+        "integer",
+        "float",
+        "string",
+        "concatenated_string",
     }
 
 
 FRESH_OBJECTS = frozenset(
     {
-        "list", "dictionary", "set", "list_comprehension", "dictionary_comprehension",
-        "set_comprehension", "generator_expression", "lambda",
+        "list",
+        "dictionary",
+        "set",
+        "list_comprehension",
+        "dictionary_comprehension",
+        "set_comprehension",
+        "generator_expression",
+        "lambda",
     }
 )
 
-_PURE = frozenset({"identifier", "attribute", "subscript", "integer", "float", "string",
-                   "true", "false", "none", "concatenated_string"})
+_PURE = frozenset(
+    {
+        "identifier",
+        "attribute",
+        "subscript",
+        "integer",
+        "float",
+        "string",
+        "true",
+        "false",
+        "none",
+        "concatenated_string",
+    }
+)
 
 
 def is_pure(node: Node) -> bool:
@@ -89,8 +113,11 @@ def is_pure(node: Node) -> bool:
     node = unwrap(node)
     if node.type not in _PURE:
         return False
-    return all(is_pure(child) for child in node.named_children if child.type not in
-               ("identifier", "string_start", "string_content", "string_end"))
+    return all(
+        is_pure(child)
+        for child in node.named_children
+        if child.type not in ("identifier", "string_start", "string_content", "string_end")
+    )
 
 
 def same_expression(source: SourceFile, a: Node, b: Node) -> bool:

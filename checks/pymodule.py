@@ -176,9 +176,7 @@ class PythonModule:
             call = callee.parent
             receiver, name = callee_parts(source, callee)
             fn = self._innermost(call.start_byte, call.end_byte, starts)
-            if _ASSERTING_CALL.match(name) or (
-                receiver == "pytest" and name in _PYTEST_ASSERTING
-            ):
+            if _ASSERTING_CALL.match(name) or (receiver == "pytest" and name in _PYTEST_ASSERTING):
                 self._attach_assertion(call, fn)
             elif fn is not None:
                 fn.calls.append((name, call))

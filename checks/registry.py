@@ -7,61 +7,63 @@ from referee.checks.models import Layer, Severity
 from referee.checks.rule import ANY, PYTHON, TEXT, Rule
 from referee.checks.shape import assertions, documents, parse_errors, placeholders, unfailable
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+ERR, WARN, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 L0, L1 = Layer.L0, Layer.L1
 
+# fmt: off
 RULES: tuple[Rule, ...] = (
     # ---- L0 shape: files
-    Rule("REF001", "syntax-error", L0, E, "file does not compile", PYTHON,
+    Rule("REF001", "syntax-error", L0, ERR, "file does not compile", PYTHON,
          parse_errors.syntax_error),
     # ---- L0 shape: placeholders
-    Rule("REF101", "placeholder-body", L0, E, "function body is a placeholder", PYTHON,
+    Rule("REF101", "placeholder-body", L0, ERR, "function body is a placeholder", PYTHON,
          placeholders.placeholder_body),
-    Rule("REF102", "placeholder-marker", L0, I, "TODO/FIXME/XXX/TBD marker", ANY,
+    Rule("REF102", "placeholder-marker", L0, INFO, "TODO/FIXME/XXX/TBD marker", ANY,
          placeholders.placeholder_marker),
-    Rule("REF103", "placeholder-document", L0, E, "file is nothing but a placeholder", ANY,
+    Rule("REF103", "placeholder-document", L0, ERR, "file is nothing but a placeholder", ANY,
          placeholders.placeholder_document),
-    Rule("REF104", "empty-file", L0, E, "file is empty", ANY, documents.empty_file),
-    Rule("REF105", "punctuation-only", L0, E, "document is only punctuation", TEXT,
+    Rule("REF104", "empty-file", L0, ERR, "file is empty", ANY, documents.empty_file),
+    Rule("REF105", "punctuation-only", L0, ERR, "document is only punctuation", TEXT,
          documents.punctuation_only),
     # ---- L0 shape: tests and assertions
-    Rule("REF110", "test-without-assertion", L0, W, "test has no assertion", PYTHON,
+    Rule("REF110", "test-without-assertion", L0, WARN, "test has no assertion", PYTHON,
          assertions.test_without_assertion),
-    Rule("REF111", "constant-assertion", L0, E, "assertion on a constant cannot fail", PYTHON,
+    Rule("REF111", "constant-assertion", L0, ERR, "assertion on a constant cannot fail", PYTHON,
          assertions.constant_assertion),
-    Rule("REF112", "tuple-assertion", L0, E, "assertion on a tuple is always true", PYTHON,
+    Rule("REF112", "tuple-assertion", L0, ERR, "assertion on a tuple is always true", PYTHON,
          assertions.tuple_assertion),
-    Rule("REF113", "self-comparison", L0, E, "assertion compares a value with itself",
+    Rule("REF113", "self-comparison", L0, ERR, "assertion compares a value with itself",
          PYTHON, assertions.self_comparison),
-    Rule("REF114", "fresh-object-identity", L0, E,
+    Rule("REF114", "fresh-object-identity", L0, ERR,
          "identity check against a new object", PYTHON, assertions.fresh_object_identity),
-    Rule("REF115", "mock-assertion-lookalike", L0, E,
+    Rule("REF115", "mock-assertion-lookalike", L0, ERR,
          "call looks like a mock assertion but checks nothing", PYTHON,
          assertions.mock_assertion_lookalike),
-    Rule("REF120", "unfailable-test", L0, E, "test can never fail", PYTHON,
+    Rule("REF120", "unfailable-test", L0, ERR, "test can never fail", PYTHON,
          unfailable.unfailable_test),
-    Rule("REF121", "skip-without-reason", L0, W, "unconditional skip without a reason",
+    Rule("REF121", "skip-without-reason", L0, WARN, "unconditional skip without a reason",
          PYTHON, unfailable.skip_without_reason),
-    Rule("REF130", "empty-test-run", L0, E, "test run claims success but ran nothing", TEXT,
+    Rule("REF130", "empty-test-run", L0, ERR, "test run claims success but ran nothing", TEXT,
          documents.empty_test_run),
     # ---- L1 contracts
-    Rule("REF201", "contract-min-lines", L1, E, "fewer lines than the contract requires",
+    Rule("REF201", "contract-min-lines", L1, ERR, "fewer lines than the contract requires",
          ANY, contract.contract_min_lines),
-    Rule("REF202", "contract-min-chars", L1, E, "shorter than the contract requires", ANY,
+    Rule("REF202", "contract-min-chars", L1, ERR, "shorter than the contract requires", ANY,
          contract.contract_min_chars),
-    Rule("REF203", "contract-keywords", L1, E, "too few of the required keywords", ANY,
+    Rule("REF203", "contract-keywords", L1, ERR, "too few of the required keywords", ANY,
          contract.contract_keywords),
-    Rule("REF204", "contract-forbidden-word", L1, E, "contains a forbidden word", ANY,
+    Rule("REF204", "contract-forbidden-word", L1, ERR, "contains a forbidden word", ANY,
          contract.contract_forbidden_word),
-    Rule("REF205", "contract-required-heading", L1, E, "a required heading is missing", TEXT,
+    Rule("REF205", "contract-required-heading", L1, ERR, "a required heading is missing", TEXT,
          contract.contract_required_heading),
-    Rule("REF206", "contract-expect-heading", L1, E, "document has no heading", TEXT,
+    Rule("REF206", "contract-expect-heading", L1, ERR, "document has no heading", TEXT,
          contract.contract_expect_heading),
-    Rule("REF207", "contract-required-symbol", L1, E, "a required symbol is missing", PYTHON,
+    Rule("REF207", "contract-required-symbol", L1, ERR, "a required symbol is missing", PYTHON,
          contract.contract_required_symbol),
-    Rule("REF208", "contract-min-tests", L1, E, "fewer tests than the contract requires",
+    Rule("REF208", "contract-min-tests", L1, ERR, "fewer tests than the contract requires",
          PYTHON, contract.contract_min_tests),
 )
+# fmt: on
 
 BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}
 BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}

@@ -157,8 +157,15 @@ class ResultCache:
                 loaded = pickle.load(handle)
             if isinstance(loaded, dict):
                 self.entries = loaded
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
-                TypeError, ValueError):
+        except (
+            OSError,
+            EOFError,
+            pickle.UnpicklingError,
+            AttributeError,
+            ImportError,
+            TypeError,
+            ValueError,
+        ):
             self.entries = {}
 
     @staticmethod
@@ -253,7 +260,7 @@ def run(
     else:
         fresh = [check_file(t, settings) for t in pending]
 
-    for (index, target), result in zip(todo, fresh):
+    for (index, target), result in zip(todo, fresh, strict=True):
         results[index] = result
         if cache is not None:
             cache.put(target, result)
@@ -264,9 +271,7 @@ def run(
 
 def report(results: Sequence[FileResult]) -> CheckReport:
     findings = tuple(f for r in results for f in r.findings)
-    skipped = tuple(
-        SkippedFile(path=r.display, reason=r.skipped) for r in results if r.skipped
-    )
+    skipped = tuple(SkippedFile(path=r.display, reason=r.skipped) for r in results if r.skipped)
     by_severity = Counter(f.severity for f in findings)
     return CheckReport(
         version=__version__,

@@ -49,29 +49,64 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default="text",
-    show_default=True, help="Output format. json is the documented schema (`referee schema`).",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
+    show_default=True,
+    help="Output format. json is the documented schema (`referee schema`).",
 )
-@click.option("--select", multiple=True, metavar="CODES",
-              help="Only these rules (codes or prefixes, comma-separated). Replaces `select`.")
-@click.option("--extend-select", multiple=True, metavar="CODES",
-              help="Add rules to the configured selection.")
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="CODES",
+    help="Only these rules (codes or prefixes, comma-separated). Replaces `select`.",
+)
+@click.option(
+    "--extend-select", multiple=True, metavar="CODES", help="Add rules to the configured selection."
+)
 @click.option("--ignore", multiple=True, metavar="CODES", help="Leave these rules out.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Use this referee.toml / pyproject.toml instead of searching for one.")
-@click.option("--stdin-filename", metavar="PATH",
-              help="Read the file's text from stdin and check it as PATH (for editors).")
-@click.option("--fail-on", type=click.Choice(_LEVELS), default="error", show_default=True,
-              help="Exit 1 when a finding of this severity or louder is reported.")
-@click.option("--min-severity", type=click.Choice(_LEVELS), default="info", show_default=True,
-              help="Report only findings at least this severe.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Use this referee.toml / pyproject.toml instead of searching for one.",
+)
+@click.option(
+    "--stdin-filename",
+    metavar="PATH",
+    help="Read the file's text from stdin and check it as PATH (for editors).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(_LEVELS),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a finding of this severity or louder is reported.",
+)
+@click.option(
+    "--min-severity",
+    type=click.Choice(_LEVELS),
+    default="info",
+    show_default=True,
+    help="Report only findings at least this severe.",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported.")
 @click.option("--statistics", is_flag=True, help="Also print how many findings each rule made.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-              help="Processes to use (default: one per core).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes to use (default: one per core).",
+)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the report here instead of to stdout.")
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report here instead of to stdout.",
+)
 def check(
     paths: tuple[Path, ...],
     fmt: str,
@@ -110,8 +145,9 @@ def check(
         if paths:
             raise _fail("give either PATHS or --stdin-filename, not both")
         data = sys.stdin.buffer.read()
-        target = runner.Target(Path(stdin_filename), stdin_filename,
-                               settings.relative(Path(stdin_filename)))
+        target = runner.Target(
+            Path(stdin_filename), stdin_filename, settings.relative(Path(stdin_filename))
+        )
         results = [runner.check_bytes(data, target, settings)]
     else:
         targets = runner.collect(list(paths) or [Path(".")], settings)
@@ -127,8 +163,10 @@ def check(
 
     stream = output_file.open("w", encoding="utf-8") if output_file else None
     try:
-        console = Console(file=stream, highlight=False, soft_wrap=True) if stream else Console(
-            highlight=False, soft_wrap=True
+        console = (
+            Console(file=stream, highlight=False, soft_wrap=True)
+            if stream
+            else Console(highlight=False, soft_wrap=True)
         )
         if fmt == "json":
             console.out(output.as_json(report), highlight=False)
@@ -150,8 +188,9 @@ def check(
 @main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Print every rule's page.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def rule(code: str | None, show_all: bool, fmt: str) -> None:
     """Explain a rule by code or name (`referee rule REF101`), or list every rule."""
     if code is None and not show_all:
@@ -172,14 +211,24 @@ def rule(code: str | None, show_all: bool, fmt: str) -> None:
     console = Console()
     for r in chosen:
         assert r is not None
-        console.print(Markdown(f"# {r.name} ({r.code})\n\nLayer {r.layer.value}, default "
-                               f"severity {r.severity.value}.\n\n{r.documentation}"))
+        console.print(
+            Markdown(
+                f"# {r.name} ({r.code})\n\nLayer {r.layer.value}, default "
+                f"severity {r.severity.value}.\n\n{r.documentation}"
+            )
+        )
 
 
 def _rule_json(r: Rule) -> dict:
-    return {"code": r.code, "name": r.name, "layer": r.layer.value,
-            "severity": r.severity.value, "message": r.message, "url": r.url,
-            "documentation": r.documentation}
+    return {
+        "code": r.code,
+        "name": r.name,
+        "layer": r.layer.value,
+        "severity": r.severity.value,
+        "message": r.message,
+        "url": r.url,
+        "documentation": r.documentation,
+    }
 
 
 @main.command()

@@ -32,8 +32,9 @@ def text(report: CheckReport, console: Console, statistics: bool = False) -> Non
         counts = Counter(f.code for f in report.findings)
         for code, count in counts.most_common():
             rule = BY_CODE[code]
-            console.print(f"{count:>6}  {code}  {rule.name:<28} {rule.severity.value}",
-                          highlight=False)
+            console.print(
+                f"{count:>6}  {code}  {rule.name:<28} {rule.severity.value}", highlight=False
+            )
     summary = report.summary
     if summary.findings:
         parts = [
@@ -120,9 +121,7 @@ def sarif(report: CheckReport) -> str:
         {
             "level": "warning",
             "message": {"text": f"skipped: {s.reason}"},
-            "locations": [
-                {"physicalLocation": {"artifactLocation": {"uri": _uri(s.path)}}}
-            ],
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(s.path)}}}],
         }
         for s in report.skipped
     ]
@@ -142,8 +141,11 @@ def sarif(report: CheckReport) -> str:
                                 "id": rule.code,
                                 "name": rule.name,
                                 "shortDescription": {"text": rule.message},
-                                "fullDescription": {"text": rule.documentation.split("\n\n")[0]
-                                                    .removeprefix("## What it does\n")},
+                                "fullDescription": {
+                                    "text": rule.documentation.split("\n\n")[0].removeprefix(
+                                        "## What it does\n"
+                                    )
+                                },
                                 "helpUri": rule.url,
                                 "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity]},
                                 "properties": {"layer": rule.layer.value},

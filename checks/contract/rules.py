@@ -233,14 +233,14 @@ def _top_level_symbols(ctx: Context) -> set[str]:
         if cls.nested:
             continue
         symbols.add(cls.name)
-        symbols.update(
-            f"{cls.name}.{fn.name}" for fn in module.functions if fn.class_ is cls
-        )
+        symbols.update(f"{cls.name}.{fn.name}" for fn in module.functions if fn.class_ is cls)
     root = ctx.source.tree.root_node
     for stmt in root.named_children:
-        target = stmt.named_children[0] if stmt.type == "expression_statement" and (
-            stmt.named_children
-        ) else None
+        target = (
+            stmt.named_children[0]
+            if stmt.type == "expression_statement" and (stmt.named_children)
+            else None
+        )
         if target is not None and target.type == "assignment":
             left = target.child_by_field_name("left")
             if left is not None and left.type == "identifier":

@@ -70,14 +70,26 @@ def test_without_assertion(ctx: Context) -> Iterator[Violation]:
 
 # unittest methods whose single argument is checked for truth (True) or falsehood (False).
 _TRUTH_METHODS = {
-    "assertTrue": True, "assert_": True, "failUnless": True,
-    "assertFalse": False, "failIf": False,
+    "assertTrue": True,
+    "assert_": True,
+    "failUnless": True,
+    "assertFalse": False,
+    "failIf": False,
 }
 _SELF_COMPARE_METHODS = {
-    "assertEqual": "==", "assertEquals": "==", "assertIs": "is", "assertLessEqual": "<=",
-    "assertGreaterEqual": ">=", "assertCountEqual": "==", "assertListEqual": "==",
-    "assertDictEqual": "==", "assertSetEqual": "==", "assertTupleEqual": "==",
-    "assertSequenceEqual": "==", "assertMultiLineEqual": "==", "assertAlmostEqual": "==",
+    "assertEqual": "==",
+    "assertEquals": "==",
+    "assertIs": "is",
+    "assertLessEqual": "<=",
+    "assertGreaterEqual": ">=",
+    "assertCountEqual": "==",
+    "assertListEqual": "==",
+    "assertDictEqual": "==",
+    "assertSetEqual": "==",
+    "assertTupleEqual": "==",
+    "assertSequenceEqual": "==",
+    "assertMultiLineEqual": "==",
+    "assertAlmostEqual": "==",
 }
 _IDENTITY_METHODS = {"assertIs": True, "assertIsNot": False}
 
@@ -127,8 +139,9 @@ def _comparison(node: Node) -> Node | None:
 _REFLEXIVE = frozenset({"==", "is", "<=", ">="})
 
 
-def _assert_statement_vacuity(source: SourceFile, fn: Function | None, node: Node
-                              ) -> _Vacuous | None:
+def _assert_statement_vacuity(
+    source: SourceFile, fn: Function | None, node: Node
+) -> _Vacuous | None:
     cond = _condition(node)
     if cond is None:
         return None
@@ -145,11 +158,21 @@ def _assert_statement_vacuity(source: SourceFile, fn: Function | None, node: Nod
                 edits=(Edit(span=source.node_span(inner), content=", ".join(parts)),),
                 applicability="unsafe",
             )
-        return _Vacuous("REF112", fn, node, "assertion on a non-empty tuple is always true; "
-                        "did you mean `assert condition, message`?", fix=fix)
+        return _Vacuous(
+            "REF112",
+            fn,
+            node,
+            "assertion on a non-empty tuple is always true; "
+            "did you mean `assert condition, message`?",
+            fix=fix,
+        )
     if literal_truth(source, cond) is True:
-        return _Vacuous("REF111", fn, node,
-                        f"`{source.node_text(cond)}` is always true: the assertion cannot fail")
+        return _Vacuous(
+            "REF111",
+            fn,
+            node,
+            f"`{source.node_text(cond)}` is always true: the assertion cannot fail",
+        )
     comparison = _comparison(node)
     if comparison is None:
         return None
@@ -161,8 +184,12 @@ def _assert_statement_vacuity(source: SourceFile, fn: Function | None, node: Nod
             return _fresh(fn, node, op == "is", source.node_text(fresh[0]))
     if op in _REFLEXIVE and is_pure(left) and same_expression(source, left, right):
         if is_literal(left):
-            return _Vacuous("REF111", fn, node, f"`{text}` compares a literal with itself: "
-                            "the assertion cannot fail")
+            return _Vacuous(
+                "REF111",
+                fn,
+                node,
+                f"`{text}` compares a literal with itself: the assertion cannot fail",
+            )
         return _self_compared(fn, node, op, source.node_text(left))
     return None
 
@@ -172,8 +199,13 @@ def _assert_call_vacuity(source: SourceFile, fn: Function | None, call: Node) ->
     args = call_arguments(call)
     if method in _TRUTH_METHODS and args:
         if literal_truth(source, args[0]) is _TRUTH_METHODS[method]:
-            return _Vacuous("REF111", fn, call, f"`{method}({source.node_text(args[0])})` is "
-                            "given a constant: the assertion cannot fail")
+            return _Vacuous(
+                "REF111",
+                fn,
+                call,
+                f"`{method}({source.node_text(args[0])})` is "
+                "given a constant: the assertion cannot fail",
+            )
         return None
     if len(args) < 2:
         return None
@@ -181,28 +213,42 @@ def _assert_call_vacuity(source: SourceFile, fn: Function | None, call: Node) ->
         fresh = [a for a in args[:2] if unwrap(a).type in FRESH_OBJECTS]
         if fresh:
             return _fresh(fn, call, _IDENTITY_METHODS[method], source.node_text(fresh[0]))
-    if method in _SELF_COMPARE_METHODS and is_pure(args[0]) and same_expression(
-        source, args[0], args[1]
+    if (
+        method in _SELF_COMPARE_METHODS
+        and is_pure(args[0])
+        and same_expression(source, args[0], args[1])
     ):
         if is_literal(args[0]):
-            return _Vacuous("REF111", fn, call, f"`{method}` compares the literal "
-                            f"`{source.node_text(args[0])}` with itself: the assertion cannot fail")
+            return _Vacuous(
+                "REF111",
+                fn,
+                call,
+                f"`{method}` compares the literal "
+                f"`{source.node_text(args[0])}` with itself: the assertion cannot fail",
+            )
         return _self_compared(fn, call, _SELF_COMPARE_METHODS[method], source.node_text(args[0]))
     return None
 
 
 def _self_compared(fn: Function | None, node: Node, op: str, operand: str) -> _Vacuous:
     if op == "is":
-        return _Vacuous("REF113", fn, node,
-                        f"`{operand}` is compared with itself by identity: always true")
-    return _Vacuous("REF113", fn, node, f"`{operand}` is compared with itself (`{op}`): true "
-                    "for any value with a reflexive __eq__", always_warning=True)
+        return _Vacuous(
+            "REF113", fn, node, f"`{operand}` is compared with itself by identity: always true"
+        )
+    return _Vacuous(
+        "REF113",
+        fn,
+        node,
+        f"`{operand}` is compared with itself (`{op}`): true for any value with a reflexive __eq__",
+        always_warning=True,
+    )
 
 
 def _fresh(fn: Function | None, node: Node, positive: bool, fresh: str) -> _Vacuous:
     outcome = "always fails" if positive else "always passes"
-    return _Vacuous("REF114", fn, node,
-                    f"identity check against the new object `{fresh}` {outcome}; use `==`")
+    return _Vacuous(
+        "REF114", fn, node, f"identity check against the new object `{fresh}` {outcome}; use `==`"
+    )
 
 
 def _vacuous(ctx: Context) -> list[_Vacuous]:
@@ -367,9 +413,20 @@ def fresh_object_identity(ctx: Context) -> Iterator[Violation]:
 # one returns a new (truthy) Mock and checks nothing.
 _MOCK_LOOKALIKES = frozenset(
     {
-        "called_once_with", "called_with", "called_once", "has_calls", "any_call",
-        "not_called", "has_been_called", "has_been_called_with", "called_once_with_args",
-        "awaited_once_with", "awaited_with", "awaited_once", "not_awaited", "has_awaits",
+        "called_once_with",
+        "called_with",
+        "called_once",
+        "has_calls",
+        "any_call",
+        "not_called",
+        "has_been_called",
+        "has_been_called_with",
+        "called_once_with_args",
+        "awaited_once_with",
+        "awaited_with",
+        "awaited_once",
+        "not_awaited",
+        "has_awaits",
     }
 )
 

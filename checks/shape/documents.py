@@ -94,17 +94,17 @@ def punctuation_only(ctx: Context) -> Iterator[Violation]:
 # Each pattern is a runner's way of saying it ran nothing. Case-insensitive.
 _NOTHING_RAN = re.compile(
     r"\b(?:"
-    r"0 passed"                        # pytest "0 passed in 0.01s"
-    r"|no tests ran"                   # pytest
-    r"|collected 0 items"              # pytest
-    r"|no tests (?:were )?collected"   # pytest
-    r"|ran 0 tests?"                   # unittest
+    r"0 passed"  # pytest "0 passed in 0.01s"
+    r"|no tests ran"  # pytest
+    r"|collected 0 items"  # pytest
+    r"|no tests (?:were )?collected"  # pytest
+    r"|ran 0 tests?"  # unittest
     r"|0 tests? (?:run|ran|executed|passed|collected)"
-    r"|tests run: 0\b"                 # JUnit / Maven Surefire
-    r"|running 0 tests?"               # cargo test
-    r"|0 examples, 0 failures"         # RSpec
-    r"|no tests found"                 # jest, go test
-    r"|executed 0 of 0"                # karma
+    r"|tests run: 0\b"  # JUnit / Maven Surefire
+    r"|running 0 tests?"  # cargo test
+    r"|0 examples, 0 failures"  # RSpec
+    r"|no tests found"  # jest, go test
+    r"|executed 0 of 0"  # karma
     r")",
     re.IGNORECASE,
 )

@@ -14,7 +14,10 @@ from referee.checks.rule import Context, Violation
 
 _EXEMPT_DECORATORS = frozenset(
     {
-        "abstractmethod", "abstractproperty", "abstractclassmethod", "abstractstaticmethod",
+        "abstractmethod",
+        "abstractproperty",
+        "abstractclassmethod",
+        "abstractstaticmethod",
         "overload",
     }
 )
@@ -61,8 +64,10 @@ def placeholder_kind(module: PythonModule, fn: Function) -> tuple[str, bool, boo
     for stmt in body:
         if stmt.type == "pass_statement":
             kinds.append("`pass`")
-        elif stmt.type == "expression_statement" and stmt.named_child_count == 1 and (
-            stmt.named_children[0].type == "ellipsis"
+        elif (
+            stmt.type == "expression_statement"
+            and stmt.named_child_count == 1
+            and (stmt.named_children[0].type == "ellipsis")
         ):
             kinds.append("`...`")
         elif stmt.type == "raise_statement" and raised_name(source, stmt) == "NotImplementedError":
@@ -260,10 +265,7 @@ def placeholder_document(ctx: Context) -> Iterator[Violation]:
             )
         return
     root = source.tree.root_node
-    code = [
-        s for s in statements(root)
-        if not is_docstring(s) and s.type != "pass_statement"
-    ]
+    code = [s for s in statements(root) if not is_docstring(s) and s.type != "pass_statement"]
     markers = [c for c in ctx.module.comments if MARKER.search(source.node_text(c))]
     if not code and markers:
         yield Violation(

@@ -26,10 +26,8 @@ def _handler_types(source: SourceFile, handler: Node) -> list[str] | None:
         return None
     if value.type == "as_pattern":
         value = value.named_children[0]
-    if value.type in ("tuple", "parenthesized_expression"):
-        items = value.named_children
-    else:
-        items = [value]
+    grouped = value.type in ("tuple", "parenthesized_expression")
+    items = value.named_children if grouped else [value]
     return [source.node_text(item).rsplit(".", 1)[-1] for item in items]
 
 
@@ -117,13 +115,16 @@ def unfailable_test(ctx: Context) -> Iterator[Violation]:
         reasons = []
         for node in nodes:
             if early is not None and node.start_byte > early.end_byte:
-                reasons.append(f"after the unconditional `return` on line {early.start_point.row + 1}")
+                line = early.start_point.row + 1
+                reasons.append(f"after the unconditional `return` on line {line}")
                 continue
             guard = _swallowing_try(source, node, fn.node)
             if guard is None:
                 break
-            reasons.append(f"inside the `{guard.type.split('_')[0]}` on line "
-                           f"{guard.start_point.row + 1}, which swallows failures")
+            reasons.append(
+                f"inside the `{guard.type.split('_')[0]}` on line "
+                f"{guard.start_point.row + 1}, which swallows failures"
+            )
         else:
             name = fn.node.child_by_field_name("name") or fn.node
             where = "; ".join(dict.fromkeys(reasons))
@@ -211,7 +212,7 @@ def skip_without_reason(ctx: Context) -> Iterator[Violation]:
                 )
 
 
-def _skip_statement(source: SourceFile, stmt: Node) -> Node | None | bool:
+def _skip_statement(source: SourceFile, stmt: Node) -> Node | bool | None:
     """The skip call of a statement (None for a bare ``raise SkipTest``), or False."""
     if stmt.type == "raise_statement":
         exc = stmt.named_children[0] if stmt.named_children else None
