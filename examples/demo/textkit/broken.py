@@ -1,0 +1,5 @@
+"""A module an agent left half-edited."""
+
+
+def total(items)
+    return sum(items)
