@@ -23,7 +23,8 @@ _QUERY = Query(
     (function_definition) @function
     (class_definition) @class
     (assert_statement) @assert
-    (call function: (_) @callee) @call
+    (call function: (identifier) @call.name)
+    (call function: (attribute attribute: (identifier) @call.attribute))
     (raise_statement) @raise
     (comment) @comment
     """,
@@ -172,11 +173,16 @@ class PythonModule:
             name = raised_name(source, node)
             if name is not None and name not in _NOT_FAILURES:
                 self._attach_assertion(node)
-        for callee in captures.get("callee", []):
-            call = callee.parent
-            receiver, name = callee_parts(source, callee)
+        calls = [(n, n.parent) for n in captures.get("call.name", [])]
+        calls += [(n, n.parent.parent) for n in captures.get("call.attribute", [])]
+        for name_node, call in calls:
+            name = source.node_text(name_node)
             fn = self._innermost(call.start_byte, call.end_byte, starts)
-            if _ASSERTING_CALL.match(name) or (receiver == "pytest" and name in _PYTEST_ASSERTING):
+            if _ASSERTING_CALL.match(name) or (
+                name in _PYTEST_ASSERTING
+                and name_node.prev_named_sibling is not None
+                and source.node_text(name_node.prev_named_sibling) == "pytest"
+            ):
                 self._attach_assertion(call, fn)
             elif fn is not None:
                 fn.calls.append((name, call))
@@ -191,14 +197,15 @@ class PythonModule:
                 fn.is_test = self._is_test_function(fn)
 
     def _innermost(self, start: int, end: int, starts: list[int]) -> Function | None:
-        """The innermost already-collected function whose range holds [start, end)."""
+        """The innermost already-collected function whose range holds [start, end).
+
+        The last function starting before ``start`` either holds it or has an ancestor
+        that does: functions nest, so no other candidate exists."""
         index = bisect.bisect_right(starts, start) - 1
-        while index >= 0:
-            fn = self.functions[index]
-            if fn.node.end_byte >= end:
-                return fn
-            index -= 1
-        return None
+        fn = self.functions[index] if index >= 0 else None
+        while fn is not None and fn.node.end_byte < end:
+            fn = fn.parent
+        return fn
 
     def _owner_class(self, fn_node: Node, class_starts: list[int]) -> Class | None:
         """The class a function is a method of (its direct parent scope), if any."""
