@@ -205,10 +205,13 @@ class RefereeConfig(_Config):
     cache: bool = True
     contract: list[Contract] = Field(default_factory=list)
 
-    @field_validator("select", "extend_select", "ignore")
+    @field_validator("select", "extend_select", "ignore", mode="before")
     @classmethod
-    def _upper(cls, value: list[str]) -> list[str]:
-        return [item.upper() for item in value]
+    def _upper(cls, value: object) -> object:
+        # Before validation, so that `ref101` passes the selector pattern as REF101.
+        if isinstance(value, list):
+            return [item.upper() if isinstance(item, str) else item for item in value]
+        return value
 
 
 def json_schema() -> dict:

@@ -52,7 +52,10 @@ def decode(data: bytes, kind: str, max_size: int) -> str:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         except SyntaxError as exc:
-            raise Unreadable(f"bad coding declaration: {exc.msg}") from None
+            if not exc.msg.startswith("invalid or missing encoding declaration"):
+                raise Unreadable(f"bad coding declaration: {exc.msg}") from None
+            # No declaration, and a first or second line that is not UTF-8: say which byte.
+            encoding = "utf-8"
     else:
         encoding = "utf-8-sig"
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.table import Table
 
 from referee import __version__
@@ -26,7 +27,9 @@ err = Console(stderr=True, highlight=False)
 
 
 def _fail(message: str) -> click.exceptions.Exit:
-    err.print(f"[bold red]referee: error:[/] {message}")
+    # Escaped: keys such as "[tool.referee].select" are not markup. Never wrapped: the
+    # message is read by people and by tools grepping CI logs.
+    err.print(f"[bold red]referee: error:[/] {escape(message)}", soft_wrap=True)
     return click.exceptions.Exit(EXIT_USAGE)
 
 
@@ -178,7 +181,10 @@ def check(
         if stream:
             stream.close()
     for skipped in report.skipped:
-        err.print(f"[yellow]referee: skipped[/] {skipped.path}: {skipped.reason}")
+        err.print(
+            f"[yellow]referee: skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}",
+            soft_wrap=True,
+        )
 
     failing = Severity(fail_on).rank
     if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
@@ -246,5 +252,8 @@ def show_config(path: Path | None) -> None:
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     source = settings.path or "defaults (no referee.toml or [tool.referee] found)"
-    err.print(f"configuration: {source}\nproject root:  {settings.root}")
+    err.print(
+        f"configuration: {escape(str(source))}\nproject root:  {escape(str(settings.root))}",
+        soft_wrap=True,
+    )
     click.echo(settings.config.model_dump_json(by_alias=True, indent=2))

@@ -83,8 +83,8 @@ def contract_keywords(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a file that contains too few of its contract's `required-keywords`
     (case-insensitive substring match). By default every keyword must occur;
-    `min-keywords = N` or `min-keyword-ratio = 0.34` asks for at least N of them, or
-    that share of them.
+    `min-keywords = N` asks for at least N of them, `min-keyword-ratio = 0.5` for at
+    least that share of them, rounded up (0.5 of 5 keywords is 3).
 
     ## Why it matters
     An answer about a topic uses the topic's words. An output that mentions none of
@@ -285,8 +285,9 @@ def contract_required_symbol(ctx: Context) -> Iterator[Violation]:
 
 def contract_min_tests(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a Python test module with fewer test functions than its contract's
-    `min-tests` (pytest `test_*` functions and methods, unittest `test*` methods).
+    Flags a Python file with fewer tests than its contract's `min-tests`. Tests are
+    counted as in a test module, whatever the file's name: `test*` functions and
+    methods (only methods in a module that imports `unittest` and not `pytest`).
 
     ## Why it matters
     "Add tests for the parser" answered with one test is a fig leaf. The count is a

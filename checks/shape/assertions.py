@@ -25,13 +25,18 @@ from referee.checks.source import SourceFile
 
 def test_without_assertion(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a test function (pytest's `test_*` functions and methods, unittest's `test*`
-    methods) that contains no assertion. These count as assertions: `assert`,
-    `self.assert*`/`fail*`, `pytest.raises`/`warns`/`fail`, mock's `assert_called*`, any
-    `assert_*` function (numpy, pandas), an explicit `raise`, and a call to a helper that
-    itself asserts — a helper in the same file is followed through any number of calls;
-    a helper defined elsewhere (a base class, a support module) counts when its name says
-    it checks (`check_*`, `verify*`, `expect*`, `ensure*`, `do_test`, `_test_*`).
+    Flags a test function that contains no assertion. Tests are the `test*` functions
+    and methods of a test module (a file that matches `test-files`, by default
+    `test_*.py`, `*_test.py`, `tests.py`); in a module that imports `unittest` and not
+    `pytest`, only methods. These count as assertions: `assert`, `self.assert*`,
+    `self.fail()`, `pytest.raises`/`warns`/`deprecated_call`/`fail`, mock's
+    `assert_called*`, any `assert_*` function (numpy, pandas), a `raise` (of anything
+    but `NotImplementedError`, `SkipTest` or `StopIteration`), and a call to a helper
+    that itself asserts — a helper in the same file is followed through any number of
+    calls; a helper defined elsewhere (a base class, a support module) counts when its
+    name says it checks (such as `check_*`, `verify*`, `expect*`, `ensure*`,
+    `validate*`, `do_test`, `run_test`, `*_check`). A docstring with doctest examples
+    counts as a test body.
 
     Warning level: a test that only calls code does check that it does not raise.
 
@@ -328,8 +333,8 @@ def tuple_assertion(ctx: Context) -> Iterator[Violation]:
     always true. Python itself warns (`SyntaxWarning: assertion is always true`) but only
     when the file is compiled, and the warning is easy to miss.
 
-    The fix (unsafe: the assertion starts checking, and may fail) removes the
-    parentheses.
+    For a tuple of one or two items the fix (unsafe: the assertion starts checking, and
+    may fail) removes the parentheses.
 
     ## Why it matters
     The author meant `assert condition, "message"`; as written the condition is never
@@ -352,15 +357,15 @@ def self_comparison(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags an assertion that compares an expression with itself: `assert x == x`,
     `assert a.b is a.b`, `self.assertEqual(result, result)`, `self.assertIs(x, x)`.
-    Only names, attributes, subscripts and literals are compared — `f() == f()` checks
-    that `f` is deterministic and is not flagged.
+    `<=` and `>=` count too. Only names, attributes and subscripts are compared —
+    `f() == f()` checks that `f` is deterministic and is not flagged; a literal compared
+    with itself is `constant-assertion` (REF111).
 
-    An identity check (`is`) is an error: it holds for every object. An equality check
-    is a warning: it holds for every value whose `__eq__` is reflexive, so it only
-    proves something when the test is *about* `__eq__` (NaN, custom types).
-
-    Severity: an error when the test's every assertion is vacuous (the test proves
-    nothing); a warning when the test also checks something real, or outside a test.
+    An equality check is always a warning: it holds for every value whose `__eq__` is
+    reflexive, so it only proves something when the test is *about* `__eq__` (NaN,
+    custom types). An identity check (`is`) holds for every object: it is an error when
+    the test's every assertion is vacuous (the test proves nothing), and a warning when
+    the test also checks something real, or outside a test.
 
     ## Why it matters
     A copy-paste slip (`assertEqual(expected, expected)`) turns a real check into one
@@ -383,10 +388,10 @@ def self_comparison(ctx: Context) -> Iterator[Violation]:
 def fresh_object_identity(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags an identity assertion against an object created on the spot: `assert x is []`,
-    `assert x is not {}`, `self.assertIs(result, [])`, `self.assertIsNot(y, set())`'s
-    display forms and comprehensions. A fresh list, dict, set, comprehension or lambda is
-    a new object that nothing else can be, so `is` is always false and `is not` always
-    true.
+    `assert x is not {}`, `self.assertIs(result, [])`, `self.assertIsNot(y, {1})`. A
+    list, dict or set display, a comprehension, a generator expression or a lambda is a
+    new object that nothing else can be, so `is` is always false and `is not` always
+    true. (Calls such as `set()` are not flagged.)
 
     Severity: an error when the test's every assertion is vacuous (the test proves
     nothing); a warning when the test also checks something real, or outside a test.
@@ -433,14 +438,15 @@ _MOCK_LOOKALIKES = frozenset(
 
 def mock_assertion_lookalike(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags calls such as `mock.called_once_with(x)`, `mock.has_calls([...])` or
-    `assert mock.not_called()`: names that read like mock assertions but are not
-    methods of `Mock`. A `Mock` creates any attribute on first access, so the call
-    returns a new, truthy `Mock` and checks nothing. (Misspellings that start with
-    `assert`/`assret` are safe: `Mock` raises `AttributeError` for those.)
+    Flags calls inside a function such as `mock.called_once_with(x)`,
+    `mock.has_calls([...])` or `assert mock.not_called()`: names that read like mock
+    assertions but are not methods of `Mock`. A `Mock` creates any attribute on first
+    access, so the call returns a new, truthy `Mock` and checks nothing. (Misspellings
+    that start with `assert`/`assret` are safe: `Mock` raises `AttributeError` for
+    those.)
 
-    The fix renames the call to the real assertion (`assert_called_once_with`, ...)
-    when it stands as a statement.
+    When the call stands as a statement, the fix prefixes the name with `assert_`
+    (`called_once_with` → `assert_called_once_with`).
 
     ## Why it matters
     The test reads as if it verified the interaction, and passes however the mock was

@@ -19,9 +19,11 @@ _EMPTY_OK = frozenset({"__init__.py", "__init__.pyi", "conftest.py", "__main__.p
 
 def empty_file(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a text document that is empty or has fewer than three visible characters, and a
-    Python module with no code at all (only whitespace, comments or a docstring).
-    `__init__.py`, `__main__.py` and `conftest.py` may be empty.
+    Flags a text document that is empty, or has fewer than three visible characters of
+    which one is a letter or digit (one that is all punctuation is `punctuation-only`,
+    REF105), and a Python module with no code at all (only whitespace, comments or
+    docstrings). `__init__.py`, `__main__.py`, `conftest.py` and `py.typed` may be
+    empty.
 
     An empty document is an error; a near-empty document and an empty module are
     warnings.
@@ -37,6 +39,8 @@ def empty_file(ctx: Context) -> Iterator[Violation]:
     Write the content; if the file is meant to be empty, exclude it in the configuration.
     """
     source = ctx.source
+    if PurePath(source.path).name in _EMPTY_OK:
+        return  # before the kind test: py.typed is a text file, and empty by design
     if source.kind == "text":
         visible = "".join(source.text.split()).replace("\ufeff", "")
         if not visible:
@@ -48,8 +52,6 @@ def empty_file(ctx: Context) -> Iterator[Violation]:
                 evidence=visible,
                 severity=Severity.WARNING,
             )
-        return
-    if PurePath(source.path).name in _EMPTY_OK:
         return
     code = [s for s in statements(source.tree.root_node) if not is_docstring(s)]
     if not code:

@@ -91,17 +91,18 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
     docstring, or a `TODO`/`FIXME` comment — a stub that looks like an implementation.
 
     Abstract methods, `@overload` signatures, `Protocol` and ABC members, methods that a
-    subclass in the same file overrides, and `.pyi` stubs are declarations by design and
-    are not flagged. A body with an explanatory comment (`pass  # nothing to release`) is
-    taken as meant. In test modules only test functions and bodies with a `TODO`/`FIXME`
-    marker are flagged, and so are functions anywhere under a `test`/`tests` directory
-    (fixtures and support modules): dummy callables are what tests are made of. A
-    docstring with doctest examples (`>>>`) is a test, not a placeholder; a skipped test
-    is left to `skip-without-reason` (REF121).
+    subclass in the same file overrides, dunder methods (`__init__`, `__exit__`, ...) and
+    `.pyi` stubs are declarations by design and are not flagged. A body with an
+    explanatory comment (`pass  # nothing to release`) is taken as meant. Nested
+    functions, and every function but the tests in a test module, a `conftest.py` or a
+    file under a `test`/`tests`/`testing` directory (fixtures, support modules), are
+    flagged only with a `TODO`, `FIXME`, `XXX` or `TBD` marker: dummy callables are what
+    tests are made of. A docstring with doctest examples (`>>>`) is a test, not a
+    placeholder; a skipped test is left to `skip-without-reason` (REF121).
 
     The finding is an error when the stub promises something (a docstring, a return
     annotation, a marker, `raise NotImplementedError`, or a test name) and a warning for
-    a bare `pass`.
+    a bare `pass` or `...`.
 
     ## Why it matters
     A stub that compiles and imports is the cheapest way for an author — human or agent —
@@ -120,8 +121,8 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
     ```python
     def parse_duration(text: str) -> int:
         \"\"\"Return the number of seconds in '1h30m'.\"\"\"
-        hours, _, minutes = text.removesuffix("m").partition("h")
-        return int(hours or 0) * 3600 + int(minutes or 0) * 60
+        hours, _, minutes = text.rpartition("h")
+        return int(hours or 0) * 3600 + int(minutes.removesuffix("m") or 0) * 60
     ```
     If the function is meant to be abstract, say so with `@abc.abstractmethod`.
     """
@@ -238,8 +239,8 @@ def placeholder_document(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a file whose whole content is a placeholder: a text document that is only
     headings and words like `TODO`, `TBD`, `placeholder`, `coming soon`, `待补充`; or a
-    Python module that is only comments, a docstring and `pass`, with a `TODO`/`FIXME`
-    marker among them.
+    Python module that is only comments, docstrings and `pass`, with a `TODO`, `FIXME`,
+    `XXX` or `TBD` marker among the comments.
 
     ## Why it matters
     "Write chapter 2" answered with a file that says `TODO` passes every existence check a

@@ -21,7 +21,9 @@ def _handler_types(source: SourceFile, handler: Node) -> list[str] | None:
     """Exception class names an ``except`` clause catches; None for a bare ``except:``."""
     value = handler.child_by_field_name("value")
     if value is None:
-        value = next((c for c in handler.named_children if c.type != "block"), None)
+        value = next(
+            (c for c in handler.named_children if c.type not in ("block", "comment")), None
+        )
     if value is None:
         return None
     if value.type == "as_pattern":
@@ -82,8 +84,8 @@ def unfailable_test(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a test whose every assertion is unreachable or silenced: each one sits inside a
     `try` whose `except` (bare, `Exception`, `BaseException` or `AssertionError`) does not
-    raise again, or inside `contextlib.suppress(...)` of those, or comes after an
-    unconditional `return` at the top of the test.
+    raise again, assert, fail, skip or exit, or inside `contextlib.suppress(...)` of those, or
+    comes after a `return` statement at the top level of the test's body.
 
     ## Why it matters
     The test has assertions, so it passes review and `test-without-assertion`, but no
@@ -156,7 +158,7 @@ def _empty_reason(source: SourceFile, call: Node | None) -> bool:
 def skip_without_reason(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags an unconditional skip that gives no reason: `@pytest.mark.skip` or
-    `@unittest.skip("")` on a test or test class, and `pytest.skip()`,
+    `@unittest.skip("")` on a test or a class, and `pytest.skip()`,
     `self.skipTest("")` or `raise unittest.SkipTest` as a top-level statement of a test.
     Conditional skips (`skipif`, `skipUnless`, a skip inside an `if`) are not flagged.
 

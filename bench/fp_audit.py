@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""Material for a by-hand false-positive audit of referee on a real test suite.
+
+Not a test: a script whose output a person reads (docs/benchmarks.md, "False-positive
+audit").
+
+    python bench/fp_audit.py                       # CPython's own test suite
+    python bench/fp_audit.py --seed 7 --sample 60 PATH
+
+It runs ``referee check --format json --no-cache --exit-zero DIR`` in the corpus's parent
+(DIR: the corpus's name, so referee sees a test directory, as when given a path) and prints
+
+1. findings per rule code and severity;
+2. every error-level finding with path:line, message and the source lines around it;
+3. a seeded random sample of REF110 (test-without-assertion) warnings, each with the
+   test's source;
+4. the helper-following measurement: how many tests a naive rule would flag (no
+   assertion directly in the test body and no doctest, computed with
+   ``referee.checks.pymodule.PythonModule``) against how many REF110 flags, with the
+   reason each naive-only test was let off;
+5. the findings that change when the same files are checked from inside the corpus
+   (``cd DIR && referee check .``), where no path part says "test".
+
+The output depends only on the corpus, referee's version and ``--seed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from referee.checks.pymodule import Function, PythonModule
+
+INSTALL_HINT = "pip install referee"
+
+
+def default_corpus() -> Path:
+    import test  # CPython's own test package
+
+    return Path(test.__file__).parent
+
+
+def find_tool(name: str) -> str:
+    here = Path(sys.executable).parent  # not resolved: a venv's python is often a symlink
+    for candidate in (here / name, here / f"{name}.exe"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    sys.exit(
+        f"fp_audit: `{name}` was found neither next to {sys.executable} nor on PATH.\n"
+        f"Install it into this environment: {INSTALL_HINT}"
+    )
+
+
+def run_referee(cwd: Path, target: str) -> dict:
+    argv = [find_tool("referee"), "check", "--format", "json", "--no-cache", "--exit-zero", target]
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"fp_audit: {' '.join(argv)} exited {proc.returncode}\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)
+
+
+def heading(title: str) -> None:
+    print()
+    print("=" * 88)
+    print(title)
+    print("=" * 88)
+
+
+_lines_cache: dict[Path, list[str]] = {}
+
+
+def file_lines(path: Path) -> list[str]:
+    if path not in _lines_cache:
+        try:
+            import tokenize
+
+            with tokenize.open(path) as handle:  # honours coding declarations
+                _lines_cache[path] = handle.read().splitlines()
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            _lines_cache[path] = path.read_bytes().decode("utf-8", "replace").splitlines()
+    return _lines_cache[path]
+
+
+def show_lines(path: Path, first: int, last: int, mark: set[int] | frozenset[int] = frozenset()):
+    lines = file_lines(path)
+    first, last = max(first, 1), min(last, len(lines))
+    for number in range(first, last + 1):
+        flag = ">" if number in mark else " "
+        print(f"  {flag}{number:6d} | {lines[number - 1]}")
+
+
+# ------------------------------------------------------------------ the in-process pass
+
+
+class TestFacts:
+    """What the naive rule and referee each say about one test function."""
+
+    __slots__ = ("end", "line", "name", "path", "patterns", "reason")
+
+    def __init__(self, path: str, line: int, end: int, name: str, reason: str) -> None:
+        self.path, self.line, self.end, self.name, self.reason = path, line, end, name, reason
+        self.patterns: list[str] = []  # unseen-assertion patterns, for REF110 findings
+
+
+# Names that make a call an assertion (the same test as referee.checks.pymodule's).
+_ASSERTING = re.compile(r"^(assert|fail(Unless|If)?$|failure)|^_*assert", re.IGNORECASE)
+ALIAS = "alias of an assert method (`eq = self.assertEqual`; `eq(...)`)"
+NESTED = "assertion in a function or class nested in the test (a callback)"
+DECORATOR = "same-file decorator whose code asserts"
+
+
+def unseen_assertions(module: PythonModule, fn: Function) -> list[str]:
+    """Patterns by which a REF110-flagged test may still assert, that referee does not
+    follow. A pattern match is a lead for the reader, not a verdict."""
+    source = module.source
+    asserting = module.asserting_functions
+    found = []
+    # 1. `eq = self.assertEqual` ... `eq(a, b)`
+    aliases = set()
+    stack = [fn.body]
+    while stack:
+        node = stack.pop()
+        if node.type == "assignment":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is not None and right is not None and left.type == "identifier":
+                tail = source.node_text(right).rsplit(".", 1)[-1]
+                if right.type in ("attribute", "identifier") and _ASSERTING.match(tail):
+                    aliases.add(source.node_text(left))
+        if node.type not in ("function_definition", "class_definition"):
+            stack.extend(node.named_children)
+    if aliases & {name for name, _ in fn.calls}:
+        found.append(ALIAS)
+    # 2. a nested def (or a method of a nested class) that asserts
+    for other in module.functions:
+        parent = other.parent
+        while parent is not None and parent is not fn:
+            parent = parent.parent
+        if parent is fn and (other.assertions or other.name in asserting):
+            found.append(NESTED)
+            break
+    # 3. a decorator defined in this file with an asserting function inside it
+    names = {d.rsplit(".", 1)[-1] for d in fn.decorators}
+    for deco in (f for f in module.functions if f.name in names):
+        inside = [
+            f
+            for f in module.functions
+            if deco.node.start_byte <= f.node.start_byte < deco.node.end_byte
+        ]
+        if any(f.assertions or f.name in asserting for f in inside):
+            found.append(DECORATOR)
+            break
+    return found
+
+
+def analyse(corpus: Path) -> tuple[int, int, int, list[TestFacts], int]:
+    """Walk the corpus as `referee check DIR` does and classify every test function.
+
+    Returns (test files, tests, unreadable test files, facts for each naive-flagged test,
+    tests with a direct assertion or doctest)."""
+    from referee.checks import runner
+    from referee.checks.config import discover
+    from referee.checks.pymodule import PythonModule
+    from referee.checks.shape.placeholders import placeholder_kind
+    from referee.checks.source import SourceFile, Unreadable, decode
+
+    test_files = tests = unreadable = direct = 0
+    flagged: list[TestFacts] = []
+    here = Path.cwd()
+    os.chdir(corpus.parent)  # the same display paths as the JSON report's
+    try:
+        settings = discover(Path(corpus.name))
+        for target in runner.collect([Path(corpus.name)], settings):
+            if target.path.suffix not in (".py", ".pyi") or not settings.is_test_file(
+                target.relpath
+            ):
+                continue
+            test_files += 1
+            try:
+                text = decode(target.path.read_bytes(), "python", settings.config.max_file_size)
+            except Unreadable:
+                unreadable += 1
+                continue
+            module = PythonModule(SourceFile(target.display, text, "python"), is_test_file=True)
+            asserting = module.asserting_functions
+            for fn in module.tests:
+                tests += 1
+                if fn.assertions or module.has_doctest(fn):
+                    direct += 1
+                    continue
+                # The naive rule flags this test. Why does referee (not) flag it?
+                reason = "flagged by REF110"
+                helpers = [n for n, _ in fn.calls if module._asserts_through(n, asserting)]
+                if any(n in asserting for n in helpers):
+                    reason = "same-file helper that asserts"
+                elif helpers:
+                    reason = "helper defined elsewhere, name says it checks"
+                elif placeholder_kind(module, fn) is not None:
+                    reason = "placeholder body (REF101's, not REF110's)"
+                name_node = fn.node.child_by_field_name("name") or fn.node
+                facts = TestFacts(
+                    target.display,
+                    name_node.start_point.row + 1,
+                    fn.node.end_point.row + 1,
+                    fn.name,
+                    reason,
+                )
+                if reason == "flagged by REF110":
+                    facts.patterns = unseen_assertions(module, fn)
+                flagged.append(facts)
+    finally:
+        os.chdir(here)
+    return test_files, tests, unreadable, flagged, direct
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def source_fingerprint() -> str:
+    """A short hash of the referee sources this interpreter imports (as check_speed.py)."""
+    import hashlib
+
+    import referee
+    import referee.checks
+    import referee.server
+
+    digest = hashlib.sha256()
+    for package in (referee, referee.checks, referee.server):
+        base = Path(package.__file__).parent
+        for path in sorted(base.rglob("*.py")):
+            digest.update(path.relative_to(base).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def where(f: dict) -> str:
+    start = f["span"]["start"]
+    return f"{f['path']}:{start['line']}:{start['column']}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("path", nargs="?", type=Path, help="corpus (default: CPython's test/)")
+    parser.add_argument("--seed", type=int, default=2024, help="sampling seed (default 2024)")
+    parser.add_argument("--sample", type=int, default=40, help="REF110 sample size (default 40)")
+    parser.add_argument("--context", type=int, default=4, help="lines around an error (4)")
+    parser.add_argument(
+        "--max-test-lines",
+        type=int,
+        default=60,
+        help="print at most this many lines of a sampled test (60)",
+    )
+    parser.add_argument(
+        "--helper-sample",
+        type=int,
+        default=10,
+        help="also show this many tests let off by a helper's name (10)",
+    )
+    parser.add_argument(
+        "--no-path-check",
+        dest="path_check",
+        action="store_false",
+        help="skip section 5 (the same run from inside the corpus, `referee check .`)",
+    )
+    args = parser.parse_args(argv)
+    corpus = (args.path or default_corpus()).resolve()
+    if not corpus.is_dir():
+        parser.error(f"{corpus} is not a directory")
+    base = corpus.parent  # referee runs here on `corpus.name`; report paths are under it
+
+    report = run_referee(base, corpus.name)
+    findings = report["findings"]
+    print(f"corpus: {corpus}")
+    print(f"command: cd {base} && referee check --format json --no-cache --exit-zero {corpus.name}")
+    print(
+        f"referee {report['version']} (sources {source_fingerprint()}): "
+        f"{report['summary']['files_checked']} files checked, "
+        f"{report['summary']['files_skipped']} skipped, {len(findings)} findings; "
+        f"seed {args.seed}"
+    )
+    for skipped in report["skipped"]:
+        print(f"  skipped {skipped['path']}: {skipped['reason']}")
+
+    # 1 ----------------------------------------------------------------------------
+    heading("1. Findings per rule and severity")
+    counts = Counter((f["code"], f["name"], f["severity"]) for f in findings)
+    print(f"  {'code':7} {'name':28} {'severity':9} {'count':>6}")
+    for (code, name, severity), n in sorted(counts.items()):
+        print(f"  {code:7} {name:28} {severity:9} {n:6d}")
+    print(f"  {'':7} {'total':28} {'':9} {len(findings):6d}")
+
+    # 2 ----------------------------------------------------------------------------
+    errors = [f for f in findings if f["severity"] == "error"]
+    heading(f"2. Every error-level finding ({len(errors)})")
+    for number, f in enumerate(errors, 1):
+        start, end = f["span"]["start"], f["span"]["end"]
+        print(f"\n[E{number}] {where(f)}: {f['code']} {f['message']}")
+        show_lines(
+            base / f["path"],
+            start["line"] - args.context,
+            end["line"] + args.context,
+            set(range(start["line"], end["line"] + 1)),
+        )
+
+    # 3 ----------------------------------------------------------------------------
+    ref110 = sorted(
+        (f for f in findings if f["code"] == "REF110"),
+        key=lambda f: (f["path"], f["span"]["start"]["line"]),
+    )
+    size = min(args.sample, len(ref110))
+    sample = sorted(
+        random.Random(args.seed).sample(ref110, size),
+        key=lambda f: (f["path"], f["span"]["start"]["line"]),
+    )
+    heading(f"3. REF110 sample: {size} of {len(ref110)} (seed {args.seed})")
+    test_files, tests, unreadable, naive, direct = analyse(corpus)
+    ends = {(t.path, t.line): t.end for t in naive}
+    for number, f in enumerate(sample, 1):
+        line = f["span"]["start"]["line"]
+        print(f"\n[S{number}] {f['path']}:{line}: {f['message']}")
+        end = ends.get((f["path"], line), line)
+        # Show the decorators above the def, and the whole test up to the limit.
+        first = line
+        lines = file_lines(base / f["path"])
+        while first > 1 and lines[first - 2].lstrip().startswith("@"):
+            first -= 1
+        last = min(end, line + args.max_test_lines - 1)
+        show_lines(base / f["path"], first, last, {line})
+        if last < end:
+            print(f"  ... ({end - last} more lines)")
+
+    # 4 ----------------------------------------------------------------------------
+    heading("4. Helper-following: a naive rule against REF110")
+    reasons = Counter(t.reason for t in naive)
+    referee_count = len(ref110)
+    print(f"  test files: {test_files} ({unreadable} unreadable); test functions: {tests}")
+    print(f"  with an assertion or doctest in their own body: {direct}")
+    print(f"  naive rule (no assertion in the body, no doctest) flags: {len(naive)}")
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        print(f"    {reason:48} {n:6d}")
+    print(f"  referee REF110 flags (JSON report): {referee_count}")
+    let_off = (
+        reasons["same-file helper that asserts"]
+        + reasons["helper defined elsewhere, name says it checks"]
+    )
+    if naive:
+        print(
+            f"  removed by following helpers: {let_off} "
+            f"({let_off / len(naive):.1%} of the naive rule's findings)"
+        )
+    if reasons["flagged by REF110"] != referee_count:
+        print(
+            f"  NOTE: the in-process pass predicts {reasons['flagged by REF110']} REF110 "
+            f"findings, the report has {referee_count} (suppression comments, or drift)"
+        )
+
+    # Among the REF110 findings: tests that still assert by a pattern referee misses.
+    predicted = [t for t in naive if t.reason == "flagged by REF110"]
+    hits = [t for t in predicted if t.patterns]
+    print(
+        f"\n  REF110 findings whose test may assert by a pattern referee does not follow: "
+        f"{len(hits)} of {len(predicted)} (pattern matches, not hand-checked)"
+    )
+    for pattern in (ALIAS, NESTED, DECORATOR):
+        n = sum(pattern in t.patterns for t in predicted)
+        print(f"    {pattern:70} {n:5d}")
+    in_sample = {(f["path"], f["span"]["start"]["line"]): i for i, f in enumerate(sample, 1)}
+    marks = [
+        f"S{in_sample[(t.path, t.line)]}: {', '.join(p.split(' (')[0] for p in t.patterns)}"
+        for t in hits
+        if (t.path, t.line) in in_sample
+    ]
+    if marks:
+        print(
+            "    in the sample above: "
+            + "; ".join(sorted(marks, key=lambda m: int(m[1:].split(":")[0])))
+        )
+
+    named = sorted(
+        (t for t in naive if t.reason == "helper defined elsewhere, name says it checks"),
+        key=lambda t: (t.path, t.line),
+    )
+    if args.helper_sample and named:
+        picked = sorted(
+            random.Random(args.seed).sample(named, min(args.helper_sample, len(named))),
+            key=lambda t: (t.path, t.line),
+        )
+        print(f"\n  sample of {len(picked)} tests let off by a helper's name alone:")
+        for t in picked:
+            print(f"\n  [H] {t.path}:{t.line}: {t.name}")
+            show_lines(base / t.path, t.line, min(t.end, t.line + 15), {t.line})
+
+    # 5 ----------------------------------------------------------------------------
+    if args.path_check:
+        heading("5. Path dependence: the same files checked as `cd CORPUS && referee check .`")
+        inside = run_referee(corpus, ".")["findings"]
+        prefix = corpus.name + "/"
+
+        def key(f: dict, strip: str) -> tuple:
+            start = f["span"]["start"]
+            path = f["path"].removeprefix(strip)
+            return (path, start["line"], start["column"], f["code"], f["severity"])
+
+        outer = {key(f, prefix): f for f in findings}
+        inner = {key(f, ""): f for f in inside}
+        only_inner = sorted(set(inner) - set(outer))
+        only_outer = sorted(set(outer) - set(inner))
+        print(f"  findings: {len(findings)} given the path, {len(inside)} from inside")
+        print(f"  only from inside: {len(only_inner)}; only given the path: {len(only_outer)}")
+        for label, keys, table in (
+            ("only from inside", only_inner, inner),
+            ("only given the path", only_outer, outer),
+        ):
+            by = Counter((k[3], k[4]) for k in keys)
+            for (code, severity), n in sorted(by.items()):
+                print(f"    {label:20} {code} {severity:8} {n:5d}")
+            for k in keys:
+                if k[4] == "error":
+                    f = table[k]
+                    print(f"      {label}: {k[0]}:{k[1]}: {f['code']} {f['message']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

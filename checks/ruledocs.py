@@ -1,0 +1,168 @@
+"""The rule pages under ``docs/rules/``, generated from the registry.
+
+Each page is the rule's identity (code, name, layer, severity, files, fix) and its check's
+docstring, followed by how to turn it off. ``python -m referee.checks.ruledocs docs/rules``
+(re)writes ``<name>.md`` for every rule and ``index.md``, and deletes pages of rules that no
+longer exist; with ``--check`` it writes nothing and exits 1 when a page is out of date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from referee.checks.models import Layer, Severity
+from referee.checks.registry import RULES
+from referee.checks.rule import DOCS_BASE_URL, PYTHON, TEXT, Rule
+
+INDEX = "index.md"
+REGENERATE = "python -m referee.checks.ruledocs docs/rules"
+
+_LAYER_NAMES = {Layer.L0: "L0 shape", Layer.L1: "L1 contract"}
+
+# Rules whose findings can carry a fix, and its applicability. A Rule does not declare
+# this itself; tests/test_docs.py checks the table against the fixes the rules produce.
+FIXES: dict[str, str] = {"REF112": "unsafe", "REF115": "safe"}
+
+
+def _files(rule: Rule) -> str:
+    if rule.kinds == PYTHON:
+        return "Python"
+    if rule.kinds == TEXT:
+        return "text"
+    return "Python and text"
+
+
+def _suppression(rule: Rule) -> str:
+    """How to silence one finding: a comment on the line the finding starts on."""
+    python = f"```python\n# referee: ignore[{rule.code}]\n```"
+    markdown = f"```markdown\n<!-- referee: ignore[{rule.code}] -->\n```"
+    if rule.kinds == PYTHON:
+        return python
+    if rule.kinds == TEXT:
+        return f"In Markdown, make it an HTML comment:\n\n{markdown}"
+    return f"{python}\n\nIn Markdown, make it an HTML comment:\n\n{markdown}"
+
+
+def page_name(rule: Rule) -> str:
+    """The page's file name: the part of ``rule.url`` below the rules directory."""
+    return rule.url.removeprefix(DOCS_BASE_URL)
+
+
+def render_page(rule: Rule) -> str:
+    """The Markdown page of one rule."""
+    fix = FIXES.get(rule.code)
+    other = "warning" if rule.severity is Severity.ERROR else "error"
+    return f"""# {rule.name} ({rule.code})
+
+Layer: {_LAYER_NAMES[rule.layer]} · Default severity: {rule.severity.value} · \
+Files: {_files(rule)} · Fix: {f"yes ({fix})" if fix else "none"}
+
+{rule.documentation}
+
+## Configuration
+Turn the rule off with its code in `ignore`, under `[tool.referee]` in `pyproject.toml` or
+at the top level of `referee.toml`:
+
+```toml
+[tool.referee]
+ignore = ["{rule.code}"]
+```
+
+For some files only: `per-file-ignores = {{ "legacy/**" = ["{rule.code}"] }}`. To keep it at
+another severity: `severity = {{ {rule.code} = "{other}" }}`.
+
+Silence one finding with a comment on the line the finding starts on (line 1 for a finding
+about the whole file):
+
+{_suppression(rule)}
+
+See [configuration](../configuration.md).
+"""
+
+
+def render_index() -> str:
+    """The table of every rule, linking to each page."""
+    rows = "\n".join(
+        f"| {r.code} | [{r.name}]({page_name(r)}) | {r.layer.value} | {r.severity.value} "
+        f"| {r.message} |"
+        for r in RULES
+    )
+    return f"""# Rules
+
+Every check referee runs is a rule with a stable code: `REF0xx` for files that cannot be
+analysed and `REF1xx` for the shape of code, documents and test logs (layer L0); `REF2xx`
+for the contracts you declare (layer L1, see [contracts](../contracts.md)). Select, ignore
+and re-grade them by code or code prefix in the [configuration](../configuration.md);
+`referee rule CODE` prints a page in the terminal.
+
+These pages are generated from the rules' docstrings: edit the docstring, not the page,
+and run `{REGENERATE}`.
+
+| code | name | layer | severity | message |
+|---|---|---|---|---|
+{rows}
+"""
+
+
+def pages() -> dict[str, str]:
+    """File name → content of every page the rules directory should hold."""
+    rendered = {page_name(rule): render_page(rule) for rule in RULES}
+    rendered[INDEX] = render_index()
+    return rendered
+
+
+def out_of_date(directory: Path, expected: dict[str, str] | None = None) -> list[str]:
+    """Pages that are missing, differ from what would be rendered, or belong to no rule."""
+    expected = pages() if expected is None else expected
+    stale = [path.name for path in directory.glob("*.md") if path.name not in expected]
+    differ = [
+        name
+        for name, content in expected.items()
+        if not (directory / name).is_file()
+        or (directory / name).read_text(encoding="utf-8") != content
+    ]
+    return sorted(differ + stale)
+
+
+def write(directory: Path) -> list[str]:
+    """Bring ``directory`` up to date; return the pages written or deleted."""
+    directory.mkdir(parents=True, exist_ok=True)
+    expected = pages()
+    changed = out_of_date(directory, expected)
+    for name in changed:
+        path = directory / name
+        if name in expected:
+            path.write_text(expected[name], encoding="utf-8", newline="\n")
+        else:
+            path.unlink()
+    return changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m referee.checks.ruledocs",
+        description="Write docs/rules/<name>.md for every rule, and index.md.",
+    )
+    parser.add_argument("directory", type=Path, help="where the pages live (docs/rules)")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if a page is out of date"
+    )
+    args = parser.parse_args(argv)
+    if args.check:
+        changed = out_of_date(args.directory)
+        for name in changed:
+            print(f"out of date: {args.directory / name}")
+        if changed:
+            print(f"run `{REGENERATE}` to bring them up to date")
+        return 1 if changed else 0
+    for name in write(args.directory):
+        done = "wrote" if (args.directory / name).exists() else "removed"
+        print(f"{done} {args.directory / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

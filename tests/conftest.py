@@ -1,0 +1,73 @@
+"""Shared fixtures for referee's own test suite."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# tests/fixtures holds code that is *meant* to be wrong (placeholder tests, tests without
+# assertions, files that do not compile); pytest must never import or collect it.
+collect_ignore = ["fixtures"]
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Keep every run's result cache out of the user's cache directory, and make each test
+    start from an empty cache (subprocesses inherit the variable)."""
+    monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    # Colour codes would make output comparisons depend on the terminal.
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project: a directory with an empty referee.toml, so configuration
+    discovery stops here and never reads a file above the temporary directory."""
+    (tmp_path / "referee.toml").write_text("", encoding="utf-8")
+    return tmp_path
+
+
+def _run_process(
+    *args: str, cwd: Path, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "referee", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        proc.args,
+        proc.returncode,
+        proc.stdout.decode("utf-8"),
+        proc.stderr.decode("utf-8"),
+    )
+
+
+@pytest.fixture
+def referee():
+    """Run the real command line in a fresh interpreter (``python -m referee``), as a user
+    or CI would: ``referee("check", ".", cwd=tmp_path)``."""
+    return _run_process
+
+
+@pytest.fixture
+def invoke(monkeypatch: pytest.MonkeyPatch):
+    """Run the command line in-process with click's CliRunner (fast), from ``cwd``."""
+    from click.testing import CliRunner
+
+    from referee.server.cli import main
+
+    def run(*args: str, cwd: Path, stdin: str | bytes | None = None):
+        monkeypatch.chdir(cwd)
+        return CliRunner().invoke(main, list(args), input=stdin, catch_exceptions=False)
+
+    return run

@@ -1,0 +1,531 @@
+"""The ``referee`` command line: exit codes, output formats, options and subcommands."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from referee import __version__
+from referee.checks.models import CheckReport, Severity
+from referee.checks.registry import RULES
+
+# Each module trips exactly one rule at one severity.
+ERROR_MODULE = 'def test_total(total):\n    assert (total == 10, "off")\n'  # REF112 error
+WARNING_MODULE = "def helper():\n    pass\n"  # REF101 warning (a bare pass promises nothing)
+INFO_MODULE = "LIMIT = 10  # TODO: tune\n"  # REF102 info
+CLEAN_MODULE = "def double(x):\n    return 2 * x\n"
+
+FINDING_LINE = re.compile(
+    r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>REF\d{3}) (?P<msg>.+)$"
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def mixed(project: Path) -> Path:
+    """A project with one error, one warning and one info finding, and a clean file."""
+    write(project / "test_error.py", ERROR_MODULE)
+    write(project / "warning.py", WARNING_MODULE)
+    write(project / "info.py", INFO_MODULE)
+    write(project / "clean.py", CLEAN_MODULE)
+    return project
+
+
+def report_of(stdout: str) -> CheckReport:
+    return CheckReport.model_validate_json(stdout)
+
+
+# ------------------------------------------------------------------- version and help
+
+
+def test_version_flag_prints_the_package_version(invoke, tmp_path: Path):
+    for flag in ("--version", "-V"):
+        result = invoke(flag, cwd=tmp_path)
+        assert result.exit_code == 0
+        assert result.stdout.strip() == f"referee, version {__version__}"
+
+
+def test_python_dash_m_referee_runs_the_cli(referee, tmp_path: Path):
+    proc = referee("--version", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"referee, version {__version__}"
+
+
+def test_installed_console_script_runs_the_cli(tmp_path: Path):
+    script = Path(sys.executable).parent / "referee"
+    if not script.exists():
+        script_path = shutil.which("referee")
+        if script_path is None:
+            pytest.skip("the referee console script is not installed next to this Python")
+        script = Path(script_path)
+    proc = subprocess.run(
+        [str(script), "--version"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0
+    assert __version__ in proc.stdout
+
+
+def test_help_lists_every_command(invoke, tmp_path: Path):
+    result = invoke("--help", cwd=tmp_path)
+    assert result.exit_code == 0
+    assert "Usage:" in result.stdout
+    for command in ("check", "rule", "schema", "config"):
+        assert re.search(rf"^\s+{command}\s", result.stdout, re.MULTILINE), command
+
+
+def test_check_help_documents_exit_status(invoke, tmp_path: Path):
+    result = invoke("check", "-h", cwd=tmp_path)
+    assert result.exit_code == 0
+    for option in ("--format", "--select", "--fail-on", "--exit-zero", "--stdin-filename"):
+        assert option in result.stdout
+    assert "Exit status: 0" in result.stdout
+
+
+# ---------------------------------------------------------------------------- exit codes
+
+
+def test_clean_project_exits_0(invoke, project: Path):
+    write(project / "clean.py", CLEAN_MODULE)
+    result = invoke("check", cwd=project)
+    assert result.exit_code == 0
+    assert result.stdout == "All checks passed! (1 file)\n"
+
+
+def test_error_finding_exits_1(invoke, project: Path):
+    write(project / "test_error.py", ERROR_MODULE)
+    result = invoke("check", cwd=project)
+    assert result.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("module", "fail_on", "exit_code"),
+    [
+        (WARNING_MODULE, "error", 0),
+        (WARNING_MODULE, "warning", 1),
+        (WARNING_MODULE, "info", 1),
+        (INFO_MODULE, "error", 0),
+        (INFO_MODULE, "warning", 0),
+        (INFO_MODULE, "info", 1),
+        (ERROR_MODULE, "error", 1),
+        (CLEAN_MODULE, "info", 0),
+    ],
+    ids=lambda value: {
+        ERROR_MODULE: "error-finding",
+        WARNING_MODULE: "warning-finding",
+        INFO_MODULE: "info-finding",
+        CLEAN_MODULE: "clean",
+    }.get(value, str(value)),
+)
+def test_fail_on_sets_the_severity_that_exits_1(
+    invoke, project: Path, module: str, fail_on: str, exit_code: int
+):
+    write(project / "mod.py", module)
+    result = invoke("check", "--fail-on", fail_on, cwd=project)
+    assert result.exit_code == exit_code, result.stdout
+
+
+def test_exit_zero_reports_findings_but_exits_0(invoke, mixed: Path):
+    result = invoke("check", "--exit-zero", cwd=mixed)
+    assert result.exit_code == 0
+    assert "test_error.py:2:5: REF112" in result.stdout
+    assert "Found 3 findings" in result.stdout
+
+
+def test_min_severity_hides_quieter_findings(invoke, mixed: Path):
+    everything = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
+    assert {f.severity for f in everything.findings} == set(Severity)
+    for level, shown in (
+        ("info", {"error", "warning", "info"}),
+        ("warning", {"error", "warning"}),
+        ("error", {"error"}),
+    ):
+        result = invoke("check", "--format", "json", "--min-severity", level, cwd=mixed)
+        report = report_of(result.stdout)
+        assert {f.severity.value for f in report.findings} == shown
+        assert report.summary.findings == len(shown)
+
+
+def test_min_severity_also_decides_the_exit_code(invoke, project: Path):
+    write(project / "warning.py", WARNING_MODULE)
+    hidden = invoke("check", "--fail-on", "warning", "--min-severity", "error", cwd=project)
+    assert hidden.exit_code == 0
+    shown = invoke("check", "--fail-on", "warning", cwd=project)
+    assert shown.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("check", "missing.py"),
+        ("check", "--format", "xml"),
+        ("check", "--fail-on", "fatal"),
+        ("check", "--jobs", "0"),
+        ("check", "--select", "NOPE"),
+        ("check", "--bogus-option"),
+        ("frobnicate",),
+    ],
+)
+def test_usage_errors_exit_2(invoke, project: Path, args: tuple[str, ...]):
+    write(project / "test_error.py", ERROR_MODULE)
+    result = invoke(*args, cwd=project)
+    assert result.exit_code == 2
+    assert result.stderr.strip()
+    assert "REF112" not in result.stdout
+
+
+def test_paths_and_stdin_filename_together_exit_2(invoke, project: Path):
+    write(project / "clean.py", CLEAN_MODULE)
+    result = invoke("check", "clean.py", "--stdin-filename", "x.py", cwd=project, stdin="x = 1\n")
+    assert result.exit_code == 2
+    assert "give either PATHS or --stdin-filename, not both" in result.stderr
+
+
+def test_exit_codes_of_the_real_process(referee, mixed: Path):
+    assert referee("check", "clean.py", cwd=mixed).returncode == 0
+    assert referee("check", "test_error.py", cwd=mixed).returncode == 1
+    assert referee("check", "missing.py", cwd=mixed).returncode == 2
+
+
+# ------------------------------------------------------------------------- text format
+
+
+def test_text_format_is_path_line_col_code_message(invoke, mixed: Path):
+    result = invoke("check", cwd=mixed)
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "Found 3 findings (1 errors, 1 warnings, 1 info) in 4 files."
+    findings = [FINDING_LINE.match(line) for line in lines[:-1]]
+    assert all(findings), lines
+    report = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
+    expected = [
+        (
+            f.path,
+            f.span.start.line,
+            f.span.start.column,
+            f.code,
+            f"[*] {f.message}" if f.fix is not None else f.message,
+        )
+        for f in report.findings
+    ]
+    actual = [(m["path"], int(m["line"]), int(m["col"]), m["code"], m["msg"]) for m in findings]
+    assert actual == expected
+
+
+def test_text_format_marks_fixable_findings(invoke, project: Path):
+    write(project / "test_error.py", ERROR_MODULE)
+    result = invoke("check", cwd=project)
+    assert result.stdout.splitlines()[0] == (
+        "test_error.py:2:5: REF112 [*] assertion on a non-empty tuple is always true; "
+        "did you mean `assert condition, message`?"
+    )
+
+
+def test_text_output_keeps_brackets_in_paths_and_messages(invoke, project: Path):
+    write(project / "[draft]" / "mod.py", "X = 1  # TODO: [bold]not markup[/bold]\n")
+    result = invoke("check", cwd=project)
+    assert result.stdout.splitlines()[0] == (
+        "[draft]/mod.py:1:8: REF102 TODO marker: # TODO: [bold]not markup[/bold]"
+    )
+
+
+def test_text_paths_are_relative_to_the_working_directory(invoke, project: Path):
+    write(project / "pkg" / "sub" / "warning.py", WARNING_MODULE)
+    result = invoke("check", "pkg", cwd=project)
+    assert result.stdout.startswith(f"{Path('pkg/sub/warning.py')}:1:5: REF101 ")
+
+
+def test_statistics_count_findings_per_rule(invoke, mixed: Path):
+    write(mixed / "more.py", WARNING_MODULE + "\n\n" + WARNING_MODULE.replace("helper", "other"))
+    result = invoke("check", "--statistics", cwd=mixed)
+    rows = [line.split() for line in result.stdout.splitlines() if re.match(r"^\s+\d+\s+REF", line)]
+    assert rows == [
+        ["3", "REF101", "placeholder-body", "error"],
+        ["1", "REF102", "placeholder-marker", "info"],
+        ["1", "REF112", "tuple-assertion", "error"],
+    ]
+    plain = invoke("check", cwd=mixed).stdout
+    assert not re.search(r"^\s+\d+\s+REF", plain, re.MULTILINE)
+
+
+# ------------------------------------------------------------------------- JSON format
+
+
+def test_json_output_validates_against_the_published_schema(invoke, mixed: Path):
+    schema = json.loads(invoke("schema", cwd=mixed).stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    document = json.loads(invoke("check", "--format", "json", cwd=mixed).stdout)
+    jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
+    assert document["summary"]["findings"] == 3
+
+
+def test_schema_rejects_a_report_with_a_bad_severity(invoke, mixed: Path):
+    schema = json.loads(invoke("schema", cwd=mixed).stdout)
+    document = json.loads(invoke("check", "--format", "json", cwd=mixed).stdout)
+    document["findings"][0]["severity"] = "catastrophic"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_json_output_round_trips_into_check_report(invoke, mixed: Path):
+    stdout = invoke("check", "--format", "json", cwd=mixed).stdout
+    report = report_of(stdout)
+    assert json.loads(report.model_dump_json()) == json.loads(stdout)
+    assert report.version == __version__
+    assert [(f.path, f.code, f.severity) for f in report.findings] == [
+        ("info.py", "REF102", Severity.INFO),
+        ("test_error.py", "REF112", Severity.ERROR),
+        ("warning.py", "REF101", Severity.WARNING),
+    ]
+    assert report.summary.files_checked == 4
+    assert report.summary.files_skipped == 0
+    assert report.summary.by_code == {"REF101": 1, "REF102": 1, "REF112": 1}
+    assert report.summary.by_severity == {s: 1 for s in Severity}
+    (fixable,) = [f for f in report.findings if f.fix is not None]
+    assert fixable.code == "REF112"
+    assert fixable.evidence == 'assert (total == 10, "off")'
+    assert fixable.url.endswith("/tuple-assertion.md")
+
+
+# ------------------------------------------------------------------------ SARIF format
+
+
+def test_sarif_output_has_the_fields_github_code_scanning_requires(invoke, mixed: Path):
+    result = invoke("check", "--format", "sarif", cwd=mixed)
+    assert result.exit_code == 1
+    sarif = json.loads(result.stdout)
+    assert sarif["version"] == "2.1.0"
+    assert "sarif" in sarif["$schema"] and "2.1.0" in sarif["$schema"]
+    (run,) = sarif["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "referee"
+    assert driver["version"] == __version__
+    assert [r["id"] for r in driver["rules"]] == [rule.code for rule in RULES]
+    for descriptor, rule in zip(driver["rules"], RULES, strict=True):
+        assert descriptor["name"] == rule.name
+        assert descriptor["shortDescription"]["text"] == rule.message
+        assert descriptor["helpUri"] == rule.url
+        assert descriptor["fullDescription"]["text"]
+    report = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
+    assert len(run["results"]) == len(report.findings) == 3
+    for result_, finding in zip(run["results"], report.findings, strict=True):
+        assert result_["ruleId"] == finding.code
+        assert driver["rules"][result_["ruleIndex"]]["id"] == finding.code
+        assert (
+            result_["level"]
+            == {"error": "error", "warning": "warning", "info": "note"}[finding.severity.value]
+        )
+        assert result_["message"]["text"] == finding.message
+        (location,) = result_["locations"]
+        physical = location["physicalLocation"]
+        assert physical["artifactLocation"]["uri"] == finding.path
+        region = physical["region"]
+        assert region["startLine"] == finding.span.start.line >= 1
+        assert region["startColumn"] == finding.span.start.column >= 1
+        assert region["endLine"] >= region["startLine"]
+
+
+def test_sarif_levels_use_note_for_info(invoke, project: Path):
+    write(project / "info.py", INFO_MODULE)
+    sarif = json.loads(invoke("check", "--format", "sarif", cwd=project).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["level"] == "note"
+    rules = {r["id"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["REF102"]["defaultConfiguration"]["level"] == "note"
+    assert rules["REF101"]["defaultConfiguration"]["level"] == "error"
+
+
+def test_sarif_uses_posix_uris_and_carries_fixes(invoke, project: Path):
+    write(project / "tests" / "test_error.py", ERROR_MODULE)
+    sarif = json.loads(invoke("check", "--format", "sarif", cwd=project).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
+        "tests/test_error.py"
+    )
+    (fix,) = result["fixes"]
+    (change,) = fix["artifactChanges"]
+    (replacement,) = change["replacements"]
+    assert replacement["insertedContent"]["text"] == 'total == 10, "off"'
+    assert replacement["deletedRegion"]["startLine"] == 2
+
+
+def test_sarif_reports_skipped_files_as_notifications(invoke, project: Path):
+    (project / "blob.py").write_bytes(b"\x00\x01binary")
+    write(project / "clean.py", CLEAN_MODULE)
+    sarif = json.loads(invoke("check", "--format", "sarif", cwd=project).stdout)
+    (invocation,) = sarif["runs"][0]["invocations"]
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["message"]["text"] == "skipped: binary file (contains NUL bytes)"
+    assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "blob.py"
+
+
+# ---------------------------------------------------------------------- other options
+
+
+def test_stdin_filename_checks_stdin_as_that_path(invoke, project: Path):
+    # The file on disk is clean; stdin holds the editor's unsaved text.
+    write(project / "src" / "mod.py", CLEAN_MODULE)
+    result = invoke("check", "--stdin-filename", "src/mod.py", cwd=project, stdin=WARNING_MODULE)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0] == (
+        "src/mod.py:1:5: REF101 function `helper` is a placeholder: its body is only `pass`"
+    )
+
+
+def test_stdin_filename_applies_the_configuration_around_that_path(invoke, project: Path):
+    write(
+        project / "referee.toml",
+        '[[contract]]\nglob = "docs/*.md"\nmin-lines = 3\n\n'
+        '[per-file-ignores]\n"docs/**" = ["REF102"]\n',
+    )
+    result = invoke(
+        "check",
+        "--format",
+        "json",
+        "--stdin-filename",
+        "docs/notes.md",
+        cwd=project,
+        stdin="TODO: one line\n",
+    )
+    report = report_of(result.stdout)
+    assert [(f.code, f.path) for f in report.findings] == [("REF201", "docs/notes.md")]
+    assert result.exit_code == 1
+
+
+def test_stdin_filename_with_the_real_process(referee, project: Path):
+    proc = referee("check", "--stdin-filename", "x.py", cwd=project, stdin=b"def f():\n    pass\n")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("x.py:1:5: REF101 ")
+
+
+def test_select_and_ignore_on_the_command_line(invoke, mixed: Path):
+    def found(*args: str) -> list[str]:
+        stdout = invoke("check", "--format", "json", *args, cwd=mixed).stdout
+        return sorted(f.code for f in report_of(stdout).findings)
+
+    assert found() == ["REF101", "REF102", "REF112"]
+    assert found("--select", "REF101") == ["REF101"]
+    assert found("--select", "REF101,REF102") == ["REF101", "REF102"]
+    assert found("--select", "REF101", "--select", "ref11") == ["REF101", "REF112"]
+    assert found("--ignore", "REF10") == ["REF112"]
+    assert found("--select", "REF1", "--ignore", "REF112") == ["REF101", "REF102"]
+    assert found("--select", "REF102", "--extend-select", "REF112") == ["REF102", "REF112"]
+
+
+def test_command_line_select_replaces_the_configured_selection(invoke, mixed: Path):
+    write(mixed / "referee.toml", 'select = ["REF102"]\n')
+    configured = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
+    assert [f.code for f in configured.findings] == ["REF102"]
+    overridden = report_of(
+        invoke("check", "--format", "json", "--select", "REF112", cwd=mixed).stdout
+    )
+    assert [f.code for f in overridden.findings] == ["REF112"]
+
+
+def test_output_file_receives_the_report_instead_of_stdout(invoke, mixed: Path):
+    expected = invoke("check", "--format", "json", cwd=mixed).stdout
+    out = mixed / "reports" / "referee.json"
+    out.parent.mkdir()
+    result = invoke("check", "--format", "json", "-o", str(out), cwd=mixed)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert out.read_text(encoding="utf-8") == expected
+
+
+def test_config_option_uses_the_named_file(invoke, mixed: Path):
+    write(mixed / "referee.toml", 'select = ["REF102"]\n')
+    write(mixed / "ci.toml", 'select = ["REF101"]\n')
+    result = invoke("check", "--format", "json", "--config", "ci.toml", cwd=mixed)
+    assert [f.code for f in report_of(result.stdout).findings] == ["REF101"]
+
+
+def test_check_without_paths_checks_the_current_directory(invoke, mixed: Path):
+    implicit = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
+    explicit = report_of(invoke("check", "--format", "json", ".", cwd=mixed).stdout)
+    assert implicit.summary.files_checked == 4
+    assert implicit.findings == explicit.findings
+
+
+# ------------------------------------------------------------------------- subcommands
+
+
+def test_rule_by_code_prints_the_rule_page(invoke, tmp_path: Path):
+    result = invoke("rule", "REF101", cwd=tmp_path)
+    assert result.exit_code == 0
+    assert "placeholder-body (REF101)" in result.stdout
+    assert "What it does" in result.stdout
+    assert "default severity error" in result.stdout
+
+
+def test_rule_by_name_prints_the_same_page_as_by_code(invoke, tmp_path: Path):
+    by_name = invoke("rule", "placeholder-body", cwd=tmp_path)
+    by_code = invoke("rule", "ref101", cwd=tmp_path)
+    assert by_name.exit_code == 0
+    assert by_name.stdout == by_code.stdout
+
+
+def test_rule_without_argument_lists_every_rule(invoke, tmp_path: Path):
+    result = invoke("rule", cwd=tmp_path)
+    assert result.exit_code == 0
+    listed = re.findall(r"^\s*(REF\d{3})\s", result.stdout, re.MULTILINE)
+    assert listed == [rule.code for rule in RULES]
+
+
+def test_rule_json_lists_every_rule_with_its_documentation(invoke, tmp_path: Path):
+    rules = json.loads(invoke("rule", "--format", "json", cwd=tmp_path).stdout)
+    assert [r["code"] for r in rules] == [rule.code for rule in RULES]
+    assert {r["name"] for r in rules} == {rule.name for rule in RULES}
+    assert all(r["documentation"].startswith("## What it does") for r in rules)
+    (one,) = json.loads(invoke("rule", "REF130", "--format", "json", cwd=tmp_path).stdout)
+    assert one["name"] == "empty-test-run"
+    assert one["layer"] == "L0"
+
+
+def test_rule_all_prints_every_page(invoke, tmp_path: Path):
+    result = invoke("rule", "--all", cwd=tmp_path)
+    assert result.exit_code == 0
+    for rule in RULES:
+        assert f"{rule.name} ({rule.code})" in result.stdout
+
+
+def test_unknown_rule_exits_2(invoke, tmp_path: Path):
+    result = invoke("rule", "NOPE", cwd=tmp_path)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "no rule 'NOPE'" in result.stderr
+
+
+def test_config_command_shows_the_file_and_the_resolved_settings(invoke, project: Path):
+    write(project / "referee.toml", 'select = ["REF1"]\nmax-file-size = 1000\n')
+    result = invoke("config", cwd=project)
+    assert result.exit_code == 0
+    assert f"configuration: {project / 'referee.toml'}" in result.stderr
+    assert f"project root:  {project}" in result.stderr
+    resolved = json.loads(result.stdout)
+    assert resolved["select"] == ["REF1"]
+    assert resolved["max-file-size"] == 1000
+    assert resolved["test-files"] == ["test_*.py", "*_test.py", "tests.py"]
+
+
+def test_config_command_without_a_file_shows_the_defaults(invoke, tmp_path: Path):
+    result = invoke("config", str(tmp_path), cwd=tmp_path)
+    assert result.exit_code == 0
+    assert "configuration: defaults (no referee.toml or [tool.referee] found)" in result.stderr
+    assert json.loads(result.stdout)["select"] == ["ALL"]
+
+
+def test_schema_command_prints_the_check_report_schema(invoke, tmp_path: Path):
+    schema = json.loads(invoke("schema", cwd=tmp_path).stdout)
+    assert schema["title"] == "referee check report"
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert set(schema["required"]) == {"version", "findings", "skipped", "summary"}

@@ -1,0 +1,216 @@
+"""The documentation says what the code does: generated pages are current, every rule,
+configuration key and command is documented, and the published schema is the models'."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from referee.checks import ruledocs
+from referee.checks.config import tomllib, validate
+from referee.checks.engine import check_text
+from referee.checks.models import Contract, RefereeConfig, json_schema
+from referee.checks.registry import RULES
+from referee.checks.rule import DOCS_BASE_URL, Rule
+from referee.server.cli import main as cli
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+RULE_DOCS = DOCS / "rules"
+SCHEMA = DOCS / "schema" / "check-report.schema.json"
+PUBLISHED_CONTRACTS = DOCS / "examples" / "published-contracts.toml"
+
+HEADINGS = ["## What it does", "## Why it matters", "## Example", "## Use instead"]
+_FENCED = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+
+
+def _rule_id(rule: Rule) -> str:
+    return rule.code
+
+
+def _all_docs_text() -> str:
+    readme = ROOT / "README.md"
+    texts = [readme.read_text(encoding="utf-8")] if readme.is_file() else []
+    texts += [p.read_text(encoding="utf-8") for p in sorted(DOCS.rglob("*.md"))]
+    return "\n".join(texts)
+
+
+# ------------------------------------------------------------------ generated rule pages
+
+
+def test_committed_rule_pages_are_what_ruledocs_renders() -> None:
+    stale = ruledocs.out_of_date(RULE_DOCS)
+    assert not stale, (
+        f"docs/rules is out of date ({', '.join(stale)}); regenerate it with "
+        f"`{ruledocs.REGENERATE}` and commit the result"
+    )
+
+
+@pytest.mark.parametrize("rule", RULES, ids=_rule_id)
+def test_rule_docstring_has_the_four_headings_in_order(rule: Rule) -> None:
+    outside_code = _FENCED.sub("", rule.documentation)
+    headings = [line for line in outside_code.splitlines() if line.startswith("#")]
+    assert headings == HEADINGS, (
+        f"{rule.code}'s docstring ({rule.check.__module__}.{rule.check.__name__}) must have "
+        f"exactly the headings {HEADINGS}, in that order; it has {headings}"
+    )
+
+
+@pytest.mark.parametrize("rule", RULES, ids=_rule_id)
+def test_rule_url_names_a_page_that_exists(rule: Rule) -> None:
+    assert DOCS_BASE_URL.endswith("/docs/rules/")
+    assert rule.url.startswith(DOCS_BASE_URL)
+    page = RULE_DOCS / rule.url.removeprefix(DOCS_BASE_URL)
+    assert page.is_file(), f"{rule.url} points at {page}, which does not exist"
+
+
+def test_index_links_every_rule_page() -> None:
+    index = (RULE_DOCS / ruledocs.INDEX).read_text(encoding="utf-8")
+    for rule in RULES:
+        assert f"]({ruledocs.page_name(rule)})" in index, f"index.md does not link {rule.code}"
+
+
+def test_ruledocs_main_writes_checks_and_prunes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert ruledocs.main([str(tmp_path), "--check"]) == 1
+    assert "out of date" in capsys.readouterr().out
+
+    (tmp_path / "retired-rule.md").write_text("# gone\n", encoding="utf-8")
+    assert ruledocs.main([str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(ruledocs.pages())
+    assert ruledocs.main([str(tmp_path), "--check"]) == 0
+
+    page = tmp_path / ruledocs.page_name(RULES[0])
+    page.write_text(page.read_text(encoding="utf-8") + "edited by hand\n", encoding="utf-8")
+    capsys.readouterr()
+    assert ruledocs.main([str(tmp_path), "--check"]) == 1
+    assert page.name in capsys.readouterr().out
+
+
+def test_ruledocs_imports_neither_the_terminal_nor_the_language_server() -> None:
+    probe = (
+        "import sys, referee.checks.ruledocs; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'click', 'pygls'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+# ------------------------------------------------------------------ fixes on the rule pages
+
+_FIX_SAMPLES = {
+    "REF112": 'def test_total():\n    assert (total([1, 2]) == 3, "sum is off")\n',
+    "REF115": 'def test_send(sender):\n    sender.send.called_once_with("hello")\n',
+}
+
+
+@pytest.mark.parametrize("code", sorted(ruledocs.FIXES))
+def test_fix_on_a_rule_page_is_the_fix_the_rule_offers(code: str) -> None:
+    findings = [f for f in check_text(_FIX_SAMPLES[code], "test_sample.py") if f.code == code]
+    assert findings and findings[0].fix is not None
+    assert findings[0].fix.applicability == ruledocs.FIXES[code]
+
+
+def test_no_rule_builds_a_fix_its_page_does_not_mention() -> None:
+    """ruledocs.FIXES is written by hand; a new ``Fix(...)`` in a rule module means a rule
+    gained a fix and its page must say so."""
+    modules = {inspect.getmodule(rule.check) for rule in RULES}
+    built = sum(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Fix"
+        for module in modules
+        for node in ast.walk(ast.parse(inspect.getsource(module)))
+    )
+    assert built == len(ruledocs.FIXES), (
+        f"rule modules build {built} Fix(...) but ruledocs.FIXES lists {len(ruledocs.FIXES)} "
+        "rules: add the rule that gained (or lost) a fix there, and a sample here"
+    )
+
+
+_TOML_BLOCK = re.compile(r"^```toml\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.rglob("*.md")), ids=lambda p: p.name)
+def test_toml_examples_are_valid_configurations(page: Path) -> None:
+    for block in _TOML_BLOCK.findall(page.read_text(encoding="utf-8")):
+        data = tomllib.loads(block)
+        table = data["tool"]["referee"] if "tool" in data else data
+        validate(table, page)
+
+
+# ------------------------------------------------------------------ links between pages
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", _FENCED.sub("", markdown), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", sorted(DOCS.rglob("*.md")), ids=lambda p: p.name)
+def test_relative_links_lead_to_pages_and_headings_that_exist(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    broken = []
+    for target in _LINK.findall(_FENCED.sub("", text)):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        path, _, fragment = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.is_file() or (
+            fragment
+            and linked.suffix == ".md"
+            and fragment not in _anchors(linked.read_text(encoding="utf-8"))
+        ):
+            broken.append(target)
+    assert not broken, f"{page.relative_to(ROOT)} links to what does not exist: {broken}"
+
+
+# ------------------------------------------------------------------ configuration and CLI
+
+
+@pytest.mark.parametrize("model", [RefereeConfig, Contract], ids=lambda m: m.__name__)
+def test_every_configuration_key_is_documented(model: type) -> None:
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    missing = [
+        field.alias or name
+        for name, field in model.model_fields.items()
+        if f"`{field.alias or name}`" not in text
+    ]
+    assert not missing, f"docs/configuration.md does not mention {missing}"
+
+
+def test_every_subcommand_is_documented() -> None:
+    text = _all_docs_text()
+    missing = [name for name in cli.commands if f"referee {name}" not in text]
+    assert not missing, f"README.md and docs/ never mention `referee {missing}`"
+
+
+# ------------------------------------------------------------------ output schema
+
+
+def test_published_schema_is_the_models_schema() -> None:
+    assert json.loads(SCHEMA.read_text(encoding="utf-8")) == json_schema(), (
+        "docs/schema/check-report.schema.json is out of date; regenerate it with "
+        "`referee schema > docs/schema/check-report.schema.json`"
+    )
+
+
+# ------------------------------------------------------------------ published contracts
+
+
+def test_published_contracts_example_is_shown_verbatim_in_contracts_md() -> None:
+    example = PUBLISHED_CONTRACTS.read_text(encoding="utf-8")
+    assert example in (DOCS / "contracts.md").read_text(encoding="utf-8"), (
+        "docs/contracts.md must show docs/examples/published-contracts.toml as it is"
+    )
