@@ -62,9 +62,11 @@ class ConfigError(Exception):
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     """gitignore-flavoured globs: ``*`` stays in one path segment, ``**`` crosses them, a
     pattern without ``/`` matches a name at any depth, a trailing ``/`` matches a
-    directory and everything below it."""
+    directory (and everything below it) but not a file, and a leading ``/`` anchors the
+    pattern to the project root."""
+    directory_only = pattern.endswith("/")
+    anchored = "/" in pattern.rstrip("/")
     pattern = pattern.strip("/")
-    anchored = "/" in pattern
     out = []
     i = 0
     while i < len(pattern):
@@ -93,8 +95,10 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             i += 1
     body = "".join(out)
     prefix = "" if anchored else "(?:.*/)?"
-    # Matching a directory matches what is below it, as in .gitignore.
-    return re.compile(f"^{prefix}{body}(?:/.*)?$")
+    # Matching a directory matches what is below it, as in .gitignore. Directories are
+    # passed with a trailing "/", so a directory-only pattern can tell them from files.
+    below = "/.*" if directory_only else "(?:/.*)?"
+    return re.compile(f"^{prefix}{body}{below}$")
 
 
 def glob_match(relpath: str, pattern: str) -> bool:
@@ -200,7 +204,9 @@ def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
         key = _format_loc([prefix, *error["loc"]] if prefix else error["loc"])
         value = error.get("input")
         problem = error["msg"]
-        if error["type"] == "string_pattern_mismatch":
+        if error["type"] == "string_pattern_mismatch" and "severity" in error["loc"]:
+            problem = f"{value!r} is not a rule code (like REF101)"
+        elif error["type"] == "string_pattern_mismatch":
             problem = f"{value!r} is not a rule code or prefix (like REF101 or REF1) or ALL"
         elif error["type"] == "extra_forbidden":
             problem = "unknown key"
@@ -214,6 +220,14 @@ def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
                 raise ConfigError(
                     path,
                     f"{prefix}.{key.replace('_', '-')}".lstrip("."),
+                    f"{selector!r} matches no rule",
+                )
+    for glob, selectors in config.per_file_ignores.items():
+        for selector in selectors:
+            if not matching(selector):
+                raise ConfigError(
+                    path,
+                    f"{prefix}.per-file-ignores.{glob!r}".lstrip("."),
                     f"{selector!r} matches no rule",
                 )
     for code in config.severity:

@@ -2,7 +2,7 @@
 
 Findings, configuration and reports are what the CLI prints as JSON and what the language
 server turns into diagnostics, so their field names are part of referee's public interface
-(see ``docs/output.md`` and the JSON schema in ``checks/schema/``).
+(see ``docs/output.md`` and ``docs/schema/check-report.schema.json``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,14 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
 
 class Severity(str, Enum):
@@ -26,7 +33,7 @@ class Severity(str, Enum):
 
 
 class Layer(str, Enum):
-    """The verification layer that produced a finding (see docs/layers.md)."""
+    """The verification layer that produced a finding (see docs/index.md, "The layers")."""
 
     L0 = "L0"  # shape: cheap structural checks
     L1 = "L1"  # contracts and the anti-gaming guard
@@ -142,7 +149,7 @@ class Contract(_Config):
     )
     forbidden_words: list[str] = Field(default_factory=list)
     required_headings: list[str] = Field(default_factory=list)
-    expect_heading: bool = False
+    expect_heading: StrictBool = False
     required_symbols: list[str] = Field(default_factory=list)
     min_tests: int | None = Field(default=None, ge=0)
     task: str | None = Field(
@@ -201,8 +208,8 @@ class RefereeConfig(_Config):
     max_file_size: int = Field(
         default=2_000_000, ge=1, description="Files larger than this many bytes are skipped."
     )
-    respect_gitignore: bool = True
-    cache: bool = True
+    respect_gitignore: StrictBool = True
+    cache: StrictBool = True
     contract: list[Contract] = Field(default_factory=list)
 
     @field_validator("select", "extend_select", "ignore", mode="before")

@@ -27,6 +27,7 @@ _QUERY = Query(
     (call function: (attribute attribute: (identifier) @call.attribute))
     (raise_statement) @raise
     (comment) @comment
+    [(print_statement) (exec_statement)] @python2
     """,
 )
 
@@ -41,10 +42,19 @@ _DELEGATING_HELPER = re.compile(
     r"|_(check|test|verify)(_|$)|^(check|verify|expect|ensure)",
     re.IGNORECASE,
 )
-_IMPORTS_UNITTEST = re.compile(r"^\s*(?:import|from)\s+unittest\b", re.MULTILINE)
+# `import unittest` or `from unittest import TestCase` — not `from unittest import mock`,
+# which pytest modules use too.
+_IMPORTS_UNITTEST = re.compile(
+    r"^\s*(?:import\s+unittest\b(?!\.)|from\s+unittest\s+import\s+(?!mock\b))", re.MULTILINE
+)
 _IMPORTS_PYTEST = re.compile(r"^\s*(?:import|from)\s+(?:pytest|_pytest)\b", re.MULTILINE)
 # A raise of anything but these fails the test that reaches it, so it is an assertion.
 _NOT_FAILURES = frozenset({"NotImplementedError", "SkipTest", "StopIteration"})
+
+
+def _empty_body(definition: Node) -> bool:
+    body = definition.child_by_field_name("body")
+    return body is not None and body.named_child_count == 0
 
 
 def _start(node: Node) -> int:
@@ -122,6 +132,8 @@ class PythonModule:
         self.classes: list[Class] = []
         self.comments: list[Node] = []
         self.module_assertions: list[Node] = []
+        # Constructs tree-sitter accepts without an error node that CPython 3 rejects.
+        self.suspicious: list[Node] = []
         self._collect()
 
     # ------------------------------------------------------------------ collection
@@ -163,6 +175,8 @@ class PythonModule:
             )
             self.functions.append(fn)
             starts.append(node.start_byte)
+        self.suspicious.extend(captures.get("python2", []))
+        self.suspicious.extend(n for n in (*functions, *classes) if _empty_body(n))
         for cls in self.classes:
             cls.nested = self._innermost(cls.node.start_byte, cls.node.end_byte, starts) is not None
         self._starts = starts

@@ -98,7 +98,9 @@ def _walk(directory: Path, settings: Settings) -> Iterator[Target]:
         rel_dir = settings.relative(base)
         rel_dir = "" if rel_dir == "." else rel_dir
         dirnames[:] = sorted(
-            d for d in dirnames if not settings.is_excluded(f"{rel_dir}/{d}" if rel_dir else d)
+            d
+            for d in dirnames
+            if not settings.is_excluded(f"{rel_dir}/{d}/" if rel_dir else f"{d}/")
         )
         for name in sorted(filenames):
             relpath = f"{rel_dir}/{name}" if rel_dir else name
@@ -136,6 +138,17 @@ def check_bytes(data: bytes, target: Target, settings: Settings) -> FileResult:
 # ------------------------------------------------------------------------------ cache
 
 
+def _engine_stamp() -> str:
+    """Sizes and mtimes of the engine's own modules: an edited checkout (an editable
+    install) must not be served results an older rule computed."""
+    package = Path(__file__).parent
+    stamps = []
+    for module in sorted(package.rglob("*.py")):
+        stat = module.stat()
+        stamps.append(f"{module.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns}")
+    return ";".join(stamps)
+
+
 class ResultCache:
     """Per-project results keyed by path, invalidated by size and mtime, like ruff's.
 
@@ -146,7 +159,12 @@ class ResultCache:
     def __init__(self, directory: Path, settings: Settings) -> None:
         fingerprint = hashlib.sha256(
             "\0".join(
-                [__version__, str(settings.root.resolve()), settings.config.model_dump_json()]
+                [
+                    __version__,
+                    _engine_stamp(),
+                    str(settings.root.resolve()),
+                    settings.config.model_dump_json(),
+                ]
             ).encode()
         ).hexdigest()[:24]
         self.path = directory / f"check-{fingerprint}.pickle"

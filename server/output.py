@@ -29,31 +29,33 @@ def text(report: CheckReport, console: Console, statistics: bool = False) -> Non
             soft_wrap=True,
         )
     if statistics:
-        counts = Counter(f.code for f in report.findings)
-        for code, count in counts.most_common():
-            rule = BY_CODE[code]
+        counts = Counter((f.code, f.severity) for f in report.findings)
+        for (code, severity), count in counts.most_common():
             console.print(
-                f"{count:>6}  {code}  {rule.name:<28} {rule.severity.value}", highlight=False
+                f"{count:>6}  {code}  {BY_CODE[code].name:<28} {severity.value}",
+                highlight=False,
             )
     summary = report.summary
     if summary.findings:
         parts = [
-            f"{summary.by_severity.get(s, 0)} {s.value}{'s' if s is not Severity.INFO else ''}"
+            _count(summary.by_severity[s], s.value, plural=s is not Severity.INFO)
             for s in Severity
             if summary.by_severity.get(s, 0)
         ]
         console.print(
-            f"Found {summary.findings} finding{'s' if summary.findings != 1 else ''} "
-            f"({', '.join(parts)}) in {summary.files_checked} file"
-            f"{'s' if summary.files_checked != 1 else ''}.",
+            f"Found {_count(summary.findings, 'finding')} ({', '.join(parts)}) in "
+            f"{_count(summary.files_checked, 'file')}.",
             highlight=False,
         )
     else:
         console.print(
-            f"[green]All checks passed![/] ({summary.files_checked} file"
-            f"{'s' if summary.files_checked != 1 else ''})",
+            f"[green]All checks passed![/] ({_count(summary.files_checked, 'file')})",
             highlight=False,
         )
+
+
+def _count(n: int, noun: str, plural: bool = True) -> str:
+    return f"{n} {noun}{'s' if plural and n != 1 else ''}"
 
 
 def as_json(report: CheckReport) -> str:

@@ -204,7 +204,7 @@ def test_exit_codes_of_the_real_process(referee, mixed: Path):
 def test_text_format_is_path_line_col_code_message(invoke, mixed: Path):
     result = invoke("check", cwd=mixed)
     lines = result.stdout.splitlines()
-    assert lines[-1] == "Found 3 findings (1 errors, 1 warnings, 1 info) in 4 files."
+    assert lines[-1] == "Found 3 findings (1 error, 1 warning, 1 info) in 4 files."
     findings = [FINDING_LINE.match(line) for line in lines[:-1]]
     assert all(findings), lines
     report = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
@@ -250,7 +250,7 @@ def test_statistics_count_findings_per_rule(invoke, mixed: Path):
     result = invoke("check", "--statistics", cwd=mixed)
     rows = [line.split() for line in result.stdout.splitlines() if re.match(r"^\s+\d+\s+REF", line)]
     assert rows == [
-        ["3", "REF101", "placeholder-body", "error"],
+        ["3", "REF101", "placeholder-body", "warning"],  # as reported, not the default
         ["1", "REF102", "placeholder-marker", "info"],
         ["1", "REF112", "tuple-assertion", "error"],
     ]

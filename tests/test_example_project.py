@@ -59,8 +59,11 @@ def test_each_rule_fires_where_it_should_and_nowhere_else() -> None:
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     found = {
-        (Path(f["path"]).resolve().relative_to(DEMO).as_posix(), f["span"]["start"]["line"],
-         f["code"])
+        (
+            Path(f["path"]).resolve().relative_to(DEMO).as_posix(),
+            f["span"]["start"]["line"],
+            f["code"],
+        )
         for f in report["findings"]
     }
     assert found - EXPECTED == set(), "false positives"

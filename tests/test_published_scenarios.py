@@ -23,8 +23,15 @@ CONTRACTS = ROOT / "docs" / "examples" / "published-contracts.toml"
 
 # The data names each task in words; these words pick the prototype's task type.
 TASK_TYPES = {
-    "研究简报": "research_brief", "初稿": "draft", "章节": "chapter", "测试": "test_pass",
-    "Python": "code", "总结": "summary", "邮件": "email", "解析": "parse", "表格": "table",
+    "研究简报": "research_brief",
+    "初稿": "draft",
+    "章节": "chapter",
+    "测试": "test_pass",
+    "Python": "code",
+    "总结": "summary",
+    "邮件": "email",
+    "解析": "parse",
+    "表格": "table",
     "翻译": "translate",
 }
 
@@ -74,7 +81,7 @@ def test_p1_garbage_is_stopped_at_l0_l1_and_nothing_correct_is(settings: Setting
     correct = [s["id"] for s in samples if s["correct"]]
     assert [i for i in garbage if stopped[i] is None] == []
     assert [i for i in correct if stopped[i] is not None] == []
-    # The two cheapest tells are shape, not contract: "。" and "TODO".
+    # The two cheapest tells are shape, not contract: "。" and a bare placeholder word.
     assert stopped["G2"] is Layer.L0 and stopped["G3"] is Layer.L0
     assert stopped["G4"] is Layer.L0  # "0 passed (no tests collected)"
 

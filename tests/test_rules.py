@@ -249,8 +249,9 @@ def test_matching_understands_all_codes_and_prefixes():
 
 
 # ------------------------------------------------------------------------- known gaps
-# Cases where a rule's behaviour looks wrong. Each is a strict xfail: the day the rule
-# is fixed, the test passes, pytest reports XPASS as a failure, and the marker goes.
+# Cases a rule gets wrong by design or not yet. A strict xfail: the day the rule is fixed,
+# the test passes, pytest reports XPASS as a failure, and the marker goes. Below them,
+# regressions for gaps that were closed.
 
 
 @pytest.mark.xfail(
@@ -262,12 +263,10 @@ def test_matching_understands_all_codes_and_prefixes():
 @pytest.mark.parametrize(
     "source",
     [
-        "def f():\n\nx = 1\n",  # expected an indented block
         "def area(w, h):\n    return w * h\n      print(w)\n",  # unexpected indent
-        "print 'hello'\n",  # Python 2 print statement
         "X = " + "f(" * 300 + "1" + ")" * 300 + "\n",  # too many nested parentheses
     ],
-    ids=["missing-body", "unexpected-indent", "py2-print", "nested-calls"],
+    ids=["unexpected-indent", "nested-calls"],
 )
 def test_syntax_error_reports_every_file_cpython_rejects(source: str):
     with pytest.raises(SyntaxError):
@@ -275,22 +274,27 @@ def test_syntax_error_reports_every_file_cpython_rejects(source: str):
     assert [f.code for f in check_text(source, "mod.py", _only("REF001"))] == ["REF001"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="`from unittest import mock` makes a pytest module 'unittest-only', so its "
-    "top-level test functions are not treated as tests",
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f():\n\nx = 1\n",  # expected an indented block
+        "class C:\n\nx = 1\n",
+        "print 'hello'\n",  # Python 2 print statement
+        "exec 'x = 1'\n",
+    ],
+    ids=["missing-body", "missing-class-body", "py2-print", "py2-exec"],
 )
+def test_syntax_error_reports_what_tree_sitter_accepts_but_python_3_rejects(source: str):
+    with pytest.raises(SyntaxError):
+        compile(source, "mod.py", "exec")
+    assert [f.code for f in check_text(source, "mod.py", _only("REF001"))] == ["REF001"]
+
+
 def test_pytest_module_importing_unittest_mock_still_has_tests():
     text = "from unittest import mock\n\n\ndef test_sends():\n    mock.Mock().send()\n"
     assert [f.code for f in check_text(text, "test_send.py", _only("REF110"))] == ["REF110"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a '# line' inside a fenced code block is counted as a heading",
-)
 def test_required_heading_inside_a_code_block_does_not_count():
     from referee.checks.models import Contract
 
@@ -303,12 +307,6 @@ def test_required_heading_inside_a_code_block_does_not_count():
     assert [f.code for f in check_text(text, "README.md", settings)] == ["REF205"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="placeholder-body tests base-class names by substring: any base containing "
-    "'Protocol' or 'ABC' exempts the class",
-)
 def test_placeholder_body_in_class_whose_base_merely_contains_protocol():
     text = "class Parser(XMLProtocolMixin):\n    def parse(self) -> int:\n        pass\n"
     assert [f.code for f in check_text(text, "parser.py", _only("REF101"))] == ["REF101"]

@@ -12,7 +12,7 @@ import pytest
 
 from referee.checks import runner
 from referee.checks.config import Settings, discover
-from referee.checks.models import CheckReport
+from referee.checks.models import CheckReport, RefereeConfig
 
 MODULES = {
     "stub.py": "def parse(text) -> int:\n    # TODO: write it\n    pass\n",
@@ -292,3 +292,12 @@ def test_gitignored_files_are_absent_from_the_cli_report(invoke, repo: Path):
     report = CheckReport.model_validate_json(result.stdout)
     assert sorted({f.path for f in report.findings}) == ["kept.py", str(Path("src/real.py"))]
     assert report.summary.files_checked == 2
+
+
+def test_cache_is_not_shared_across_engine_versions(tmp_path: Path, monkeypatch):
+    """An edited rule (an editable install) must not be served an older rule's results."""
+    settings = Settings(RefereeConfig(), tmp_path)
+    before = runner.ResultCache(tmp_path / "cache", settings).path
+    monkeypatch.setattr(runner, "_engine_stamp", lambda: "placeholders.py:1:2")
+    after = runner.ResultCache(tmp_path / "cache", settings).path
+    assert before != after

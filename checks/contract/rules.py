@@ -150,6 +150,7 @@ def contract_forbidden_word(ctx: Context) -> Iterator[Violation]:
 
 
 _ATX = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 
 
@@ -157,7 +158,14 @@ def headings(text: str) -> list[str]:
     """Markdown headings (ATX ``# Title`` and setext ``Title\\n=====``), stripped."""
     found = []
     lines = text.splitlines()
+    fence = ""
     for index, line in enumerate(lines):
+        opening = _FENCE.match(line)
+        if opening and (not fence or opening.group(1).startswith(fence)):
+            fence = "" if fence else opening.group(1)
+            continue
+        if fence:
+            continue  # "# comment" in a code block is not a heading
         match = _ATX.match(line)
         if match:
             found.append(match.group(1).strip())

@@ -414,26 +414,31 @@ def fresh_object_identity(ctx: Context) -> Iterator[Violation]:
     yield from _report(ctx, "REF114")
 
 
-# Attribute names that look like mock assertions but are auto-created attributes: calling
-# one returns a new (truthy) Mock and checks nothing.
-_MOCK_LOOKALIKES = frozenset(
-    {
+# The lookalikes that have a real assertion of the same meaning on Mock / AsyncMock.
+_MOCK_ASSERTIONS = {
+    name: f"assert_{name}"
+    for name in (
         "called_once_with",
         "called_with",
         "called_once",
         "has_calls",
         "any_call",
         "not_called",
-        "has_been_called",
-        "has_been_called_with",
-        "called_once_with_args",
         "awaited_once_with",
         "awaited_with",
         "awaited_once",
         "not_awaited",
         "has_awaits",
-    }
-)
+        "any_await",
+    )
+}
+# Attribute names that look like mock assertions but are auto-created attributes: calling
+# one returns a new (truthy) Mock and checks nothing.
+_MOCK_LOOKALIKES = frozenset(_MOCK_ASSERTIONS) | {
+    "has_been_called",
+    "has_been_called_with",
+    "called_once_with_args",
+}
 
 
 def mock_assertion_lookalike(ctx: Context) -> Iterator[Violation]:
@@ -477,15 +482,19 @@ def mock_assertion_lookalike(ctx: Context) -> Iterator[Violation]:
                 continue
             fix = None
             attr = callee.child_by_field_name("attribute")
-            if standalone and attr is not None:
+            real = _MOCK_ASSERTIONS.get(name)
+            if standalone and attr is not None and real is not None:
+                # Unsafe: the test starts checking, and may start failing.
                 fix = Fix(
-                    message=f"Call `assert_{name}`",
-                    edits=(Edit(span=source.node_span(attr), content=f"assert_{name}"),),
+                    message=f"Call `{real}`",
+                    edits=(Edit(span=source.node_span(attr), content=real),),
+                    applicability="unsafe",
                 )
+            advice = f"use `{real}`" if real else "use one of Mock's assert_* methods"
             yield Violation(
                 span=source.node_span(call),
                 message=f"`{name}` is not a Mock assertion: the call returns a truthy Mock; "
-                f"use `assert_{name}`",
+                f"{advice}",
                 evidence=source.node_text(call),
                 fix=fix,
             )

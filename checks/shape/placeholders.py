@@ -19,10 +19,12 @@ _EXEMPT_DECORATORS = frozenset(
         "abstractclassmethod",
         "abstractstaticmethod",
         "overload",
+        "group",  # click/typer group callbacks run before subcommands; empty is normal
     }
 )
 
 
+_ABC_META = re.compile(r"metaclass\s*=\s*(?:abc\.)?ABCMeta\b")
 _SKIP = re.compile(r"(^|\.)skip$")
 
 
@@ -36,10 +38,10 @@ def _interface_class(module: PythonModule, fn: Function) -> bool:
     cls = fn.class_
     if cls is None:
         return False
-    bases = " ".join(cls.bases)
+    names = {base.split("[", 1)[0].rsplit(".", 1)[-1].strip() for base in cls.bases}
     superclasses = cls.node.child_by_field_name("superclasses")
     declared = module.source.node_text(superclasses) if superclasses is not None else ""
-    if "Protocol" in bases or "ABC" in declared:
+    if names & {"Protocol", "ABC"} or _ABC_META.search(declared):
         return True
     return any(
         other.class_ is not None
@@ -74,15 +76,17 @@ def placeholder_kind(module: PythonModule, fn: Function) -> tuple[str, bool, boo
             kinds.append("`raise NotImplementedError`")
         else:
             return None
-    marker = any(MARKER.search(source.node_text(c)) for c in fn.comments)
+    marker = next(
+        (m.group(1) for c in fn.comments if (m := MARKER.search(source.node_text(c)))), None
+    )
     if fn.comments and not marker:
         return None  # "pass  # nothing to release": the author says it is meant
     if not kinds:
         kinds.append("a docstring" if docstring else "comments")
     what = " and ".join(dict.fromkeys(kinds))
     if marker:
-        what += " with a TODO marker"
-    return what, marker, docstring
+        what += f" with a {marker} marker"
+    return what, marker is not None, docstring
 
 
 def placeholder_body(ctx: Context) -> Iterator[Violation]:
