@@ -452,3 +452,14 @@ def test_cli_config_command_reports_errors_too(invoke, tmp_path: Path):
     result = invoke("config", cwd=tmp_path)
     assert result.exit_code == 2
     assert f"{tmp_path / 'referee.toml'}: cache: " in result.stderr
+
+
+def test_glob_leading_slash_anchors_and_trailing_slash_means_directory():
+    from referee.checks.config import glob_match
+
+    assert glob_match("build", "/build")
+    assert not glob_match("pkg/build", "/build")
+    assert glob_match("pkg/build", "build")
+    assert glob_match("build/lib/x.py", "build/")
+    assert not glob_match("build", "build/")  # a file called build
+    assert glob_match("build/", "build/")  # the directory, as the walker passes it
