@@ -115,10 +115,10 @@ def finding_counts(cases: list[Case], cwd: Path) -> dict[str, str]:
             except (ValueError, KeyError):
                 counts["referee"] = "?"
         elif case.key == "ruff-cold":
-            argv = [*case.argv[:-1], "--statistics", case.argv[-1]]
+            argv = [*case.argv[:-1], "--output-format", "concise", case.argv[-1]]
             proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
-            total = sum(int(m.group(1)) for m in re.finditer(r"^\s*(\d+)\s", proc.stdout, re.M))
-            counts["ruff"] = str(total)
+            match = re.search(r"^Found (\d+) errors?", proc.stdout, re.MULTILINE)
+            counts["ruff"] = match.group(1) if match else "0"
     return counts
 
 

@@ -257,3 +257,38 @@ def show_config(path: Path | None) -> None:
         soft_wrap=True,
     )
     click.echo(settings.config.model_dump_json(by_alias=True, indent=2))
+
+
+@main.command()
+@click.option(
+    "--stdio",
+    "transport",
+    flag_value="stdio",
+    default=True,
+    help="Talk over stdin/stdout (the default; what editors use).",
+)
+@click.option("--tcp", "transport", flag_value="tcp", help="Listen on TCP, for debugging.")
+@click.option("--ws", "transport", flag_value="ws", help="Listen on WebSocket, for debugging.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address for --tcp/--ws.")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=2087,
+    show_default=True,
+    help="Port for --tcp/--ws.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+    help="Least severe message sent to the editor's log (window/logMessage).",
+)
+def serve(transport: str, host: str, port: int, log_level: str) -> None:
+    """Run the language server (live L0/L1 diagnostics and quick fixes).
+
+    Editors start it themselves; see docs/editors.md for VS Code and Neovim.
+    """
+    from referee.server.lsp import serve as start
+
+    start(transport, host, port, log_level)

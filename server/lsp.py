@@ -1,0 +1,750 @@
+"""``referee serve``: the language server. A thin adapter from LSP to the engine.
+
+Diagnostics are computed per open document, debounced, off the event loop, and kept per
+layer so one layer's results never replace another's. Clients that can pull diagnostics
+(LSP 3.17) pull them; others receive ``publishDiagnostics``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from referee import __version__
+from referee.checks.config import ConfigError, Settings, discover
+from referee.checks.document import Change, Document, Encoding, index_to_units
+from referee.checks.engine import check_source
+from referee.checks.models import Finding, Fix, Layer, Severity, Span
+from referee.server.options import ClientSettings, parse_settings
+
+log = logging.getLogger("referee.server")
+
+SOURCE = "referee"
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.referee"
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+}
+_CONFIG_FILES = frozenset({"pyproject.toml", "referee.toml", ".referee.toml"})
+
+
+@dataclass
+class Result:
+    """The findings of one check of one document version, and their diagnostics."""
+
+    version: int | None
+    findings: list[Finding]
+    diagnostics: dict[Layer, list[types.Diagnostic]] = field(default_factory=dict)
+
+    @property
+    def result_id(self) -> str:
+        digest = hashlib.sha1(
+            "\n".join(f"{f.code}{f.span}{f.message}{f.severity}" for f in self.findings).encode()
+        ).hexdigest()[:12]
+        return f"{self.version}-{digest}"
+
+    def all_diagnostics(self) -> list[types.Diagnostic]:
+        return [d for layer in sorted(self.diagnostics) for d in self.diagnostics[layer]]
+
+
+class RefereeServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "referee",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.documents: dict[str, Document] = {}
+        self.results: dict[str, Result] = {}
+        self.pending: dict[str, asyncio.Task[Result | None]] = {}
+        self.global_settings = ClientSettings()
+        self.folder_settings: dict[str, ClientSettings] = {}  # folder path -> settings
+        self._project_settings: dict[tuple[str, str | None], Settings] = {}
+        self._reported_config_errors: set[str] = set()
+
+    # ------------------------------------------------------------------ capabilities
+
+    @property
+    def encoding(self) -> Encoding:
+        value = self.server_capabilities.position_encoding or types.PositionEncodingKind.Utf16
+        return str(getattr(value, "value", value)).lower()  # type: ignore[return-value]
+
+    @property
+    def pull_mode(self) -> bool:
+        text_document = self.client_capabilities.text_document
+        return bool(text_document and text_document.diagnostic)
+
+    @property
+    def lazy_code_actions(self) -> bool:
+        text_document = self.client_capabilities.text_document
+        action = text_document.code_action if text_document else None
+        resolve = action.resolve_support if action else None
+        return bool(resolve and "edit" in resolve.properties)
+
+    # ------------------------------------------------------------------ settings
+
+    def folders(self) -> list[Path]:
+        return [Path(to_fs_path(f.uri) or f.uri) for f in self.workspace.folders.values()]
+
+    def folder_of(self, path: Path) -> Path | None:
+        matches = [f for f in self.folders() if path == f or f in path.parents]
+        return max(matches, key=lambda f: len(f.parts), default=None)
+
+    def client_settings(self, path: Path) -> ClientSettings:
+        folder = self.folder_of(path)
+        if folder is not None and str(folder) in self.folder_settings:
+            return self.folder_settings[str(folder)]
+        return self.global_settings
+
+    def settings_for(self, path: Path) -> Settings:
+        """The project's configuration for a file, with the editor's overrides on top.
+        A broken configuration is reported once and replaced by the defaults."""
+        client = self.client_settings(path)
+        explicit = client.configuration
+        key = (str(path.parent), explicit)
+        project = self._project_settings.get(key)
+        if project is None:
+            try:
+                project = discover(path.parent, Path(explicit) if explicit else None)
+            except ConfigError as exc:
+                self._report_config_error(str(exc))
+                project = Settings(root=self.folder_of(path) or path.parent)
+            self._project_settings[key] = project
+        try:
+            return project.with_overrides(client.select or (), client.extend_select, client.ignore)
+        except ConfigError as exc:
+            self._report_config_error(str(exc))
+            return project
+
+    def _report_config_error(self, message: str) -> None:
+        log.error(message)
+        if message not in self._reported_config_errors:
+            self._reported_config_errors.add(message)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=f"referee: {message}")
+            )
+
+    def forget_settings(self) -> None:
+        self._project_settings.clear()
+        self._reported_config_errors.clear()
+
+    async def pull_configuration(self) -> None:
+        """Ask the client for the ``referee`` section of every workspace folder."""
+        workspace = self.client_capabilities.workspace
+        if not (workspace and workspace.configuration):
+            return
+        folders = list(self.workspace.folders.values())
+        items = [types.ConfigurationItem(scope_uri=f.uri, section="referee") for f in folders]
+        items.append(types.ConfigurationItem(section="referee"))
+        try:
+            answers = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=items)
+            )
+        except Exception as exc:  # a client that fails the request keeps its old settings
+            log.warning("workspace/configuration failed: %s", exc)
+            return
+        *per_folder, global_answer = list(answers) + [None] * (len(items) - len(answers))
+        if global_answer is not None:
+            self.global_settings = self._parsed(global_answer)
+        self.folder_settings = {}
+        for folder, answer in zip(folders, per_folder, strict=False):
+            if answer is not None:
+                path = to_fs_path(folder.uri) or folder.uri
+                self.folder_settings[str(Path(path))] = self._parsed(answer)
+
+    def _parsed(self, raw: Any) -> ClientSettings:
+        settings, problem = parse_settings(raw)
+        if problem:
+            self._report_config_error(problem)
+        return settings
+
+    # ------------------------------------------------------------------ checking
+
+    def path_of(self, uri: str) -> Path:
+        return Path(to_fs_path(uri) or uri)
+
+    def check_now(self, uri: str) -> Result | None:
+        """Check the current text of ``uri`` (runs on the caller's thread)."""
+        document = self.documents.get(uri)
+        if document is None:
+            return None
+        return self._compute(uri, document, *self._snapshot(document))
+
+    def _snapshot(self, document: Document) -> tuple[Any, int | None]:
+        source = document.source()
+        if source._tree is not None:
+            # The worker reads a copy: the next didChange edits the document's tree.
+            source._tree = source._tree.copy()
+        return source, document.version
+
+    def _compute(self, uri: str, document: Document, source: Any, version: int | None) -> Result:
+        path = self.path_of(uri)
+        settings = self.settings_for(path)
+        relpath = settings.relative(path)
+        findings = check_source(source, settings, relpath)
+        result = Result(version, findings)
+        lines = source.text.split("\n")
+        for finding in findings:
+            result.diagnostics.setdefault(finding.layer, []).append(self.diagnostic(finding, lines))
+        return result
+
+    async def check_later(self, uri: str, delay: float) -> Result | None:
+        if delay:
+            await asyncio.sleep(delay)
+        document = self.documents.get(uri)
+        if document is None:
+            return None
+        source, version = self._snapshot(document)
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(
+            self.thread_pool, self._compute, uri, document, source, version
+        )
+        current = self.documents.get(uri)
+        if current is None or current.version != version:
+            return None  # a newer version is on its way; never publish an older one
+        self.store(uri, result)
+        return result
+
+    def schedule(self, uri: str, delay: float) -> None:
+        previous = self.pending.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        task = asyncio.get_running_loop().create_task(self.check_later(uri, delay))
+        self.pending[uri] = task
+        task.add_done_callback(lambda t, uri=uri: self._finished(uri, t))
+
+    def _finished(self, uri: str, task: asyncio.Task[Result | None]) -> None:
+        if self.pending.get(uri) is task:
+            del self.pending[uri]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("checking %s failed", uri, exc_info=task.exception())
+
+    def store(self, uri: str, result: Result) -> None:
+        self.results[uri] = result
+        if not self.pull_mode:
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(
+                    uri=uri, version=result.version, diagnostics=result.all_diagnostics()
+                )
+            )
+
+    async def current_result(self, uri: str) -> Result | None:
+        """The result for the document's current version, computing it if needed."""
+        document = self.documents.get(uri)
+        if document is None:
+            return None
+        result = self.results.get(uri)
+        if result is not None and result.version == document.version:
+            return result
+        self.schedule(uri, 0)
+        result = await self.pending[uri]
+        return result if result is not None else self.results.get(uri)
+
+    # ------------------------------------------------------------------ conversion
+
+    def position(self, lines: list[str], line: int, column: int) -> types.Position:
+        """A 1-based line and code-point column to an LSP position."""
+        row = min(max(line - 1, 0), max(len(lines) - 1, 0))
+        text = lines[row] if lines else ""
+        return types.Position(
+            line=row, character=index_to_units(text, max(column - 1, 0), self.encoding)
+        )
+
+    def range(self, lines: list[str], span: Span) -> types.Range:
+        return types.Range(
+            start=self.position(lines, span.start.line, span.start.column),
+            end=self.position(lines, span.end.line, span.end.column),
+        )
+
+    def diagnostic(self, finding: Finding, lines: list[str]) -> types.Diagnostic:
+        return types.Diagnostic(
+            range=self.range(lines, finding.span),
+            message=finding.message,
+            severity=_SEVERITY[finding.severity],
+            code=finding.code,
+            code_description=types.CodeDescription(href=finding.url),
+            source=SOURCE,
+            data={"layer": finding.layer.value, "name": finding.name},
+        )
+
+    def edits(self, lines: list[str], fix: Fix) -> list[types.TextEdit]:
+        return [
+            types.TextEdit(range=self.range(lines, edit.span), new_text=edit.content)
+            for edit in fix.edits
+        ]
+
+
+server = RefereeServer()
+
+
+def _changes(params: types.DidChangeTextDocumentParams) -> list[Change]:
+    changes = []
+    for change in params.content_changes:
+        if isinstance(change, types.TextDocumentContentChangePartial):
+            start, end = change.range.start, change.range.end
+            changes.append(
+                Change(change.text, (start.line, start.character), (end.line, end.character))
+            )
+        else:
+            changes.append(Change(change.text))
+    return changes
+
+
+# ---------------------------------------------------------------------- lifecycle
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: RefereeServer, params: types.InitializeParams) -> None:
+    ls.global_settings = ls._parsed(params.initialization_options or {})
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: RefereeServer, params: types.InitializedParams) -> None:
+    log.info(
+        "referee %s; position encoding %s; %s diagnostics",
+        __version__,
+        ls.encoding,
+        "pull" if ls.pull_mode else "push",
+    )
+    workspace = ls.client_capabilities.workspace
+    change = workspace.did_change_configuration if workspace else None
+    if change and change.dynamic_registration:
+        registration = types.Registration(
+            id="referee-configuration", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION
+        )
+        try:
+            await ls.client_register_capability_async(
+                types.RegistrationParams(registrations=[registration])
+            )
+        except Exception as exc:  # settings then only change on restart; say so
+            log.warning("could not register for configuration changes: %s", exc)
+    await ls.pull_configuration()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(
+    ls: RefereeServer, params: types.DidChangeConfigurationParams
+) -> None:
+    if isinstance(params.settings, dict) and "referee" in params.settings:
+        ls.global_settings = ls._parsed(params.settings["referee"])
+    await ls.pull_configuration()
+    ls.forget_settings()
+    ls.results.clear()
+    for uri in list(ls.documents):
+        if ls.client_settings(ls.path_of(uri)).run != "off":
+            ls.schedule(uri, 0)
+    if ls.pull_mode:
+        _refresh(ls)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+async def did_change_folders(
+    ls: RefereeServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    ls.forget_settings()
+    await ls.pull_configuration()
+
+
+def _refresh(ls: RefereeServer) -> None:
+    workspace = ls.client_capabilities.workspace
+    diagnostics = workspace.diagnostics if workspace else None
+    if diagnostics and diagnostics.refresh_support:
+        ls.workspace_diagnostic_refresh(None)
+
+
+# ---------------------------------------------------------------------- documents
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: RefereeServer, params: types.DidOpenTextDocumentParams) -> None:
+    item = params.text_document
+    ls.documents[item.uri] = Document(str(ls.path_of(item.uri)), item.text, item.version)
+    if ls.client_settings(ls.path_of(item.uri)).run != "off":
+        ls.schedule(item.uri, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: RefereeServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    document = ls.documents.get(uri)
+    if document is None:
+        log.warning("didChange for %s, which is not open; ignored", uri)
+        return
+    version = params.text_document.version
+    if document.version is not None and version is not None and version < document.version:
+        log.warning(
+            "didChange for %s went back from version %s to %s; ignored",
+            uri,
+            document.version,
+            version,
+        )
+        return
+    document.apply(_changes(params), version, ls.encoding)
+    settings = ls.client_settings(ls.path_of(uri))
+    if settings.run == "onType" and not ls.pull_mode:
+        ls.schedule(uri, settings.debounce_ms / 1000)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if ls.path_of(uri).name in _CONFIG_FILES:
+        ls.forget_settings()
+        for open_uri in list(ls.documents):
+            ls.schedule(open_uri, 0)
+        if ls.pull_mode:
+            _refresh(ls)
+    elif ls.client_settings(ls.path_of(uri)).run == "onSave" and uri in ls.documents:
+        ls.schedule(uri, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: RefereeServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.documents.pop(uri, None)
+    ls.results.pop(uri, None)
+    task = ls.pending.pop(uri, None)
+    if task is not None:
+        task.cancel()
+    if not ls.pull_mode:
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
+
+
+@server.feature(types.TEXT_DOCUMENT_WILL_SAVE_WAIT_UNTIL)
+def will_save_wait_until(
+    ls: RefereeServer, params: types.WillSaveTextDocumentParams
+) -> list[types.TextEdit]:
+    """Verify the text about to be saved and report it before the save completes. The
+    user's text is never edited here: the answer is always no edits."""
+    uri = params.text_document.uri
+    if ls.client_settings(ls.path_of(uri)).run != "off":
+        result = ls.check_now(uri)
+        if result is not None:
+            ls.store(uri, result)
+            if ls.pull_mode:
+                _refresh(ls)
+    return []
+
+
+# ---------------------------------------------------------------------- pull diagnostics
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_DIAGNOSTIC,
+    types.DiagnosticOptions(
+        identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=True
+    ),
+)
+async def document_diagnostic(
+    ls: RefereeServer, params: types.DocumentDiagnosticParams
+) -> types.DocumentDiagnosticReport:
+    uri = params.text_document.uri
+    if ls.client_settings(ls.path_of(uri)).run == "off":
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    result = await ls.current_result(uri)
+    if result is None:
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    if params.previous_result_id == result.result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result.result_id)
+    return types.RelatedFullDocumentDiagnosticReport(
+        items=result.all_diagnostics(), result_id=result.result_id
+    )
+
+
+@server.feature(types.WORKSPACE_DIAGNOSTIC)
+async def workspace_diagnostic(
+    ls: RefereeServer, params: types.WorkspaceDiagnosticParams
+) -> types.WorkspaceDiagnosticReport:
+    previous = {item.uri: item.value for item in params.previous_result_ids}
+    items: list[types.WorkspaceDocumentDiagnosticReport] = []
+    for uri in list(ls.documents):
+        result = await ls.current_result(uri)
+        if result is None:
+            continue
+        if previous.get(uri) == result.result_id:
+            items.append(
+                types.WorkspaceUnchangedDocumentDiagnosticReport(
+                    uri=uri, version=result.version, result_id=result.result_id
+                )
+            )
+        else:
+            items.append(
+                types.WorkspaceFullDocumentDiagnosticReport(
+                    uri=uri,
+                    version=result.version,
+                    items=result.all_diagnostics(),
+                    result_id=result.result_id,
+                )
+            )
+    return types.WorkspaceDiagnosticReport(items=items)
+
+
+# ---------------------------------------------------------------------- code actions
+
+
+def _wanted(kind: str, only: Iterable[str] | None) -> bool:
+    if not only:
+        return kind != FIX_ALL_KIND  # fix-all is a source action: only when asked for
+    return any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    return (a.start.line, a.start.character) <= (b.end.line, b.end.character) and (
+        b.start.line,
+        b.start.character,
+    ) <= (a.end.line, a.end.character)
+
+
+def _ignore_edit(ls: RefereeServer, document: Document, finding: Finding) -> types.TextEdit:
+    """Append (or extend) a ``referee: ignore[...]`` comment on the finding's line."""
+    row = min(finding.span.start.line - 1, len(document.lines) - 1)
+    line = document.lines[row]
+    marker = "referee: ignore["
+    if marker in line:
+        start = line.index(marker) + len(marker)
+        close = line.find("]", start)
+        if close != -1:
+            column = index_to_units(line, close, ls.encoding)
+            position = types.Position(line=row, character=column)
+            return types.TextEdit(
+                range=types.Range(start=position, end=position), new_text=f", {finding.code}"
+            )
+    end = types.Position(line=row, character=index_to_units(line, len(line), ls.encoding))
+    comment = (
+        f"  # referee: ignore[{finding.code}]"
+        if document.kind == "python"
+        else f" <!-- referee: ignore[{finding.code}] -->"
+    )
+    return types.TextEdit(range=types.Range(start=end, end=end), new_text=comment)
+
+
+def _fix_all_edits(ls: RefereeServer, document: Document, result: Result) -> list[types.TextEdit]:
+    """Every safe fix, skipping any that overlaps one already taken."""
+    lines = document.text.split("\n")
+    taken: list[types.Range] = []
+    edits: list[types.TextEdit] = []
+    for finding in result.findings:
+        if finding.fix is None or finding.fix.applicability != "safe":
+            continue
+        fix_edits = ls.edits(lines, finding.fix)
+        if any(_overlaps(e.range, t) for e in fix_edits for t in taken):
+            continue
+        taken.extend(e.range for e in fix_edits)
+        edits.extend(fix_edits)
+    return edits
+
+
+def _action_edit(ls: RefereeServer, data: dict[str, Any]) -> types.WorkspaceEdit | None:
+    """The edit a code action's ``data`` describes, against the current document; None if
+    the document changed since the action was offered."""
+    uri = data["uri"]
+    document = ls.documents.get(uri)
+    result = ls.results.get(uri)
+    if document is None or result is None or document.version != data.get("version"):
+        return None
+    if data["action"] == "fixAll":
+        edits = _fix_all_edits(ls, document, result)
+    else:
+        finding = result.findings[data["index"]]
+        if data["action"] == "fix" and finding.fix is not None:
+            edits = ls.edits(document.text.split("\n"), finding.fix)
+        else:
+            edits = [_ignore_edit(ls, document, finding)]
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=uri, version=document.version
+                ),
+                edits=edits,
+            )
+        ]
+    )
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND],
+        resolve_provider=True,
+    ),
+)
+async def code_action(
+    ls: RefereeServer, params: types.CodeActionParams
+) -> list[types.CodeAction] | None:
+    uri = params.text_document.uri
+    document = ls.documents.get(uri)
+    if document is None:
+        return None
+    result = await ls.current_result(uri)
+    if result is None:
+        return None
+    only = params.context.only
+    lines = document.text.split("\n")
+    actions: list[types.CodeAction] = []
+    base = {"uri": uri, "version": result.version}
+
+    def offer(title: str, kind: str, data: dict[str, Any], **extra: Any) -> None:
+        action = types.CodeAction(title=title, kind=kind, data={**base, **data}, **extra)
+        if not ls.lazy_code_actions:
+            action.edit = _action_edit(ls, action.data)
+        actions.append(action)
+
+    if _wanted(types.CodeActionKind.QuickFix.value, only):
+        for index, finding in enumerate(result.findings):
+            diagnostic = ls.diagnostic(finding, lines)
+            if not _overlaps(diagnostic.range, params.range):
+                continue
+            if finding.fix is not None:
+                offer(
+                    f"{finding.fix.message} ({finding.code})",
+                    types.CodeActionKind.QuickFix.value,
+                    {"action": "fix", "index": index},
+                    diagnostics=[diagnostic],
+                    is_preferred=finding.fix.applicability == "safe",
+                )
+            offer(
+                f"Ignore {finding.code} on this line",
+                types.CodeActionKind.QuickFix.value,
+                {"action": "ignore", "index": index},
+                diagnostics=[diagnostic],
+            )
+    if _wanted(FIX_ALL_KIND, only) and any(
+        f.fix is not None and f.fix.applicability == "safe" for f in result.findings
+    ):
+        offer("referee: fix all safe fixes", FIX_ALL_KIND, {"action": "fixAll"})
+    return actions
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+def code_action_resolve(ls: RefereeServer, action: types.CodeAction) -> types.CodeAction:
+    if isinstance(action.data, dict) and "uri" in action.data:
+        action.edit = _action_edit(ls, action.data)
+    return action
+
+
+# ---------------------------------------------------------------------- commands
+
+
+@server.command("referee.checkWorkspace")
+async def check_workspace(ls: RefereeServer, *args: Any) -> dict[str, int]:
+    """Check every file of every workspace folder, with progress; cancellable."""
+    from referee.checks import runner  # the CLI's walker, gitignore and all
+
+    token = f"referee-check-{os.getpid()}-{id(args)}"
+    try:
+        await ls.work_done_progress.create_async(token)
+    except Exception:  # clients without window/workDoneProgress still get the result
+        token = None
+    targets: list[runner.Target] = []
+    for folder in ls.folders():
+        targets.extend(runner.collect([folder], ls.settings_for(folder / "_")))
+    if token:
+        ls.work_done_progress.begin(
+            token,
+            types.WorkDoneProgressBegin(title="referee: checking", cancellable=True, percentage=0),
+        )
+    files = findings = 0
+    loop = asyncio.get_running_loop()
+    try:
+        for index, target in enumerate(targets):
+            if token and ls.work_done_progress.tokens[token].cancelled():
+                break
+            settings = ls.settings_for(target.path.resolve())
+            file_result = await loop.run_in_executor(
+                ls.thread_pool, runner.check_file, target, settings
+            )
+            files += 1
+            findings += len(file_result.findings)
+            uri = target.path.resolve().as_uri()
+            if uri not in ls.documents and not ls.pull_mode:
+                lines = _read_lines(target.path)
+                ls.text_document_publish_diagnostics(
+                    types.PublishDiagnosticsParams(
+                        uri=uri,
+                        diagnostics=[ls.diagnostic(f, lines) for f in file_result.findings],
+                    )
+                )
+            if token and index % 10 == 0:
+                ls.work_done_progress.report(
+                    token,
+                    types.WorkDoneProgressReport(
+                        message=f"{index + 1}/{len(targets)} files",
+                        percentage=int(100 * (index + 1) / max(len(targets), 1)),
+                    ),
+                )
+    finally:
+        if token:
+            ls.work_done_progress.end(
+                token, types.WorkDoneProgressEnd(message=f"{files} files, {findings} findings")
+            )
+    return {"files": files, "findings": findings}
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return [""]
+
+
+# ---------------------------------------------------------------------- logging
+
+
+class ClientLogHandler(logging.Handler):
+    """Sends log records to the client's log (window/logMessage)."""
+
+    _TYPES: ClassVar[dict[int, types.MessageType]] = {
+        logging.ERROR: types.MessageType.Error,
+        logging.WARNING: types.MessageType.Warning,
+        logging.INFO: types.MessageType.Info,
+    }
+
+    def __init__(self, ls: RefereeServer, level: int) -> None:
+        super().__init__(level)
+        self.ls = ls
+
+    def emit(self, record: logging.LogRecord) -> None:
+        kind = next(
+            (t for lvl, t in sorted(self._TYPES.items(), reverse=True) if record.levelno >= lvl),
+            types.MessageType.Log,
+        )
+        try:
+            self.ls.window_log_message(
+                types.LogMessageParams(type=kind, message=self.format(record))
+            )
+        except Exception:  # never let logging take the server down
+            self.handleError(record)
+
+
+def serve(
+    transport: str = "stdio", host: str = "127.0.0.1", port: int = 2087, log_level: str = "info"
+) -> None:
+    level = getattr(logging, log_level.upper())
+    handler = ClientLogHandler(server, level)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    for name in ("referee", "pygls"):
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.addHandler(handler)
+        logger.propagate = False
+    logging.getLogger("pygls").setLevel(max(level, logging.WARNING))
+    if transport == "tcp":
+        server.start_tcp(host, port)
+    elif transport == "ws":
+        server.start_ws(host, port)
+    else:
+        server.start_io()
