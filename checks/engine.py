@@ -65,6 +65,7 @@ def check_source(
         relpath=relpath,
         is_test_file=source.kind == "python" and settings.is_test_file(relpath),
         contracts=settings.contracts_for(relpath),
+        root_name=settings.root.name,
     )
     findings = [
         _finding(rule, violation, source.path, settings)

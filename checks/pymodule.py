@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -28,6 +29,8 @@ _QUERY = Query(
     (raise_statement) @raise
     (comment) @comment
     [(print_statement) (exec_statement)] @python2
+    (assignment left: (identifier) @alias.name right: (attribute attribute: (identifier)
+        @alias.target))
     """,
 )
 
@@ -50,6 +53,13 @@ _IMPORTS_UNITTEST = re.compile(
 _IMPORTS_PYTEST = re.compile(r"^\s*(?:import|from)\s+(?:pytest|_pytest)\b", re.MULTILINE)
 # A raise of anything but these fails the test that reaches it, so it is an assertion.
 _NOT_FAILURES = frozenset({"NotImplementedError", "SkipTest", "StopIteration"})
+
+
+def _self_and_ancestors(fn: Function) -> Iterator[Function]:
+    current: Function | None = fn
+    while current is not None:
+        yield current
+        current = current.parent
 
 
 def _empty_body(definition: Node) -> bool:
@@ -187,15 +197,25 @@ class PythonModule:
             name = raised_name(source, node)
             if name is not None and name not in _NOT_FAILURES:
                 self._attach_assertion(node)
+        # `eq = self.assertEqual` makes every `eq(...)` an assertion.
+        aliases = {
+            source.node_text(name.parent.parent.child_by_field_name("left"))
+            for name in captures.get("alias.target", [])
+            if _ASSERTING_CALL.match(source.node_text(name))
+        }
         calls = [(n, n.parent) for n in captures.get("call.name", [])]
         calls += [(n, n.parent.parent) for n in captures.get("call.attribute", [])]
         for name_node, call in calls:
             name = source.node_text(name_node)
             fn = self._innermost(call.start_byte, call.end_byte, starts)
-            if _ASSERTING_CALL.match(name) or (
-                name in _PYTEST_ASSERTING
-                and name_node.prev_named_sibling is not None
-                and source.node_text(name_node.prev_named_sibling) == "pytest"
+            if (
+                _ASSERTING_CALL.match(name)
+                or name in aliases
+                or (
+                    name in _PYTEST_ASSERTING
+                    and name_node.prev_named_sibling is not None
+                    and source.node_text(name_node.prev_named_sibling) == "pytest"
+                )
             ):
                 self._attach_assertion(call, fn)
             elif fn is not None:
@@ -257,7 +277,14 @@ class PythonModule:
         by_name: dict[str, list[Function]] = {}
         for fn in self.functions:
             by_name.setdefault(fn.name, []).append(fn)
-        asserting = {fn.name for fn in self.functions if fn.assertions}
+        # A function whose nested function asserts (a decorator's wrapper, a checker
+        # factory) is taken to assert too.
+        asserting = {
+            outer.name
+            for fn in self.functions
+            if fn.assertions
+            for outer in _self_and_ancestors(fn)
+        }
         changed = True
         while changed:
             changed = False
@@ -274,12 +301,38 @@ class PythonModule:
             return True
         return callee not in self.defined_names and bool(_DELEGATING_HELPER.search(callee))
 
+    @cached_property
+    def _nested(self) -> dict[int, list[Function]]:
+        children: dict[int, list[Function]] = {}
+        for fn in self.functions:
+            if fn.parent is not None:
+                children.setdefault(id(fn.parent), []).append(fn)
+        return children
+
     def assertion_nodes(self, fn: Function) -> list[Node]:
-        """Every node in ``fn`` that can make it fail: its own assertions and calls to
-        helpers that assert (defined here, or presumed to from their names)."""
+        """Every node that can make ``fn`` fail: its own assertions, those of functions
+        nested in it (callbacks it hands to the code under test), calls to helpers that
+        assert (defined here, or presumed to from their names), and a decorator defined
+        here that asserts (the decorator node stands for it)."""
         asserting = self.asserting_functions
-        nodes = list(fn.assertions)
-        nodes.extend(call for name, call in fn.calls if self._asserts_through(name, asserting))
+        nodes: list[Node] = []
+        stack = [fn]
+        while stack:
+            current = stack.pop()
+            nodes.extend(current.assertions)
+            nodes.extend(
+                call for name, call in current.calls if self._asserts_through(name, asserting)
+            )
+            stack.extend(self._nested.get(id(current), ()))
+        parent = fn.node.parent
+        if parent is not None and parent.type == "decorated_definition":
+            for decorator, name in zip(
+                (c for c in parent.named_children if c.type == "decorator"),
+                fn.decorators,
+                strict=False,
+            ):
+                if name.rsplit(".", 1)[-1] in asserting:
+                    nodes.append(decorator)
         return nodes
 
     def has_doctest(self, fn: Function) -> bool:

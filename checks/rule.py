@@ -41,14 +41,20 @@ class Context:
     relpath: str  # posix path relative to the project root, for glob matching
     is_test_file: bool
     contracts: tuple[Contract, ...] = ()
+    root_name: str = ""  # the project root directory's own name
     memo: dict[str, object] = field(default_factory=dict)  # work rules share within a file
 
     @cached_property
     def in_test_tree(self) -> bool:
-        """A test module, or any file under a directory called test/tests/testing."""
+        """A test module, or any file under a directory called test/tests/testing —
+        the project root itself included, however the path was written."""
         if self.is_test_file or self.source.path.endswith("conftest.py"):
             return True
-        parts = {*PurePath(self.source.path).parts[:-1], *PurePath(self.relpath).parts[:-1]}
+        parts = {
+            self.root_name,
+            *PurePath(self.source.path).parts[:-1],
+            *PurePath(self.relpath).parts[:-1],
+        }
         return not parts.isdisjoint(_TEST_DIRS)
 
     @cached_property

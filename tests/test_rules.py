@@ -310,3 +310,21 @@ def test_required_heading_inside_a_code_block_does_not_count():
 def test_placeholder_body_in_class_whose_base_merely_contains_protocol():
     text = "class Parser(XMLProtocolMixin):\n    def parse(self) -> int:\n        pass\n"
     assert [f.code for f in check_text(text, "parser.py", _only("REF101"))] == ["REF101"]
+
+
+@pytest.mark.parametrize("root_name", ["test", "tests"])
+def test_support_module_stubs_are_fixtures_when_the_project_root_is_a_test_directory(
+    tmp_path: Path, root_name: str
+):
+    """`cd test && referee check .` must judge pydoc fixtures as the parent directory does."""
+    root = tmp_path / root_name
+    root.mkdir()
+    text = 'def documented():\n    """A docstring pydoc should show."""\n'
+    settings = Settings(RefereeConfig(select=["REF101"]), root)
+    from referee.checks.engine import check_source
+    from referee.checks.source import SourceFile
+
+    assert check_source(SourceFile("pydocfodder.py", text), settings, "pydocfodder.py") == []
+    outside = Settings(RefereeConfig(select=["REF101"]), tmp_path / "src")
+    found = check_source(SourceFile("fodder.py", text), outside, "fodder.py")
+    assert [f.code for f in found] == ["REF101"]

@@ -1,0 +1,1 @@
+"""Helpers for driving ``referee serve`` end to end with pytest-lsp (see tests/test_lsp.py)."""
