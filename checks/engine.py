@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from referee.checks.config import Settings
+from referee.checks.guard.context import GuardContext
 from referee.checks.models import Finding, Severity
 from referee.checks.rule import Context, Rule, Violation
 from referee.checks.source import SourceFile
@@ -55,9 +56,14 @@ def _finding(rule: Rule, violation: Violation, path: str, settings: Settings) ->
 
 
 def check_source(
-    source: SourceFile, settings: Settings, relpath: str | None = None
+    source: SourceFile,
+    settings: Settings,
+    relpath: str | None = None,
+    guard: GuardContext | None = None,
+    only: frozenset[str] | None = None,
 ) -> list[Finding]:
-    """Run every enabled rule on one decoded file and return its findings, sorted."""
+    """Run every enabled rule (or those of them in ``only``) on one decoded file and return
+    its findings, sorted. ``guard`` gives the baseline the REF3xx rules compare with."""
     relpath = relpath if relpath is not None else source.path
     ctx = Context(
         source=source,
@@ -66,10 +72,12 @@ def check_source(
         is_test_file=source.kind == "python" and settings.is_test_file(relpath),
         contracts=settings.contracts_for(relpath),
         root_name=settings.root.name,
+        guard=guard,
     )
     findings = [
         _finding(rule, violation, source.path, settings)
         for rule in settings.rules_for(relpath, source.kind)
+        if only is None or rule.code in only
         for violation in rule.check(ctx)
     ]
     table = suppressions(source.text)

@@ -244,3 +244,36 @@ __all__ = [
     "Summary",
     "json_schema",
 ]
+
+
+# --------------------------------------------------------------------------- certificates
+
+
+class OracleEvidence(_Model):
+    """One independent source of the expected value and what it said."""
+
+    source: str = Field(description="doctest, reference, oracle-1, ...")
+    value: str = Field(description="The value it produced, as Python repr.")
+    detail: str | None = None
+
+
+class Certificate(_Model):
+    """Proof that a test's expected value was wrong, written when referee fixes a test.
+
+    ``id`` is a hash over every other field: a certificate edited by hand no longer
+    matches its id, and the guard reports it instead of honouring it.
+    """
+
+    id: str
+    test_id: str = Field(description="pytest node id, e.g. tests/test_text.py::test_vowels")
+    call: str = Field(description="The call under test, e.g. count_vowels('aeiou').")
+    old_value: str = Field(description="The expected value the test asserted (source text).")
+    new_value: str = Field(description="The certified value written instead (source text).")
+    evidence: tuple[OracleEvidence, ...] = ()
+    source_sha256: str | None = Field(
+        default=None, description="sha256 of the function under test when certified."
+    )
+    test_sha256: str | None = Field(
+        default=None, description="sha256 of the fixed assertion's text, whitespace removed."
+    )
+    created: str = Field(description="ISO 8601 time of certification.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from referee.checks.contract import rules as contract
+from referee.checks.guard import rules as guard
 from referee.checks.models import Layer, Severity
 from referee.checks.rule import ANY, PYTHON, TEXT, Rule
 from referee.checks.shape import assertions, documents, parse_errors, placeholders, unfailable
@@ -62,12 +63,50 @@ RULES: tuple[Rule, ...] = (
          contract.contract_required_symbol),
     Rule("REF208", "contract-min-tests", L1, ERR, "fewer tests than the contract requires",
          PYTHON, contract.contract_min_tests),
+    # ---- L1 anti-gaming guard: compared with a baseline (git HEAD or --base)
+    Rule("REF300", "test-removed", L1, ERR, "a test was removed", PYTHON, guard.test_removed),
+    Rule("REF301", "assertion-removed", L1, ERR, "an assertion was removed", PYTHON,
+         guard.assertion_removed),
+    Rule("REF302", "expected-value-changed", L1, ERR,
+         "an expected value changed without a certificate", PYTHON,
+         guard.expected_value_changed),
+    Rule("REF303", "comparison-weakened", L1, ERR, "an assertion's comparison was weakened",
+         PYTHON, guard.comparison_weakened),
+    Rule("REF304", "approx-loosened", L1, ERR, "an approx tolerance was loosened", PYTHON,
+         guard.approx_loosened),
+    Rule("REF305", "raises-widened", L1, ERR, "an expected exception was widened", PYTHON,
+         guard.raises_widened),
+    Rule("REF306", "raises-match-removed", L1, ERR, "an exception message match was removed",
+         PYTHON, guard.raises_match_removed),
+    Rule("REF307", "parametrize-cases-removed", L1, ERR, "parametrized cases were removed",
+         PYTHON, guard.parametrize_cases_removed),
+    Rule("REF308", "renamed-out-of-collection", L1, ERR,
+         "a test was renamed so pytest no longer collects it", PYTHON,
+         guard.renamed_out_of_collection),
+    Rule("REF310", "skip-added", L1, ERR, "a test is newly skipped", PYTHON, guard.skip_added),
+    Rule("REF311", "failure-swallowed", L1, ERR, "an assertion can no longer fail", PYTHON,
+         guard.failure_swallowed),
+    Rule("REF312", "xfail-added", L1, ERR, "a test is newly expected to fail", PYTHON,
+         guard.xfail_added),
+    Rule("REF320", "test-config-tampered", L1, ERR, "pytest configuration runs fewer tests",
+         TEXT, guard.test_config_tampered),
+    Rule("REF321", "outcome-forging-hook", L1, ERR,
+         "a conftest hook can forge outcomes or drop tests", PYTHON, guard.outcome_forging_hook),
+    Rule("REF322", "exit-in-tests", L1, ERR, "tests exit the process early", PYTHON,
+         guard.exit_in_tests),
+    Rule("REF330", "special-cased-test-input", L1, ERR,
+         "source special-cases a test's input", PYTHON, guard.special_cased_test_input),
+    Rule("REF331", "always-equal-override", L1, ERR,
+         "__eq__/__hash__ returns a constant", PYTHON, guard.always_equal_override),
+    Rule("REF332", "tested-function-monkeypatched", L1, ERR,
+         "a test monkeypatches the function it tests", PYTHON,
+         guard.tested_function_monkeypatched),
 )
 # fmt: on
 
 BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}
 BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
-CONTRACT_CODES = frozenset(rule.code for rule in RULES if rule.layer is Layer.L1)
+GUARD_CODES = frozenset(rule.code for rule in RULES if rule.code.startswith("REF3"))
 
 
 def lookup(code_or_name: str) -> Rule | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import PurePath
 
+from referee.checks.guard.context import GuardContext
 from referee.checks.models import Contract, Fix, Layer, RefereeConfig, Severity, Span
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile
@@ -42,6 +43,7 @@ class Context:
     is_test_file: bool
     contracts: tuple[Contract, ...] = ()
     root_name: str = ""  # the project root directory's own name
+    guard: GuardContext | None = None  # set when a baseline is known (REF3xx rules)
     memo: dict[str, object] = field(default_factory=dict)  # work rules share within a file
 
     @cached_property

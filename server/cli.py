@@ -15,7 +15,8 @@ from rich.table import Table
 from referee import __version__
 from referee.checks import runner
 from referee.checks.config import ConfigError, Settings, discover
-from referee.checks.models import Severity, json_schema
+from referee.checks.engine import check_source
+from referee.checks.models import CheckReport, Severity, json_schema
 from referee.checks.registry import RULES, lookup
 from referee.checks.rule import Rule
 from referee.server import output
@@ -164,6 +165,15 @@ def check(
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
     report = runner.report(results)
 
+    _emit(report, fmt, output_file, statistics)
+
+    failing = Severity(fail_on).rank
+    if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _emit(report: CheckReport, fmt: str, output_file: Path | None, statistics: bool) -> None:
+    """Print a report in ``fmt`` to stdout or ``output_file``, skip notes to stderr."""
     stream = output_file.open("w", encoding="utf-8") if output_file else None
     try:
         console = (
@@ -185,10 +195,6 @@ def check(
             f"[yellow]referee: skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}",
             soft_wrap=True,
         )
-
-    failing = Severity(fail_on).rank
-    if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
-        raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
 @main.command()
@@ -292,3 +298,78 @@ def serve(transport: str, host: str, port: int, log_level: str) -> None:
     from referee.server.lsp import serve as start
 
     start(transport, host, port, log_level)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--base",
+    default="HEAD",
+    show_default=True,
+    metavar="REF",
+    help="Compare with this git ref (e.g. the merge base of a pull request).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Use this referee.toml / pyproject.toml instead of searching for one.",
+)
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report here instead of to stdout.",
+)
+def guard(
+    paths: tuple[Path, ...], base: str, fmt: str, config_path: Path | None, output_file: Path | None
+) -> None:
+    """Fail when tests were weakened since REF without a certificate.
+
+    Compares each changed test (and the source and pytest configuration around it) with
+    its version at REF, structurally: removed or weakened assertions, changed expected
+    values, new skips and xfails, swallowed failures, forged outcomes, special-cased
+    inputs. A change an arbitration certificate covers is reported as information.
+
+    \b
+    Exit status: 0 nothing uncertified, 1 weakening found, 2 usage, git or config error.
+    Examples:
+      referee guard                          # working tree against HEAD
+      referee guard --base origin/main --format sarif -o guard.sarif
+    """
+    from referee.checks.guard import baseline, run
+    from referee.checks.registry import GUARD_CODES
+
+    start = paths[0] if paths else Path(".")
+    try:
+        settings = discover(start, config_path)
+        plan = run.plan(settings, base, start)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    except baseline.GitError as exc:
+        raise _fail(f"guard needs a git repository and a valid --base: {exc}") from None
+    wanted = [p.resolve() for p in paths]
+    results = []
+    for path, context in sorted(plan.contexts.items()):
+        if wanted and not any(path == w or w in path.parents for w in wanted):
+            continue
+        display = runner._display(path)
+        try:
+            source = run.current_source(path, display, path in plan.deleted, settings)
+        except Exception as exc:  # Unreadable, with its reason
+            results.append(runner.FileResult(display, skipped=str(exc)))
+            continue
+        findings = check_source(source, settings, settings.relative(path), context, GUARD_CODES)
+        results.append(runner.FileResult(display, findings))
+    for problem in plan.ledger_problems:
+        err.print(f"[yellow]referee: certificates:[/] {escape(problem)}", soft_wrap=True)
+    _emit(runner.report(results), fmt, output_file, statistics=False)
+    if any(f.severity is Severity.ERROR for r in results for f in r.findings):
+        raise click.exceptions.Exit(EXIT_FINDINGS)

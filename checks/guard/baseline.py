@@ -1,0 +1,113 @@
+"""Reading the baseline from git: which files changed since a ref, and their text there.
+
+Two git processes per run whatever the number of files: ``git diff`` (plus ``ls-files``
+for untracked files) to list them, ``git cat-file --batch`` to read them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class GitError(Exception):
+    """Git is missing, the directory is not a repository, or the ref does not exist."""
+
+
+def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=root,
+            input=stdin,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]} timed out") from None
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(message[-1] if message else f"git {args[0]} failed")
+    return proc.stdout
+
+
+def toplevel(path: Path) -> Path:
+    directory = path if path.is_dir() else path.parent
+    return Path(_git(directory, "rev-parse", "--show-toplevel").decode().strip())
+
+
+def resolve(root: Path, ref: str) -> str:
+    """The commit ``ref`` names, or GitError saying it names none."""
+    try:
+        return _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").decode().strip()
+    except GitError:
+        raise GitError(f"{ref!r} is not a commit in {root}") from None
+
+
+@dataclass(frozen=True)
+class Changed:
+    path: str  # relative to the repository root, as it is now
+    old_path: str | None  # where it was at the base (None: new file)
+    deleted: bool = False
+
+
+def changed_files(root: Path, base: str) -> list[Changed]:
+    """Files that differ between ``base`` and the working tree, untracked ones included."""
+    out = _git(root, "diff", "--name-status", "-z", "-M", base, "--")
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    changes: list[Changed] = []
+    i = 0
+    while i < len(fields) and fields[i]:
+        status = fields[i]
+        if status.startswith(("R", "C")):
+            old, new = fields[i + 1], fields[i + 2]
+            changes.append(Changed(new, old if status.startswith("R") else None))
+            i += 3
+            continue
+        path = fields[i + 1]
+        if status.startswith("D"):
+            changes.append(Changed(path, path, deleted=True))
+        elif status.startswith("A"):
+            changes.append(Changed(path, None))
+        else:
+            changes.append(Changed(path, path))
+        i += 2
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z")
+    changes.extend(
+        Changed(p, None) for p in untracked.decode("utf-8", "surrogateescape").split("\0") if p
+    )
+    return changes
+
+
+def read_at(root: Path, base: str, paths: list[str]) -> dict[str, str | None]:
+    """The text of each path at ``base`` (None where it did not exist or is not text)."""
+    if not paths:
+        return {}
+    request = "".join(f"{base}:{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+    out = _git(root, "cat-file", "--batch", stdin=request)
+    texts: dict[str, str | None] = {}
+    position = 0
+    for path in paths:
+        end = out.index(b"\n", position)
+        header = out[position:end].decode("utf-8", "replace")
+        position = end + 1
+        if header.endswith("missing"):
+            texts[path] = None
+            continue
+        size = int(header.rsplit(" ", 1)[1])
+        blob = out[position : position + size]
+        position += size + 1
+        try:
+            texts[path] = blob.decode("utf-8")
+        except UnicodeDecodeError:
+            texts[path] = None
+    return texts
+
+
+def tracked_files(root: Path) -> list[str]:
+    out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]

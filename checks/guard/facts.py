@@ -1,0 +1,370 @@
+"""What a test module asserts, in a form that survives reformatting and moves.
+
+The guard compares these facts between a baseline (git) and the working text; it never
+diffs text. Each assertion becomes ``(subject, op, expected)`` with whitespace removed,
+so ``assert  f(1)==2`` and ``self.assertEqual(f(1), 2)`` are the same fact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from referee.checks.nodes import call_arguments, keyword_argument, statements, unwrap
+from referee.checks.pymodule import Function, PythonModule, callee_parts
+from referee.checks.source import SourceFile
+
+# unittest methods: name -> (op, which argument is the subject, which the expected)
+_METHODS: dict[str, tuple[str, int, int | None]] = {
+    "assertEqual": ("==", 0, 1),
+    "assertEquals": ("==", 0, 1),
+    "assertListEqual": ("==", 0, 1),
+    "assertDictEqual": ("==", 0, 1),
+    "assertTupleEqual": ("==", 0, 1),
+    "assertSetEqual": ("==", 0, 1),
+    "assertSequenceEqual": ("==", 0, 1),
+    "assertMultiLineEqual": ("==", 0, 1),
+    "assertCountEqual": ("==", 0, 1),
+    "assertAlmostEqual": ("approx", 0, 1),
+    "assertNotEqual": ("!=", 0, 1),
+    "assertNotAlmostEqual": ("!=", 0, 1),
+    "assertIs": ("is", 0, 1),
+    "assertIsNot": ("is not", 0, 1),
+    "assertIsNone": ("is", 0, None),
+    "assertIsNotNone": ("is not", 0, None),
+    "assertIn": ("in", 0, 1),
+    "assertNotIn": ("not in", 0, 1),
+    "assertGreater": (">", 0, 1),
+    "assertGreaterEqual": (">=", 0, 1),
+    "assertLess": ("<", 0, 1),
+    "assertLessEqual": ("<=", 0, 1),
+    "assertTrue": ("truthy", 0, None),
+    "assertFalse": ("falsy", 0, None),
+    "assertIsInstance": ("isinstance", 0, 1),
+    "assertRegex": ("matches", 0, 1),
+}
+_RAISES = frozenset(
+    {"raises", "assertRaises", "assertRaisesRegex", "warns", "assertWarns", "assertWarnsRegex"}
+)
+
+# How much an operator pins the value down. An edit that moves an assertion to a lower
+# rank proves less than before: `==` -> `in` is a weakening, `>` -> `==` is not.
+STRENGTH = {
+    "==": 4,
+    "is": 4,
+    "approx": 3,
+    "isinstance": 2,
+    "matches": 2,
+    "in": 2,
+    "<": 2,
+    ">": 2,
+    "<=": 2,
+    ">=": 2,
+    "not in": 1,
+    "!=": 1,
+    "is not": 1,
+    "truthy": 0,
+    "falsy": 0,
+}
+
+_SKIP_DECORATOR = re.compile(r"(^|\.)(skip|skipIf|skipUnless|skipif)$")
+_XFAIL_DECORATOR = re.compile(r"(^|\.)(xfail|expectedFailure)$")
+_CATCH_ALL = frozenset({"Exception", "BaseException", "AssertionError", "failureException"})
+
+
+def squash(text: str) -> str:
+    """Source text with all whitespace removed: a comparison key that ignores layout."""
+    return "".join(text.split())
+
+
+@dataclass(frozen=True)
+class Assertion:
+    subject: str
+    op: str
+    expected: str | None
+    line: int  # 1-based
+    text: str
+    silenced: str | None = None  # why it can no longer fail, if it cannot
+    tolerance: tuple[float | None, float | None] | None = None  # approx (rel, abs)
+    raises: tuple[str, ...] = ()  # exception names for raises-style assertions
+    match: str | None = None  # raises(..., match=) pattern
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        return (self.subject, self.op, self.expected)
+
+
+@dataclass
+class TestFacts:
+    id: str  # relpath::Class::name
+    name: str
+    line: int
+    collected: bool
+    assertions: list[Assertion] = field(default_factory=list)
+    skips: list[str] = field(default_factory=list)  # unconditional skip markers/calls
+    xfails: list[str] = field(default_factory=list)
+    strict_false: bool = False
+    parametrize_cases: int | None = None
+    body_hash: str = ""
+    patched: list[str] = field(default_factory=list)  # names monkeypatched in the test
+    calls: frozenset[str] = frozenset()  # names the test calls
+
+    @property
+    def live_assertions(self) -> list[Assertion]:
+        return [a for a in self.assertions if a.silenced is None]
+
+    @property
+    def fingerprint(self) -> frozenset[tuple[str, str, str | None]]:
+        return frozenset(a.key for a in self.assertions)
+
+
+def test_facts(source: SourceFile, relpath: str) -> dict[str, TestFacts]:
+    """Facts for every top-level function and method of a top-level class (a test renamed
+    out of collection is still found by its body); ``collected`` tells the tests."""
+    module = PythonModule(source, is_test_file=True)
+    collected = {id(fn) for fn in module.tests}
+    facts: dict[str, TestFacts] = {}
+    for fn in module.functions:
+        if fn.is_nested or (fn.class_ is not None and fn.class_.nested):
+            continue
+        test_id = (
+            f"{relpath}::{fn.class_.name}::{fn.name}" if fn.class_ else f"{relpath}::{fn.name}"
+        )
+        facts[test_id] = _facts_of(module, fn, test_id, id(fn) in collected)
+    return facts
+
+
+def _facts_of(module: PythonModule, fn: Function, test_id: str, collected: bool) -> TestFacts:
+    source = module.source
+    facts = TestFacts(
+        id=test_id,
+        name=fn.name,
+        line=fn.node.start_point.row + 1,
+        collected=collected,
+        body_hash=hashlib.sha1(squash(source.node_text(fn.body)).encode()).hexdigest(),
+        calls=frozenset(name for name, _ in fn.calls),
+    )
+    early_return = next((s for s in statements(fn.body) if s.type == "return_statement"), None)
+    for node in module.assertion_nodes(fn):
+        assertion = _assertion(source, node)
+        if assertion is None:
+            continue
+        why = _silenced(source, node, fn.node, early_return)
+        if why is not None:
+            assertion = Assertion(**{**assertion.__dict__, "silenced": why})
+        facts.assertions.append(assertion)
+    _decorators(source, fn, facts)
+    for stmt in statements(fn.body):
+        text = squash(source.node_text(stmt))
+        if re.match(r"^(pytest\.skip|self\.skipTest)\(|^raise(unittest\.)?SkipTest", text):
+            facts.skips.append(source.node_text(stmt).strip())
+        if re.match(r"^pytest\.xfail\(", text):
+            facts.xfails.append(source.node_text(stmt).strip())
+    facts.patched = _patched_names(source, fn)
+    return facts
+
+
+def _assertion(source: SourceFile, node: Node) -> Assertion | None:
+    line = node.start_point.row + 1
+    text = source.node_text(node)
+    if node.type == "assert_statement":
+        cond = unwrap(node.named_children[0]) if node.named_children else None
+        if cond is None:
+            return None
+        if cond.type == "comparison_operator" and cond.named_child_count == 2:
+            left, right = cond.named_children
+            op = " ".join(source.node_text(c) for c in cond.children if not c.is_named)
+            tolerance = _approx(source, right) or _approx(source, left)
+            if tolerance is not None:
+                return Assertion(
+                    squash(source.node_text(left)),
+                    "approx",
+                    squash(_approx_value(source, right)),
+                    line,
+                    text,
+                    tolerance=tolerance,
+                )
+            return Assertion(
+                squash(source.node_text(left)), op, squash(source.node_text(right)), line, text
+            )
+        if cond.type == "not_operator":
+            inner = cond.child_by_field_name("argument")
+            return Assertion(squash(source.node_text(inner or cond)), "falsy", None, line, text)
+        if cond.type == "call":
+            callee = cond.child_by_field_name("function")
+            if callee is not None and source.node_text(callee) == "isinstance":
+                args = call_arguments(cond)
+                if len(args) == 2:
+                    return Assertion(
+                        squash(source.node_text(args[0])),
+                        "isinstance",
+                        squash(source.node_text(args[1])),
+                        line,
+                        text,
+                    )
+        return Assertion(squash(source.node_text(cond)), "truthy", None, line, text)
+    if node.type == "call":
+        callee = node.child_by_field_name("function")
+        if callee is None:
+            return None
+        _, method = callee_parts(source, callee)
+        args = call_arguments(node)
+        if method in _RAISES:
+            names = _exception_names(source, args[0]) if args else ()
+            pattern = keyword_argument(source, node, "match")
+            if pattern is None and method.endswith("Regex") and len(args) > 1:
+                pattern = args[1]
+            return Assertion(
+                f"raises:{method}",
+                "raises",
+                ",".join(names),
+                line,
+                text,
+                raises=names,
+                match=source.node_text(pattern) if pattern is not None else None,
+            )
+        if method in _METHODS and args:
+            op, subject_index, expected_index = _METHODS[method]
+            if subject_index >= len(args):
+                return None
+            expected = None
+            if expected_index is not None and expected_index < len(args):
+                expected = squash(source.node_text(args[expected_index]))
+            elif method in ("assertIsNone", "assertIsNotNone"):
+                expected = "None"
+            return Assertion(
+                squash(source.node_text(args[subject_index])), op, expected, line, text
+            )
+        return Assertion(squash(text), "call", None, line, text)
+    if node.type == "raise_statement":
+        return Assertion(squash(text), "raise", None, line, text)
+    return None
+
+
+def _exception_names(source: SourceFile, node: Node) -> tuple[str, ...]:
+    node = unwrap(node)
+    items = node.named_children if node.type == "tuple" else [node]
+    return tuple(sorted(source.node_text(i).rsplit(".", 1)[-1] for i in items))
+
+
+def _approx(source: SourceFile, node: Node) -> tuple[float | None, float | None] | None:
+    node = unwrap(node)
+    if node.type != "call":
+        return None
+    callee = node.child_by_field_name("function")
+    if callee is None or callee_parts(source, callee)[1] != "approx":
+        return None
+    return (
+        _number(source, keyword_argument(source, node, "rel")),
+        _number(source, keyword_argument(source, node, "abs")),
+    )
+
+
+def _approx_value(source: SourceFile, node: Node) -> str:
+    node = unwrap(node)
+    args = call_arguments(node) if node.type == "call" else []
+    return source.node_text(args[0]) if args else source.node_text(node)
+
+
+def _number(source: SourceFile, node: Node | None) -> float | None:
+    if node is None:
+        return None
+    try:
+        return float(source.node_text(node).replace("_", ""))
+    except ValueError:
+        return None
+
+
+def _silenced(source: SourceFile, node: Node, fn: Node, early: Node | None) -> str | None:
+    """Why an assertion can no longer fail: swallowed, unreachable or under a false
+    condition; None when it can."""
+    if early is not None and node.start_byte > early.end_byte:
+        return f"after the unconditional `return` on line {early.start_point.row + 1}"
+    child, parent = node, node.parent
+    while parent is not None and parent != fn:
+        if parent.type == "try_statement" and parent.child_by_field_name("body") == child:
+            for handler in parent.named_children:
+                if handler.type == "except_clause" and _swallows(source, handler):
+                    return (
+                        f"inside the `try` on line {parent.start_point.row + 1}, whose "
+                        "`except` swallows failures"
+                    )
+        if parent.type == "if_statement" and parent.child_by_field_name("consequence") == child:
+            condition = parent.child_by_field_name("condition")
+            if condition is not None and source.node_text(condition).strip() in (
+                "False",
+                "0",
+                "None",
+                "''",
+                '""',
+            ):
+                return (
+                    f"under `if {source.node_text(condition)}:` on line "
+                    f"{parent.start_point.row + 1}, which never runs"
+                )
+        if parent.type == "with_statement" and "suppress(" in source.node_text(
+            parent.named_children[0]
+        ):
+            return f"inside `contextlib.suppress` on line {parent.start_point.row + 1}"
+        child, parent = parent, parent.parent
+    return None
+
+
+def _swallows(source: SourceFile, handler: Node) -> bool:
+    value = handler.child_by_field_name("value")
+    if value is None:
+        value = next(
+            (c for c in handler.named_children if c.type not in ("block", "comment")), None
+        )
+    if value is not None:
+        if value.type == "as_pattern":
+            value = value.named_children[0]
+        names = {n.rsplit(".", 1)[-1] for n in re.split(r"[\s,()]+", source.node_text(value)) if n}
+        if not names & _CATCH_ALL:
+            return False
+    body = handler.child_by_field_name("body") or handler.named_children[-1]
+    text = source.node_text(body)
+    return not re.search(r"\braise\b|\bassert|\bfail\(|\bpytest\.fail", text)
+
+
+def _decorators(source: SourceFile, fn: Function, facts: TestFacts) -> None:
+    parent = fn.node.parent
+    if parent is None or parent.type != "decorated_definition":
+        return
+    for decorator in (c for c in parent.named_children if c.type == "decorator"):
+        expr = decorator.named_children[0] if decorator.named_children else None
+        if expr is None:
+            continue
+        call = expr if expr.type == "call" else None
+        target = expr.child_by_field_name("function") if call is not None else expr
+        name = source.node_text(target) if target is not None else ""
+        text = source.node_text(decorator)
+        if _SKIP_DECORATOR.search(name) and not name.endswith(("skipIf", "skipUnless", "skipif")):
+            facts.skips.append(text)
+        elif _XFAIL_DECORATOR.search(name):
+            facts.xfails.append(text)
+            strict = keyword_argument(source, call, "strict") if call is not None else None
+            if strict is not None and source.node_text(strict) == "False":
+                facts.strict_false = True
+        elif name.endswith("parametrize") and call is not None:
+            args = call_arguments(call)
+            if len(args) >= 2:
+                values = unwrap(args[1])
+                if values.type in ("list", "tuple", "set"):
+                    facts.parametrize_cases = (facts.parametrize_cases or 0) + len(
+                        [c for c in values.named_children if c.type != "comment"]
+                    )
+
+
+_PATCH = re.compile(
+    r"(?:monkeypatch\.setattr|patch\.object|mock\.patch\.object)\(\s*[\w.]+\s*,\s*['\"](\w+)['\"]"
+    r"|(?:monkeypatch\.setattr|patch|mock\.patch)\(\s*['\"][\w.]*?\.?(\w+)['\"]"
+)
+
+
+def _patched_names(source: SourceFile, fn: Function) -> list[str]:
+    text = source.node_text(fn.node)
+    return [a or b for a, b in _PATCH.findall(text)]

@@ -1,0 +1,902 @@
+"""The anti-gaming guard (L1, REF300–REF332): a test that asserted something at the
+baseline (git HEAD, or ``--base``) may not quietly assert less now.
+
+Each rule compares facts (checks/guard/facts.py), never text, so reformatting, moving
+and renaming are not flagged. An expected value may change only with a certificate from
+arbitration; a certified change is reported as information.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shlex
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from referee.checks.guard.context import GuardContext
+from referee.checks.guard.facts import STRENGTH, Assertion, TestFacts, squash, test_facts
+from referee.checks.models import Location, Severity, Span
+from referee.checks.rule import Context, Violation
+from referee.checks.source import SourceFile
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def fingerprint_key(facts: TestFacts) -> str:
+    return "|".join(sorted(f"{s}{o}{e}" for s, o, e in facts.fingerprint))
+
+
+def elsewhere_keys(facts: TestFacts) -> list[str]:
+    keys = [f"body:{facts.body_hash}"]
+    if facts.fingerprint:
+        keys.append(f"asserts:{fingerprint_key(facts)}")
+    keys.extend(f"assert:{a.key}" for a in facts.assertions)
+    return keys
+
+
+@dataclass(frozen=True)
+class _Found:
+    code: str
+    line: int  # 1-based line in the current file
+    message: str
+    severity: Severity | None = None
+
+
+def _span(line: int) -> Span:
+    location = Location(line=max(line, 1), column=1)
+    return Span(start=location, end=location)
+
+
+def _baseline_source(ctx: Context) -> SourceFile | None:
+    guard = ctx.guard
+    if guard is None or guard.baseline is None:
+        return None
+    return SourceFile(ctx.source.path, guard.baseline, ctx.source.kind)
+
+
+def _facts(ctx: Context) -> tuple[dict[str, TestFacts], dict[str, TestFacts]]:
+    """(baseline, current) facts of the file's tests, computed once per file."""
+    cached = ctx.memo.get("guard-facts")
+    if cached is None:
+        base = _baseline_source(ctx)
+        cached = (
+            test_facts(base, ctx.relpath) if base is not None else {},
+            test_facts(ctx.source, ctx.relpath),
+        )
+        ctx.memo["guard-facts"] = cached
+    return cached  # type: ignore[return-value]
+
+
+def _where(guard: GuardContext, facts: TestFacts, line: int | None = None) -> str:
+    return f"{guard.base}:{line or facts.line}"
+
+
+def _compare(ctx: Context) -> list[_Found]:
+    cached = ctx.memo.get("guard")
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    found: list[_Found] = []
+    guard = ctx.guard
+    if guard is not None and ctx.source.kind == "python" and ctx.is_test_file:
+        base, current = _facts(ctx)
+        present = {
+            key for facts in current.values() if facts.collected for key in elsewhere_keys(facts)
+        }
+        for test_id, before in base.items():
+            if not before.collected:
+                continue
+            after = current.get(test_id)
+            if after is not None and after.collected:
+                found.extend(_compare_test(guard, before, after))
+            else:
+                found.extend(_missing_test(guard, before, after, current, present))
+    ctx.memo["guard"] = found
+    return found
+
+
+def _missing_test(
+    guard: GuardContext,
+    before: TestFacts,
+    after: TestFacts | None,
+    current: dict[str, TestFacts],
+    present: set[str],
+) -> list[_Found]:
+    """A baseline test whose id no longer names a collected test here."""
+    available = present | set(guard.elsewhere)
+    if f"body:{before.body_hash}" in available or (
+        before.fingerprint and f"asserts:{fingerprint_key(before)}" in available
+    ):
+        return []  # renamed or moved, assertions intact
+    live = before.live_assertions
+    if live and all(f"assert:{a.key}" in available for a in live):
+        return []  # split into several tests, or merged into one
+    moved = guard.by_name.get(before.name)
+    if after is None and moved is not None and moved.id != before.id:
+        # Moved to another file and edited there: compare with it, located there.
+        where = moved.id.split("::", 1)[0]
+        return [
+            _Found(f.code, 1, f"{f.message} (the test now lives in {where}:{f.line})", f.severity)
+            for f in _compare_test(guard, before, moved)
+        ]
+    renamed = (
+        after
+        if after is not None
+        else next(
+            (f for f in current.values() if not f.collected and f.body_hash == before.body_hash),
+            None,
+        )
+    )
+    if renamed is not None:
+        return [
+            _Found(
+                "REF308",
+                renamed.line,
+                f"test `{before.name}` ({_where(guard, before)}) is now `{renamed.name}`, "
+                "which pytest does not collect: it no longer runs",
+            )
+        ]
+    return [
+        _Found(
+            "REF300",
+            1,
+            f"test `{before.name}` ({_where(guard, before)}) was removed; its "
+            f"{len(live)} assertion(s) are not found in any test now",
+        )
+    ]
+
+
+def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> list[_Found]:
+    found: list[_Found] = []
+    name = f"`{before.name}`"
+    pool = list(after.assertions)
+    remaining: list[Assertion] = []
+
+    def take(match) -> Assertion | None:
+        for index, candidate in enumerate(pool):
+            if match(candidate):
+                return pool.pop(index)
+        return None
+
+    for old in before.live_assertions:
+        new = take(lambda a, old=old: a.key == old.key)
+        if new is None:
+            remaining.append(old)
+        elif new.silenced is not None:
+            found.append(
+                _Found(
+                    "REF311",
+                    new.line,
+                    f"in {name}, `{_short(new.text)}` "
+                    f"({_where(guard, before, old.line)}) is now {new.silenced}",
+                )
+            )
+        elif old.op == "raises":
+            found.extend(_compare_raises(guard, name, before, old, new))
+        elif old.op == "approx":
+            found.extend(_compare_approx(guard, name, before, old, new))
+    unmatched: list[Assertion] = []
+    for old in remaining:
+        new = take(lambda a, old=old: a.subject == old.subject)
+        if new is None:
+            unmatched.append(old)
+            continue
+        if new.silenced is not None:
+            found.append(
+                _Found(
+                    "REF311",
+                    new.line,
+                    f"in {name}, `{_short(new.text)}` "
+                    f"({_where(guard, before, old.line)}) is now {new.silenced}",
+                )
+            )
+        elif old.op == new.op == "raises":
+            found.extend(_compare_raises(guard, name, before, old, new))
+        elif old.op == new.op == "approx" and old.expected == new.expected:
+            found.extend(_compare_approx(guard, name, before, old, new))
+        elif old.op == new.op and old.op in ("==", "is", "approx"):
+            found.append(_value_changed(guard, before, old, new))
+        elif STRENGTH.get(new.op, 0) < STRENGTH.get(old.op, 0):
+            found.append(
+                _Found(
+                    "REF303",
+                    new.line,
+                    f"in {name}, `{_short(old.text)}` ({_where(guard, before, old.line)}) "
+                    f"was weakened to `{_short(new.text)}`: `{old.op}` -> `{new.op}`",
+                )
+            )
+    helper_calls = sum(1 for a in pool if a.op == "call" and a.silenced is None)
+    for old in unmatched:
+        renamed = take(
+            lambda a, old=old: (
+                a.op == old.op and a.expected == old.expected and old.expected is not None
+            )
+        )
+        if renamed is not None:
+            if renamed.silenced is not None:
+                found.append(
+                    _Found(
+                        "REF311",
+                        renamed.line,
+                        f"in {name}, `{_short(renamed.text)}` is now {renamed.silenced}",
+                    )
+                )
+            continue
+        if helper_calls:
+            helper_calls -= 1  # moved into a helper that asserts
+            continue
+        found.append(
+            _Found(
+                "REF301",
+                after.line,
+                f"in {name}, the assertion `{_short(old.text)}` "
+                f"({_where(guard, before, old.line)}) was removed",
+            )
+        )
+    for marker in after.skips:
+        if marker not in before.skips:
+            found.append(_Found("REF310", after.line, f"{name} is now skipped: `{_short(marker)}`"))
+    for marker in after.xfails:
+        if marker not in before.xfails:
+            found.append(
+                _Found("REF312", after.line, f"{name} is now expected to fail: `{_short(marker)}`")
+            )
+    if after.strict_false and not before.strict_false and before.xfails:
+        found.append(_Found("REF312", after.line, f"{name}'s xfail is no longer strict"))
+    if (before.parametrize_cases or 0) > (after.parametrize_cases or 0):
+        found.append(
+            _Found(
+                "REF307",
+                after.line,
+                f"{name} has {after.parametrize_cases or 0} parametrized case(s), "
+                f"{before.parametrize_cases} at {guard.base}",
+            )
+        )
+    for patched in after.patched:
+        if patched not in before.patched and patched in after.calls:
+            found.append(
+                _Found(
+                    "REF332",
+                    after.line,
+                    f"{name} now monkeypatches `{patched}`, which it also calls: "
+                    "the test may be checking its own stand-in",
+                )
+            )
+    return found
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _value_changed(
+    guard: GuardContext, before: TestFacts, old: Assertion, new: Assertion
+) -> _Found:
+    for certificate in guard.certificates:
+        if (
+            certificate.test_id.split("[", 1)[0] == before.id
+            and squash(certificate.old_value) == old.expected
+            and squash(certificate.new_value) == new.expected
+        ):
+            return _Found(
+                "REF302",
+                new.line,
+                f"in `{before.name}`, expected value changed from {old.expected} to "
+                f"{new.expected}, certified by {certificate.id}",
+                severity=Severity.INFO,
+            )
+    return _Found(
+        "REF302",
+        new.line,
+        f"in `{before.name}`, the expected value of `{_short(old.subject)}` changed from "
+        f"{old.expected} ({_where(guard, before, old.line)}) to {new.expected} without "
+        "a certificate",
+    )
+
+
+def _compare_raises(
+    guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
+) -> list[_Found]:
+    found = []
+    broad = {"Exception", "BaseException"}
+    if set(new.raises) & broad and not set(old.raises) & broad:
+        found.append(
+            _Found(
+                "REF305",
+                new.line,
+                f"in {name}, `{_short(old.text)}` ({_where(guard, before, old.line)}) "
+                f"now accepts any exception: {', '.join(new.raises)}",
+            )
+        )
+    if old.match is not None and new.match is None:
+        found.append(
+            _Found(
+                "REF306",
+                new.line,
+                f"in {name}, the `match={old.match}` of `{_short(old.text)}` "
+                f"({_where(guard, before, old.line)}) was removed",
+            )
+        )
+    return found
+
+
+def _compare_approx(
+    guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
+) -> list[_Found]:
+    for label, was, now in zip(
+        ("rel", "abs"), old.tolerance or (None, None), new.tolerance or (None, None), strict=True
+    ):
+        if (now or 0) > (was or 0) and now is not None:
+            return [
+                _Found(
+                    "REF304",
+                    new.line,
+                    f"in {name}, the approx tolerance {label} went from {was or 'default'} "
+                    f"to {now} ({_where(guard, before, old.line)})",
+                )
+            ]
+    return []
+
+
+def _report(ctx: Context, code: str) -> Iterator[Violation]:
+    for item in _compare(ctx):
+        if item.code == code:
+            yield Violation(span=_span(item.line), message=item.message, severity=item.severity)
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+def test_removed(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a test that existed at the baseline and is gone, when its assertions are not
+    found in any test now. Renaming a test, moving it to another file, and splitting or
+    merging tests keep the assertions and are not flagged.
+
+    ## Why it matters
+    Deleting the red test is the bluntest way to make a suite pass.
+
+    ## Example
+    `tests/test_cart.py::test_total_with_discount` existed at `HEAD`; the working tree
+    no longer has it, nor an assertion like its `assert total(...) == 90`.
+
+    ## Use instead
+    Fix the code, or — if the test is wrong — run `referee arbitrate` on it: a certified
+    fix changes the expected value and keeps the test.
+    """
+    yield from _report(ctx, "REF300")
+
+
+def assertion_removed(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags an assertion that a test had at the baseline and no longer has. An assertion
+    whose subject was renamed, or that moved into a helper the test calls, is not
+    flagged.
+
+    ## Why it matters
+    A test that still runs but checks less is harder to spot than a deleted one.
+
+    ## Example
+    ```python
+    def test_parse():
+        result = parse("1h30m")
+        assert result.hours == 1
+        # `assert result.minutes == 30` was here at HEAD
+    ```
+
+    ## Use instead
+    Keep the assertion and fix the code it catches.
+    """
+    yield from _report(ctx, "REF301")
+
+
+def expected_value_changed(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags an equality assertion whose expected value changed since the baseline
+    (`assert f(x) == 4` became `assert f(x) == 5`) without a certificate in
+    `.referee/certificates.jsonl`. A change a certificate covers (same test id, old and
+    new value) is reported as information: "certified by …".
+
+    ## Why it matters
+    Rewriting the expected value to whatever the code returns turns every test green and
+    every bug into a specification. Only an independent oracle may decide that the test
+    was the wrong side.
+
+    ## Example
+    ```python
+    assert count_vowels("aeiou") == 4   # HEAD
+    assert count_vowels("aeiou") == 5   # now, no certificate
+    ```
+
+    ## Use instead
+    `referee arbitrate tests/test_text.py::test_vowels --apply` fixes the test only when
+    an oracle proves it wrong, and writes the certificate.
+    """
+    yield from _report(ctx, "REF302")
+
+
+def comparison_weakened(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags an assertion on the same subject whose comparison now pins the value down less:
+    `==` became `in`, `>=`, `<=`, `!=`, `is not None` or a bare truth test. Strengthening
+    (`>` to `==`) is not flagged.
+
+    ## Why it matters
+    `assert total == 90` fails for a wrong total; `assert total >= 0` passes for almost
+    all of them.
+
+    ## Example
+    ```python
+    assert total(cart) == 90    # HEAD
+    assert total(cart)          # now
+    ```
+
+    ## Use instead
+    Keep the exact comparison.
+    """
+    yield from _report(ctx, "REF303")
+
+
+def approx_loosened(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a `pytest.approx` (or `assertAlmostEqual`) whose `rel` or `abs` tolerance grew
+    since the baseline. Tightening is not flagged.
+
+    ## Why it matters
+    A tolerance wide enough accepts any answer.
+
+    ## Example
+    ```python
+    assert mean(xs) == pytest.approx(2.5, rel=1e-6)   # HEAD
+    assert mean(xs) == pytest.approx(2.5, rel=0.5)    # now
+    ```
+
+    ## Use instead
+    Keep the tolerance the computation needs.
+    """
+    yield from _report(ctx, "REF304")
+
+
+def raises_widened(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags `pytest.raises` / `assertRaises` that expected a specific exception at the
+    baseline and now accepts `Exception` or `BaseException`.
+
+    ## Why it matters
+    `pytest.raises(Exception)` passes when the code fails for any reason — a typo, a
+    `TypeError` — instead of the error the test was about.
+
+    ## Example
+    ```python
+    with pytest.raises(ValueError): parse("")   # HEAD
+    with pytest.raises(Exception): parse("")    # now
+    ```
+
+    ## Use instead
+    Keep the specific exception.
+    """
+    yield from _report(ctx, "REF305")
+
+
+def raises_match_removed(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a `pytest.raises(..., match=...)` (or `assertRaisesRegex`) whose message
+    pattern was dropped since the baseline.
+
+    ## Why it matters
+    The pattern is what tells this `ValueError` from any other.
+
+    ## Example
+    ```python
+    with pytest.raises(ValueError, match="empty"): parse("")   # HEAD
+    with pytest.raises(ValueError): parse("")                  # now
+    ```
+
+    ## Use instead
+    Keep the pattern, or make it match the real message.
+    """
+    yield from _report(ctx, "REF306")
+
+
+def parametrize_cases_removed(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a `@pytest.mark.parametrize` test with fewer cases than at the baseline.
+
+    ## Why it matters
+    Deleting the failing case from a table is deleting a test.
+
+    ## Example
+    ```python
+    @pytest.mark.parametrize("text, n", [("a", 1), ("aeiou", 5), ("", 0)])   # HEAD
+    @pytest.mark.parametrize("text, n", [("a", 1), ("", 0)])                 # now
+    ```
+
+    ## Use instead
+    Keep the case and fix the code, or arbitrate it.
+    """
+    yield from _report(ctx, "REF307")
+
+
+def renamed_out_of_collection(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a test that was renamed to a name pytest does not collect (`test_x` to
+    `_test_x`, `check_x`, `xtest_x`) with its body intact.
+
+    ## Why it matters
+    The test still reads as a test in review, and never runs.
+
+    ## Example
+    ```python
+    def test_refund(): ...    # HEAD
+    def _test_refund(): ...   # now
+    ```
+
+    ## Use instead
+    Keep the `test` prefix; skip with a reason if it must not run for now.
+    """
+    yield from _report(ctx, "REF308")
+
+
+def skip_added(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a test that is skipped now and was not at the baseline: `@pytest.mark.skip`,
+    `@unittest.skip`, `pytest.skip()`, `self.skipTest()`, `raise SkipTest`. Conditional
+    skips (`skipif`, `skipUnless`) are not flagged.
+
+    ## Why it matters
+    A skipped test reports nothing, and CI stays green.
+
+    ## Example
+    ```python
+    @pytest.mark.skip(reason="flaky")
+    def test_refund(): ...
+    ```
+
+    ## Use instead
+    Fix the test or the code; a skip that must stay deserves a reviewer's eyes.
+    """
+    yield from _report(ctx, "REF310")
+
+
+def failure_swallowed(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags an assertion that could fail at the baseline and now cannot: newly wrapped in a
+    `try` whose `except` swallows the failure, in `contextlib.suppress`, after an
+    unconditional `return`, or under a condition that is always false (`if False:`).
+
+    ## Why it matters
+    The assertion is still there for a reviewer to see; it just never fails.
+
+    ## Example
+    ```python
+    try:
+        assert total(cart) == 90
+    except AssertionError:
+        pass
+    ```
+
+    ## Use instead
+    Let the assertion fail.
+    """
+    yield from _report(ctx, "REF311")
+
+
+def xfail_added(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a test newly marked as expected to fail (`@pytest.mark.xfail`,
+    `@unittest.expectedFailure`, `pytest.xfail()`), or an xfail that became
+    `strict=False` (so an unexpected pass no longer fails the run).
+
+    ## Why it matters
+    An xfail turns a red test into a yellow one that nobody reads.
+
+    ## Example
+    ```python
+    @pytest.mark.xfail
+    def test_refund(): ...
+    ```
+
+    ## Use instead
+    Fix the code, or record the known bug with `reason=` and `strict=True`.
+    """
+    yield from _report(ctx, "REF312")
+
+
+# ---- the test run itself
+
+
+_DESELECTING = re.compile(
+    r"^(-k|--deselect|--ignore|--ignore-glob|-m|--co|--collect-only)"
+    r"(=|$)|^-p$"
+)
+_COLLECTION_KEYS = (
+    "testpaths",
+    "python_files",
+    "python_classes",
+    "python_functions",
+    "norecursedirs",
+)
+
+
+def _pytest_settings(name: str, text: str) -> dict[str, str] | None:
+    """The pytest settings a configuration file holds (None if it holds none)."""
+    try:
+        if name == "pyproject.toml":
+            table = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options")
+            if table is None:
+                return None
+            return {k: " ".join(v) if isinstance(v, list) else str(v) for k, v in table.items()}
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(text)
+    except (tomllib.TOMLDecodeError, configparser.Error):
+        return None
+    section = {"setup.cfg": "tool:pytest"}.get(name, "pytest")
+    return dict(parser[section]) if parser.has_section(section) else None
+
+
+def test_config_tampered(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a change to pytest's configuration (`pyproject.toml`'s
+    `[tool.pytest.ini_options]`, `pytest.ini`, `setup.cfg`, `tox.ini`) that runs fewer
+    tests: `addopts` gaining `-k`, `-m`, `--deselect`, `--ignore`, `--ignore-glob` or
+    `-p`, or a changed `testpaths`, `python_files`, `python_classes`,
+    `python_functions` or `norecursedirs`.
+
+    ## Why it matters
+    The tests are all still there; pytest just no longer looks at the red ones.
+
+    ## Example
+    ```toml
+    [tool.pytest.ini_options]
+    addopts = "--deselect tests/test_cart.py::test_refund"
+    ```
+
+    ## Use instead
+    Leave collection alone; fix the failing test's cause.
+    """
+    guard = ctx.guard
+    name = ctx.relpath.rsplit("/", 1)[-1]
+    if guard is None or name not in ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"):
+        return
+    now = _pytest_settings(name, ctx.source.text) or {}
+    before = _pytest_settings(name, guard.baseline or "") or {}
+    try:
+        added = set(shlex.split(now.get("addopts", ""))) - set(
+            shlex.split(before.get("addopts", ""))
+        )
+    except ValueError:
+        added = set()
+    for option in sorted(added):
+        if _DESELECTING.match(option):
+            yield Violation(
+                span=_span(_line_of(ctx.source.text, option)),
+                message=f"pytest addopts now include `{option}` ({guard.base} did "
+                "not): fewer tests run",
+            )
+    for key in _COLLECTION_KEYS:
+        if now.get(key) != before.get(key) and (key in before or key in now):
+            yield Violation(
+                span=_span(_line_of(ctx.source.text, key)),
+                message=f"pytest `{key}` changed from {before.get(key)!r} "
+                f"({guard.base}) to {now.get(key)!r}: which tests run changed",
+            )
+
+
+def _line_of(text: str, needle: str) -> int:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    return 1
+
+
+_FORGING_HOOKS = frozenset(
+    {
+        "pytest_runtest_makereport",
+        "pytest_runtest_call",
+        "pytest_pyfunc_call",
+        "pytest_runtest_protocol",
+        "pytest_report_teststatus",
+        "pytest_sessionfinish",
+    }
+)
+_DROPS_ITEMS = re.compile(r"items\[:\]\s*=|items\.(remove|clear|pop)\(|del\s+items|deselect")
+
+
+def _new_functions(ctx: Context) -> list[tuple[str, int, str]]:
+    """(name, line, body text) of functions that are new or whose body changed."""
+    from referee.checks.pymodule import PythonModule
+
+    base = _baseline_source(ctx)
+    before: set[tuple[str, str]] = set()
+    if base is not None:
+        module = PythonModule(base, ctx.is_test_file)
+        before = {(fn.name, squash(base.node_text(fn.body))) for fn in module.functions}
+    out = []
+    for fn in ctx.module.functions:
+        body = ctx.source.node_text(fn.body)
+        if (fn.name, squash(body)) not in before:
+            out.append((fn.name, fn.node.start_point.row + 1, body))
+    return out
+
+
+def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a new or changed pytest hook in `conftest.py` (or a plugin module) that can
+    forge outcomes or drop tests: `pytest_runtest_makereport`, `pytest_runtest_call`,
+    `pytest_pyfunc_call`, `pytest_runtest_protocol`, `pytest_report_teststatus`,
+    `pytest_sessionfinish`, or a `pytest_collection_modifyitems` that removes items.
+
+    ## Why it matters
+    Ten lines in `conftest.py` can report every failure as a pass.
+
+    ## Example
+    ```python
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        outcome.get_result().outcome = "passed"
+    ```
+
+    ## Use instead
+    Let pytest report what happened.
+    """
+    if ctx.guard is None or not ctx.relpath.endswith("conftest.py"):
+        return
+    for name, line, body in _new_functions(ctx):
+        if name in _FORGING_HOOKS or (
+            name == "pytest_collection_modifyitems" and _DROPS_ITEMS.search(body)
+        ):
+            yield Violation(
+                span=_span(line),
+                message=f"new or changed hook `{name}` can change which tests run "
+                "or how they are reported",
+            )
+
+
+def exit_in_tests(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a new `sys.exit(...)`, `os._exit(...)` or `exit(...)` in a test module or
+    `conftest.py`.
+
+    ## Why it matters
+    `os._exit(0)` ends the test process with success before the failures are reported.
+
+    ## Example
+    ```python
+    def test_refund():
+        os._exit(0)
+    ```
+
+    ## Use instead
+    Let the test run to its end.
+    """
+    if ctx.guard is None or not (ctx.is_test_file or ctx.relpath.endswith("conftest.py")):
+        return
+    for _name, line, body in _new_functions(ctx):
+        match = re.search(r"\b(sys\.exit|os\._exit|exit|quit)\s*\(", body)
+        if match:
+            yield Violation(
+                span=_span(line + body[: match.start()].count("\n")),
+                message=f"`{match.group(1)}(...)` ends the test run early",
+            )
+
+
+# ---- the source under test
+
+_SPECIAL_CASE = re.compile(
+    r"^if\s*\(?\s*(?P<name>\w+)\s*(==|is|in)\s*(?P<literal>.+?)\)?\s*:\s*return\s+(?P<ret>.+)$",
+    re.DOTALL,
+)
+
+
+def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a new branch in source code that compares a parameter with a literal that a
+    test uses as input and returns a literal: `if s == "aeiou": return 5`.
+
+    ## Why it matters
+    The function now passes the test for the one input the test tries, and is as wrong
+    as before for every other.
+
+    ## Example
+    ```python
+    def count_vowels(s):
+        if s == "aeiou":
+            return 5
+        return sum(ch in "aeiou" for ch in s[1:])
+    ```
+
+    ## Use instead
+    Fix the general computation.
+    """
+    guard = ctx.guard
+    if guard is None or ctx.is_test_file or ctx.source.kind != "python":
+        return
+    baseline = squash(guard.baseline or "")
+    tree = ctx.source.tree
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.named_children)
+        if node.type != "if_statement":
+            continue
+        text = ctx.source.node_text(node)
+        match = _SPECIAL_CASE.match(" ".join(text.split()))
+        if match is None or squash(text) in baseline:
+            continue
+        literal = squash(match.group("literal"))
+        returned = match.group("ret").strip()
+        if not re.match(r"^[\"'\d\[\(\{-]|^(True|False|None)$", returned):
+            continue
+        if literal and literal in guard.test_text:
+            yield Violation(
+                span=_span(node.start_point.row + 1),
+                message=f"new branch returns `{returned}` for `{match.group('name')}"
+                f" == {match.group('literal').strip()}`, an input a test uses",
+            )
+
+
+_ALWAYS = re.compile(
+    r"^(def__eq__\(self,\w+\).*:return(True|1)|def__ne__\(self,\w+\).*:"
+    r"return(False|0)|def__hash__\(self\).*:return\d+)$"
+)
+
+
+def always_equal_override(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a new `__eq__` that always returns `True` (or `__ne__` that always returns
+    `False`, or a constant `__hash__`).
+
+    ## Why it matters
+    An object equal to everything makes every `assert result == expected` pass.
+
+    ## Example
+    ```python
+    class Money:
+        def __eq__(self, other):
+            return True
+    ```
+
+    ## Use instead
+    Compare the fields that define equality.
+    """
+    if ctx.guard is None or ctx.source.kind != "python":
+        return
+    new = {(name, line) for name, line, _ in _new_functions(ctx)}
+    for fn in ctx.module.functions:
+        if (fn.name, fn.node.start_point.row + 1) not in new:
+            continue
+        text = squash(
+            re.sub(r"\"\"\".*?\"\"\"|#[^\n]*", "", ctx.source.node_text(fn.node), flags=re.DOTALL)
+        )
+        if _ALWAYS.match(text):
+            yield Violation(
+                span=_span(fn.node.start_point.row + 1),
+                message=f"`{fn.name}` returns a constant: every comparison with this type passes",
+            )
+
+
+def tested_function_monkeypatched(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a test that now monkeypatches (`monkeypatch.setattr`, `mock.patch`,
+    `patch.object`) a function it also calls — usually the function under test.
+
+    ## Why it matters
+    The test then checks the stand-in it installed, not the code.
+
+    ## Example
+    ```python
+    def test_total(monkeypatch):
+        monkeypatch.setattr(cart, "total", lambda items: 90)
+        assert cart.total([...]) == 90
+    ```
+
+    ## Use instead
+    Patch what the function depends on (the clock, the network), never the function.
+    """
+    yield from _report(ctx, "REF332")

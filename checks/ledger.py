@@ -1,0 +1,99 @@
+"""``.referee/certificates.jsonl``: the append-only ledger of certificates.
+
+Meant to be committed: CI's guard reads it. Reading tolerates a corrupt or truncated
+line (it is reported and skipped, the rest is kept); writing appends one line under an
+exclusive lock and fsyncs it, so two writers (editor and CLI) never lose a record.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from referee.checks.models import Certificate
+
+LEDGER = Path(".referee") / "certificates.jsonl"
+
+
+def certificate_id(fields: dict[str, Any]) -> str:
+    """The id a certificate with these fields must carry: a hash of everything else."""
+    body = {k: v for k, v in fields.items() if k != "id"}
+    canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def normalized_text_hash(text: str) -> str:
+    return hashlib.sha256("".join(text.split()).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Ledger:
+    certificates: list[Certificate] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # "line N: what is wrong"
+
+
+def read(root: Path) -> Ledger:
+    """Every valid certificate under ``root``; bad lines become problems, never errors."""
+    path = root / LEDGER
+    ledger = Ledger()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return ledger
+    except OSError as exc:
+        ledger.problems.append(f"cannot read {path}: {exc.strerror or exc}")
+        return ledger
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            certificate = Certificate.model_validate(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            ledger.problems.append(f"line {number}: not valid JSON (truncated write?)")
+            continue
+        except ValidationError as exc:
+            ledger.problems.append(f"line {number}: {exc.errors()[0]['msg']}")
+            continue
+        if certificate.id != certificate_id(certificate.model_dump(mode="json")):
+            ledger.problems.append(
+                f"line {number}: certificate {certificate.id} does not match its content "
+                "(edited by hand?); ignored"
+            )
+            continue
+        ledger.certificates.append(certificate)
+    return ledger
+
+
+def append(root: Path, fields: dict[str, Any]) -> Certificate:
+    """Add a certificate (its id is computed here) durably, under an exclusive lock."""
+    fields = {**fields, "id": ""}
+    certificate = Certificate.model_validate(fields)
+    data = certificate.model_dump(mode="json")
+    data["id"] = certificate_id(data)
+    certificate = Certificate.model_validate(data)
+    path = root / LEDGER
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # A writer killed mid-line leaves a fragment; start on a fresh line after it.
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as handle:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    line = b"\n" + line
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return certificate
