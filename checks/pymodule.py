@@ -15,7 +15,7 @@ from functools import cached_property
 
 from tree_sitter import Node, Query, QueryCursor
 
-from referee.checks.nodes import is_docstring, raised_name
+from referee.checks.nodes import is_docstring, raised_name, statements
 from referee.checks.source import PYTHON, SourceFile
 
 _QUERY = Query(
@@ -83,11 +83,16 @@ class Function:
     comments: list[Node] = field(default_factory=list)
     is_test: bool = False
 
-    @property
+    @cached_property
     def body(self) -> Node:
         body = self.node.child_by_field_name("body")
         assert body is not None, "tree-sitter always gives a function a body"
         return body
+
+    @cached_property
+    def statements(self) -> list[Node]:
+        """The body's statements, comments left out."""
+        return statements(self.body)
 
     @property
     def is_nested(self) -> bool:
@@ -144,6 +149,7 @@ class PythonModule:
         self.module_assertions: list[Node] = []
         # Constructs tree-sitter accepts without an error node that CPython 3 rejects.
         self.suspicious: list[Node] = []
+        self._assertion_nodes: dict[int, list[Node]] = {}
         self._collect()
 
     # ------------------------------------------------------------------ collection
@@ -313,7 +319,11 @@ class PythonModule:
         """Every node that can make ``fn`` fail: its own assertions, those of functions
         nested in it (callbacks it hands to the code under test), calls to helpers that
         assert (defined here, or presumed to from their names), and a decorator defined
-        here that asserts (the decorator node stands for it)."""
+        here that asserts (the decorator node stands for it). Computed once per function:
+        four rules ask."""
+        cached = self._assertion_nodes.get(id(fn))
+        if cached is not None:
+            return cached
         asserting = self.asserting_functions
         nodes: list[Node] = []
         stack = [fn]
@@ -333,12 +343,12 @@ class PythonModule:
             ):
                 if name.rsplit(".", 1)[-1] in asserting:
                     nodes.append(decorator)
+        self._assertion_nodes[id(fn)] = nodes
         return nodes
 
     def has_doctest(self, fn: Function) -> bool:
         """Whether the function's docstring holds doctest examples (``>>>``)."""
-        body = fn.body.named_children
-        first = next((n for n in body if n.type != "comment"), None)
+        first = fn.statements[0] if fn.statements else None
         return first is not None and is_docstring(first) and ">>>" in self.source.node_text(first)
 
     @property

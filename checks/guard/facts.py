@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from referee.checks.nodes import call_arguments, keyword_argument, statements, unwrap
+from referee.checks.nodes import call_arguments, keyword_argument, unwrap
 from referee.checks.pymodule import Function, PythonModule, callee_parts
 from referee.checks.source import SourceFile
 
@@ -147,7 +147,7 @@ def _facts_of(module: PythonModule, fn: Function, test_id: str, collected: bool)
         body_hash=hashlib.sha1(squash(source.node_text(fn.body)).encode()).hexdigest(),
         calls=frozenset(name for name, _ in fn.calls),
     )
-    early_return = next((s for s in statements(fn.body) if s.type == "return_statement"), None)
+    early_return = next((s for s in fn.statements if s.type == "return_statement"), None)
     for node in module.assertion_nodes(fn):
         assertion = _assertion(source, node)
         if assertion is None:
@@ -157,7 +157,7 @@ def _facts_of(module: PythonModule, fn: Function, test_id: str, collected: bool)
             assertion = Assertion(**{**assertion.__dict__, "silenced": why})
         facts.assertions.append(assertion)
     _decorators(source, fn, facts)
-    for stmt in statements(fn.body):
+    for stmt in fn.statements:
         text = squash(source.node_text(stmt))
         if re.match(r"^(pytest\.skip|self\.skipTest)\(|^raise(unittest\.)?SkipTest", text):
             facts.skips.append(source.node_text(stmt).strip())

@@ -58,7 +58,7 @@ def placeholder_kind(module: PythonModule, fn: Function) -> tuple[str, bool, boo
     source = module.source
     if fn.node.has_error or module.has_doctest(fn):
         return None  # a doctest docstring is a test; an unparsed body proves nothing
-    body = statements(fn.body)
+    body = fn.statements
     docstring = bool(body) and is_docstring(body[0])
     if docstring:
         body = body[1:]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from referee.checks.models import Severity
-from referee.checks.nodes import call_arguments, keyword_argument, statements, string_value
+from referee.checks.nodes import call_arguments, keyword_argument, string_value
 from referee.checks.pymodule import Function, callee_parts
 from referee.checks.rule import Context, Violation
 from referee.checks.source import SourceFile
@@ -74,7 +74,7 @@ def _swallowing_try(source: SourceFile, node: Node, fn: Node) -> Node | None:
 
 
 def _first_return(fn: Function) -> Node | None:
-    for stmt in statements(fn.body):
+    for stmt in fn.statements:
         if stmt.type == "return_statement":
             return stmt
     return None
@@ -203,7 +203,7 @@ def skip_without_reason(ctx: Context) -> Iterator[Violation]:
                     evidence=source.node_text(decorator),
                 )
     for fn in module.tests:
-        for stmt in statements(fn.body):
+        for stmt in fn.statements:
             call = _skip_statement(source, stmt)
             if call is not False and _empty_reason(source, call):
                 yield Violation(
