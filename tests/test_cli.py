@@ -529,3 +529,17 @@ def test_schema_command_prints_the_check_report_schema(invoke, tmp_path: Path):
     assert schema["title"] == "referee check report"
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert set(schema["required"]) == {"version", "findings", "skipped", "summary"}
+
+
+def test_pre_commit_hooks_run_existing_commands():
+    """Every hook in .pre-commit-hooks.yaml calls a real subcommand of the CLI."""
+    import yaml
+
+    from referee.server.cli import main as cli
+
+    hooks = yaml.safe_load((Path(__file__).parents[1] / ".pre-commit-hooks.yaml").read_text())
+    assert {hook["id"] for hook in hooks} == {"referee-check", "referee-guard"}
+    for hook in hooks:
+        program, command = hook["entry"].split()
+        assert program == "referee"
+        assert command in cli.commands

@@ -366,8 +366,8 @@ def test_removed(ctx: Context) -> Iterator[Violation]:
     no longer has it, nor an assertion like its `assert total(...) == 90`.
 
     ## Use instead
-    Fix the code, or — if the test is wrong — run `referee arbitrate` on it: a certified
-    fix changes the expected value and keeps the test.
+    Fix the code, or — if the test is wrong — change its expected value with an
+    arbitration certificate: the test stays.
     """
     yield from _report(ctx, "REF300")
 
@@ -414,8 +414,9 @@ def expected_value_changed(ctx: Context) -> Iterator[Violation]:
     ```
 
     ## Use instead
-    `referee arbitrate tests/test_text.py::test_vowels --apply` fixes the test only when
-    an oracle proves it wrong, and writes the certificate.
+    Change an expected value only with a certificate: guarded arbitration fixes the test
+    only when an independent oracle proves it wrong, and writes the certificate to
+    `.referee/certificates.jsonl`.
     """
     yield from _report(ctx, "REF302")
 
