@@ -3,7 +3,7 @@ file checked against its baseline with the REF3xx rules."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from referee.checks import ledger
@@ -23,6 +23,7 @@ class GuardPlan:
 
     repo: Path
     base: str
+    shared: GuardContext  # what every file's context holds but its baseline
     contexts: dict[Path, GuardContext] = field(default_factory=dict)  # absolute path -> ctx
     deleted: set[Path] = field(default_factory=set)
     ledger_problems: list[str] = field(default_factory=list)
@@ -40,7 +41,6 @@ def plan(settings: Settings, base: str, start: Path) -> GuardPlan:
     changes = [c for c in git.changed_files(repo, base) if _relevant(c.path)]
     before = git.read_at(repo, base, sorted({c.old_path for c in changes if c.old_path}))
     found = ledger.read(settings.root)
-    result = GuardPlan(repo, base, ledger_problems=found.problems)
 
     def is_test(path: str) -> bool:
         return settings.is_test_file(path)
@@ -65,15 +65,19 @@ def plan(settings: Settings, base: str, start: Path) -> GuardPlan:
     test_text = "".join(
         squash(_read(repo / p)) for p in git.tracked_files(repo) if p.endswith(".py") and is_test(p)
     )
+    shared = GuardContext(
+        baseline=None,
+        base=base,
+        certificates=tuple(found.certificates),
+        elsewhere=elsewhere,
+        test_text=test_text,
+        by_name=by_name,
+    )
+    result = GuardPlan(repo, base, shared, ledger_problems=found.problems)
     for change in changes:
         path = (repo / change.path).resolve()
-        result.contexts[path] = GuardContext(
-            baseline=before.get(change.old_path) if change.old_path else None,
-            base=base,
-            certificates=tuple(found.certificates),
-            elsewhere=elsewhere,
-            test_text=test_text,
-            by_name=by_name,
+        result.contexts[path] = replace(
+            shared, baseline=before.get(change.old_path) if change.old_path else None
         )
         if change.deleted:
             result.deleted.add(path)
