@@ -1,13 +1,15 @@
 -- Drives a real Neovim for tests/test_nvim.py:
 --
---   nvim --headless --clean -u init.lua -l nvim_driver.lua SCENARIO FILE OUT.json
+--   nvim --headless --clean -u init.lua -l nvim_driver.lua SCENARIO FILE OUT.json [USER.lua]
 --
 -- init.lua only puts editors/nvim on 'runtimepath' and calls vim.lsp.enable('referee');
 -- everything referee gets comes from editors/nvim/lsp/referee.lua. This script opens
 -- FILE, does what SCENARIO says, waits on conditions (never a fixed sleep, never longer
 -- than TIMEOUT_MS per wait) and writes what it saw to OUT.json for the test to assert.
+-- USER.lua, if given, is sourced first: the snippets of docs/editors.md a user would put
+-- in their init.lua.
 
-local scenario, file, out = arg[1], arg[2], arg[3]
+local scenario, file, out, user_config = arg[1], arg[2], arg[3], arg[4]
 local TIMEOUT_MS = 15000
 
 local result = { scenario = scenario, notifications = {}, progress = {} }
@@ -74,6 +76,8 @@ function scenarios.diagnostics(buf)
     return #referee_diagnostics(buf) == 0
   end)
   result.fixed = referee_diagnostics(buf)
+  -- Cleared because the server said so, not because it went away.
+  result.still_attached = #vim.lsp.get_clients({ bufnr = buf, name = 'referee' }) > 0
 end
 
 -- "Ignore REF110 on this line", chosen and applied through vim.lsp.buf.code_action.
@@ -103,26 +107,34 @@ function scenarios.ignore_action(buf)
   result.after_lines = lines(buf)
 end
 
--- The referee.checkWorkspace command, with its progress, as docs/editors.md runs it.
+-- Only what the diagnostics are, once they are there (for the settings snippet).
+function scenarios.open(buf)
+  wait_for('referee diagnostics after opening the file', function()
+    return #referee_diagnostics(buf) > 0
+  end)
+  result.opened = referee_diagnostics(buf)
+end
+
+-- :RefereeCheckWorkspace and the LspProgress autocmd, as docs/editors.md defines them.
 function scenarios.check_workspace(buf)
   vim.api.nvim_create_autocmd('LspProgress', {
     callback = function(ev)
       local value = ev.data.params.value
-      table.insert(result.progress, { kind = value.kind, title = value.title, message = value.message })
+      local event = { kind = value.kind, title = value.title, message = value.message }
+      table.insert(result.progress, event)
     end,
   })
   wait_for('referee to attach', function()
     return #vim.lsp.get_clients({ bufnr = buf, name = 'referee' }) > 0
   end)
-  local client = vim.lsp.get_clients({ bufnr = buf, name = 'referee' })[1]
-  local done = false
-  client:exec_cmd({ title = 'referee: check workspace', command = 'referee.checkWorkspace' }, { bufnr = buf }, function(err, res)
-    result.command_error = err and (err.message or vim.inspect(err)) or nil
-    result.command_result = res
-    done = true
-  end)
-  wait_for('referee.checkWorkspace to answer', function()
-    return done
+  vim.cmd('RefereeCheckWorkspace')
+  wait_for('the command to report its result', function()
+    for _, n in ipairs(result.notifications) do
+      if n.message:match('^referee: %d+ files') then
+        return true
+      end
+    end
+    return false
   end)
   wait_for('the progress to end', function()
     local last = result.progress[#result.progress]
@@ -131,6 +143,9 @@ function scenarios.check_workspace(buf)
 end
 
 local ok, err = xpcall(function()
+  if user_config and user_config ~= '' then
+    vim.cmd.source(vim.fn.fnameescape(user_config))
+  end
   vim.cmd.edit(vim.fn.fnameescape(file))
   local buf = vim.api.nvim_get_current_buf()
   result.filetype = vim.bo[buf].filetype
