@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from referee import __version__
@@ -58,16 +59,40 @@ class Result:
         return [d for layer in sorted(self.diagnostics) for d in self.diagnostics[layer]]
 
 
+class RefereeProtocol(LanguageServerProtocol):
+    """pygls's protocol without pygls's own copy of each open document: referee keeps
+    its documents itself (:class:`Document`). pygls's copy was edited on every keystroke
+    for nothing, and a didChange for a document that is not open raised there (an "Error
+    in server" message box) before referee's handler could log and ignore it."""
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+
 class RefereeServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
             "referee",
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=RefereeProtocol,
         )
         self.documents: dict[str, Document] = {}
         self.results: dict[str, Result] = {}
         self.pending: dict[str, asyncio.Task[Result | None]] = {}
+        self.debounced: set[str] = set()  # documents whose pending check waits out a delay
         self.global_settings = ClientSettings()
         self.folder_settings: dict[str, ClientSettings] = {}  # folder path -> settings
         self._project_settings: dict[tuple[str, str | None], Settings] = {}
@@ -84,6 +109,13 @@ class RefereeServer(LanguageServer):
     def pull_mode(self) -> bool:
         text_document = self.client_capabilities.text_document
         return bool(text_document and text_document.diagnostic)
+
+    @property
+    def document_changes(self) -> bool:
+        """Whether the client takes versioned ``documentChanges`` in a WorkspaceEdit."""
+        workspace = self.client_capabilities.workspace
+        edit = workspace.workspace_edit if workspace else None
+        return bool(edit and edit.document_changes)
 
     @property
     def lazy_code_actions(self) -> bool:
@@ -139,11 +171,37 @@ class RefereeServer(LanguageServer):
         self._project_settings.clear()
         self._reported_config_errors.clear()
 
-    async def pull_configuration(self) -> None:
-        """Ask the client for the ``referee`` section of every workspace folder."""
+    def recheck_all(self, *, reload: bool = True) -> None:
+        """The settings changed: check every open document again, and take back the
+        diagnostics of those that are no longer checked (``run: off``). ``reload``: read
+        the projects' configuration files again too."""
+        if reload:
+            self.forget_settings()
+        published = set(self.results)
+        self.results.clear()
+        for uri in list(self.documents):
+            if self.client_settings(self.path_of(uri)).run != "off":
+                self.schedule(uri, 0)
+                continue
+            task = self.pending.pop(uri, None)
+            if task is not None:
+                task.cancel()
+            if uri in published and not self.pull_mode:
+                self.text_document_publish_diagnostics(
+                    types.PublishDiagnosticsParams(
+                        uri=uri, version=self.documents[uri].version, diagnostics=[]
+                    )
+                )
+        if self.pull_mode:
+            _refresh(self)
+
+    async def pull_configuration(self) -> bool:
+        """Ask the client for the ``referee`` section of every workspace folder; whether
+        the settings changed."""
         workspace = self.client_capabilities.workspace
         if not (workspace and workspace.configuration):
-            return
+            return False
+        before = (self.global_settings, self.folder_settings)
         folders = list(self.workspace.folders.values())
         items = [types.ConfigurationItem(scope_uri=f.uri, section="referee") for f in folders]
         items.append(types.ConfigurationItem(section="referee"))
@@ -153,7 +211,7 @@ class RefereeServer(LanguageServer):
             )
         except Exception as exc:  # a client that fails the request keeps its old settings
             log.warning("workspace/configuration failed: %s", exc)
-            return
+            return False
         *per_folder, global_answer = list(answers) + [None] * (len(items) - len(answers))
         if global_answer is not None:
             self.global_settings = self._parsed(global_answer)
@@ -162,6 +220,7 @@ class RefereeServer(LanguageServer):
             if answer is not None:
                 path = to_fs_path(folder.uri) or folder.uri
                 self.folder_settings[str(Path(path))] = self._parsed(answer)
+        return (self.global_settings, self.folder_settings) != before
 
     def _parsed(self, raw: Any) -> ClientSettings:
         settings, problem = parse_settings(raw)
@@ -222,11 +281,16 @@ class RefereeServer(LanguageServer):
             previous.cancel()
         task = asyncio.get_running_loop().create_task(self.check_later(uri, delay))
         self.pending[uri] = task
+        if delay:
+            self.debounced.add(uri)
+        else:
+            self.debounced.discard(uri)
         task.add_done_callback(lambda t, uri=uri: self._finished(uri, t))
 
     def _finished(self, uri: str, task: asyncio.Task[Result | None]) -> None:
         if self.pending.get(uri) is task:
             del self.pending[uri]
+            self.debounced.discard(uri)
         if not task.cancelled() and task.exception() is not None:
             log.error("checking %s failed", uri, exc_info=task.exception())
 
@@ -240,16 +304,29 @@ class RefereeServer(LanguageServer):
             )
 
     async def current_result(self, uri: str) -> Result | None:
-        """The result for the document's current version, computing it if needed."""
-        document = self.documents.get(uri)
-        if document is None:
-            return None
-        result = self.results.get(uri)
-        if result is not None and result.version == document.version:
-            return result
-        self.schedule(uri, 0)
-        result = await self.pending[uri]
-        return result if result is not None else self.results.get(uri)
+        """The result for the document's current version, computing it if needed.
+
+        Requests share the check in flight and wait for it shielded: a second request for
+        the same document, or the cancellation of one request, must not cancel the check
+        that another request, or the next publishDiagnostics, is waiting for."""
+        for _ in range(5):
+            document = self.documents.get(uri)
+            if document is None or self.client_settings(self.path_of(uri)).run == "off":
+                return None
+            result = self.results.get(uri)
+            if result is not None and result.version == document.version:
+                return result
+            task = self.pending.get(uri)
+            if task is None or uri in self.debounced:
+                self.schedule(uri, 0)
+                task = self.pending[uri]
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    raise  # this request was cancelled, not the check
+            # Superseded by a newer version, or cancelled by an edit: look again.
+        return self.results.get(uri)  # the edits keep coming: the latest result there is
 
     # ------------------------------------------------------------------ conversion
 
@@ -329,7 +406,10 @@ async def initialized(ls: RefereeServer, params: types.InitializedParams) -> Non
             )
         except Exception as exc:  # settings then only change on restart; say so
             log.warning("could not register for configuration changes: %s", exc)
-    await ls.pull_configuration()
+    if await ls.pull_configuration() and ls.documents:
+        # Documents opened while the client was answering were checked with the settings
+        # of initializationOptions.
+        ls.recheck_all(reload=False)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -339,21 +419,15 @@ async def did_change_configuration(
     if isinstance(params.settings, dict) and "referee" in params.settings:
         ls.global_settings = ls._parsed(params.settings["referee"])
     await ls.pull_configuration()
-    ls.forget_settings()
-    ls.results.clear()
-    for uri in list(ls.documents):
-        if ls.client_settings(ls.path_of(uri)).run != "off":
-            ls.schedule(uri, 0)
-    if ls.pull_mode:
-        _refresh(ls)
+    ls.recheck_all()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
 async def did_change_folders(
     ls: RefereeServer, params: types.DidChangeWorkspaceFoldersParams
 ) -> None:
-    ls.forget_settings()
     await ls.pull_configuration()
+    ls.recheck_all()  # a document may now belong to another folder, with other settings
 
 
 def _refresh(ls: RefereeServer) -> None:
@@ -400,11 +474,7 @@ def did_change(ls: RefereeServer, params: types.DidChangeTextDocumentParams) -> 
 def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None:
     uri = params.text_document.uri
     if ls.path_of(uri).name in _CONFIG_FILES:
-        ls.forget_settings()
-        for open_uri in list(ls.documents):
-            ls.schedule(open_uri, 0)
-        if ls.pull_mode:
-            _refresh(ls)
+        ls.recheck_all()
     elif ls.client_settings(ls.path_of(uri)).run == "onSave" and uri in ls.documents:
         ls.schedule(uri, 0)
 
@@ -473,6 +543,12 @@ async def workspace_diagnostic(
     for uri in list(ls.documents):
         result = await ls.current_result(uri)
         if result is None:
+            if uri in ls.documents:  # not checked (run: off): nothing to report
+                items.append(
+                    types.WorkspaceFullDocumentDiagnosticReport(
+                        uri=uri, version=ls.documents[uri].version, items=[]
+                    )
+                )
             continue
         if previous.get(uri) == result.result_id:
             items.append(
@@ -563,6 +639,8 @@ def _action_edit(ls: RefereeServer, data: dict[str, Any]) -> types.WorkspaceEdit
             edits = ls.edits(document.text.split("\n"), finding.fix)
         else:
             edits = [_ignore_edit(ls, document, finding)]
+    if not ls.document_changes:  # the client takes only the unversioned form
+        return types.WorkspaceEdit(changes={uri: edits})
     return types.WorkspaceEdit(
         document_changes=[
             types.TextDocumentEdit(
@@ -644,11 +722,14 @@ async def check_workspace(ls: RefereeServer, *args: Any) -> dict[str, int]:
     """Check every file of every workspace folder, with progress; cancellable."""
     from referee.checks import runner  # the CLI's walker, gitignore and all
 
-    token = f"referee-check-{os.getpid()}-{id(args)}"
-    try:
-        await ls.work_done_progress.create_async(token)
-    except Exception:  # clients without window/workDoneProgress still get the result
-        token = None
+    window = ls.client_capabilities.window
+    token: str | None = None  # clients without window/workDoneProgress still get the result
+    if window and window.work_done_progress:
+        token = f"referee-check-{uuid.uuid4()}"  # a token is used for one run only
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception:
+            token = None
     targets: list[runner.Target] = []
     for folder in ls.folders():
         targets.extend(runner.collect([folder], ls.settings_for(folder / "_")))
@@ -691,6 +772,7 @@ async def check_workspace(ls: RefereeServer, *args: Any) -> dict[str, int]:
             ls.work_done_progress.end(
                 token, types.WorkDoneProgressEnd(message=f"{files} files, {findings} findings")
             )
+            ls.work_done_progress.tokens.pop(token, None)
     return {"files": files, "findings": findings}
 
 

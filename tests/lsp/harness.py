@@ -49,6 +49,8 @@ class Setup:
     encodings: Sequence[str] | None = None  # general.positionEncodings; None: as the profile
     server: Sequence[str] = tuple(SERVER)
     hold_configuration: bool = False  # answer workspace/configuration only when released
+    refresh: bool = False  # add workspace.diagnostics.refreshSupport to the profile
+    progress: bool = True  # False: remove window.workDoneProgress from the profile
 
 
 class RecordingProtocol(LanguageClientProtocol):
@@ -67,10 +69,14 @@ class RefereeClient(LanguageClient):
         self.registrations: list[types.Registration] = []
         self.configuration_gate = asyncio.Event()
         self.configuration_gate.set()
+        self.progress_gate = asyncio.Event()  # cleared: hold window/workDoneProgress/create
+        self.progress_gate.set()
+        self.progress_requests: list[types.WorkDoneProgressCreateParams] = []
         self.mode: Mode = "push"
         self.encoding = "utf-16"
         self.capabilities_sent: types.ClientCapabilities | None = None
         self.root = Path()
+        self.profile = ""
         self._waiters: list[asyncio.Event] = []
 
     # -------------------------------------------------------------- waiting
@@ -127,7 +133,7 @@ class RefereeClient(LanguageClient):
             )
         )
 
-    async def diagnostics(self, doc: Doc) -> list[types.Diagnostic]:
+    async def diagnostics_for(self, doc: Doc) -> list[types.Diagnostic]:
         """The document's diagnostics for its current version, however this client gets
         them: pulled, or waited for as publishDiagnostics."""
         if self.mode == "pull":
@@ -146,7 +152,13 @@ def make_client() -> RefereeClient:
     defaults = {
         method: handler
         for method, handler in DEFAULT_CLIENT_FEATURES.items()
-        if method not in (types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.WORKSPACE_CONFIGURATION)
+        if method
+        not in (
+            types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+            types.WORKSPACE_CONFIGURATION,
+            types.WORKSPACE_DIAGNOSTIC_REFRESH,
+            types.WINDOW_WORK_DONE_PROGRESS_CREATE,
+        )
     }
     register_lsp_features(client, defaults)
 
@@ -158,12 +170,26 @@ def make_client() -> RefereeClient:
     @client.feature(types.WORKSPACE_CONFIGURATION)
     async def _configuration(params: types.ConfigurationParams) -> list[Any]:
         client.configuration_requests.append(params)
-        await client.configuration_gate.wait()
         client.wake()
+        await client.configuration_gate.wait()
         return [
             client.get_configuration(section=item.section, scope_uri=item.scope_uri)
             for item in params.items
         ]
+
+    create_progress = DEFAULT_CLIENT_FEATURES[types.WINDOW_WORK_DONE_PROGRESS_CREATE]
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    async def _create_progress(params: types.WorkDoneProgressCreateParams) -> None:
+        client.progress_requests.append(params)
+        client.wake()
+        await client.progress_gate.wait()
+        create_progress(client, params)  # pytest-lsp's: warns about a reused token
+
+    @client.feature(types.WORKSPACE_DIAGNOSTIC_REFRESH)
+    def _refresh(params: None) -> None:
+        client.diagnostic_refresh_count += 1
+        client.wake()
 
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
     def _register(params: types.RegistrationParams) -> None:
@@ -187,6 +213,12 @@ def capabilities(profile: str, setup: Setup) -> types.ClientCapabilities:
         action.resolve_support = (
             types.ClientCodeActionResolveOptions(properties=["edit"]) if setup.lazy else None
         )
+    if setup.refresh:
+        workspace = caps.workspace or types.WorkspaceClientCapabilities()
+        workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+        caps.workspace = workspace
+    if not setup.progress and caps.window is not None:
+        caps.window.work_done_progress = None
     if setup.encodings is not None:
         general = caps.general or types.GeneralClientCapabilities()
         general.position_encodings = list(setup.encodings)
@@ -315,10 +347,10 @@ class Doc:
             edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
         )
         self.text = apply_edits(self.text, edits, self.client.encoding)
-        self._send(
-            [types.TextDocumentContentChangePartial(range=e.range, text=e.new_text) for e in ordered],
-            version,
-        )
+        changes = [
+            types.TextDocumentContentChangePartial(range=e.range, text=e.new_text) for e in ordered
+        ]
+        self._send(changes, version)
 
     def replace(self, old: str, new: str) -> None:
         """Replace the first ``old`` in the text with ``new``, incrementally."""
@@ -355,7 +387,9 @@ class Doc:
     def close(self) -> None:
         self.mark = self.client.mark()
         self.client.text_document_did_close(
-            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=self.uri))
+            types.DidCloseTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=self.uri)
+            )
         )
 
     @property
