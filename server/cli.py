@@ -293,8 +293,14 @@ def show_config(path: Path | None) -> None:
 def serve(transport: str, host: str, port: int, log_level: str) -> None:
     """Run the language server (live L0/L1 diagnostics and quick fixes).
 
-    Editors start it themselves; see docs/editors.md for VS Code and Neovim.
+    Editors start it themselves; see docs/editors.md (Neovim; the VS Code extension is
+    not built yet).
     """
+    if transport == "ws":
+        try:
+            import websockets  # noqa: F401 - pygls serves WebSocket through it
+        except ImportError:
+            raise _fail("--ws needs the websockets package: pip install websockets") from None
     from referee.server.lsp import serve as start
 
     start(transport, host, port, log_level)

@@ -26,6 +26,7 @@ from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.document import Change, Document, Encoding, index_to_units
 from referee.checks.engine import check_source
 from referee.checks.models import Finding, Fix, Layer, Severity, Span
+from referee.server.live_guard import LiveGuard
 from referee.server.options import ClientSettings, parse_settings
 
 log = logging.getLogger("referee.server")
@@ -97,6 +98,7 @@ class RefereeServer(LanguageServer):
         self.folder_settings: dict[str, ClientSettings] = {}  # folder path -> settings
         self._project_settings: dict[tuple[str, str | None], Settings] = {}
         self._reported_config_errors: set[str] = set()
+        self.live_guard = LiveGuard()
 
     # ------------------------------------------------------------------ capabilities
 
@@ -155,8 +157,8 @@ class RefereeServer(LanguageServer):
             self._project_settings[key] = project
         try:
             return project.with_overrides(client.select or (), client.extend_select, client.ignore)
-        except ConfigError as exc:
-            self._report_config_error(str(exc))
+        except ConfigError as exc:  # the editor's select/ignore, not a file's
+            self._report_config_error(f"editor settings: {exc.key}: {exc.problem}")
             return project
 
     def _report_config_error(self, message: str) -> None:
@@ -170,6 +172,7 @@ class RefereeServer(LanguageServer):
     def forget_settings(self) -> None:
         self._project_settings.clear()
         self._reported_config_errors.clear()
+        self.live_guard.invalidate()
 
     def recheck_all(self, *, reload: bool = True) -> None:
         """The settings changed: check every open document again, and take back the
@@ -251,7 +254,9 @@ class RefereeServer(LanguageServer):
         path = self.path_of(uri)
         settings = self.settings_for(path)
         relpath = settings.relative(path)
-        findings = check_source(source, settings, relpath)
+        findings = check_source(
+            source, settings, relpath, self.live_guard.context_for(path, settings)
+        )
         result = Result(version, findings)
         lines = source.text.split("\n")
         for finding in findings:
@@ -473,6 +478,7 @@ def did_change(ls: RefereeServer, params: types.DidChangeTextDocumentParams) -> 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None:
     uri = params.text_document.uri
+    ls.live_guard.invalidate()  # the working tree changed: the guard's plan is stale
     if ls.path_of(uri).name in _CONFIG_FILES:
         ls.recheck_all()
     elif ls.client_settings(ls.path_of(uri)).run == "onSave" and uri in ls.documents:
@@ -522,9 +528,12 @@ async def document_diagnostic(
     ls: RefereeServer, params: types.DocumentDiagnosticParams
 ) -> types.DocumentDiagnosticReport:
     uri = params.text_document.uri
-    if ls.client_settings(ls.path_of(uri)).run == "off":
+    run = ls.client_settings(ls.path_of(uri)).run
+    if run == "off":
         return types.RelatedFullDocumentDiagnosticReport(items=[])
-    result = await ls.current_result(uri)
+    stored = ls.results.get(uri)
+    # onSave: what the last save (or the opening) showed, not the text being typed.
+    result = stored if run == "onSave" and stored else await ls.current_result(uri)
     if result is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
     if params.previous_result_id == result.result_id:
@@ -684,7 +693,11 @@ async def code_action(
     if _wanted(types.CodeActionKind.QuickFix.value, only):
         for index, finding in enumerate(result.findings):
             diagnostic = ls.diagnostic(finding, lines)
-            if not _overlaps(diagnostic.range, params.range):
+            # The lines the request covers, not only the underlined columns: "ignore on
+            # this line" must be on offer with the cursor anywhere on the line.
+            first, last = params.range.start.line, params.range.end.line
+            on_lines = first <= diagnostic.range.start.line <= last
+            if not (on_lines or _overlaps(diagnostic.range, params.range)):
                 continue
             if finding.fix is not None:
                 offer(
@@ -798,18 +811,24 @@ class ClientLogHandler(logging.Handler):
     def __init__(self, ls: RefereeServer, level: int) -> None:
         super().__init__(level)
         self.ls = ls
+        self._sending = False
 
     def emit(self, record: logging.LogRecord) -> None:
+        if self._sending:
+            return  # a failure to send that logs would try to send again, forever
         kind = next(
             (t for lvl, t in sorted(self._TYPES.items(), reverse=True) if record.levelno >= lvl),
             types.MessageType.Log,
         )
+        self._sending = True
         try:
             self.ls.window_log_message(
                 types.LogMessageParams(type=kind, message=self.format(record))
             )
         except Exception:  # never let logging take the server down
             self.handleError(record)
+        finally:
+            self._sending = False
 
 
 def serve(

@@ -874,3 +874,37 @@ async def test_server_logs_its_startup_to_the_client(client: RefereeClient):
     assert f"referee {__version__}" in startup.message
     assert client.encoding in startup.message
     assert f"{client.mode} diagnostics" in startup.message
+
+
+# ---------------------------------------------------------------------- live guard
+
+GUARDED = '''def count(s):
+    return len(s)
+
+
+def test_count():
+    assert count("abc") == 3
+'''
+
+
+async def test_weakening_a_committed_assertion_is_flagged_while_typing(client: RefereeClient):
+    """The guard runs live: the baseline is the file at HEAD, the text is the editor's."""
+    import subprocess
+
+    from pygls.uris import to_fs_path
+
+    root = Path(to_fs_path(client.uri("test_guarded.py"))).parent
+    (root / "test_guarded.py").write_text(GUARDED, encoding="utf-8")
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    for command in (["init", "-q"], ["add", "test_guarded.py"], ["commit", "-qm", "base"]):
+        subprocess.run([*git, *command], cwd=root, check=True)
+    doc = Doc(client, client.uri("test_guarded.py"), GUARDED).open()
+    assert "REF303" not in codes(await client.diagnostics_for(doc))
+
+    doc.replace('assert count("abc") == 3', 'assert count("abc") >= 1')
+    flagged = diagnostic(await client.diagnostics_for(doc), "REF303")
+    assert flagged.severity == types.DiagnosticSeverity.Error
+    assert "`==` -> `>=`" in flagged.message and "HEAD:6" in flagged.message
+
+    doc.replace('assert count("abc") >= 1', 'assert count("abc") == 3')
+    assert "REF303" not in codes(await client.diagnostics_for(doc))

@@ -1,20 +1,22 @@
 """What a test module asserts, in a form that survives reformatting and moves.
 
 The guard compares these facts between a baseline (git) and the working text; it never
-diffs text. Each assertion becomes ``(subject, op, expected)`` with whitespace removed,
-so ``assert  f(1)==2`` and ``self.assertEqual(f(1), 2)`` are the same fact.
+diffs text. Each assertion becomes ``(subject, op, expected)`` in canonical form (as
+``ast.unparse`` prints it), so ``assert  f('a')==2`` and ``self.assertEqual(f("a"), 2)``
+are the same fact.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from referee.checks.nodes import call_arguments, keyword_argument, unwrap
-from referee.checks.pymodule import Function, PythonModule, callee_parts
+from referee.checks.nodes import call_arguments, keyword_argument, literal_truth, unwrap
+from referee.checks.pymodule import Class, Function, PythonModule, callee_parts
 from referee.checks.source import SourceFile
 
 # unittest methods: name -> (op, which argument is the subject, which the expected)
@@ -80,6 +82,40 @@ def squash(text: str) -> str:
     return "".join(text.split())
 
 
+def canonical(text: str) -> str:
+    """An expression as Python itself would print it: layout, quote style, redundant
+    parentheses and numeric spelling (``1_000``, ``.5``) no longer matter. Text that does
+    not parse on its own keeps its whitespace-free form."""
+    text = text.strip().removeprefix("@").strip()
+    try:
+        return ast.unparse(ast.parse(text, mode="eval"))
+    except (SyntaxError, ValueError, RecursionError):
+        return squash(text)
+
+
+def _case(text: str) -> str:
+    """A parametrize case, canonical; ``pytest.param(a, b, id=..., marks=...)`` reads as
+    ``(a, b)``: renaming a case changes nothing it asserts, and its skip and xfail marks
+    are counted with the test's."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return squash(text)
+    node = tree.body
+    if (
+        isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "param")
+            or (isinstance(node.func, ast.Name) and node.func.id == "param")
+        )
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+    ):
+        if len(node.args) == 1:
+            return ast.unparse(node.args[0])
+        return ast.unparse(ast.Tuple(elts=node.args, ctx=ast.Load()))
+    return ast.unparse(tree)
+
+
 @dataclass(frozen=True)
 class Assertion:
     subject: str
@@ -108,6 +144,7 @@ class TestFacts:
     xfails: list[str] = field(default_factory=list)
     strict_false: bool = False
     parametrize_cases: int | None = None
+    parametrize_values: list[str] = field(default_factory=list)  # canonical cases
     body_hash: str = ""
     patched: list[str] = field(default_factory=list)  # names monkeypatched in the test
     calls: frozenset[str] = frozenset()  # names the test calls
@@ -126,6 +163,7 @@ def test_facts(source: SourceFile, relpath: str) -> dict[str, TestFacts]:
     out of collection is still found by its body); ``collected`` tells the tests."""
     module = PythonModule(source, is_test_file=True)
     collected = {id(fn) for fn in module.tests}
+    module_marks = _marks(source, _pytestmark(source, source.tree.root_node))
     facts: dict[str, TestFacts] = {}
     for fn in module.functions:
         if fn.is_nested or (fn.class_ is not None and fn.class_.nested):
@@ -133,8 +171,91 @@ def test_facts(source: SourceFile, relpath: str) -> dict[str, TestFacts]:
         test_id = (
             f"{relpath}::{fn.class_.name}::{fn.name}" if fn.class_ else f"{relpath}::{fn.name}"
         )
-        facts[test_id] = _facts_of(module, fn, test_id, id(fn) in collected)
+        runs = id(fn) in collected and (fn.class_ is None or _collected_class(fn.class_))
+        facts[test_id] = _facts_of(module, fn, test_id, runs)
+        skips, xfails = module_marks
+        if fn.class_ is not None:
+            class_skips, class_xfails = _class_marks(source, fn.class_.node)
+            skips, xfails = skips + class_skips, xfails + class_xfails
+        facts[test_id].skips[:0] = skips
+        facts[test_id].xfails[:0] = xfails
     return facts
+
+
+def _collected_class(cls: Class) -> bool:
+    """Whether pytest collects a class's methods: a ``Test*`` class, or one with a base
+    class (it may be a ``unittest.TestCase``, collected whatever its name)."""
+    return cls.name.startswith("Test") or any(b not in ("object", "") for b in cls.bases)
+
+
+def _pytestmark(source: SourceFile, scope: Node) -> list[Node]:
+    """The marker expressions of a ``pytestmark = ...`` statement directly in ``scope``
+    (a module, or a class body)."""
+    marks: list[Node] = []
+    for stmt in scope.named_children:
+        if stmt.type != "expression_statement" or not stmt.named_children:
+            continue
+        assign = stmt.named_children[0]
+        if assign.type != "assignment":
+            continue
+        left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+        if left is None or right is None or source.node_text(left) != "pytestmark":
+            continue
+        right = unwrap(right)
+        marks.extend(right.named_children if right.type in ("list", "tuple") else [right])
+    return marks
+
+
+def _marks(source: SourceFile, exprs: list[Node]) -> tuple[list[str], list[str]]:
+    """(skips, xfails) among marker expressions that apply to every test in a scope."""
+    skips: list[str] = []
+    xfails: list[str] = []
+    for expr in exprs:
+        kind = _marker_kind(source, expr)
+        if kind == "skip":
+            skips.append(source.node_text(expr))
+        elif kind == "xfail":
+            xfails.append(source.node_text(expr))
+    return skips, xfails
+
+
+def _class_marks(source: SourceFile, class_node: Node) -> tuple[list[str], list[str]]:
+    """(skips, xfails) a class's decorators and ``pytestmark`` give each of its tests."""
+    exprs: list[Node] = []
+    parent = class_node.parent
+    if parent is not None and parent.type == "decorated_definition":
+        exprs.extend(
+            c.named_children[0]
+            for c in parent.named_children
+            if c.type == "decorator" and c.named_children
+        )
+    body = class_node.child_by_field_name("body")
+    if body is not None:
+        exprs.extend(_pytestmark(source, body))
+    return _marks(source, exprs)
+
+
+def _marker_kind(source: SourceFile, expr: Node) -> str | None:
+    """What a marker does to every test it applies to: "skip" when it skips them
+    unconditionally (``skip``, or ``skipif`` on a constant true condition), "xfail" when
+    it expects them to fail, else None."""
+    call = expr if expr.type == "call" else None
+    target = expr.child_by_field_name("function") if call is not None else expr
+    name = source.node_text(target) if target is not None else ""
+    if _XFAIL_DECORATOR.search(name):
+        return "xfail"
+    if not _SKIP_DECORATOR.search(name):
+        return None
+    if not name.endswith(("skipIf", "skipUnless", "skipif")):
+        return "skip"
+    args = call_arguments(call) if call is not None else []
+    if not args:
+        return None
+    truth = literal_truth(source, args[0])
+    if truth is None or unwrap(args[0]).type in ("string", "concatenated_string"):
+        return None  # a real condition (pytest evaluates a string condition)
+    skips = not truth if name.endswith("skipUnless") else truth
+    return "skip" if skips else None
 
 
 def _facts_of(module: PythonModule, fn: Function, test_id: str, collected: bool) -> TestFacts:
@@ -180,32 +301,36 @@ def _assertion(source: SourceFile, node: Node) -> Assertion | None:
             tolerance = _approx(source, right) or _approx(source, left)
             if tolerance is not None:
                 return Assertion(
-                    squash(source.node_text(left)),
+                    canonical(source.node_text(left)),
                     "approx",
-                    squash(_approx_value(source, right)),
+                    canonical(_approx_value(source, right)),
                     line,
                     text,
                     tolerance=tolerance,
                 )
             return Assertion(
-                squash(source.node_text(left)), op, squash(source.node_text(right)), line, text
+                canonical(source.node_text(left)),
+                op,
+                canonical(source.node_text(right)),
+                line,
+                text,
             )
         if cond.type == "not_operator":
             inner = cond.child_by_field_name("argument")
-            return Assertion(squash(source.node_text(inner or cond)), "falsy", None, line, text)
+            return Assertion(canonical(source.node_text(inner or cond)), "falsy", None, line, text)
         if cond.type == "call":
             callee = cond.child_by_field_name("function")
             if callee is not None and source.node_text(callee) == "isinstance":
                 args = call_arguments(cond)
                 if len(args) == 2:
                     return Assertion(
-                        squash(source.node_text(args[0])),
+                        canonical(source.node_text(args[0])),
                         "isinstance",
-                        squash(source.node_text(args[1])),
+                        canonical(source.node_text(args[1])),
                         line,
                         text,
                     )
-        return Assertion(squash(source.node_text(cond)), "truthy", None, line, text)
+        return Assertion(canonical(source.node_text(cond)), "truthy", None, line, text)
     if node.type == "call":
         callee = node.child_by_field_name("function")
         if callee is None:
@@ -217,8 +342,9 @@ def _assertion(source: SourceFile, node: Node) -> Assertion | None:
             pattern = keyword_argument(source, node, "match")
             if pattern is None and method.endswith("Regex") and len(args) > 1:
                 pattern = args[1]
+            # assertRaisesRegex is assertRaises with a pattern: the same assertion.
             return Assertion(
-                f"raises:{method}",
+                f"raises:{method.removesuffix('Regex')}",
                 "raises",
                 ",".join(names),
                 line,
@@ -232,13 +358,18 @@ def _assertion(source: SourceFile, node: Node) -> Assertion | None:
                 return None
             expected = None
             if expected_index is not None and expected_index < len(args):
-                expected = squash(source.node_text(args[expected_index]))
+                expected = canonical(source.node_text(args[expected_index]))
             elif method in ("assertIsNone", "assertIsNotNone"):
                 expected = "None"
             return Assertion(
-                squash(source.node_text(args[subject_index])), op, expected, line, text
+                canonical(source.node_text(args[subject_index])),
+                op,
+                expected,
+                line,
+                text,
+                tolerance=_almost_equal(source, node, args) if op == "approx" else None,
             )
-        return Assertion(squash(text), "call", None, line, text)
+        return Assertion(canonical(text), "call", None, line, text)
     if node.type == "raise_statement":
         return Assertion(squash(text), "raise", None, line, text)
     return None
@@ -263,6 +394,19 @@ def _approx(source: SourceFile, node: Node) -> tuple[float | None, float | None]
     )
 
 
+def _almost_equal(source: SourceFile, call: Node, args: list[Node]) -> tuple[None, float | None]:
+    """``assertAlmostEqual``'s tolerance as an absolute one: ``delta``, or ``10**-places``
+    (``places`` defaults to 7)."""
+    delta = _number(source, keyword_argument(source, call, "delta"))
+    if delta is not None:
+        return None, delta
+    places_node = keyword_argument(source, call, "places")
+    if places_node is None and len(args) > 2:
+        places_node = args[2]
+    places = _number(source, places_node) if places_node is not None else 7.0
+    return None, (10.0**-places if places is not None else None)
+
+
 def _approx_value(source: SourceFile, node: Node) -> str:
     node = unwrap(node)
     args = call_arguments(node) if node.type == "call" else []
@@ -283,8 +427,17 @@ def _silenced(source: SourceFile, node: Node, fn: Node, early: Node | None) -> s
     condition; None when it can."""
     if early is not None and node.start_byte > early.end_byte:
         return f"after the unconditional `return` on line {early.start_point.row + 1}"
+    raised = _raises_itself(source, node)
+    if raised is not None:
+        return raised
     child, parent = node, node.parent
     while parent is not None and parent != fn:
+        if parent.type == "function_definition" and not _referenced(source, parent, fn):
+            name = parent.child_by_field_name("name")
+            return (
+                f"in the nested function `{source.node_text(name) if name else '?'}` on line "
+                f"{parent.start_point.row + 1}, which the test never calls or passes on"
+            )
         if parent.type == "try_statement" and parent.child_by_field_name("body") == child:
             for handler in parent.named_children:
                 if handler.type == "except_clause" and _swallows(source, handler):
@@ -311,6 +464,39 @@ def _silenced(source: SourceFile, node: Node, fn: Node, early: Node | None) -> s
             return f"inside `contextlib.suppress` on line {parent.start_point.row + 1}"
         child, parent = parent, parent.parent
     return None
+
+
+def _raises_itself(source: SourceFile, node: Node) -> str | None:
+    """``with pytest.raises(E): raise E(...)``: the block raises the exception itself,
+    so the assertion passes whatever the code does."""
+    item = node.parent
+    if node.type != "call" or item is None or item.type != "with_item":
+        return None
+    statement = item.parent.parent if item.parent is not None else None
+    body = statement.child_by_field_name("body") if statement is not None else None
+    if statement is None or statement.type != "with_statement" or body is None:
+        return None
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    if stmts and all(c.type == "raise_statement" for c in stmts):
+        return (
+            f"satisfied by the `raise` in its own `with` block on line "
+            f"{stmts[0].start_point.row + 1}, not by the code under test"
+        )
+    return None
+
+
+def _referenced(source: SourceFile, nested: Node, fn: Node) -> bool:
+    """Whether the test uses a function nested in it (calls it, passes it on): its name
+    appears in the test outside its own definition, or a decorator registers it."""
+    if nested.parent is not None and nested.parent.type == "decorated_definition":
+        return True
+    name = nested.child_by_field_name("name")
+    if name is None:
+        return True
+    data = source.data
+    outside = data[fn.start_byte : nested.start_byte] + data[nested.end_byte : fn.end_byte]
+    pattern = rf"\b{re.escape(source.node_text(name))}\b".encode()
+    return re.search(pattern, outside) is not None
 
 
 def _swallows(source: SourceFile, handler: Node) -> bool:
@@ -342,9 +528,10 @@ def _decorators(source: SourceFile, fn: Function, facts: TestFacts) -> None:
         target = expr.child_by_field_name("function") if call is not None else expr
         name = source.node_text(target) if target is not None else ""
         text = source.node_text(decorator)
-        if _SKIP_DECORATOR.search(name) and not name.endswith(("skipIf", "skipUnless", "skipif")):
+        kind = _marker_kind(source, expr)
+        if kind == "skip":
             facts.skips.append(text)
-        elif _XFAIL_DECORATOR.search(name):
+        elif kind == "xfail":
             facts.xfails.append(text)
             strict = keyword_argument(source, call, "strict") if call is not None else None
             if strict is not None and source.node_text(strict) == "False":
@@ -353,10 +540,42 @@ def _decorators(source: SourceFile, fn: Function, facts: TestFacts) -> None:
             args = call_arguments(call)
             if len(args) >= 2:
                 values = unwrap(args[1])
+                if values.type == "identifier":  # a table kept in a module-level constant
+                    values = _module_value(source, source.node_text(values)) or values
                 if values.type in ("list", "tuple", "set"):
-                    facts.parametrize_cases = (facts.parametrize_cases or 0) + len(
-                        [c for c in values.named_children if c.type != "comment"]
-                    )
+                    cases = [c for c in values.named_children if c.type != "comment"]
+                    facts.parametrize_cases = (facts.parametrize_cases or 0) + len(cases)
+                    facts.parametrize_values.extend(_case(source.node_text(c)) for c in cases)
+                    for case in cases:
+                        _case_marks(source, case, facts)
+
+
+def _module_value(source: SourceFile, name: str) -> Node | None:
+    """The value last assigned to ``name`` at module level (``CASES = [...]``)."""
+    value = None
+    for stmt in source.tree.root_node.named_children:
+        assign = stmt.named_children[0] if stmt.type == "expression_statement" else None
+        if assign is None or assign.type != "assignment":
+            continue
+        left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+        if left is not None and right is not None and source.node_text(left) == name:
+            value = unwrap(right)
+    return value
+
+
+def _case_marks(source: SourceFile, case: Node, facts: TestFacts) -> None:
+    """A ``pytest.param(..., marks=...)`` case's skip and xfail marks."""
+    if case.type != "call":
+        return
+    marks = keyword_argument(source, case, "marks")
+    if marks is None:
+        return
+    marks = unwrap(marks)
+    skips, xfails = _marks(
+        source, marks.named_children if marks.type in ("list", "tuple") else [marks]
+    )
+    facts.skips.extend(skips)
+    facts.xfails.extend(xfails)
 
 
 _PATCH = re.compile(

@@ -8,6 +8,7 @@ arbitration; a certified change is reported as information.
 
 from __future__ import annotations
 
+import ast
 import configparser
 import re
 import shlex
@@ -15,8 +16,17 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tree_sitter import Node
+
 from referee.checks.guard.context import GuardContext
-from referee.checks.guard.facts import STRENGTH, Assertion, TestFacts, squash, test_facts
+from referee.checks.guard.facts import (
+    STRENGTH,
+    Assertion,
+    TestFacts,
+    canonical,
+    squash,
+    test_facts,
+)
 from referee.checks.models import Location, Severity, Span
 from referee.checks.rule import Context, Violation
 from referee.checks.source import SourceFile
@@ -225,6 +235,10 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                         f"in {name}, `{_short(renamed.text)}` is now {renamed.silenced}",
                     )
                 )
+            elif old.op == "raises":  # e.g. assertRaisesRegex -> pytest.raises
+                found.extend(_compare_raises(guard, name, before, old, renamed))
+            elif old.op == "approx":
+                found.extend(_compare_approx(guard, name, before, old, renamed))
             continue
         if helper_calls:
             helper_calls -= 1  # moved into a helper that asserts
@@ -237,11 +251,13 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 f"({_where(guard, before, old.line)}) was removed",
             )
         )
+    skipped_before = {canonical(m) for m in before.skips}
     for marker in after.skips:
-        if marker not in before.skips:
+        if canonical(marker) not in skipped_before:
             found.append(_Found("REF310", after.line, f"{name} is now skipped: `{_short(marker)}`"))
+    xfailed_before = {canonical(m) for m in before.xfails}
     for marker in after.xfails:
-        if marker not in before.xfails:
+        if canonical(marker) not in xfailed_before:
             found.append(
                 _Found("REF312", after.line, f"{name} is now expected to fail: `{_short(marker)}`")
             )
@@ -256,6 +272,8 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 f"{before.parametrize_cases} at {guard.base}",
             )
         )
+    else:
+        found.extend(_cases_changed(guard, before, after))
     for patched in after.patched:
         if patched not in before.patched and patched in after.calls:
             found.append(
@@ -274,14 +292,90 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> list[_Found]:
+    """Parametrize cases of the baseline that are no longer in the table (edited, not
+    removed: a shorter table is REF307). Reordering and reformatting change nothing."""
+    remaining = list(after.parametrize_values)
+    gone = []
+    for case in before.parametrize_values:
+        if case in remaining:
+            remaining.remove(case)
+        else:
+            gone.append(case)
+    found = []
+    for old in gone:
+        new = _certified_case(guard, before, old, remaining)
+        if new is not None:
+            remaining.remove(new[0])
+            found.append(
+                _Found(
+                    "REF302",
+                    after.line,
+                    f"in `{before.name}`, parametrized case {old} is now {new[0]}, "
+                    f"certified by {new[1]}",
+                    severity=Severity.INFO,
+                )
+            )
+            continue
+        found.append(
+            _Found(
+                "REF302",
+                after.line,
+                f"in `{before.name}`, the parametrized case {_short(old)} ({guard.base}) was "
+                "changed without a certificate",
+            )
+        )
+    return found
+
+
+def _certified_case(
+    guard: GuardContext, before: TestFacts, old: str, candidates: list[str]
+) -> tuple[str, str] | None:
+    """(new case, certificate id) when a certificate for this test turns ``old`` into
+    one of ``candidates`` by changing its old value to its new one."""
+    for certificate in guard.certificates:
+        if certificate.test_id.split("[", 1)[0] != before.id:
+            continue
+        fixed = _substituted(old, canonical(certificate.old_value), certificate.new_value)
+        new = next((c for c in candidates if c in fixed), None)
+        if new is not None:
+            return new, certificate.id
+    return None
+
+
+def _substituted(case: str, was: str, now: str) -> set[str]:
+    """``case`` (canonical) with one of its values that reads ``was`` replaced by ``now``."""
+    try:
+        tree = ast.parse(case, mode="eval")
+        replacement = ast.parse(now.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+    node = tree.body
+    if isinstance(node, (ast.Tuple, ast.List)):
+        items = node.elts
+    elif isinstance(node, ast.Call):
+        items = node.args
+    else:
+        items = None
+    if items is None:
+        return {ast.unparse(replacement)} if ast.unparse(node) == was else set()
+    out = set()
+    for index, item in enumerate(items):
+        if ast.unparse(item) == was:
+            items[index] = replacement
+            out.add(ast.unparse(tree))
+            items[index] = item
+    return out
+
+
 def _value_changed(
     guard: GuardContext, before: TestFacts, old: Assertion, new: Assertion
 ) -> _Found:
     for certificate in guard.certificates:
         if (
             certificate.test_id.split("[", 1)[0] == before.id
-            and squash(certificate.old_value) == old.expected
-            and squash(certificate.new_value) == new.expected
+            and canonical(certificate.old_value) == old.expected
+            and canonical(certificate.new_value) == new.expected
         ):
             return _Found(
                 "REF302",
@@ -313,6 +407,21 @@ def _compare_raises(
                 f"now accepts any exception: {', '.join(new.raises)}",
             )
         )
+    if (
+        old.match is not None
+        and new.match is not None
+        and _matches_anything(new.match)
+        and not _matches_anything(old.match)
+    ):
+        found.append(
+            _Found(
+                "REF306",
+                new.line,
+                f"in {name}, the `match={old.match}` of `{_short(old.text)}` "
+                f"({_where(guard, before, old.line)}) became `{new.match}`, which "
+                "matches any message",
+            )
+        )
     if old.match is not None and new.match is None:
         found.append(
             _Found(
@@ -325,19 +434,47 @@ def _compare_raises(
     return found
 
 
+# pytest.approx's tolerances when none is given. With `abs` alone, `rel` is not used.
+_APPROX_REL, _APPROX_ABS = 1e-6, 1e-12
+
+
+def _effective_tolerance(
+    tolerance: tuple[float | None, float | None] | None,
+) -> tuple[float, float]:
+    rel, abs_ = tolerance or (None, None)
+    if rel is None:
+        rel = 0.0 if abs_ is not None else _APPROX_REL
+    return rel, _APPROX_ABS if abs_ is None else abs_
+
+
+def _matches_anything(pattern: str) -> bool:
+    """A `match=` pattern every message matches: "", ".*", "(?s).*" and the like."""
+    try:
+        value = ast.literal_eval(pattern.strip())
+    except (SyntaxError, ValueError):
+        return False
+    if not isinstance(value, str):
+        return False
+    core = value.removeprefix("(?s)").removeprefix("^").removesuffix("$")
+    return core in ("", ".*", ".+", ".", ".*?", "[\\s\\S]*", "(.*)", "(?:.*)")
+
+
 def _compare_approx(
     guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
 ) -> list[_Found]:
     for label, was, now in zip(
-        ("rel", "abs"), old.tolerance or (None, None), new.tolerance or (None, None), strict=True
+        ("rel", "abs"),
+        _effective_tolerance(old.tolerance),
+        _effective_tolerance(new.tolerance),
+        strict=True,
     ):
-        if (now or 0) > (was or 0) and now is not None:
+        if now > was:
             return [
                 _Found(
                     "REF304",
                     new.line,
-                    f"in {name}, the approx tolerance {label} went from {was or 'default'} "
-                    f"to {now} ({_where(guard, before, old.line)})",
+                    f"in {name}, the approx tolerance {label} went from {was:g} "
+                    f"to {now:g} ({_where(guard, before, old.line)})",
                 )
             ]
     return []
@@ -666,26 +803,80 @@ def test_config_tampered(ctx: Context) -> Iterator[Violation]:
         return
     now = _pytest_settings(name, ctx.source.text) or {}
     before = _pytest_settings(name, guard.baseline or "") or {}
-    try:
-        added = set(shlex.split(now.get("addopts", ""))) - set(
-            shlex.split(before.get("addopts", ""))
-        )
-    except ValueError:
-        added = set()
+    added = _deselecting_options(now.get("addopts", "")) - _deselecting_options(
+        before.get("addopts", "")
+    )
     for option in sorted(added):
-        if _DESELECTING.match(option):
-            yield Violation(
-                span=_span(_line_of(ctx.source.text, option)),
-                message=f"pytest addopts now include `{option}` ({guard.base} did "
-                "not): fewer tests run",
-            )
+        yield Violation(
+            span=_span(_line_of(ctx.source.text, option.split(" ", 1)[0])),
+            message=f"pytest addopts now include `{option}` ({guard.base} did "
+            "not): fewer tests run",
+        )
+    if _true(before.get("xfail_strict")) and not _true(now.get("xfail_strict")):
+        yield Violation(
+            span=_span(_line_of(ctx.source.text, "xfail_strict")),
+            message=f"pytest `xfail_strict` is no longer true ({guard.base}: "
+            f"{before.get('xfail_strict')!r}): an xfail test that passes no longer fails the run",
+        )
     for key in _COLLECTION_KEYS:
-        if now.get(key) != before.get(key) and (key in before or key in now):
+        if _narrowed(key, before.get(key), now.get(key)):
             yield Violation(
                 span=_span(_line_of(ctx.source.text, key)),
                 message=f"pytest `{key}` changed from {before.get(key)!r} "
                 f"({guard.base}) to {now.get(key)!r}: which tests run changed",
             )
+
+
+def _deselecting_options(addopts: str) -> set[str]:
+    """The options in ``addopts`` that deselect or ignore tests, each with its value
+    (``-k expr``, ``--ignore=path``): a changed value is a new option."""
+    try:
+        tokens = shlex.split(addopts)
+    except ValueError:
+        return set()
+    found = set()
+    for index, token in enumerate(tokens):
+        if _DESELECTING.match(token) is None and not _ATTACHED.match(token):
+            continue
+        takes_value = token in ("-k", "-m", "-p", "--deselect", "--ignore", "--ignore-glob")
+        value = tokens[index + 1] if takes_value and index + 1 < len(tokens) else None
+        found.add(token if value is None else f"{token} {value}")
+    return found
+
+
+_ATTACHED = re.compile(r"^-[kmp]\S")  # -k'not slow', -pno:randomly: the value attached
+
+
+def _true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("true", "1", "yes", "on")
+
+
+# pytest's values for the collection settings a configuration leaves out.
+_COLLECTION_DEFAULTS = {
+    "python_files": "test_*.py *_test.py",
+    "python_classes": "Test",
+    "python_functions": "test",
+}
+
+
+def _narrowed(key: str, before: str | None, now: str | None) -> bool:
+    """Whether a collection setting changed so that some tests may no longer be
+    collected: an entry of `testpaths` / `python_*` gone, or a `norecursedirs` entry
+    added. Adding a test path or a file pattern only collects more."""
+    if before == now:
+        return False
+    if key == "norecursedirs":
+        # Setting it for the first time replaces pytest's defaults with what it lists.
+        return now is not None and (before is None or bool(set(now.split()) - set(before.split())))
+    if key == "testpaths":
+        if now is None:
+            return False  # back to collecting from the root directory: nothing lost
+        if before is None:
+            return True
+    default = _COLLECTION_DEFAULTS.get(key, "")
+    old = set((before if before is not None else default).split())
+    new = set((now if now is not None else default).split())
+    return bool(old - new)
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -703,8 +894,10 @@ _FORGING_HOOKS = frozenset(
         "pytest_runtest_protocol",
         "pytest_report_teststatus",
         "pytest_sessionfinish",
+        "pytest_ignore_collect",
     }
 )
+_COLLECT_IGNORE = re.compile(r"^collect_ignore(_glob)?\b")
 _DROPS_ITEMS = re.compile(r"items\[:\]\s*=|items\.(remove|clear|pop)\(|del\s+items|deselect")
 
 
@@ -748,6 +941,14 @@ def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
     """
     if ctx.guard is None or not ctx.relpath.endswith("conftest.py"):
         return
+    for _, line, text in _new_module_statements(ctx):
+        match = _COLLECT_IGNORE.match(text)
+        if match:
+            yield Violation(
+                span=_span(line),
+                message=f"new or changed `{match.group(0)}` keeps pytest from collecting "
+                "the files it names",
+            )
     for name, line, body in _new_functions(ctx):
         if name in _FORGING_HOOKS or (
             name == "pytest_collection_modifyitems" and _DROPS_ITEMS.search(body)
@@ -778,13 +979,40 @@ def exit_in_tests(ctx: Context) -> Iterator[Violation]:
     """
     if ctx.guard is None or not (ctx.is_test_file or ctx.relpath.endswith("conftest.py")):
         return
-    for _name, line, body in _new_functions(ctx):
-        match = re.search(r"\b(sys\.exit|os\._exit|exit|quit)\s*\(", body)
+    for _name, line, body in [*_new_functions(ctx), *_new_module_statements(ctx)]:
+        match = _EXIT.search(body)
         if match:
             yield Violation(
                 span=_span(line + body[: match.start()].count("\n")),
                 message=f"`{match.group(1)}(...)` ends the test run early",
             )
+
+
+_EXIT = re.compile(r"\b(sys\.exit|os\._exit|exit|quit)\s*\(")
+_DEFINITIONS = frozenset({"function_definition", "class_definition", "decorated_definition"})
+
+
+def _is_main_guard(ctx: Context, stmt: Node) -> bool:
+    """``if __name__ == "__main__":``: runs when the file is a script, never under pytest."""
+    condition = stmt.child_by_field_name("condition") if stmt.type == "if_statement" else None
+    return condition is not None and canonical(ctx.source.node_text(condition)) in (
+        "__name__ == '__main__'",
+        "'__main__' == __name__",
+    )
+
+
+def _new_module_statements(ctx: Context) -> list[tuple[str, int, str]]:
+    """("", line, text) of module-level statements (outside any function or class) that
+    are not in the baseline: code that runs when pytest imports the module."""
+    baseline = squash(ctx.guard.baseline or "") if ctx.guard is not None else ""
+    out = []
+    for stmt in ctx.source.tree.root_node.named_children:
+        if stmt.type in _DEFINITIONS or stmt.type == "comment" or _is_main_guard(ctx, stmt):
+            continue
+        text = ctx.source.node_text(stmt)
+        if squash(text) not in baseline:
+            out.append(("", stmt.start_point.row + 1, text))
+    return out
 
 
 # ---- the source under test
@@ -834,7 +1062,7 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
         returned = match.group("ret").strip()
         if not re.match(r"^[\"'\d\[\(\{-]|^(True|False|None)$", returned):
             continue
-        if literal and literal in guard.test_text:
+        if literal and _mentions(guard.test_text, literal):
             yield Violation(
                 span=_span(node.start_point.row + 1),
                 message=f"new branch returns `{returned}` for `{match.group('name')}"
@@ -842,8 +1070,23 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
             )
 
 
+def _mentions(test_text: str, literal: str) -> bool:
+    """Whether the tests' text (whitespace removed) holds ``literal`` as a whole token
+    (`0` is not found in `120` or `0.5`), a string in either quote style."""
+    forms = {literal}
+    if len(literal) >= 2 and literal[0] == literal[-1] and literal[0] in "'\"":
+        other = "'" if literal[0] == '"' else '"'
+        forms.add(other + literal[1:-1] + other)
+    for form in forms:
+        before = r"(?<![\w.])" if re.match(r"[\w.]", form) else ""
+        after = r"(?![\w.])" if re.search(r"[\w.]$", form) else ""
+        if re.search(before + re.escape(form) + after, test_text):
+            return True
+    return False
+
+
 _ALWAYS = re.compile(
-    r"^(def__eq__\(self,\w+\).*:return(True|1)|def__ne__\(self,\w+\).*:"
+    r"^(def__eq__\(self,\w+(:[^)]*)?\).*:return(True|1)|def__ne__\(self,\w+(:[^)]*)?\).*:"
     r"return(False|0)|def__hash__\(self\).*:return\d+)$"
 )
 

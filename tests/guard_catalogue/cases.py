@@ -1,0 +1,2987 @@
+"""The guard's catalogue: cheats it must catch and honest edits it must let through.
+
+Each :class:`Pair` is a "before" (committed in a fresh git repository) and an "after"
+(written into the working tree). :func:`run_pair` builds that repository and runs the
+real command line on it, ``python -m referee guard --format json``, as CI would.
+
+Both tests/test_guard.py and bench/guard.py read the pairs from here; nothing else
+holds a copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GIT = (
+    "git",
+    "-c",
+    "user.email=guard@example.com",
+    "-c",
+    "user.name=guard",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "init.defaultBranch=main",
+    "-c",
+    "core.hooksPath=/dev/null",
+)
+
+
+def _text(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One before/after edit. ``code`` is the error the guard must report (cheats) or
+    None (honest edits: no error at all). ``gap`` marks a cheat the guard is known to
+    miss (the suite expects it to fail, strictly). ``certificate`` holds the fields of a
+    certificate written with ``ledger.append`` after the edit; ``info`` is a rule code
+    that must then appear at information level."""
+
+    slug: str
+    cls: str
+    before: Mapping[str, str]
+    after: Mapping[str, str | None]  # None: the file is deleted
+    code: str | None = None
+    certificate: Mapping[str, Any] | None = None
+    info: str | None = None
+    gap: str | None = None  # a cheat the guard is known to miss, and why
+
+    @property
+    def id(self) -> str:
+        return f"{self.code}-{self.slug}" if self.code else self.slug
+
+
+# ----------------------------------------------------------------------------- running
+
+
+@dataclass
+class Outcome:
+    rc: int
+    findings: list[dict[str, Any]]
+    stdout: str
+    stderr: str
+    seconds: float = 0.0
+    report: dict[str, Any] = field(default_factory=dict)
+
+    def codes(self, severity: str = "error") -> set[str]:
+        return {f["code"] for f in self.findings if f["severity"] == severity}
+
+    def describe(self) -> str:
+        lines = [f"exit {self.rc}"]
+        lines += [
+            f"  {f['severity']:7} {f['code']} {f['path']}:{f['span']['start']['line']} "
+            f"{f['message']}"
+            for f in self.findings
+        ]
+        if self.stderr.strip():
+            lines.append(f"  stderr: {self.stderr.strip()}")
+        return "\n".join(lines)
+
+
+def git(root: Path, *args: str) -> str:
+    proc = subprocess.run(
+        [*GIT, *args], cwd=root, capture_output=True, text=True, check=False, timeout=60
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def write_files(root: Path, files: Mapping[str, str | None]) -> None:
+    for relpath, text in files.items():
+        path = root / relpath
+        if text is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def commit_repo(root: Path, files: Mapping[str, str | None], message: str = "base") -> None:
+    """A git repository at ``root`` (created if need be) with ``files`` committed."""
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / ".git").exists():
+        git(root, "init", "-q")
+    write_files(root, files)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "-m", message)
+
+
+def guard_env(cache_dir: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["NO_COLOR"] = "1"
+    env.pop("FORCE_COLOR", None)
+    env["COLUMNS"] = "200"
+    if cache_dir is not None:
+        env["REFEREE_CACHE_DIR"] = str(cache_dir)
+    return env
+
+
+def run_guard(
+    root: Path, *args: str, fmt: str = "json", env: Mapping[str, str] | None = None
+) -> Outcome:
+    """``python -m referee guard --format FMT ARGS`` in ``root``, timed."""
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "referee", "guard", "--format", fmt, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=dict(env) if env is not None else guard_env(),
+        check=False,
+        timeout=120,
+    )
+    seconds = time.perf_counter() - started
+    report: dict[str, Any] = {}
+    if fmt == "json" and proc.stdout.strip():
+        try:
+            report = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            report = {}
+    return Outcome(
+        proc.returncode, report.get("findings", []), proc.stdout, proc.stderr, seconds, report
+    )
+
+
+def certify(root: Path, fields: Mapping[str, Any]) -> None:
+    from referee.checks import ledger
+
+    ledger.append(root, {"created": "2025-01-01T00:00:00+00:00", **fields})
+
+
+def run_pair(pair: Pair, root: Path, env: Mapping[str, str] | None = None) -> Outcome:
+    """Commit ``pair.before`` (with the shared project files) in a new repository at
+    ``root``, write ``pair.after`` into its working tree, and run the guard there."""
+    commit_repo(root, {**PROJECT, **pair.before})
+    write_files(root, pair.after)
+    if pair.certificate is not None:
+        certify(root, pair.certificate)
+    return run_guard(root, env=env)
+
+
+# ----------------------------------------------------------------- the shared project
+
+SHOP = _text('''
+    """A small shop: the code the catalogue's tests exercise."""
+
+
+    def add(a, b):
+        return a + b
+
+
+    def total(prices, discount=0):
+        return round(sum(prices) * (1 - discount), 2)
+
+
+    def mean(xs):
+        return sum(xs) / len(xs)
+
+
+    def count_vowels(text):
+        return sum(ch in "aeiou" for ch in text.lower())
+
+
+    def parse_qty(text):
+        if not text:
+            raise ValueError("empty quantity")
+        return int(text)
+
+
+    def lookup(table, key):
+        return table[key]
+
+
+    def factorial(n):
+        result = 1
+        for i in range(2, n + 1):
+            result *= i
+        return result
+
+
+    class Money:
+        def __init__(self, cents):
+            self.cents = cents
+
+        def __eq__(self, other):
+            return isinstance(other, Money) and other.cents == self.cents
+
+        def __hash__(self):
+            return hash(self.cents)
+''')
+
+# Committed in every repository (a pair's ``before`` may override a file). The empty
+# referee.toml makes the repository the project root, as in the suite's `project`.
+PROJECT: dict[str, str] = {"referee.toml": "", "shop.py": SHOP}
+
+T = "tests/test_shop.py"
+T2 = "tests/test_more.py"
+CONFTEST = "tests/conftest.py"
+
+BASIC = _text("""
+    from shop import add, total
+
+
+    def test_add():
+        assert add(1, 2) == 3
+        assert add(-1, 1) == 0
+
+
+    def test_total():
+        assert total([10, 20]) == 30
+""")
+
+UNITTEST = _text("""
+    import unittest
+
+    from shop import add, total
+
+
+    class TestShop(unittest.TestCase):
+        def test_add(self):
+            self.assertEqual(add(1, 2), 3)
+            self.assertEqual(add(-1, 1), 0)
+
+        def test_total(self):
+            self.assertEqual(total([10, 20]), 30)
+""")
+
+VOWELS = _text("""
+    from shop import count_vowels
+
+
+    def test_vowels():
+        assert count_vowels("aeiou") == 5
+
+
+    def test_no_vowels():
+        assert count_vowels("xyz") == 0
+""")
+
+RAISES = _text("""
+    import pytest
+
+    from shop import lookup, parse_qty
+
+
+    def test_empty_qty():
+        with pytest.raises(ValueError, match="empty"):
+            parse_qty("")
+
+
+    def test_missing_key():
+        with pytest.raises(KeyError):
+            lookup({}, "a")
+""")
+
+APPROX = _text("""
+    import pytest
+
+    from shop import mean
+
+
+    def test_mean():
+        assert mean([1, 2, 3, 4]) == pytest.approx(2.5, rel=1e-9)
+
+
+    def test_mean_default():
+        assert mean([0.1, 0.2]) == pytest.approx(0.15)
+""")
+
+PARAM = _text("""
+    import pytest
+
+    from shop import count_vowels
+
+
+    @pytest.mark.parametrize(
+        "text, n",
+        [
+            ("a", 1),
+            ("aeiou", 5),
+            ("xyz", 0),
+        ],
+    )
+    def test_vowels(text, n):
+        assert count_vowels(text) == n
+""")
+
+PARAM_CONSTANT = _text("""
+    import pytest
+
+    from shop import count_vowels
+
+    CASES = [("a", 1), ("aeiou", 5), ("xyz", 0)]
+
+
+    @pytest.mark.parametrize("text, n", CASES)
+    def test_vowels(text, n):
+        assert count_vowels(text) == n
+""")
+
+PYPROJECT = _text("""
+    [project]
+    name = "shop"
+    version = "0"
+
+    [tool.pytest.ini_options]
+    testpaths = ["tests"]
+    addopts = "-ra"
+""")
+
+PYTEST_INI = _text("""
+    [pytest]
+    addopts = -ra
+    python_files = test_*.py
+""")
+
+SETUP_CFG = _text("""
+    [metadata]
+    name = shop
+
+    [tool:pytest]
+    addopts = -ra
+""")
+
+TOX_INI = _text("""
+    [tox]
+    envlist = py312
+
+    [pytest]
+    addopts = -ra
+""")
+
+CONFTEST_BASE = _text("""
+    import pytest
+
+
+    @pytest.fixture
+    def prices():
+        return [10, 20]
+""")
+
+
+def _cheat(
+    code: str,
+    slug: str,
+    cls: str,
+    before: Mapping[str, str],
+    after: Mapping[str, str | None],
+    gap: str | None = None,
+) -> Pair:
+    return Pair(
+        slug,
+        cls,
+        {k: _text(v) for k, v in before.items()},
+        {k: None if v is None else _text(v) for k, v in after.items()},
+        code=code,
+        gap=gap,
+    )
+
+
+def _honest(
+    slug: str,
+    cls: str,
+    before: Mapping[str, str],
+    after: Mapping[str, str | None],
+    **extra: Any,
+) -> Pair:
+    return Pair(
+        slug,
+        cls,
+        {k: _text(v) for k, v in before.items()},
+        {k: None if v is None else _text(v) for k, v in after.items()},
+        **extra,
+    )
+
+
+# ------------------------------------------------------------------------------ cheats
+
+CHEATS: list[Pair] = [
+    # ---- assertion removed
+    _cheat(
+        "REF301",
+        "assert-dropped",
+        "assertion removed",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF301",
+        "assertEqual-dropped",
+        "assertion removed",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 3)
+
+            def test_total(self):
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    _cheat(
+        "REF301",
+        "all-asserts-dropped",
+        "assertion removed",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add():
+            add(1, 2)
+            add(-1, 1)
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    # ---- test function removed
+    _cheat(
+        "REF300",
+        "test-deleted",
+        "test removed",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+    """
+        },
+    ),
+    _cheat("REF300", "test-file-deleted", "test removed", {T: BASIC, T2: VOWELS}, {T: None}),
+    _cheat(
+        "REF300",
+        "test-method-deleted",
+        "test removed",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 3)
+                self.assertEqual(add(-1, 1), 0)
+    """
+        },
+    ),
+    # ---- renamed out of collection
+    _cheat(
+        "REF308",
+        "underscore-prefix",
+        "renamed out of collection",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def _test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF308",
+        "check-prefix",
+        "renamed out of collection",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def check_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF308",
+        "method-renamed",
+        "renamed out of collection",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 3)
+                self.assertEqual(add(-1, 1), 0)
+
+            def xtest_total(self):
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    _cheat(
+        "REF308",
+        "class-renamed",
+        "renamed out of collection",
+        {
+            T: """
+        from shop import add, total
+
+
+        class TestShop:
+            def test_add(self):
+                assert add(1, 2) == 3
+
+            def test_total(self):
+                assert total([10, 20]) == 30
+    """
+        },
+        {
+            T: """
+        from shop import add, total
+
+
+        class ShopChecks:
+            def test_add(self):
+                assert add(1, 2) == 3
+
+            def test_total(self):
+                assert total([10, 20]) == 30
+    """
+        },
+    ),
+    # ---- expected value changed without a certificate
+    _cheat(
+        "REF302",
+        "assert-value",
+        "expected value changed",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 31
+    """
+        },
+    ),
+    _cheat(
+        "REF302",
+        "assertEqual-value",
+        "expected value changed",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 4)
+                self.assertEqual(add(-1, 1), 0)
+
+            def test_total(self):
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    _cheat(
+        "REF302",
+        "string-value",
+        "expected value changed",
+        {T: VOWELS},
+        {
+            T: """
+        from shop import count_vowels
+
+
+        def test_vowels():
+            assert count_vowels("aeiou") == 4
+
+
+        def test_no_vowels():
+            assert count_vowels("xyz") == 0
+    """
+        },
+    ),
+    _cheat(
+        "REF302",
+        "parametrize-value",
+        "expected value changed",
+        {T: PARAM},
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize(
+            "text, n",
+            [
+                ("a", 1),
+                ("aeiou", 4),
+                ("xyz", 0),
+            ],
+        )
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+    ),
+    _cheat(
+        "REF302",
+        "parametrize-case-swapped",
+        "expected value changed",
+        {T: PARAM},
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize(
+            "text, n",
+            [
+                ("a", 1),
+                ("e", 1),
+                ("xyz", 0),
+            ],
+        )
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+    ),
+    # ---- comparison weakened
+    *[
+        _cheat(
+            "REF303",
+            slug,
+            "comparison weakened",
+            {T: BASIC},
+            {
+                T: f"""
+            from shop import add, total
+
+
+            def test_add():
+                assert add(1, 2) == 3
+                assert add(-1, 1) == 0
+
+
+            def test_total():
+                {line}
+        """
+            },
+        )
+        for slug, line in [
+            ("eq-to-in", "assert total([10, 20]) in (30, 31)"),
+            ("eq-to-ge", "assert total([10, 20]) >= 30"),
+            ("eq-to-le", "assert total([10, 20]) <= 30"),
+            ("eq-to-ne", "assert total([10, 20]) != 0"),
+            ("eq-to-is-not-none", "assert total([10, 20]) is not None"),
+            ("eq-to-truthy", "assert total([10, 20])"),
+        ]
+    ],
+    *[
+        _cheat(
+            "REF303",
+            slug,
+            "comparison weakened",
+            {T: UNITTEST},
+            {
+                T: f"""
+            import unittest
+
+            from shop import add, total
+
+
+            class TestShop(unittest.TestCase):
+                def test_add(self):
+                    self.assertEqual(add(1, 2), 3)
+                    self.assertEqual(add(-1, 1), 0)
+
+                def test_total(self):
+                    {line}
+        """
+            },
+        )
+        for slug, line in [
+            ("assertEqual-to-assertTrue", "self.assertTrue(total([10, 20]))"),
+            ("assertEqual-to-assertIsNotNone", "self.assertIsNotNone(total([10, 20]))"),
+            ("assertEqual-to-assertIn", "self.assertIn(total([10, 20]), (30, 31))"),
+            ("assertEqual-to-assertGreaterEqual", "self.assertGreaterEqual(total([10, 20]), 30)"),
+        ]
+    ],
+    # ---- approx loosened
+    _cheat(
+        "REF304",
+        "approx-rel",
+        "approx loosened",
+        {T: APPROX},
+        {
+            T: """
+        import pytest
+
+        from shop import mean
+
+
+        def test_mean():
+            assert mean([1, 2, 3, 4]) == pytest.approx(2.5, rel=0.5)
+
+
+        def test_mean_default():
+            assert mean([0.1, 0.2]) == pytest.approx(0.15)
+    """
+        },
+    ),
+    _cheat(
+        "REF304",
+        "approx-default-to-abs",
+        "approx loosened",
+        {T: APPROX},
+        {
+            T: """
+        import pytest
+
+        from shop import mean
+
+
+        def test_mean():
+            assert mean([1, 2, 3, 4]) == pytest.approx(2.5, rel=1e-9)
+
+
+        def test_mean_default():
+            assert mean([0.1, 0.2]) == pytest.approx(0.15, abs=1)
+    """
+        },
+    ),
+    # ---- raises widened
+    _cheat(
+        "REF305",
+        "raises-to-Exception",
+        "raises widened",
+        {T: RAISES},
+        {
+            T: """
+        import pytest
+
+        from shop import lookup, parse_qty
+
+
+        def test_empty_qty():
+            with pytest.raises(ValueError, match="empty"):
+                parse_qty("")
+
+
+        def test_missing_key():
+            with pytest.raises(Exception):
+                lookup({}, "a")
+    """
+        },
+    ),
+    _cheat(
+        "REF305",
+        "assertRaises-to-BaseException",
+        "raises widened",
+        {
+            T: """
+        import unittest
+
+        from shop import lookup
+
+
+        class TestLookup(unittest.TestCase):
+            def test_missing_key(self):
+                with self.assertRaises(KeyError):
+                    lookup({}, "a")
+    """
+        },
+        {
+            T: """
+        import unittest
+
+        from shop import lookup
+
+
+        class TestLookup(unittest.TestCase):
+            def test_missing_key(self):
+                with self.assertRaises(BaseException):
+                    lookup({}, "a")
+    """
+        },
+    ),
+    # ---- match= removed
+    _cheat(
+        "REF306",
+        "match-dropped",
+        "match removed",
+        {T: RAISES},
+        {
+            T: """
+        import pytest
+
+        from shop import lookup, parse_qty
+
+
+        def test_empty_qty():
+            with pytest.raises(ValueError):
+                parse_qty("")
+
+
+        def test_missing_key():
+            with pytest.raises(KeyError):
+                lookup({}, "a")
+    """
+        },
+    ),
+    _cheat(
+        "REF306",
+        "assertRaisesRegex-to-assertRaises",
+        "match removed",
+        {
+            T: """
+        import unittest
+
+        from shop import parse_qty
+
+
+        class TestQty(unittest.TestCase):
+            def test_empty(self):
+                with self.assertRaisesRegex(ValueError, "empty"):
+                    parse_qty("")
+    """
+        },
+        {
+            T: """
+        import unittest
+
+        from shop import parse_qty
+
+
+        class TestQty(unittest.TestCase):
+            def test_empty(self):
+                with self.assertRaises(ValueError):
+                    parse_qty("")
+    """
+        },
+    ),
+    # ---- fewer parametrized cases
+    _cheat(
+        "REF307",
+        "case-deleted",
+        "parametrize cases removed",
+        {T: PARAM},
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize(
+            "text, n",
+            [
+                ("a", 1),
+                ("xyz", 0),
+            ],
+        )
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+    ),
+    _cheat(
+        "REF307",
+        "param-case-deleted",
+        "parametrize cases removed",
+        {
+            T: """
+        import pytest
+
+        from shop import add
+
+
+        @pytest.mark.parametrize(
+            "a, b, expected",
+            [pytest.param(1, 2, 3, id="small"), pytest.param(-1, 1, 0, id="zero")],
+        )
+        def test_add(a, b, expected):
+            assert add(a, b) == expected
+    """
+        },
+        {
+            T: """
+        import pytest
+
+        from shop import add
+
+
+        @pytest.mark.parametrize(
+            "a, b, expected",
+            [pytest.param(1, 2, 3, id="small")],
+        )
+        def test_add(a, b, expected):
+            assert add(a, b) == expected
+    """
+        },
+    ),
+    # ---- skip added
+    _cheat(
+        "REF310",
+        "skip-marker",
+        "skip added",
+        {T: BASIC},
+        {
+            T: """
+        import pytest
+
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        @pytest.mark.skip(reason="flaky")
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF310",
+        "pytest-skip-call",
+        "skip added",
+        {T: BASIC},
+        {
+            T: """
+        import pytest
+
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            pytest.skip("later")
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF310",
+        "unittest-skip",
+        "skip added",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 3)
+                self.assertEqual(add(-1, 1), 0)
+
+            @unittest.skip("broken")
+            def test_total(self):
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    _cheat(
+        "REF310",
+        "skipTest-call",
+        "skip added",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 3)
+                self.assertEqual(add(-1, 1), 0)
+
+            def test_total(self):
+                self.skipTest("todo")
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    _cheat(
+        "REF310",
+        "skipif-true",
+        "skip added",
+        {T: BASIC},
+        {
+            T: """
+        import pytest
+
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        @pytest.mark.skipif(True, reason="slow")
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF310",
+        "module-pytestmark",
+        "skip added",
+        {T: BASIC},
+        {
+            T: """
+        import pytest
+
+        from shop import add, total
+
+        pytestmark = pytest.mark.skip(reason="wip")
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF310",
+        "class-skip-decorator",
+        "skip added",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        @unittest.skip("wip")
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 3)
+                self.assertEqual(add(-1, 1), 0)
+
+            def test_total(self):
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    # ---- xfail added, or made non-strict
+    _cheat(
+        "REF312",
+        "xfail-marker",
+        "xfail added",
+        {T: BASIC},
+        {
+            T: """
+        import pytest
+
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        @pytest.mark.xfail(reason="rounding")
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF312",
+        "xfail-call",
+        "xfail added",
+        {T: BASIC},
+        {
+            T: """
+        import pytest
+
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            pytest.xfail("rounding")
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF312",
+        "expectedFailure",
+        "xfail added",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 3)
+                self.assertEqual(add(-1, 1), 0)
+
+            @unittest.expectedFailure
+            def test_total(self):
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    _cheat(
+        "REF312",
+        "module-pytestmark-xfail",
+        "xfail added",
+        {T: BASIC},
+        {
+            T: """
+        import pytest
+
+        from shop import add, total
+
+        pytestmark = [pytest.mark.xfail(reason="rounding")]
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF312",
+        "param-case-marked-xfail",
+        "xfail added",
+        {T: PARAM},
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize(
+            "text, n",
+            [
+                ("a", 1),
+                pytest.param("aeiou", 5, marks=pytest.mark.xfail(reason="unicode")),
+                ("xyz", 0),
+            ],
+        )
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+    ),
+    _cheat(
+        "REF312",
+        "strict-false",
+        "xfail added",
+        {
+            T: """
+        import pytest
+
+        from shop import total
+
+
+        @pytest.mark.xfail(reason="issue 12: discount rounding", strict=True)
+        def test_discount():
+            assert total([10], discount=0.333) == 6.67
+    """
+        },
+        {
+            T: """
+        import pytest
+
+        from shop import total
+
+
+        @pytest.mark.xfail(reason="issue 12: discount rounding", strict=False)
+        def test_discount():
+            assert total([10], discount=0.333) == 6.67
+    """
+        },
+    ),
+    # ---- failures swallowed
+    *[
+        _cheat(
+            "REF311",
+            slug,
+            "failure swallowed",
+            {T: BASIC},
+            {
+                T: f"""
+            {imports}
+            from shop import add, total
+
+
+            def test_add():
+                assert add(1, 2) == 3
+                assert add(-1, 1) == 0
+
+
+            def test_total():
+                {head}
+                    assert total([10, 20]) == 30
+                {tail}
+        """
+            },
+        )
+        for slug, imports, head, tail in [
+            ("except-AssertionError", "", "try:", "except AssertionError:\n        pass"),
+            ("except-Exception", "", "try:", "except Exception as exc:\n        print(exc)"),
+            ("bare-except", "", "try:", "except:\n        pass"),
+            (
+                "contextlib-suppress",
+                "import contextlib",
+                "with contextlib.suppress(AssertionError):",
+                "",
+            ),
+            (
+                "suppress-Exception",
+                "from contextlib import suppress",
+                "with suppress(Exception):",
+                "",
+            ),
+            ("if-False", "", "if False:", ""),
+        ]
+    ],
+    _cheat(
+        "REF311",
+        "early-return",
+        "failure swallowed",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            result = total([10, 20])
+            return
+            assert result == 30
+    """
+        },
+    ),
+    # ---- pytest configuration deselects or ignores tests
+    _cheat(
+        "REF320",
+        "pyproject-addopts-k",
+        "config tampered",
+        {"pyproject.toml": PYPROJECT, T: BASIC},
+        {
+            "pyproject.toml": """
+        [project]
+        name = "shop"
+        version = "0"
+
+        [tool.pytest.ini_options]
+        testpaths = ["tests"]
+        addopts = "-ra -k 'not total'"
+    """
+        },
+    ),
+    _cheat(
+        "REF320",
+        "pytest-ini-deselect",
+        "config tampered",
+        {"pytest.ini": PYTEST_INI, T: BASIC},
+        {
+            "pytest.ini": """
+        [pytest]
+        addopts = -ra --deselect tests/test_shop.py::test_total
+        python_files = test_*.py
+    """
+        },
+    ),
+    _cheat(
+        "REF320",
+        "setup-cfg-ignore",
+        "config tampered",
+        {"setup.cfg": SETUP_CFG, T: BASIC},
+        {
+            "setup.cfg": """
+        [metadata]
+        name = shop
+
+        [tool:pytest]
+        addopts = -ra --ignore=tests/test_shop.py
+    """
+        },
+    ),
+    _cheat(
+        "REF320",
+        "tox-ini-k",
+        "config tampered",
+        {"tox.ini": TOX_INI, T: BASIC},
+        {
+            "tox.ini": """
+        [tox]
+        envlist = py312
+
+        [pytest]
+        addopts = -ra -k "not total"
+    """
+        },
+    ),
+    _cheat(
+        "REF320",
+        "new-pytest-ini-deselect",
+        "config tampered",
+        {T: BASIC},
+        {
+            "pytest.ini": """
+        [pytest]
+        addopts = --deselect=tests/test_shop.py::test_total
+    """
+        },
+    ),
+    _cheat(
+        "REF320",
+        "testpaths-narrowed",
+        "config tampered",
+        {"pyproject.toml": PYPROJECT, T: BASIC},
+        {
+            "pyproject.toml": """
+        [project]
+        name = "shop"
+        version = "0"
+
+        [tool.pytest.ini_options]
+        testpaths = ["tests/unit"]
+        addopts = "-ra"
+    """
+        },
+    ),
+    _cheat(
+        "REF320",
+        "python-files-narrowed",
+        "config tampered",
+        {"pytest.ini": PYTEST_INI, T: BASIC},
+        {
+            "pytest.ini": """
+        [pytest]
+        addopts = -ra
+        python_files = test_add*.py
+    """
+        },
+    ),
+    # ---- conftest hooks that forge outcomes or drop tests
+    _cheat(
+        "REF321",
+        "makereport-forged",
+        "conftest hook",
+        {CONFTEST: CONFTEST_BASE, T: BASIC},
+        {
+            CONFTEST: """
+        import pytest
+
+
+        @pytest.fixture
+        def prices():
+            return [10, 20]
+
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(item, call):
+            outcome = yield
+            report = outcome.get_result()
+            report.outcome = "passed"
+    """
+        },
+    ),
+    _cheat(
+        "REF321",
+        "modifyitems-drops",
+        "conftest hook",
+        {CONFTEST: CONFTEST_BASE, T: BASIC},
+        {
+            CONFTEST: """
+        import pytest
+
+
+        @pytest.fixture
+        def prices():
+            return [10, 20]
+
+
+        def pytest_collection_modifyitems(config, items):
+            items[:] = [item for item in items if "total" not in item.name]
+    """
+        },
+    ),
+    _cheat(
+        "REF321",
+        "new-conftest-pyfunc-call",
+        "conftest hook",
+        {T: BASIC},
+        {
+            CONFTEST: """
+        def pytest_pyfunc_call(pyfuncitem):
+            return True
+    """
+        },
+    ),
+    # ---- the process exits before failures are reported
+    _cheat(
+        "REF322",
+        "os-exit-in-test",
+        "exit in tests",
+        {T: BASIC},
+        {
+            T: """
+        import os
+
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            os._exit(0)
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF322",
+        "sys-exit-in-conftest",
+        "exit in tests",
+        {CONFTEST: CONFTEST_BASE, T: BASIC},
+        {
+            CONFTEST: """
+        import sys
+
+        import pytest
+
+
+        @pytest.fixture
+        def prices():
+            return [10, 20]
+
+
+        def pytest_sessionstart(session):
+            sys.exit(0)
+    """
+        },
+    ),
+    _cheat(
+        "REF322",
+        "module-level-exit-in-conftest",
+        "exit in tests",
+        {CONFTEST: CONFTEST_BASE, T: BASIC},
+        {
+            CONFTEST: """
+        import os
+
+        import pytest
+
+        os._exit(0)
+
+
+        @pytest.fixture
+        def prices():
+            return [10, 20]
+    """
+        },
+    ),
+    # ---- the source special-cases the test's input
+    _cheat(
+        "REF330",
+        "string-input",
+        "special-cased input",
+        {T: VOWELS},
+        {
+            "shop.py": SHOP.replace(
+                "def count_vowels(text):\n",
+                'def count_vowels(text):\n    if text == "aeiou":\n        return 5\n',
+            )
+        },
+    ),
+    _cheat(
+        "REF330",
+        "list-input",
+        "special-cased input",
+        {T: BASIC},
+        {
+            "shop.py": SHOP.replace(
+                "def total(prices, discount=0):\n",
+                "def total(prices, discount=0):\n    if prices == [10, 20]:\n        return 30\n",
+            )
+        },
+    ),
+    # ---- __eq__ that is always true
+    _cheat(
+        "REF331",
+        "eq-returns-true",
+        "always-equal override",
+        {T: BASIC},
+        {
+            "shop.py": SHOP.replace(
+                "        return isinstance(other, Money) and other.cents == self.cents",
+                "        return True",
+            )
+        },
+    ),
+    _cheat(
+        "REF331",
+        "typed-eq-returns-true",
+        "always-equal override",
+        {T: BASIC},
+        {
+            "shop.py": SHOP.replace(
+                "    def __eq__(self, other):\n"
+                "        return isinstance(other, Money) and other.cents == self.cents",
+                "    def __eq__(self, other: object) -> bool:\n"
+                '        """Money compares by value."""\n'
+                "        return True",
+            )
+        },
+    ),
+    # ---- the function under test monkeypatched in its own test
+    _cheat(
+        "REF332",
+        "monkeypatch-setattr",
+        "monkeypatched under test",
+        {
+            T: """
+        import shop
+
+
+        def test_total():
+            assert shop.total([10, 20]) == 30
+    """
+        },
+        {
+            T: """
+        import shop
+
+
+        def test_total(monkeypatch):
+            monkeypatch.setattr(shop, "total", lambda prices, discount=0: 30)
+            assert shop.total([10, 20]) == 30
+    """
+        },
+    ),
+    _cheat(
+        "REF332",
+        "mock-patch",
+        "monkeypatched under test",
+        {T: BASIC},
+        {
+            T: """
+        from unittest import mock
+
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            with mock.patch("test_shop.total", return_value=30):
+                assert total([10, 20]) == 30
+    """
+        },
+    ),
+    # ---- variants found while building the catalogue
+    _cheat(
+        "REF301",
+        "assert-True",
+        "assertion removed",
+        {T: BASIC},
+        {T: BASIC.replace("assert total([10, 20]) == 30", "assert True")},
+    ),
+    _cheat(
+        "REF301",
+        "or-True",
+        "assertion removed",
+        {T: BASIC},
+        {T: BASIC.replace("assert total([10, 20]) == 30", "assert total([10, 20]) == 30 or True")},
+    ),
+    _cheat(
+        "REF300",
+        "file-renamed-out-of-collection",
+        "test removed",
+        {T: BASIC},
+        {T: None, "tests/shop_checks.py": BASIC},
+    ),
+    _cheat(
+        "REF304",
+        "assertAlmostEqual-places",
+        "approx loosened",
+        {
+            T: """
+            import unittest
+
+            from shop import mean
+
+
+            class TestMean(unittest.TestCase):
+                def test_mean(self):
+                    self.assertAlmostEqual(mean([1, 2]), 1.5, places=7)
+            """
+        },
+        {
+            T: """
+            import unittest
+
+            from shop import mean
+
+
+            class TestMean(unittest.TestCase):
+                def test_mean(self):
+                    self.assertAlmostEqual(mean([1, 2]), 1.5, places=0)
+            """
+        },
+    ),
+    _cheat(
+        "REF306",
+        "match-anything",
+        "match removed",
+        {T: RAISES},
+        {T: RAISES.replace('match="empty"', 'match=".*"')},
+    ),
+    _cheat(
+        "REF307",
+        "constant-table-shrunk",
+        "parametrize cases removed",
+        {T: PARAM_CONSTANT},
+        {T: PARAM_CONSTANT.replace('("aeiou", 5), ', "")},
+    ),
+    _cheat(
+        "REF311",
+        "nested-never-called",
+        "failure swallowed",
+        {T: BASIC},
+        {
+            T: BASIC.replace(
+                "def test_total():\n    assert total([10, 20]) == 30",
+                "def test_total():\n    def check():\n        assert total([10, 20]) == 30",
+            )
+        },
+    ),
+    _cheat(
+        "REF311",
+        "raises-block-raises-itself",
+        "failure swallowed",
+        {T: RAISES},
+        {T: RAISES.replace('    parse_qty("")', '    raise ValueError("empty")')},
+    ),
+    _cheat(
+        "REF320",
+        "k-expression-widened",
+        "config tampered",
+        {"pytest.ini": "[pytest]\naddopts = -ra -k 'not slow'\n", T: BASIC},
+        {"pytest.ini": "[pytest]\naddopts = -ra -k 'not slow and not total'\n"},
+    ),
+    _cheat(
+        "REF320",
+        "xfail-strict-off",
+        "config tampered",
+        {"pytest.ini": "[pytest]\nxfail_strict = true\n", T: BASIC},
+        {"pytest.ini": "[pytest]\nxfail_strict = false\n"},
+    ),
+    _cheat(
+        "REF321",
+        "collect-ignore",
+        "conftest hook",
+        {CONFTEST: CONFTEST_BASE, T: BASIC},
+        {CONFTEST: CONFTEST_BASE + '\ncollect_ignore = ["test_shop.py"]\n'},
+    ),
+    _cheat(
+        "REF321",
+        "ignore-collect-hook",
+        "conftest hook",
+        {CONFTEST: CONFTEST_BASE, T: BASIC},
+        {
+            CONFTEST: CONFTEST_BASE
+            + "\n\ndef pytest_ignore_collect(collection_path, config):\n"
+            + '    return "shop" in collection_path.name\n'
+        },
+    ),
+    _cheat(
+        "REF310",
+        "skipif-always-true-condition",
+        "skip added",
+        {T: BASIC},
+        {
+            T: "import sys\n\nimport pytest\n\n"
+            + BASIC.replace(
+                "def test_total",
+                '@pytest.mark.skipif(sys.version_info > (3,), reason="slow")\ndef test_total',
+            )
+        },
+        gap="the guard would have to evaluate the condition; only literal conditions "
+        "(skipif(True)) are read as unconditional skips",
+    ),
+]
+
+
+# ------------------------------------------------------------------------ honest edits
+
+HONEST: list[Pair] = [
+    # ---- renames
+    _honest(
+        "rename-test",
+        "rename",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add_small_numbers():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total_of_two_prices():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "rename-method-and-class",
+        "rename",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestPricing(unittest.TestCase):
+            def test_add_two(self):
+                self.assertEqual(add(1, 2), 3)
+                self.assertEqual(add(-1, 1), 0)
+
+            def test_total_two_prices(self):
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    _honest(
+        "rename-local-variable",
+        "rename",
+        {
+            T: """
+        from shop import total
+
+
+        def test_total():
+            result = total([10, 20])
+            assert result == 30
+    """
+        },
+        {
+            T: """
+        from shop import total
+
+
+        def test_total():
+            amount = total([10, 20])
+            assert amount == 30
+    """
+        },
+    ),
+    _honest("rename-test-file", "rename", {T: BASIC}, {T: None, "tests/test_pricing.py": BASIC}),
+    # ---- reformatting
+    _honest(
+        "black-style",
+        "reformat",
+        {
+            T: """
+        from shop import add,total
+        def test_add():
+            assert add(1,2)==3
+            assert add( -1 , 1 )==0
+        def test_total(): assert total([10,20])==30
+    """
+        },
+        {T: BASIC},
+    ),
+    _honest(
+        "reindent",
+        "reformat",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add():
+          assert add(1, 2) == 3
+          assert add(-1, 1) == 0
+
+
+        def test_total():
+          assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "quote-style",
+        "reformat",
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels, lookup, parse_qty
+
+
+        def test_vowels():
+            assert count_vowels('aeiou') == 5
+            assert count_vowels('xyz') == 0
+
+
+        @pytest.mark.xfail(reason='issue 12', strict=True)
+        def test_uppercase_y():
+            assert count_vowels('Y') == 1
+
+
+        def test_empty_qty():
+            with pytest.raises(ValueError, match='empty'):
+                parse_qty('')
+
+
+        def test_lookup():
+            assert lookup({'a': 'x'}, 'a') == 'x'
+    """
+        },
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels, lookup, parse_qty
+
+
+        def test_vowels():
+            assert count_vowels("aeiou") == 5
+            assert count_vowels("xyz") == 0
+
+
+        @pytest.mark.xfail(reason="issue 12", strict=True)
+        def test_uppercase_y():
+            assert count_vowels("Y") == 1
+
+
+        def test_empty_qty():
+            with pytest.raises(ValueError, match="empty"):
+                parse_qty("")
+
+
+        def test_lookup():
+            assert lookup({"a": "x"}, "a") == "x"
+    """
+        },
+    ),
+    _honest(
+        "line-breaks-in-calls",
+        "reformat",
+        {
+            T: """
+        import pytest
+
+        from shop import total
+
+
+        @pytest.mark.parametrize("prices, discount, expected", [([10, 20], 0, 30), ([10], 0.5, 5)])
+        def test_total(prices, discount, expected):
+            assert total(prices, discount=discount) == expected
+            assert total([10, 20, 30, 40], discount=0.25) == 75
+    """
+        },
+        {
+            T: """
+        import pytest
+
+        from shop import total
+
+
+        @pytest.mark.parametrize(
+            "prices, discount, expected",
+            [
+                ([10, 20], 0, 30),
+                ([10], 0.5, 5),
+            ],
+        )
+        def test_total(prices, discount, expected):
+            assert total(
+                prices,
+                discount=discount,
+            ) == expected
+            assert (
+                total([10, 20, 30, 40], discount=0.25)
+                == 75
+            )
+    """
+        },
+    ),
+    _honest(
+        "comments-and-docstrings",
+        "reformat",
+        {T: BASIC},
+        {
+            T: """
+        \"\"\"Prices and sums.\"\"\"
+
+        from shop import add, total
+
+
+        def test_add():
+            \"\"\"Addition works for small and negative numbers.\"\"\"
+            assert add(1, 2) == 3  # the basics
+            # a negative operand
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "reorder-tests",
+        "reformat",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+
+
+        def test_add():
+            assert add(-1, 1) == 0
+            assert add(1, 2) == 3
+    """
+        },
+    ),
+    # ---- moving tests
+    _honest(
+        "move-to-existing-file",
+        "move",
+        {T: BASIC, T2: VOWELS},
+        {
+            T: """
+        from shop import add
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+    """,
+            T2: """
+        from shop import count_vowels, total
+
+
+        def test_vowels():
+            assert count_vowels("aeiou") == 5
+
+
+        def test_no_vowels():
+            assert count_vowels("xyz") == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """,
+        },
+    ),
+    _honest(
+        "move-to-new-file",
+        "move",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+    """,
+            "tests/unit/test_total.py": """
+        from shop import total
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """,
+        },
+    ),
+    _honest(
+        "move-into-class",
+        "move",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        class TestShop:
+            def test_add(self):
+                assert add(1, 2) == 3
+                assert add(-1, 1) == 0
+
+            def test_total(self):
+                assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "move-and-strengthen",
+        "move",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+    """,
+            "tests/test_total.py": """
+        from shop import total
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+            assert total([10, 20], discount=0.5) == 15
+    """,
+        },
+    ),
+    _honest("unittest-to-pytest", "move", {T: UNITTEST}, {T: BASIC}),
+    # ---- splitting and merging
+    _honest(
+        "split-test",
+        "split/merge",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add_positive():
+            assert add(1, 2) == 3
+
+
+        def test_add_negative():
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "merge-tests",
+        "split/merge",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_arithmetic():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "split-into-parametrize",
+        "split/merge",
+        {T: BASIC},
+        {
+            T: """
+        import pytest
+
+        from shop import add, total
+
+
+        @pytest.mark.parametrize("a, b, expected", [(1, 2, 3), (-1, 1, 0)])
+        def test_add(a, b, expected):
+            assert add(a, b) == expected
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    # ---- strengthening
+    _honest(
+        "ge-to-eq",
+        "strengthen",
+        {
+            T: """
+        from shop import total
+
+
+        def test_total():
+            assert total([10, 20]) >= 30
+    """
+        },
+        {
+            T: """
+        from shop import total
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "truthy-to-eq",
+        "strengthen",
+        {
+            T: """
+        from shop import count_vowels
+
+
+        def test_vowels():
+            assert count_vowels("aeiou")
+    """
+        },
+        {
+            T: """
+        from shop import count_vowels
+
+
+        def test_vowels():
+            assert count_vowels("aeiou") == 5
+    """
+        },
+    ),
+    _honest(
+        "assertTrue-to-assertEqual",
+        "strengthen",
+        {
+            T: """
+        import unittest
+
+        from shop import total
+
+
+        class TestTotal(unittest.TestCase):
+            def test_total(self):
+                self.assertIsNotNone(total([10, 20]))
+    """
+        },
+        {
+            T: """
+        import unittest
+
+        from shop import total
+
+
+        class TestTotal(unittest.TestCase):
+            def test_total(self):
+                self.assertEqual(total([10, 20]), 30)
+    """
+        },
+    ),
+    _honest(
+        "add-match",
+        "strengthen",
+        {T: RAISES},
+        {
+            T: """
+        import pytest
+
+        from shop import lookup, parse_qty
+
+
+        def test_empty_qty():
+            with pytest.raises(ValueError, match="empty"):
+                parse_qty("")
+
+
+        def test_missing_key():
+            with pytest.raises(KeyError, match="a"):
+                lookup({}, "a")
+    """
+        },
+    ),
+    _honest(
+        "narrow-exception",
+        "strengthen",
+        {
+            T: """
+        import pytest
+
+        from shop import parse_qty
+
+
+        def test_bad_qty():
+            with pytest.raises(Exception):
+                parse_qty("x")
+    """
+        },
+        {
+            T: """
+        import pytest
+
+        from shop import parse_qty
+
+
+        def test_bad_qty():
+            with pytest.raises(ValueError, match="invalid literal"):
+                parse_qty("x")
+    """
+        },
+    ),
+    _honest(
+        "tighten-approx",
+        "strengthen",
+        {T: APPROX},
+        {
+            T: """
+        import pytest
+
+        from shop import mean
+
+
+        def test_mean():
+            assert mean([1, 2, 3, 4]) == pytest.approx(2.5, rel=1e-12)
+
+
+        def test_mean_default():
+            assert mean([0.1, 0.2]) == pytest.approx(0.15, rel=1e-9)
+    """
+        },
+    ),
+    _honest(
+        "remove-xfail",
+        "strengthen",
+        {
+            T: """
+        import pytest
+
+        from shop import total
+
+
+        @pytest.mark.xfail(reason="issue 12", strict=True)
+        def test_discount():
+            assert total([10], discount=0.5) == 5
+    """
+        },
+        {
+            T: """
+        from shop import total
+
+
+        def test_discount():
+            assert total([10], discount=0.5) == 5
+    """
+        },
+    ),
+    _honest(
+        "remove-skip",
+        "strengthen",
+        {
+            T: """
+        import pytest
+
+        from shop import total
+
+
+        @pytest.mark.skip(reason="needs the discount fix")
+        def test_discount():
+            assert total([10], discount=0.5) == 5
+    """
+        },
+        {
+            T: """
+        from shop import total
+
+
+        def test_discount():
+            assert total([10], discount=0.5) == 5
+    """
+        },
+    ),
+    # ---- adding
+    _honest(
+        "add-test",
+        "add",
+        {T: BASIC},
+        {
+            T: BASIC
+            + _text("""
+
+
+        def test_total_with_discount():
+            assert total([10, 20], discount=0.5) == 15
+    """)
+        },
+    ),
+    _honest(
+        "add-assertions",
+        "add",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+            assert add(0, 0) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+            assert total([]) == 0
+    """
+        },
+    ),
+    _honest(
+        "add-parametrize-cases",
+        "add",
+        {T: PARAM},
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize(
+            "text, n",
+            [
+                ("a", 1),
+                ("aeiou", 5),
+                ("xyz", 0),
+                ("AEIOU", 5),
+                ("", 0),
+            ],
+        )
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+    ),
+    _honest(
+        "reorder-parametrize-with-ids",
+        "reformat",
+        {T: PARAM},
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize(
+            "text, n",
+            [
+                pytest.param("xyz", 0, id="none"),
+                pytest.param("a", 1, id="one"),
+                pytest.param("aeiou", 5, id="all"),
+            ],
+        )
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+    ),
+    _honest("add-test-file", "add", {T: BASIC}, {"tests/test_vowels.py": VOWELS}),
+    # ---- refactoring the source
+    _honest(
+        "rename-function",
+        "refactor source",
+        {T: BASIC},
+        {
+            "shop.py": SHOP.replace("def add(a, b):", "def plus(a, b):"),
+            T: """
+        from shop import plus, total
+
+
+        def test_add():
+            assert plus(1, 2) == 3
+            assert plus(-1, 1) == 0
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """,
+        },
+    ),
+    _honest(
+        "extract-helper",
+        "refactor source",
+        {T: BASIC},
+        {
+            "shop.py": SHOP.replace(
+                "def total(prices, discount=0):\n"
+                "    return round(sum(prices) * (1 - discount), 2)\n",
+                "def _discounted(amount, discount):\n"
+                "    return amount * (1 - discount)\n\n\n"
+                "def total(prices, discount=0):\n"
+                "    return round(_discounted(sum(prices), discount), 2)\n",
+            )
+        },
+    ),
+    _honest(
+        "branch-on-non-test-literal",
+        "refactor source",
+        {
+            T: """
+        from shop import factorial
+
+
+        def test_factorial():
+            assert factorial(5) == 120
+            assert factorial(10) == 3628800
+    """
+        },
+        {
+            "shop.py": SHOP.replace(
+                "def factorial(n):\n",
+                "def factorial(n):\n    if n == 0:\n        return 1\n",
+            )
+        },
+    ),
+    _honest(
+        "guard-clause-source",
+        "refactor source",
+        {T: VOWELS},
+        {
+            "shop.py": SHOP.replace(
+                "def count_vowels(text):\n",
+                "def count_vowels(text):\n    if text is None:\n        return 0\n",
+            )
+        },
+    ),
+    _honest(
+        "eq-rewritten-properly",
+        "refactor source",
+        {T: BASIC},
+        {
+            "shop.py": SHOP.replace(
+                "        return isinstance(other, Money) and other.cents == self.cents",
+                "        if not isinstance(other, Money):\n            return NotImplemented\n"
+                "        return other.cents == self.cents",
+            )
+        },
+    ),
+    _honest(
+        "type-hints-and-docstrings",
+        "refactor source",
+        {T: BASIC},
+        {
+            "shop.py": SHOP.replace(
+                "def add(a, b):\n    return a + b",
+                'def add(a: int, b: int) -> int:\n    """The sum of a and b."""\n    return a + b',
+            )
+        },
+    ),
+    # ---- helpers and assertion styles
+    _honest(
+        "assertions-into-helper",
+        "helper",
+        {T: BASIC},
+        {
+            T: """
+        from shop import add, total
+
+
+        def check_sum(a, b, expected):
+            assert add(a, b) == expected
+
+
+        def test_add():
+            check_sum(1, 2, 3)
+            check_sum(-1, 1, 0)
+
+
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "assertEqual-to-assert",
+        "assertion style",
+        {T: UNITTEST},
+        {
+            T: """
+        import unittest
+
+        from shop import add, total
+
+
+        class TestShop(unittest.TestCase):
+            def test_add(self):
+                assert add(1, 2) == 3
+                assert add(-1, 1) == 0
+
+            def test_total(self):
+                assert total([10, 20]) == 30
+    """
+        },
+    ),
+    _honest(
+        "assert-to-assertEqual",
+        "assertion style",
+        {
+            T: """
+        import unittest
+
+        from shop import add
+
+
+        class TestAdd(unittest.TestCase):
+            def test_add(self):
+                assert add(1, 2) == 3
+                assert add(-1, 1) == 0
+    """
+        },
+        {
+            T: """
+        import unittest
+
+        from shop import add
+
+
+        class TestAdd(unittest.TestCase):
+            def test_add(self):
+                self.assertEqual(add(1, 2), 3)
+                self.assertEqual(add(-1, 1), 0)
+    """
+        },
+    ),
+    _honest(
+        "assertRaises-to-pytest-raises",
+        "assertion style",
+        {
+            T: """
+        import unittest
+
+        from shop import parse_qty
+
+
+        class TestQty(unittest.TestCase):
+            def test_empty(self):
+                with self.assertRaisesRegex(ValueError, "empty"):
+                    parse_qty("")
+    """
+        },
+        {
+            T: """
+        import pytest
+
+        from shop import parse_qty
+
+
+        def test_empty():
+            with pytest.raises(ValueError, match="empty"):
+                parse_qty("")
+    """
+        },
+    ),
+    _honest(
+        "main-guard-added",
+        "add",
+        {T: BASIC},
+        {
+            T: BASIC
+            + _text("""
+
+
+                if __name__ == "__main__":
+                    import sys
+
+                    import pytest
+
+                    sys.exit(pytest.main([__file__]))
+            """)
+        },
+    ),
+    # ---- reasoned skips
+    _honest(
+        "reasoned-skipif",
+        "reasoned skipif",
+        {T: BASIC},
+        {
+            T: """
+        import sys
+
+        import pytest
+
+        from shop import add, total
+
+
+        def test_add():
+            assert add(1, 2) == 3
+            assert add(-1, 1) == 0
+
+
+        @pytest.mark.skipif(sys.platform == "win32", reason="locale rounding differs on Windows")
+        def test_total():
+            assert total([10, 20]) == 30
+    """
+        },
+    ),
+    # ---- pytest configuration that runs as many tests or more
+    _honest(
+        "addopts-verbose",
+        "config",
+        {"pyproject.toml": PYPROJECT, T: BASIC},
+        {
+            "pyproject.toml": """
+        [project]
+        name = "shop"
+        version = "0"
+
+        [tool.pytest.ini_options]
+        testpaths = ["tests"]
+        addopts = "-ra -v"
+    """
+        },
+    ),
+    _honest(
+        "addopts-strict-markers",
+        "config",
+        {"pytest.ini": PYTEST_INI, T: BASIC},
+        {
+            "pytest.ini": """
+        [pytest]
+        addopts = -ra --strict-markers
+        python_files = test_*.py
+        markers =
+            slow: tests that take seconds
+    """
+        },
+    ),
+    _honest(
+        "testpaths-widened",
+        "config",
+        {"pyproject.toml": PYPROJECT, T: BASIC},
+        {
+            "pyproject.toml": """
+        [project]
+        name = "shop"
+        version = "0"
+
+        [tool.pytest.ini_options]
+        testpaths = ["tests", "integration"]
+        addopts = "-ra"
+    """
+        },
+    ),
+    _honest(
+        "conftest-fixture-and-marker-hook",
+        "config",
+        {CONFTEST: CONFTEST_BASE, T: BASIC},
+        {
+            CONFTEST: """
+        import pytest
+
+
+        @pytest.fixture
+        def prices():
+            return [10, 20, 30]
+
+
+        def pytest_collection_modifyitems(config, items):
+            for item in items:
+                if "total" in item.name:
+                    item.add_marker(pytest.mark.pricing)
+    """
+        },
+    ),
+    # ---- an expected value fixed by arbitration, with its certificate
+    _honest(
+        "certified-value-change",
+        "certified",
+        {
+            T: """
+        from shop import count_vowels
+
+
+        def test_vowels():
+            assert count_vowels("aeiou") == 4
+    """
+        },
+        {
+            T: """
+        from shop import count_vowels
+
+
+        def test_vowels():
+            assert count_vowels("aeiou") == 5
+    """
+        },
+        certificate={
+            "test_id": "tests/test_shop.py::test_vowels",
+            "call": "count_vowels('aeiou')",
+            "old_value": "4",
+            "new_value": "5",
+        },
+        info="REF302",
+    ),
+    _honest(
+        "certified-parametrize-case",
+        "certified",
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize("text, n", [("a", 1), ("aeiou", 4)])
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize("text, n", [("a", 1), ("aeiou", 5)])
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+        certificate={
+            "test_id": "tests/test_shop.py::test_vowels[aeiou-4]",
+            "call": "count_vowels('aeiou')",
+            "old_value": "4",
+            "new_value": "5",
+        },
+        info="REF302",
+    ),
+    _honest(
+        "certified-unittest-change",
+        "certified",
+        {
+            T: """
+        import unittest
+
+        from shop import total
+
+
+        class TestTotal(unittest.TestCase):
+            def test_discount(self):
+                self.assertEqual(total([10, 20], discount=0.1), 28)
+    """
+        },
+        {
+            T: """
+        import unittest
+
+        from shop import total
+
+
+        class TestTotal(unittest.TestCase):
+            def test_discount(self):
+                self.assertEqual(total([10, 20], discount=0.1), 27.0)
+    """
+        },
+        certificate={
+            "test_id": "tests/test_shop.py::TestTotal::test_discount",
+            "call": "total([10, 20], discount=0.1)",
+            "old_value": "28",
+            "new_value": "27.0",
+        },
+        info="REF302",
+    ),
+    _honest(
+        "nested-callback-called",
+        "helper",
+        {T: BASIC},
+        {
+            T: BASIC.replace(
+                "def test_total():\n    assert total([10, 20]) == 30",
+                "def test_total():\n    def check(prices, expected):\n"
+                "        assert total(prices) == expected\n\n"
+                "    check([10, 20], 30)",
+            )
+        },
+    ),
+    _honest(
+        "constant-table-grows",
+        "add",
+        {T: PARAM_CONSTANT},
+        {T: PARAM_CONSTANT.replace('("xyz", 0)]', '("xyz", 0), ("", 0)]')},
+    ),
+    _honest(
+        "match-made-specific",
+        "strengthen",
+        {T: RAISES},
+        {T: RAISES.replace('match="empty"', 'match="^empty quantity$"')},
+    ),
+    _honest(
+        "assertAlmostEqual-tightened",
+        "strengthen",
+        {
+            T: """
+            import unittest
+
+            from shop import mean
+
+
+            class TestMean(unittest.TestCase):
+                def test_mean(self):
+                    self.assertAlmostEqual(mean([1, 2]), 1.5)
+            """
+        },
+        {
+            T: """
+            import unittest
+
+            from shop import mean
+
+
+            class TestMean(unittest.TestCase):
+                def test_mean(self):
+                    self.assertAlmostEqual(mean([1, 2]), 1.5, places=10)
+            """
+        },
+    ),
+    _honest(
+        "deselect-removed",
+        "config",
+        {"pytest.ini": "[pytest]\naddopts = -ra -k 'not slow'\n", T: BASIC},
+        {"pytest.ini": "[pytest]\naddopts = -ra --strict-markers\n"},
+    ),
+]
+
+
+def _check_catalogue() -> None:
+    """Every pair really edits something, and ids are unique."""
+    seen: set[str] = set()
+    for pair in (*CHEATS, *HONEST):
+        assert pair.id not in seen, f"duplicate pair id {pair.id}"
+        seen.add(pair.id)
+        before = {**PROJECT, **pair.before}
+        for path, text in pair.after.items():
+            assert before.get(path) != text, f"{pair.id}: {path} is not changed"
+
+
+_check_catalogue()
+
+CLASSES: tuple[str, ...] = tuple(dict.fromkeys(p.cls for p in (*CHEATS, *HONEST)))

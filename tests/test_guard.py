@@ -1,0 +1,289 @@
+"""The anti-gaming guard end to end: `referee guard` in real git repositories.
+
+The catalogue (tests/guard_catalogue/cases.py) holds before/after pairs: cheats the
+guard must catch with the right rule code, and honest edits it must let through with no
+error at all. Each pair is committed in a fresh repository, edited in its working tree,
+and checked by the real command line (``python -m referee guard --format json``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from guard_catalogue.cases import (
+    BASIC,
+    CHEATS,
+    HONEST,
+    PROJECT,
+    Outcome,
+    Pair,
+    T,
+    certify,
+    commit_repo,
+    git,
+    run_guard,
+    run_pair,
+    write_files,
+)
+
+from referee.checks.registry import GUARD_CODES
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the guard needs git")
+
+# Every kind of cheat the guard knows, each with the code it must be reported under.
+CHEAT_CLASSES = {
+    "assertion removed": "REF301",
+    "test removed": "REF300",
+    "renamed out of collection": "REF308",
+    "expected value changed": "REF302",
+    "comparison weakened": "REF303",
+    "approx loosened": "REF304",
+    "raises widened": "REF305",
+    "match removed": "REF306",
+    "parametrize cases removed": "REF307",
+    "skip added": "REF310",
+    "xfail added": "REF312",
+    "failure swallowed": "REF311",
+    "config tampered": "REF320",
+    "conftest hook": "REF321",
+    "exit in tests": "REF322",
+    "special-cased input": "REF330",
+    "always-equal override": "REF331",
+    "monkeypatched under test": "REF332",
+}
+
+EDITED = """
+from shop import add, total
+
+
+def test_add():
+    assert add(1, 2) == 3
+    assert add(-1, 1) == 0
+
+
+def test_total():
+    assert total([10, 20]) == 31
+""".lstrip()
+
+
+def _errors(outcome: Outcome) -> list[dict]:
+    return [f for f in outcome.findings if f["severity"] == "error"]
+
+
+# ------------------------------------------------------------------------ the catalogue
+
+
+def test_catalogue_is_complete() -> None:
+    assert len(CHEATS) >= 40
+    assert len(HONEST) >= 40
+    assert {p.cls for p in CHEATS} == set(CHEAT_CLASSES)
+    for pair in CHEATS:
+        assert pair.code == CHEAT_CLASSES[pair.cls], pair.id
+    # every guard rule is exercised by at least one cheat
+    assert {p.code for p in CHEATS} == set(GUARD_CODES)
+    # no class rests on a single example
+    assert min(Counter(p.cls for p in CHEATS).values()) >= 2
+    # known gaps stay few
+    assert sum(p.gap is not None for p in CHEATS) <= 3
+    assert all(p.gap is None for p in HONEST)
+
+
+def _cheat_params() -> list:
+    """The cheats, a known gap expected to fail (strictly: fixing it must update it)."""
+    return [
+        pytest.param(
+            pair,
+            id=pair.id,
+            marks=[pytest.mark.xfail(strict=True, reason=pair.gap)] if pair.gap else [],
+        )
+        for pair in CHEATS
+    ]
+
+
+@pytest.mark.parametrize("pair", _cheat_params())
+def test_cheat_is_caught(pair: Pair, tmp_path: Path) -> None:
+    outcome = run_pair(pair, tmp_path / "repo")
+    assert outcome.rc == 1, outcome.describe()
+    assert pair.code in outcome.codes("error"), outcome.describe()
+
+
+@pytest.mark.parametrize("pair", HONEST, ids=lambda p: p.id)
+def test_honest_edit_passes(pair: Pair, tmp_path: Path) -> None:
+    outcome = run_pair(pair, tmp_path / "repo")
+    assert outcome.rc == 0, outcome.describe()
+    assert not _errors(outcome), outcome.describe()
+    if pair.info is not None:
+        infos = [f for f in outcome.findings if f["severity"] == "info"]
+        assert any(f["code"] == pair.info and "certified by" in f["message"] for f in infos), (
+            outcome.describe()
+        )
+
+
+# -------------------------------------------------------------------- the command line
+
+
+def test_base_names_another_ref(tmp_path: Path) -> None:
+    """A pull request's merge base: the weakening is committed, the tree is clean."""
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: BASIC})
+    git(repo, "branch", "upstream")
+    commit_repo(repo, {T: EDITED}, message="make it pass")
+
+    assert run_guard(repo).rc == 0  # nothing changed since HEAD
+    outcome = run_guard(repo, "--base", "upstream")
+    assert outcome.rc == 1, outcome.describe()
+    assert outcome.codes() == {"REF302"}
+    assert "upstream:" in _errors(outcome)[0]["message"]
+
+
+def test_outside_a_git_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    plain = tmp_path / "plain"
+    write_files(plain, {**PROJECT, T: BASIC})
+    outcome = run_guard(plain)
+    assert outcome.rc == 2, outcome.describe()
+    assert "git repository" in outcome.stderr
+    assert outcome.stdout == ""
+
+
+def test_unknown_base(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: BASIC})
+    outcome = run_guard(repo, "--base", "no-such-ref")
+    assert outcome.rc == 2, outcome.describe()
+    assert "'no-such-ref' is not a commit" in outcome.stderr
+
+
+def test_hand_edited_certificate_is_not_honoured(tmp_path: Path) -> None:
+    """A certificate for 30 -> 31, edited by hand to cover 30 -> 32 (its id kept)."""
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: BASIC})
+    write_files(repo, {T: EDITED.replace("== 31", "== 32")})
+    certify(
+        repo,
+        {
+            "test_id": "tests/test_shop.py::test_total",
+            "call": "total([10, 20])",
+            "old_value": "30",
+            "new_value": "31",
+        },
+    )
+    ledger = repo / ".referee" / "certificates.jsonl"
+    record = json.loads(ledger.read_text(encoding="utf-8"))
+    record["new_value"] = "32"
+    ledger.write_text(json.dumps(record, sort_keys=True) + "\n", encoding="utf-8")
+
+    outcome = run_guard(repo)
+    assert outcome.rc == 1, outcome.describe()
+    assert "REF302" in outcome.codes("error")
+    assert not outcome.codes("info")
+    assert record["id"] in outcome.stderr
+    assert "does not match its content" in outcome.stderr
+
+
+def test_genuine_certificate_is_honoured_only_for_its_own_change(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: BASIC})
+    write_files(repo, {T: EDITED})
+    fields = {"call": "total([10, 20])", "old_value": "30", "new_value": "31"}
+    certify(repo, {**fields, "test_id": "tests/test_shop.py::test_add"})  # another test
+    assert run_guard(repo).rc == 1
+    certify(repo, {**fields, "test_id": "tests/test_shop.py::test_total"})
+    outcome = run_guard(repo)
+    assert outcome.rc == 0, outcome.describe()
+    assert outcome.codes("info") == {"REF302"}
+
+
+def test_sarif_output_is_sarif_2_1_0(tmp_path: Path) -> None:
+    from sarif_pydantic import Sarif
+
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: BASIC})
+    write_files(repo, {T: EDITED})
+    outcome = run_guard(repo, fmt="sarif")
+    assert outcome.rc == 1, outcome.stderr
+    data = json.loads(outcome.stdout)
+    sarif = Sarif.model_validate(data)
+    assert sarif.version == "2.1.0"
+    (run,) = data["runs"]
+    assert [r["ruleId"] for r in run["results"]] == ["REF302"]
+    location = run["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "tests/test_shop.py"
+
+
+def test_text_output_names_the_rule_and_the_baseline(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: BASIC})
+    write_files(repo, {T: EDITED})
+    outcome = run_guard(repo, fmt="text")
+    assert outcome.rc == 1
+    assert "tests/test_shop.py:10:1: REF302" in outcome.stdout
+    assert "(HEAD:10)" in outcome.stdout
+
+
+def test_paths_restrict_the_check(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    other = "tests/test_other.py"
+    commit_repo(repo, {**PROJECT, T: BASIC, other: BASIC, "tests/test_clean.py": BASIC})
+    write_files(repo, {T: EDITED, other: BASIC.replace("== 30", ">= 30")})
+
+    everything = run_guard(repo)
+    assert {(f["path"], f["code"]) for f in _errors(everything)} == {
+        (T, "REF302"),
+        (other, "REF303"),
+    }
+    only_one = run_guard(repo, T)
+    assert only_one.rc == 1
+    assert {(f["path"], f["code"]) for f in _errors(only_one)} == {(T, "REF302")}
+    directory = run_guard(repo, "tests")
+    assert {f["path"] for f in _errors(directory)} == {T, other}
+    untouched = run_guard(repo, "tests/test_clean.py")
+    assert untouched.rc == 0, untouched.describe()
+    assert untouched.findings == []
+
+
+def test_moved_test_is_compared_where_it_now_lives(tmp_path: Path) -> None:
+    """A test moved into another file and weakened there is still caught."""
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: BASIC})
+    write_files(
+        repo,
+        {
+            T: BASIC.split("\n\n\ndef test_total")[0] + "\n",
+            "tests/test_total.py": "from shop import total\n\n\n"
+            "def test_total():\n    assert total([10, 20]) >= 30\n",
+        },
+    )
+    outcome = run_guard(repo)
+    assert outcome.rc == 1, outcome.describe()
+    assert outcome.codes() == {"REF303"}
+    assert "tests/test_total.py" in _errors(outcome)[0]["message"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="without a referee.toml, `referee guard PATH` roots the project at PATH "
+    "(server/cli.py discover), so test ids lose their directory and the ledger at the "
+    "repository root is not read",
+)
+def test_certificate_honoured_for_a_path_without_a_config_file(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    project = {k: v for k, v in PROJECT.items() if k != "referee.toml"}
+    commit_repo(repo, {**project, T: BASIC})
+    write_files(repo, {T: EDITED})
+    certify(
+        repo,
+        {
+            "test_id": "tests/test_shop.py::test_total",
+            "call": "total([10, 20])",
+            "old_value": "30",
+            "new_value": "31",
+        },
+    )
+    assert run_guard(repo).rc == 0  # from the root: honoured
+    outcome = run_guard(repo, T)
+    assert outcome.rc == 0, outcome.describe()
