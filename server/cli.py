@@ -356,6 +356,10 @@ def guard(
     start = paths[0] if paths else Path(".")
     try:
         settings = discover(start, config_path)
+        if settings.path is None:
+            # No configuration file: the repository is the project, wherever PATH points,
+            # so test ids and the ledger are the ones CI sees.
+            settings = Settings(settings.config, baseline.toplevel(start.resolve()), None)
         plan = run.plan(settings, base, start)
     except ConfigError as exc:
         raise _fail(str(exc)) from None

@@ -264,12 +264,6 @@ def test_moved_test_is_compared_where_it_now_lives(tmp_path: Path) -> None:
     assert "tests/test_total.py" in _errors(outcome)[0]["message"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="without a referee.toml, `referee guard PATH` roots the project at PATH "
-    "(server/cli.py discover), so test ids lose their directory and the ledger at the "
-    "repository root is not read",
-)
 def test_certificate_honoured_for_a_path_without_a_config_file(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     project = {k: v for k, v in PROJECT.items() if k != "referee.toml"}

@@ -539,6 +539,9 @@ def expected_value_changed(ctx: Context) -> Iterator[Violation]:
     `.referee/certificates.jsonl`. A change a certificate covers (same test id, old and
     new value) is reported as information: "certified by …".
 
+    A value changed inside a `@pytest.mark.parametrize` table (without removing the
+    case) is the same change; reordering cases or renaming `pytest.param` ids is not.
+
     ## Why it matters
     Rewriting the expected value to whatever the code returns turns every test green and
     every bug into a specification. Only an independent oracle may decide that the test
@@ -585,6 +588,10 @@ def approx_loosened(ctx: Context) -> Iterator[Violation]:
     Flags a `pytest.approx` (or `assertAlmostEqual`) whose `rel` or `abs` tolerance grew
     since the baseline. Tightening is not flagged.
 
+    A missing tolerance means pytest's defaults (`rel=1e-6`, `abs=1e-12`), so adding a
+    tighter one is not flagged; `assertAlmostEqual` losing `places` or gaining a larger
+    `delta` is.
+
     ## Why it matters
     A tolerance wide enough accepts any answer.
 
@@ -626,6 +633,9 @@ def raises_match_removed(ctx: Context) -> Iterator[Violation]:
     Flags a `pytest.raises(..., match=...)` (or `assertRaisesRegex`) whose message
     pattern was dropped since the baseline.
 
+    Also flagged: `assertRaisesRegex` turned into `assertRaises`, and a pattern replaced
+    by one that matches anything (`match=".*"`).
+
     ## Why it matters
     The pattern is what tells this `ValueError` from any other.
 
@@ -644,6 +654,9 @@ def raises_match_removed(ctx: Context) -> Iterator[Violation]:
 def parametrize_cases_removed(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a `@pytest.mark.parametrize` test with fewer cases than at the baseline.
+
+    Tables kept in a module constant (`CASES = [...]` used as
+    `@pytest.mark.parametrize("x, y", CASES)`) are read too.
 
     ## Why it matters
     Deleting the failing case from a table is deleting a test.
@@ -664,6 +677,10 @@ def renamed_out_of_collection(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a test that was renamed to a name pytest does not collect (`test_x` to
     `_test_x`, `check_x`, `xtest_x`) with its body intact.
+
+    Renaming a class from `Test*` to a name pytest does not collect (with no base class
+    that would make it a unittest case) takes all its methods out of collection and is
+    flagged the same way.
 
     ## Why it matters
     The test still reads as a test in review, and never runs.
@@ -686,6 +703,11 @@ def skip_added(ctx: Context) -> Iterator[Violation]:
     `@unittest.skip`, `pytest.skip()`, `self.skipTest()`, `raise SkipTest`. Conditional
     skips (`skipif`, `skipUnless`) are not flagged.
 
+    Unconditional forms count wherever they are written: `skipif(True)`,
+    `skipUnless(False)`, a module- or class-level `pytestmark`, a class decorator, and
+    `pytest.param(..., marks=pytest.mark.skip)`. A condition the guard would have to
+    evaluate (`skipif(sys.version_info > (3,))`) is read as conditional: a known gap.
+
     ## Why it matters
     A skipped test reports nothing, and CI stays green.
 
@@ -706,6 +728,9 @@ def failure_swallowed(ctx: Context) -> Iterator[Violation]:
     Flags an assertion that could fail at the baseline and now cannot: newly wrapped in a
     `try` whose `except` swallows the failure, in `contextlib.suppress`, after an
     unconditional `return`, or under a condition that is always false (`if False:`).
+
+    Also: assertions moved into a nested function the test never calls, and a
+    `pytest.raises(E)` block whose body raises `E` itself.
 
     ## Why it matters
     The assertion is still there for a reviewer to see; it just never fails.
@@ -729,6 +754,8 @@ def xfail_added(ctx: Context) -> Iterator[Violation]:
     Flags a test newly marked as expected to fail (`@pytest.mark.xfail`,
     `@unittest.expectedFailure`, `pytest.xfail()`), or an xfail that became
     `strict=False` (so an unexpected pass no longer fails the run).
+
+    xfail marks are read in the same places as skips (see `skip-added`).
 
     ## Why it matters
     An xfail turns a red test into a yellow one that nobody reads.
@@ -784,6 +811,11 @@ def test_config_tampered(ctx: Context) -> Iterator[Violation]:
     tests: `addopts` gaining `-k`, `-m`, `--deselect`, `--ignore`, `--ignore-glob` or
     `-p`, or a changed `testpaths`, `python_files`, `python_classes`,
     `python_functions` or `norecursedirs`.
+
+    `testpaths` and `python_files`/`_classes`/`_functions` are flagged when an entry is
+    removed (adding one runs more tests), `norecursedirs` when one is added, a changed
+    value of `-k`, `-m`, `--ignore` or `-p` in `addopts` (including the attached form
+    `-kexpr`), and `xfail_strict` turned off.
 
     ## Why it matters
     The tests are all still there; pytest just no longer looks at the red ones.
@@ -925,6 +957,9 @@ def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
     `pytest_pyfunc_call`, `pytest_runtest_protocol`, `pytest_report_teststatus`,
     `pytest_sessionfinish`, or a `pytest_collection_modifyitems` that removes items.
 
+    Also flagged: `collect_ignore`, `collect_ignore_glob` and `pytest_ignore_collect`
+    added to a conftest.
+
     ## Why it matters
     Ten lines in `conftest.py` can report every failure as a pass.
 
@@ -964,6 +999,8 @@ def exit_in_tests(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a new `sys.exit(...)`, `os._exit(...)` or `exit(...)` in a test module or
     `conftest.py`.
+
+    Module-level calls count too; an `if __name__ == "__main__":` block is exempt.
 
     ## Why it matters
     `os._exit(0)` ends the test process with success before the failures are reported.
