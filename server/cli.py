@@ -26,6 +26,19 @@ _LEVELS = [s.value for s in Severity]
 
 err = Console(stderr=True, highlight=False)
 
+_config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Use this referee.toml / pyproject.toml instead of searching for one.",
+)
+_output_option = click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report here instead of to stdout.",
+)
+
 
 def _fail(message: str) -> click.exceptions.Exit:
     # Escaped: keys such as "[tool.referee].select" are not markup. Never wrapped: the
@@ -70,12 +83,7 @@ def main() -> None:
     "--extend-select", multiple=True, metavar="CODES", help="Add rules to the configured selection."
 )
 @click.option("--ignore", multiple=True, metavar="CODES", help="Leave these rules out.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Use this referee.toml / pyproject.toml instead of searching for one.",
-)
+@_config_option
 @click.option(
     "--stdin-filename",
     metavar="PATH",
@@ -105,12 +113,7 @@ def main() -> None:
     help="Processes to use (default: one per core).",
 )
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
-@click.option(
-    "-o",
-    "--output-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report here instead of to stdout.",
-)
+@_output_option
 def check(
     paths: tuple[Path, ...],
     fmt: str,
@@ -322,18 +325,8 @@ def serve(transport: str, host: str, port: int, log_level: str) -> None:
     default="text",
     show_default=True,
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Use this referee.toml / pyproject.toml instead of searching for one.",
-)
-@click.option(
-    "-o",
-    "--output-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report here instead of to stdout.",
-)
+@_config_option
+@_output_option
 def guard(
     paths: tuple[Path, ...], base: str, fmt: str, config_path: Path | None, output_file: Path | None
 ) -> None:

@@ -177,14 +177,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
         if new is None:
             remaining.append(old)
         elif new.silenced is not None:
-            found.append(
-                _Found(
-                    "REF311",
-                    new.line,
-                    f"in {name}, `{_short(new.text)}` "
-                    f"({_where(guard, before, old.line)}) is now {new.silenced}",
-                )
-            )
+            found.append(_swallowed(guard, name, before, old, new))
         elif old.op == "raises":
             found.extend(_compare_raises(guard, name, before, old, new))
         elif old.op == "approx":
@@ -196,14 +189,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
             unmatched.append(old)
             continue
         if new.silenced is not None:
-            found.append(
-                _Found(
-                    "REF311",
-                    new.line,
-                    f"in {name}, `{_short(new.text)}` "
-                    f"({_where(guard, before, old.line)}) is now {new.silenced}",
-                )
-            )
+            found.append(_swallowed(guard, name, before, old, new))
         elif old.op == new.op == "raises":
             found.extend(_compare_raises(guard, name, before, old, new))
         elif old.op == new.op == "approx" and old.expected == new.expected:
@@ -285,6 +271,17 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 )
             )
     return found
+
+
+def _swallowed(
+    guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
+) -> _Found:
+    return _Found(
+        "REF311",
+        new.line,
+        f"in {name}, `{_short(new.text)}` ({_where(guard, before, old.line)}) is now "
+        f"{new.silenced}",
+    )
 
 
 def _short(text: str, limit: int = 80) -> str:
