@@ -167,3 +167,19 @@ def raised_name(source: SourceFile, raise_node: Node) -> str | None:
     if exc.type == "call":
         exc = exc.child_by_field_name("function") or exc
     return source.node_text(exc).rsplit(".", 1)[-1]
+
+
+def handler_passes_on(source: SourceFile, handler: Node) -> bool:
+    """Whether an ``except ... as name:`` clause uses ``name`` in its body: the failure
+    is handed on (to a future, a queue, a list the test checks), not swallowed."""
+    value = handler.child_by_field_name("value")
+    if value is None:
+        value = next((c for c in handler.named_children if c.type == "as_pattern"), None)
+    if value is None or value.type != "as_pattern":
+        return False
+    alias = value.child_by_field_name("alias")
+    if alias is None:
+        return False
+    name = source.node_text(alias).strip()
+    body = handler.child_by_field_name("body") or handler.named_children[-1]
+    return re.search(rf"\b{re.escape(name)}\b", source.node_text(body)) is not None

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from referee.checks.nodes import call_arguments, keyword_argument, literal_truth, unwrap
+from referee.checks.nodes import (
+    call_arguments,
+    handler_passes_on,
+    keyword_argument,
+    literal_truth,
+    unwrap,
+)
 from referee.checks.pymodule import Class, Function, PythonModule, callee_parts
 from referee.checks.source import SourceFile
 
@@ -511,6 +517,8 @@ def _swallows(source: SourceFile, handler: Node) -> bool:
         names = {n.rsplit(".", 1)[-1] for n in re.split(r"[\s,()]+", source.node_text(value)) if n}
         if not names & _CATCH_ALL:
             return False
+    if handler_passes_on(source, handler):
+        return False
     body = handler.child_by_field_name("body") or handler.named_children[-1]
     text = source.node_text(body)
     return not re.search(r"\braise\b|\bassert|\bfail\(|\bpytest\.fail", text)

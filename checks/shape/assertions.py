@@ -35,8 +35,11 @@ def test_without_assertion(ctx: Context) -> Iterator[Violation]:
     that itself asserts — a helper in the same file is followed through any number of
     calls; a helper defined elsewhere (a base class, a support module) counts when its
     name says it checks (such as `check_*`, `verify*`, `expect*`, `ensure*`,
-    `validate*`, `do_test`, `run_test`, `*_check`). A docstring with doctest examples
-    counts as a test body.
+    `validate*`, `do_test`, `run_test`, `*_check`). Also followed: an alias of an
+    assertion method (`eq = self.assertEqual; eq(a, b)`), a decorator defined in the
+    same file whose wrapper asserts, and assertions in callbacks the test defines and
+    hands to the code under test. A docstring with doctest examples counts as a test
+    body.
 
     Warning level: a test that only calls code does check that it does not raise.
 

@@ -17,13 +17,15 @@ def syntax_error(ctx: Context) -> Iterator[Violation]:
     referee parses with tree-sitter, which recovers from errors; when tree-sitter reports
     one — or the tree holds something Python 3 rejects that tree-sitter accepts (a Python 2
     `print` or `exec` statement, a `def` or `class` with no body) — referee asks CPython's
-    compiler to confirm it, so a construct the tree-sitter grammar does not know yet is
-    never reported as your error. The other rules still run on the parts of the file that
-    parse.
+    parser (`ast.parse`) to confirm it, so a construct the tree-sitter grammar does not
+    know yet is never reported as your error. The other rules still run on the parts of
+    the file that parse.
 
-    Limitation: errors tree-sitter recovers from silently and that leave no such trace (an
-    unexpected indent, too deeply nested brackets) are not reported. A compiler, ruff, or
-    your test run reports those.
+    Limitations: errors tree-sitter recovers from silently and that leave no such trace
+    (an unexpected indent, too deeply nested brackets) are not reported, and neither are
+    errors only the full compiler raises after parsing (a misplaced or unknown
+    `from __future__ import`, `return` outside a function). A compiler, ruff, or your
+    test run reports those.
 
     ## Why it matters
     Code that does not compile cannot have been tested, whatever the report says.

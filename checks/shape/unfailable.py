@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from referee.checks.models import Severity
-from referee.checks.nodes import call_arguments, keyword_argument, string_value
+from referee.checks.nodes import call_arguments, handler_passes_on, keyword_argument, string_value
 from referee.checks.pymodule import Function, callee_parts
 from referee.checks.rule import Context, Violation
 from referee.checks.source import SourceFile
@@ -61,7 +61,11 @@ def _swallowing_try(source: SourceFile, node: Node, fn: Node) -> Node | None:
                     continue
                 types = _handler_types(source, handler)
                 catches = types is None or any(t in _CATCH_ALL for t in types)
-                if catches and not _handler_reraises(handler):
+                if (
+                    catches
+                    and not _handler_reraises(handler)
+                    and not handler_passes_on(source, handler)
+                ):
                     return parent
         if parent.type == "with_statement" and "suppress(" in source.node_text(
             parent.named_children[0]
@@ -85,7 +89,9 @@ def unfailable_test(ctx: Context) -> Iterator[Violation]:
     Flags a test whose every assertion is unreachable or silenced: each one sits inside a
     `try` whose `except` (bare, `Exception`, `BaseException` or `AssertionError`) does not
     raise again, assert, fail, skip or exit, or inside `contextlib.suppress(...)` of those, or
-    comes after a `return` statement at the top level of the test's body.
+    comes after a `return` statement at the top level of the test's body. A handler that
+    uses the exception it caught (`except Exception as exc: future.set_exception(exc)`)
+    hands the failure on and does not swallow it.
 
     ## Why it matters
     The test has assertions, so it passes review and `test-without-assertion`, but no
