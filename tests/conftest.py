@@ -17,9 +17,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Keep every run's result cache out of the user's cache directory, and make each test
-    start from an empty cache (subprocesses inherit the variable)."""
+    """Keep every run's result cache and models out of the user's cache directory, and make
+    each test start from empty ones (subprocesses inherit the variables)."""
     monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    # Installed models too: no test reads or writes the user's model directory.
+    monkeypatch.setenv("REFEREE_MODEL_DIR", str(tmp_path_factory.mktemp("models")))
     # Colour codes would make output comparisons depend on the terminal.
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
