@@ -39,6 +39,8 @@ def contract_min_lines(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Write the document the contract asks for, or lower the contract if it is wrong.
     """
+    if not any(c.min_lines is not None for c in ctx.contracts):
+        return
     lines = sum(1 for line in ctx.source.text.splitlines() if line.strip())
     for contract in ctx.contracts:
         if contract.min_lines is not None and lines < contract.min_lines:
@@ -69,6 +71,8 @@ def contract_min_chars(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Produce the full content, or lower the contract if it is wrong.
     """
+    if not any(c.min_chars is not None for c in ctx.contracts):
+        return
     length = len(ctx.source.text.strip())
     for contract in ctx.contracts:
         if contract.min_chars is not None and length < contract.min_chars:
@@ -101,6 +105,8 @@ def contract_keywords(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Answer the task that was asked.
     """
+    if not any(c.required_keywords for c in ctx.contracts):
+        return
     text = ctx.source.text.casefold()
     for contract in ctx.contracts:
         keywords = contract.required_keywords
@@ -136,6 +142,8 @@ def contract_forbidden_word(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Replace the text with real content.
     """
+    if not any(c.forbidden_words for c in ctx.contracts):
+        return
     lines = ctx.source.text.splitlines()
     for contract in ctx.contracts:
         for word in contract.forbidden_words:
@@ -193,6 +201,8 @@ def contract_required_heading(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Write the missing section.
     """
+    if not any(c.required_headings for c in ctx.contracts):
+        return
     present = {h.casefold() for h in headings(ctx.source.text)}
     for contract in ctx.contracts:
         for heading in contract.required_headings:
