@@ -1,0 +1,1172 @@
+#!/usr/bin/env python3
+"""Language-server latency: didChange → publishDiagnostics, referee against pylsp and ruff.
+
+Not a test: a script whose table goes into docs/benchmarks.md.
+
+    python bench/lsp_latency.py --pylsp /tmp/bench-pylsp/bin/pylsp   # 200 edits per server
+    python bench/lsp_latency.py --samples 50                          # quicker
+    python bench/lsp_latency.py --servers referee                     # one server alone
+
+Each server is found as given (--referee, --pylsp, --ruff PATH), else next to this
+interpreter, else on PATH; a missing one is reported with its install command and the
+others are still measured. pylsp belongs in its own environment (its pyflakes pin
+conflicts with flake8's):
+
+    python3 -m venv /tmp/bench-pylsp
+    /tmp/bench-pylsp/bin/pip install 'python-lsp-server[pyflakes]'
+
+What it does:
+
+* writes a generated pytest module of about 2,000 lines (150 tests, fixtures, helpers, a
+  handful of placeholders, unfailable assertions and unused names, so that every server
+  has something to report) into a temporary workspace, as ``tests/test_inventory.py``;
+* starts each server over stdio with a minimal JSON-RPC client (below), advertising push
+  diagnostics only (no ``textDocument.diagnostic`` capability, so every server publishes):
+
+  - referee   ``referee serve`` with initializationOptions ``{"debounceMs": 0, "run": "onType"}``
+  - pylsp     ``pylsp`` (python-lsp-server) with every plugin disabled but pyflakes, in
+              initializationOptions and again in workspace/didChangeConfiguration
+  - ruff      ``ruff server`` with its default settings;
+
+* opens the file in every server and waits for its first diagnostics;
+* sends one probe edit that must add a diagnostic in every server (``assert total == 6``
+  becomes ``assert 6 == 6``: a constant assertion for referee, an unused local for
+  pyflakes and ruff) and its undo, to show that each server re-checks on didChange;
+* then, round by round, sends every server the same small incremental edit (one 5-digit
+  literal in a different test each time, spread over the file; every edit changes the
+  text) and times it from writing didChange to reading the publishDiagnostics for that
+  version (or, from a server that sends no version, the first publish after the change).
+  The first ``--warmup`` rounds are not counted. The servers take turns within a round,
+  in a rotating order, so a noisy neighbour slows each of them alike. Each server
+  therefore gets its edit after sitting idle while the others worked (about 0.7 s with
+  pylsp in the run), as between bursts of typing; a server measured alone
+  (``--servers referee``) gets its edits back to back, with warm caches, and is faster.
+
+pylsp debounces linting by a hard-coded 500 ms (``LINT_DEBOUNCE_S`` in pylsp/python_lsp.py;
+no setting changes it), so its latency as shipped is mostly that wait. Unless
+``--no-pylsp-undebounced`` is given, a fourth row runs the same pylsp with the debounce
+patched to 0 at start-up, to show the cost of pyflakes itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TARGET_P50_MS = 15.0
+REL_PATH = "tests/test_inventory.py"
+SAMPLE_TIMEOUT_S = 10.0  # one edit's diagnostics; longer is a failure, not a sample
+OPEN_TIMEOUT_S = 60.0
+MAX_TIMEOUTS = 3  # a server that misses this many edits is dropped from the run
+
+REFEREE_OPTIONS = {"debounceMs": 0, "run": "onType"}
+# Every plugin python-lsp-server 1.x registers, off but pyflakes. Plugins that are not
+# installed are simply never loaded; the setting is harmless for them.
+PYLSP_PLUGINS = [
+    "autopep8", "flake8", "folding", "jedi", "jedi_completion", "jedi_definition",
+    "jedi_highlight", "jedi_hover", "jedi_references", "jedi_rename",
+    "jedi_signature_help", "jedi_symbols", "jedi_type_definition", "mccabe", "preload",
+    "pycodestyle", "pydocstyle", "pyflakes", "pylint", "rope_autoimport",
+    "rope_completion", "yapf",
+    # third-party plugins, in case the environment has them
+    "pylsp_mypy", "pylsp_black", "pylsp_isort", "ruff", "pylsp_rope", "black", "isort",
+    "mypy",
+]  # fmt: skip
+PYLSP_SETTINGS = {
+    "pylsp": {
+        "configurationSources": [],
+        "plugins": {name: {"enabled": name == "pyflakes"} for name in PYLSP_PLUGINS},
+    }
+}
+# Started with ``python -c``: pylsp with its lint debounce at 0 instead of 500 ms.
+PYLSP_UNDEBOUNCED = (
+    "import pylsp._utils as u\n"
+    "_debounce = u.debounce\n"
+    "u.debounce = lambda interval_s, keyed_by=None: _debounce(0, keyed_by)\n"
+    "import sys\n"
+    "from pylsp.__main__ import main\n"
+    "sys.argv = ['pylsp']\n"
+    "main()\n"
+)
+
+INSTALL = {
+    "referee": "pip install -e .   (in this repository, into this interpreter's environment)",
+    "pylsp": (
+        "python3 -m venv /tmp/bench-pylsp && "
+        "/tmp/bench-pylsp/bin/pip install 'python-lsp-server[pyflakes]'   "
+        "(its own environment: its pyflakes pin conflicts with flake8's), "
+        "then --pylsp /tmp/bench-pylsp/bin/pylsp"
+    ),
+    "ruff": "pip install 'referee[bench]'   (or: pip install ruff)",
+}
+
+
+# ---------------------------------------------------------------------- the test file
+
+
+@dataclass
+class Site:
+    """Where a 5-digit literal sits: 0-based line and character (ASCII, so UTF-16 too)."""
+
+    line: int
+    character: int
+    value: int
+
+
+@dataclass
+class Generated:
+    text: str
+    sites: list[Site]  # one per test, in file order
+    probe: tuple[int, int, str, str]  # line, character, old text, new text
+    tests: int
+
+
+_NAMES = [
+    "widget", "gadget", "sprocket", "flange", "gasket", "bracket", "hinge", "spindle",
+    "washer", "bushing", "coupler", "damper", "pulley", "rivet", "shim", "valve",
+]  # fmt: skip
+
+_HEADER = '''\
+"""Tests for the inventory service.
+
+Generated by bench/lsp_latency.py for the language-server latency benchmark: a realistic
+pytest module with fixtures, helpers, parametrized and class-based tests, and the usual
+slips (placeholders, a skip without a reason, assertions that cannot fail).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+import json
+import math
+import os
+from decimal import Decimal
+from unittest import mock
+
+import pytest
+
+BASE_TOTAL = 125.0
+CURRENCY = "EUR"
+MAX_QUANTITY = 10_000
+
+
+@dataclasses.dataclass
+class Item:
+    sku: str
+    name: str
+    price: float
+    quantity: int = 1
+    tags: tuple[str, ...] = ()
+
+    @property
+    def value(self) -> float:
+        return self.price * self.quantity
+
+
+class OutOfStock(Exception):
+    """Raised when more units are taken than the inventory holds."""
+
+
+class Inventory:
+    def __init__(self, items=(), seed: int = 0) -> None:
+        self.seed = seed
+        self._items: dict[str, Item] = {}
+        self.events: list[tuple[str, str]] = []
+        self.notifier = None
+        for item in items:
+            self.add(item)
+
+    def add(self, item: Item) -> None:
+        if item.quantity < 0 or item.quantity > MAX_QUANTITY:
+            raise ValueError(f"bad quantity {item.quantity} for {item.sku}")
+        existing = self._items.get(item.sku)
+        if existing is None:
+            self._items[item.sku] = item
+        else:
+            existing.quantity += item.quantity
+        self.events.append(("add", item.sku))
+        if self.notifier is not None:
+            self.notifier.notify("add", item.sku)
+
+    def take(self, sku: str, quantity: int) -> Item:
+        item = self._items[sku]
+        if quantity > item.quantity:
+            raise OutOfStock(sku)
+        item.quantity -= quantity
+        self.events.append(("take", sku))
+        return item
+
+    def find(self, sku: str) -> Item | None:
+        return self._items.get(sku)
+
+    def total(self) -> float:
+        return BASE_TOTAL + sum(item.value for item in self._items.values())
+
+    def by_tag(self) -> dict[str, list[str]]:
+        groups: dict[str, list[str]] = collections.defaultdict(list)
+        for item in self._items.values():
+            for tag in item.tags:
+                groups[tag].append(item.sku)
+        return dict(groups)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            [dataclasses.asdict(item) for item in self._items.values()], sort_keys=True
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Inventory:
+        return cls(Item(**{**raw, "tags": tuple(raw["tags"])}) for raw in json.loads(text))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def make_item(seed: int, name: str = "widget", quantity: int = 1) -> Item:
+    price = round(1 + (seed % 997) / 10, 2)
+    tags = ("seeded", name[:3]) if seed % 2 else ("seeded",)
+    sku = f"{name[:3].upper()}-{seed}"
+    return Item(sku=sku, name=name, price=price, quantity=quantity, tags=tags)
+
+
+def make_inventory(size: int, seed: int = 1) -> Inventory:
+    return Inventory(make_item(seed + index, quantity=index % 5 + 1) for index in range(size))
+
+
+def check_roundtrip(inventory: Inventory) -> None:
+    again = Inventory.from_json(inventory.to_json())
+    assert len(again) == len(inventory)
+    assert again.total() == pytest.approx(inventory.total())
+
+
+def assert_events(inventory: Inventory, *expected: tuple[str, str]) -> None:
+    assert inventory.events[-len(expected):] == list(expected)
+
+
+def restock_plan(inventory: Inventory) -> list[str]:
+    """Which SKUs to reorder, most urgent first."""
+    # TODO: order by sales velocity once the sales feed is wired up
+    pass
+
+
+def money(value: float) -> str:
+    return f"{Decimal(str(value)).quantize(Decimal('0.01'))} {CURRENCY}"
+
+
+@pytest.fixture
+def inventory() -> Inventory:
+    return make_inventory(3)
+
+
+@pytest.fixture
+def notifier():
+    return mock.Mock(name="notifier")
+
+
+@pytest.fixture
+def stocked(inventory, notifier) -> Inventory:
+    inventory.notifier = notifier
+    for index in range(4):
+        inventory.add(make_item(500 + index, name="spare"))
+    return inventory
+
+'''
+
+
+def _test_lines(index: int, seed: int) -> list[str]:
+    """One test (or, for every 25th, a class holding it), ending with a blank line pair.
+    The line holding ``seed={seed}`` is the edit site."""
+    name = _NAMES[index % len(_NAMES)]
+    quantity = index % 7 + 2
+    fn = f"test_{name}_{index:03d}"
+    kind = index % 6
+    slip = index % 30
+    lines: list[str] = []
+    parametrized = kind == 1 and index % 50 != 21
+    if index % 50 == 21:
+        lines.append("@pytest.mark.skip")  # referee: skip-without-reason
+    elif parametrized:
+        lines.append(f'@pytest.mark.parametrize("quantity", [1, {quantity}, {quantity * 3}])')
+    if parametrized:
+        args, quantity_expr = "inventory, quantity", "quantity"
+    else:
+        args, quantity_expr = ("stocked, notifier" if kind == 3 else "inventory"), str(quantity)
+    lines.append(f"def {fn}({args}):")
+    if slip == 17:  # referee: placeholder-body + placeholder-marker
+        lines += [
+            "",  # the docstring, below
+            "    # TODO: write this once take() supports partial lots",
+            "    pass",
+        ]
+        lines[-3] = f'    """Taking every {name} from lot {seed} leaves none behind."""'
+        lines += ["", ""]
+        return lines
+    lines.append(f'    """{name.capitalize()}s: case {index}, {quantity} units."""')
+    site = f"    item = make_item(seed={seed}, name={name!r}, quantity={quantity_expr})"
+    if kind == 0:
+        lines += [
+            site,
+            "    before = inventory.total()",
+            "",
+            "    inventory.add(item)",
+            "",
+            "    assert len(inventory) == 4",
+            "    assert inventory.find(item.sku) is item",
+            "    assert inventory.total() == pytest.approx(before + item.value)",
+            '    assert_events(inventory, ("add", item.sku))',
+        ]
+    elif kind == 1:
+        lines += [
+            site,
+            "    inventory.add(item)",
+            "",
+            "    taken = inventory.take(item.sku, 1)",
+            "",
+            "    assert taken.sku == item.sku",
+            "    assert taken.quantity == item.quantity",
+            "    assert taken.quantity >= 0",
+        ]
+    elif kind == 2:
+        lines += [
+            site,
+            "    inventory.add(item)",
+            "",
+            "    with pytest.raises(OutOfStock, match=item.sku):",
+            f"        inventory.take(item.sku, {quantity} + 1)",
+            "",
+            f"    assert inventory.find(item.sku).quantity == {quantity}",
+            '    assert inventory.events[-1] == ("add", item.sku)',
+        ]
+    elif kind == 3:
+        lines += [
+            site,
+            "",
+            "    stocked.add(item)",
+            "",
+            '    notifier.notify.assert_called_with("add", item.sku)',
+            "    assert notifier.notify.call_count == 5",
+            "    groups = stocked.by_tag()",
+            '    assert item.sku in groups["seeded"]',
+        ]
+    elif kind == 4:
+        lines += [
+            site,
+            "",
+            "    inventory.add(item)",
+            "",
+            "    check_roundtrip(inventory)",
+            "    assert money(item.price).endswith(CURRENCY)",
+            "    assert money(item.value).startswith(str(int(item.value)))",
+        ]
+    else:
+        lines += [
+            site,
+            "    inventory.add(item)",
+            "",
+            "    skus = sorted(i.sku for i in itertools.chain([item], []))",
+            "    expected = [item.sku]",
+            "",
+            '    assert skus == expected, f"got {skus}"',
+            "    assert math.isclose(item.value, item.price * item.quantity)",
+        ]
+    # The usual slips, a few of each, so every server has something to say.
+    if slip == 7:  # referee: test-without-assertion (the asserts go)
+        head = next(i for i, line in enumerate(lines) if line.startswith("def ")) + 3
+        lines = [*lines[:head], "    inventory.total()", "    money(item.value)"]
+    elif slip == 13:  # referee: constant-assertion
+        lines.append("    assert True")
+    elif slip == 23:  # referee: self-comparison
+        lines.append("    assert item.sku == item.sku")
+    elif slip == 27:  # referee + pyflakes + ruff: assertion on a tuple
+        lines.append('    assert (len(inventory) > 0, "inventory is empty")')
+    elif slip == 29:  # pyflakes + ruff: unused local
+        lines.append("    snapshot = inventory.to_json()")
+    elif slip == 19:  # ruff E711; f-string without placeholders for pyflakes and ruff
+        lines.append('    assert inventory.notifier == None, f"no notifier"')
+    elif slip == 3:  # referee: unfailable test
+        head = next(i for i, line in enumerate(lines) if line.startswith("def ")) + 2
+        lines = [*lines[:head], "    try:", *("    " + line for line in lines[head:])]
+        lines += ["    except AssertionError:", "        pass"]
+    lines += ["", ""]
+    if index % 25 == 24:  # now and then a class of tests
+        cls = f"class Test{name.capitalize()}Batch{index // 25}:"
+        method = []
+        for line in lines:
+            if line.startswith("def "):
+                line = line.replace("(", "(self, ", 1)
+            method.append("    " + line if line else line)
+        lines = [cls, *method[:-1]]
+        lines.append("")
+    return lines
+
+
+_PROBE_TEST = '''\
+def test_probe_total():
+    """The probe the benchmark edits to see that each server re-checks on didChange."""
+    total = sum([1, 2, 3])
+    assert total == 6
+
+'''
+
+
+def generate(tests: int = 150) -> Generated:
+    out = _HEADER.splitlines()
+    sites: list[Site] = []
+    for index in range(tests):
+        seed = 10_000 + (index * 7_919) % 80_000  # 5 digits, distinct
+        for line in _test_lines(index, seed):
+            if str(seed) in line and len(sites) == index:
+                sites.append(Site(len(out), line.index(str(seed)), seed))
+            out.append(line)
+    probe_at = len(out)
+    out += _PROBE_TEST.splitlines()
+    row = probe_at + 3
+    old = "total == 6"
+    probe = (row, out[row].index(old), old, "6 == 6")
+    text = "\n".join(out).rstrip("\n") + "\n"
+    return Generated(text, sites, probe, tests)
+
+
+# ---------------------------------------------------------------------- a minimal client
+
+
+class ServerGone(Exception):
+    pass
+
+
+class Client:
+    """JSON-RPC over a server's stdin/stdout: requests, notifications, and the time each
+    publishDiagnostics arrived (taken as soon as its bytes are read, before decoding)."""
+
+    def __init__(self, name: str, argv: list[str], cwd: Path, log: Path, config: Any) -> None:
+        self.name, self.argv, self.cwd, self.log_path, self.config = name, argv, cwd, log, config
+        self.proc: asyncio.subprocess.Process | None = None
+        self.next_id = 0
+        self.waiting: dict[int, asyncio.Future[Any]] = {}
+        self.publishes: asyncio.Queue[tuple[float, dict[str, Any]]] = asyncio.Queue()
+        self.reader_task: asyncio.Task[None] | None = None
+        self.log_file: Any = None
+        self.gone: str | None = None
+
+    async def start(self) -> None:
+        self.log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            cwd=self.cwd,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=self.log_file,
+            limit=2**24,
+        )
+        self.reader_task = asyncio.create_task(self._read())
+
+    def stderr_tail(self, chars: int = 1500) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:].strip()
+        except OSError:
+            return ""
+
+    async def _read(self) -> None:
+        assert self.proc and self.proc.stdout
+        stream = self.proc.stdout
+        try:
+            while True:
+                length = None
+                while True:
+                    header = await stream.readline()
+                    if not header:
+                        raise ServerGone("the server closed its stdout")
+                    header = header.strip()
+                    if not header:
+                        break
+                    key, _, value = header.decode("ascii").partition(":")
+                    if key.lower() == "content-length":
+                        length = int(value)
+                if length is None:
+                    continue
+                body = await stream.readexactly(length)
+                arrived = time.perf_counter()
+                message = json.loads(body)
+                self._dispatch(arrived, message)
+        except (ServerGone, asyncio.IncompleteReadError, ConnectionError) as exc:
+            self.gone = str(exc) or type(exc).__name__
+            for future in self.waiting.values():
+                if not future.done():
+                    future.set_exception(ServerGone(self.gone))
+            self.publishes.put_nowait((time.perf_counter(), {"__gone__": self.gone}))
+
+    def _dispatch(self, arrived: float, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if method is not None and "id" in message:  # a request from the server
+            self._answer(message)
+        elif method is None:  # a response
+            future = self.waiting.pop(message.get("id"), None)
+            if future is not None and not future.done():
+                if "error" in message:
+                    future.set_exception(RuntimeError(f"{self.name}: {message['error']}"))
+                else:
+                    future.set_result(message.get("result"))
+        elif method == "textDocument/publishDiagnostics":
+            self.publishes.put_nowait((arrived, message["params"]))
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        method, params = message["method"], message.get("params") or {}
+        result: Any = None
+        if method == "workspace/configuration":
+            result = [self.config(item.get("section")) for item in params.get("items", [])]
+        elif method == "workspace/workspaceFolders":
+            result = [{"uri": self.cwd.as_uri(), "name": self.cwd.name}]
+        self._write({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def _write(self, message: dict[str, Any]) -> None:
+        if self.gone or not self.proc or not self.proc.stdin:
+            raise ServerGone(self.gone or "not started")
+        body = json.dumps(message, separators=(",", ":")).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    async def notify(self, method: str, params: Any) -> float:
+        """Send a notification; returns the time just before it was written."""
+        sent = time.perf_counter()
+        self._write({"jsonrpc": "2.0", "method": method, "params": params})
+        assert self.proc and self.proc.stdin
+        await self.proc.stdin.drain()
+        return sent
+
+    async def request(self, method: str, params: Any, timeout: float = 30.0) -> Any:
+        self.next_id += 1
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.waiting[self.next_id] = future
+        try:
+            self._write({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+            assert self.proc and self.proc.stdin
+            await self.proc.stdin.drain()
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            self.waiting.pop(self.next_id, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: asyncio need not warn about it
+            else:
+                future.cancel()
+
+    def drain_publishes(self) -> int:
+        count = 0
+        while not self.publishes.empty():
+            self.publishes.get_nowait()
+            count += 1
+        return count
+
+    async def wait_publish(
+        self, uri: str, version: int, timeout: float
+    ) -> tuple[float, dict[str, Any]]:
+        """The first publish for ``uri`` at ``version`` or later (or without a version)."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise asyncio.TimeoutError
+            arrived, params = await asyncio.wait_for(self.publishes.get(), left)
+            if "__gone__" in params:
+                raise ServerGone(params["__gone__"])
+            if params.get("uri") != uri:
+                continue
+            published = params.get("version")
+            if published is None or published >= version:
+                return arrived, params
+
+    async def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.gone is None and self.proc.returncode is None:
+            with contextlib.suppress(Exception):
+                await self.request("shutdown", None, timeout=5)
+                await self.notify("exit", None)
+        try:
+            await asyncio.wait_for(self.proc.wait(), 5)
+        except asyncio.TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+        if self.reader_task:
+            self.reader_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.reader_task
+        if self.log_file:
+            self.log_file.close()
+
+
+# ---------------------------------------------------------------------- servers
+
+
+@dataclass
+class Server:
+    key: str
+    label: str
+    argv: list[str]
+    init_options: Any
+    settings: Any = None  # sent in workspace/didChangeConfiguration when not None
+    section_config: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+    # filled in by the run
+    version: str = "?"
+    client: Client | None = None
+    uri: str = ""
+    doc_version: int = 1
+    lines: list[str] = field(default_factory=list)
+    times_ms: list[float] = field(default_factory=list)
+    timeouts: int = 0
+    first_ms: float = 0.0
+    first_count: int = 0
+    last_count: int = 0
+    probe: str = "?"
+    sources: set[str] = field(default_factory=set)
+    unversioned: int = 0
+    failed: str | None = None
+
+    def config(self, section: str | None) -> Any:
+        return self.section_config.get(section or "", None)
+
+
+def find_executable(name: str, given: str | None) -> tuple[str | None, str]:
+    """An executable: the given path, or next to this interpreter, or on PATH."""
+    if given:
+        path = shutil.which(given) or (given if os.access(given, os.X_OK) else None)
+        return path, f"{given} is not an executable"
+    here = Path(sys.executable).parent  # not resolved: a venv's python is often a symlink
+    for candidate in (here / name, here / f"{name}.exe"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate), ""
+    found = shutil.which(name)
+    if found:
+        return found, ""
+    return None, f"`{name}` was found neither next to {sys.executable} nor on PATH"
+
+
+def interpreter_of(script: str) -> str | None:
+    """The Python a console script runs under: its shebang, else a python beside it."""
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline().decode(errors="replace").strip()
+    except OSError:
+        first = ""
+    if first.startswith("#!"):
+        parts = shlex.split(first[2:])
+        if parts and "python" in Path(parts[-1]).name and os.access(parts[-1], os.X_OK):
+            return parts[-1]
+        if parts and Path(parts[0]).name == "env" and len(parts) > 1:
+            return shutil.which(parts[1])
+    for name in ("python3", "python"):
+        candidate = Path(script).parent / name
+        if candidate.exists():
+            return str(candidate)
+    return None
+
+
+def version_of(argv: list[str]) -> str:
+    try:
+        proc = subprocess.run(
+            [*argv, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    text = (proc.stdout or proc.stderr).strip()
+    match = re.search(r"\d+\.\d+(?:\.\d+)?\S*", text)
+    return match.group(0) if match else "?"
+
+
+def pyflakes_version(python: str) -> str:
+    try:
+        proc = subprocess.run(
+            [python, "-c", "import pyflakes; print(pyflakes.__version__)"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return proc.stdout.strip() or "not installed"
+
+
+def build_servers(args: argparse.Namespace) -> tuple[list[Server], list[str]]:
+    servers: list[Server] = []
+    missing: list[str] = []
+
+    def lookup(name: str, given: str | None) -> str | None:
+        path, why = find_executable(name, given)
+        if path is None:
+            missing.append(
+                f"{name}: {why}; it is left out of this run.\n    Install it: {INSTALL[name]}"
+            )
+        return path
+
+    if "referee" in args.servers:
+        referee = lookup("referee", args.referee)
+        if referee:
+            servers.append(
+                Server(
+                    "referee",
+                    "referee",
+                    [referee, "serve"],
+                    REFEREE_OPTIONS,
+                    section_config={"referee": REFEREE_OPTIONS},
+                    note="debounceMs 0",
+                )
+            )
+    if "pylsp" in args.servers:
+        pylsp = lookup("pylsp", args.pylsp)
+        if pylsp:
+            servers.append(
+                Server(
+                    "pylsp",
+                    "pylsp",
+                    [pylsp],
+                    PYLSP_SETTINGS,
+                    settings=PYLSP_SETTINGS,
+                    section_config={"pylsp": PYLSP_SETTINGS["pylsp"]},
+                    note="pyflakes only; built-in 500 ms lint debounce",
+                )
+            )
+            python = interpreter_of(pylsp) if args.pylsp_undebounced else None
+            if python:
+                servers.append(
+                    Server(
+                        "pylsp-0",
+                        "pylsp, debounce 0",
+                        [python, "-c", PYLSP_UNDEBOUNCED],
+                        PYLSP_SETTINGS,
+                        settings=PYLSP_SETTINGS,
+                        section_config={"pylsp": PYLSP_SETTINGS["pylsp"]},
+                        note="the same, debounce patched to 0 (not a shipped setting)",
+                    )
+                )
+            elif args.pylsp_undebounced:
+                missing.append(
+                    f"pylsp, debounce 0: no Python interpreter found for {pylsp}; left out"
+                )
+    if "ruff" in args.servers:
+        ruff = lookup("ruff", args.ruff)
+        if ruff:
+            servers.append(
+                Server(
+                    "ruff",
+                    "ruff server",
+                    [ruff, "server"],
+                    {"settings": {}},
+                    note="its default rule selection",
+                )
+            )
+    for server in servers:
+        server.version = version_of(server.argv[:1]) if server.key != "pylsp-0" else "?"
+    for server in servers:
+        if server.key == "pylsp-0":
+            server.version = next(s.version for s in servers if s.key == "pylsp")
+        if server.key.startswith("pylsp"):
+            python = interpreter_of(next(s.argv[0] for s in servers if s.key == "pylsp"))
+            flakes = pyflakes_version(python) if python else "?"
+            server.note += f"; pyflakes {flakes} (from {python})"
+    return servers, missing
+
+
+CAPABILITIES = {
+    "general": {"positionEncodings": ["utf-16"]},
+    "textDocument": {
+        "synchronization": {"dynamicRegistration": False, "didSave": True},
+        # Push only: no "diagnostic" key, so no server switches to pull diagnostics.
+        "publishDiagnostics": {"versionSupport": True, "relatedInformation": False},
+    },
+    "workspace": {"workspaceFolders": True},
+}
+
+
+def count_publish(server: Server, params: dict[str, Any]) -> int:
+    diagnostics = params.get("diagnostics") or []
+    for diagnostic in diagnostics:
+        server.sources.add(str(diagnostic.get("source", "?")))
+    if params.get("version") is None:
+        server.unversioned += 1
+    return len(diagnostics)
+
+
+async def start_server(server: Server, root: Path, text: str, logs: Path) -> None:
+    client = Client(server.key, server.argv, root, logs / f"{server.key}.log", server.config)
+    server.client = client
+    await client.start()
+    init = await client.request(
+        "initialize",
+        {
+            "processId": os.getpid(),
+            "clientInfo": {"name": "referee-bench", "version": "1"},
+            "rootUri": root.as_uri(),
+            "rootPath": str(root),
+            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
+            "capabilities": CAPABILITIES,
+            "initializationOptions": server.init_options,
+        },
+        timeout=OPEN_TIMEOUT_S,
+    )
+    info = (init or {}).get("serverInfo") or {}
+    if server.version == "?" and info.get("version"):
+        server.version = str(info["version"])
+    await client.notify("initialized", {})
+    if server.settings is not None:
+        await client.notify("workspace/didChangeConfiguration", {"settings": server.settings})
+    server.uri = (root / REL_PATH).as_uri()
+    server.lines = text.split("\n")
+    sent = await client.notify(
+        "textDocument/didOpen",
+        {
+            "textDocument": {
+                "uri": server.uri,
+                "languageId": "python",
+                "version": server.doc_version,
+                "text": text,
+            }
+        },
+    )
+    arrived, params = await client.wait_publish(server.uri, server.doc_version, OPEN_TIMEOUT_S)
+    server.first_ms = (arrived - sent) * 1000
+    server.first_count = count_publish(server, params)
+
+
+async def edit(server: Server, line: int, character: int, old: str, new: str) -> tuple[float, int]:
+    """Replace ``old`` at (line, character) with ``new``; returns (ms, diagnostics)."""
+    client = server.client
+    assert client is not None
+    current = server.lines[line]
+    if current[character : character + len(old)] != old:
+        raise RuntimeError(f"{server.key}: expected {old!r} at {line}:{character}: {current!r}")
+    server.lines[line] = current[:character] + new + current[character + len(old) :]
+    server.doc_version += 1
+    client.drain_publishes()  # late extras from the previous version are not this edit's
+    sent = await client.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": server.uri, "version": server.doc_version},
+            "contentChanges": [
+                {
+                    "range": {
+                        "start": {"line": line, "character": character},
+                        "end": {"line": line, "character": character + len(old)},
+                    },
+                    "text": new,
+                }
+            ],
+        },
+    )
+    arrived, params = await client.wait_publish(server.uri, server.doc_version, SAMPLE_TIMEOUT_S)
+    return (arrived - sent) * 1000, count_publish(server, params)
+
+
+async def probe(server: Server, generated: Generated) -> None:
+    """One edit that must add a diagnostic, then its undo."""
+    row, character, old, new = generated.probe
+    before = server.first_count
+    _, during = await edit(server, row, character, old, new)
+    _, after = await edit(server, row, character, new, old)
+    if during > before and after == before:
+        server.probe = f"yes ({before}→{during}→{after})"
+    else:
+        server.probe = f"NO ({before}→{during}→{after})"
+
+
+def site_edit(generated: Generated, step: int) -> tuple[Site, str, str]:
+    """The edit of round ``step``: a different test each time, spread over the file."""
+    sites = generated.sites
+    site = sites[(step * 37) % len(sites)]
+    old = str(site.value)
+    site.value = site.value + 1 if site.value < 99_999 else 10_000
+    return site, old, str(site.value)
+
+
+async def run(args: argparse.Namespace) -> int:
+    generated = generate(args.tests)
+    servers, missing = build_servers(args)
+    for message in missing:
+        print(f"lsp_latency: {message}", file=sys.stderr)
+    if not servers:
+        print("lsp_latency: no server to measure", file=sys.stderr)
+        return 2
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="referee-lsp-bench-") as tmp_name:
+        root = Path(tmp_name) / "workspace"
+        (root / "tests").mkdir(parents=True)
+        (root / REL_PATH).write_text(generated.text, encoding="utf-8")
+        logs = Path(tmp_name) / "logs"
+        logs.mkdir()
+        if args.keep_file:
+            Path(args.keep_file).write_text(generated.text, encoding="utf-8")
+        try:
+            for server in servers:
+                print(f"starting {server.label} ...", file=sys.stderr, flush=True)
+                try:
+                    await start_server(server, root, generated.text, logs)
+                    await probe(server, generated)
+                except Exception as exc:  # reported; the others go on
+                    fail(server, f"did not start or open the file: {describe(exc)}")
+            live = [s for s in servers if s.failed is None]
+            rounds = args.warmup + args.samples
+            for step in range(rounds):
+                site, old, new = site_edit(generated, step)
+                order = live[step % len(live) :] + live[: step % len(live)] if live else []
+                for server in order:
+                    if server.failed:
+                        continue
+                    try:
+                        ms, count = await edit(server, site.line, site.character, old, new)
+                    except asyncio.TimeoutError:
+                        server.timeouts += 1
+                        # resynchronise: the document text is already updated on our side
+                        if server.timeouts >= MAX_TIMEOUTS:
+                            fail(
+                                server,
+                                f"no diagnostics within {SAMPLE_TIMEOUT_S:.0f} s, "
+                                f"{server.timeouts} times",
+                            )
+                        continue
+                    except Exception as exc:
+                        fail(server, describe(exc))
+                        continue
+                    server.last_count = count
+                    if step >= args.warmup:
+                        server.times_ms.append(ms)
+                if (step + 1) % 50 == 0 or step + 1 == rounds:
+                    phase = "warm-up" if step < args.warmup else "measured"
+                    print(f"round {step + 1}/{rounds} ({phase})", file=sys.stderr, flush=True)
+        finally:
+            for server in servers:
+                if server.client:
+                    await server.client.stop()
+    elapsed = time.perf_counter() - started
+    load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    report(args, generated, servers, missing, (load_before, load_after), elapsed)
+    return 0
+
+
+def describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def fail(server: Server, why: str) -> None:
+    tail = server.client.stderr_tail() if server.client else ""
+    server.failed = why
+    print(f"lsp_latency: {server.label}: {why}", file=sys.stderr)
+    if tail:
+        print(f"  its stderr ends:\n{tail}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------- the report
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, int(-(-q * len(ordered) // 100)))  # ceil
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def row(server: Server) -> list[str]:
+    t = server.times_ms
+    if not t:
+        return [server.label, "?" if server.failed else server.version, *"----", "0"]
+    return [
+        server.label,
+        server.version,
+        f"{statistics.median(t):.1f}",
+        f"{percentile(t, 90):.1f}",
+        f"{percentile(t, 99):.1f}",
+        f"{max(t):.1f}",
+        str(len(t)),
+    ]
+
+
+HEADER = ["server", "version", "p50 ms", "p90 ms", "p99 ms", "max ms", "samples"]
+
+
+def verdict(servers: list[Server]) -> list[str]:
+    by = {s.key: statistics.median(s.times_ms) for s in servers if s.times_ms}
+    if "referee" not in by:
+        return ["targets: not assessed (referee was not measured)"]
+    p50 = by["referee"]
+    first = p50 <= TARGET_P50_MS
+    lines = [
+        f"target 1, referee p50 ≤ {TARGET_P50_MS:.0f} ms: "
+        f"{'MET' if first else 'NOT MET'} (p50 {p50:.1f} ms)"
+    ]
+    if "pylsp" in by:
+        second: bool | None = p50 < by["pylsp"]
+        lines.append(
+            f"target 2, referee p50 below pylsp's: {'MET' if second else 'NOT MET'} "
+            f"({p50:.1f} ms vs {by['pylsp']:.1f} ms for pylsp as shipped)"
+        )
+    else:
+        second = None
+        lines.append("target 2, referee p50 below pylsp's: not assessed (pylsp was not measured)")
+    if first and second:
+        overall = "MET"
+    elif not first or second is False:
+        overall = "NOT MET"
+    else:
+        overall = "not assessed"
+    lines.append(
+        f"targets (referee p50 ≤ {TARGET_P50_MS:.0f} ms and below pylsp's): {overall} in this run"
+    )
+    context = []
+    if "pylsp-0" in by:
+        context.append(
+            f"pylsp with its debounce patched to 0, p50 {by['pylsp-0']:.1f} ms "
+            f"(referee {ratio(p50, by['pylsp-0'])})"
+        )
+    if "ruff" in by:
+        context.append(f"ruff server p50 {by['ruff']:.1f} ms (referee {ratio(p50, by['ruff'])})")
+    if context:
+        lines.append("context, no target: " + "; ".join(context))
+    return lines
+
+
+def ratio(mine: float, theirs: float) -> str:
+    if theirs <= 0 or mine <= 0:
+        return "-"
+    factor = mine / theirs
+    return f"{factor:.1f}x slower" if factor >= 1 else f"{1 / factor:.1f}x faster"
+
+
+def report(
+    args: argparse.Namespace,
+    generated: Generated,
+    servers: list[Server],
+    missing: list[str],
+    load: tuple[str, str],
+    elapsed: float,
+) -> None:
+    rows = [row(s) for s in servers]
+    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
+    out: list[str] = []
+    for cells in [HEADER, ["-" * w for w in widths], *rows]:
+        out.append(
+            "  ".join(
+                cell.ljust(w) if i < 2 else cell.rjust(w)
+                for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+            )
+        )
+    print("didChange → publishDiagnostics latency, milliseconds")
+    print("\n".join(out))
+    print()
+    cores = os.cpu_count() or 0
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = cores
+    lines = generated.text.count("\n")
+    command = " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
+    print(f"command: {command}")
+    print(
+        f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}; "
+        f"wall time {elapsed:.0f} s; load average before/after: {load[0]} / {load[1]}"
+    )
+    print(
+        f"machine: {cores} cores ({usable} usable), {platform.machine()}, "
+        f"{platform.system()} {platform.release()}; client Python {platform.python_version()}"
+    )
+    print(
+        f"file: {REL_PATH}, {lines:,} lines, {generated.tests} tests; one edit per round "
+        f"(a 5-digit literal in a different test), {args.warmup} warm-up rounds not counted, "
+        f"{args.samples} measured; servers take turns within a round"
+    )
+    print("servers:")
+    for s in servers:
+        argv = " ".join(shlex.quote(a) for a in s.argv)
+        if s.key == "pylsp-0":
+            argv = f"{shlex.quote(s.argv[0])} -c <pylsp with LINT debounce patched to 0>"
+        print(f"  {s.label}: {argv}")
+        if s.failed:
+            print(f"    FAILED: {s.failed}")
+            continue
+        print(
+            f"    {s.note}; first diagnostics {s.first_ms:.0f} ms after didOpen "
+            f"({s.first_count} diagnostics; {s.last_count} after the last edit); "
+            f"re-checks on didChange: {s.probe}; diagnostic sources: "
+            f"{', '.join(sorted(s.sources)) or '-'}"
+            + (f"; {s.timeouts} edits timed out" if s.timeouts else "")
+            + (f"; {s.unversioned} publishes without a version" if s.unversioned else "")
+        )
+    if any(s.key == "pylsp" for s in servers):
+        print(
+            "note: pylsp lints on didChange (pyflakes runs for every change, not only on "
+            "save), but after a hard-coded 500 ms debounce (pylsp/python_lsp.py "
+            "LINT_DEBOUNCE_S) that no setting changes; its p50 is that wait plus pyflakes."
+        )
+    for message in missing:
+        print(f"missing: {message}")
+    print()
+    print("\n".join(verdict(servers)))
+    print()
+    print("Markdown, for docs/benchmarks.md:")
+    print()
+    print("| " + " | ".join(HEADER) + " |")
+    print("|" + "|".join(["---", "---"] + ["---:"] * (len(HEADER) - 2)) + "|")
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
+    print()
+    print(
+        f"`{command}` on {dt.date.today().isoformat()}: {cores} cores, "
+        f"{platform.system()} {platform.machine()}, Python {platform.python_version()}; "
+        f"a generated {lines:,}-line pytest module, {args.samples} edits per server after "
+        f"{args.warmup} warm-up edits, servers interleaved."
+    )
+    print()
+    for line in verdict(servers):
+        print(f"- {line}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=200, help="timed edits per server")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed edits first")
+    parser.add_argument("--tests", type=int, default=150, help="tests in the generated file")
+    parser.add_argument("--referee", metavar="PATH", help="referee executable")
+    parser.add_argument("--pylsp", metavar="PATH", help="pylsp executable")
+    parser.add_argument("--ruff", metavar="PATH", help="ruff executable")
+    parser.add_argument(
+        "--servers",
+        default="referee,pylsp,ruff",
+        help="comma-separated subset of referee,pylsp,ruff (default: all)",
+    )
+    parser.add_argument(
+        "--no-pylsp-undebounced",
+        dest="pylsp_undebounced",
+        action="store_false",
+        help="leave out the pylsp row with its lint debounce patched to 0",
+    )
+    parser.add_argument("--keep-file", metavar="PATH", help="also write the generated file here")
+    args = parser.parse_args(argv)
+    if args.samples < 1 or args.warmup < 0:
+        parser.error("--samples must be at least 1 and --warmup at least 0")
+    if args.tests < 10:
+        parser.error("--tests must be at least 10")
+    args.servers = {s.strip() for s in args.servers.split(",") if s.strip()}
+    unknown = args.servers - {"referee", "pylsp", "ruff"}
+    if unknown:
+        parser.error(f"unknown server(s): {', '.join(sorted(unknown))}")
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
