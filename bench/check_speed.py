@@ -37,7 +37,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import _tools  # bench/_tools.py: the scripts run from bench/
 
 RUFF_SELECT = "PT,B011,B015,PLW0129"
 INSTALL_HINT = "pip install 'referee[bench]'"
@@ -58,19 +59,8 @@ def default_corpus() -> Path:
 
 
 def find_tool(name: str) -> str:
-    """The executable ``name``: next to this interpreter first (a virtual environment's
-    bin/ or Scripts/), then on PATH. Exits with an install hint when it is missing."""
-    here = Path(sys.executable).parent  # not resolved: a venv's python is often a symlink
-    for candidate in (here / name, here / f"{name}.exe"):
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
-    hint = INSTALL_HINT if name in ("ruff", "flake8") else "pip install referee"
-    sys.exit(
-        f"check_speed: `{name}` was found neither next to {sys.executable} nor on PATH.\n"
-        f"Install it into this environment: {hint}"
+    return _tools.find_tool(
+        name, "check_speed", INSTALL_HINT if name in ("ruff", "flake8") else "pip install referee"
     )
 
 

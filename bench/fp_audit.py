@@ -34,12 +34,13 @@ import json
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import _tools  # bench/_tools.py: the scripts run from bench/
 
 if TYPE_CHECKING:
     from referee.checks.pymodule import Function, PythonModule
@@ -54,17 +55,7 @@ def default_corpus() -> Path:
 
 
 def find_tool(name: str) -> str:
-    here = Path(sys.executable).parent  # not resolved: a venv's python is often a symlink
-    for candidate in (here / name, here / f"{name}.exe"):
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
-    sys.exit(
-        f"fp_audit: `{name}` was found neither next to {sys.executable} nor on PATH.\n"
-        f"Install it into this environment: {INSTALL_HINT}"
-    )
+    return _tools.find_tool(name, "fp_audit", INSTALL_HINT)
 
 
 def run_referee(cwd: Path, target: str) -> dict:
