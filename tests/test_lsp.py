@@ -878,13 +878,13 @@ async def test_server_logs_its_startup_to_the_client(client: RefereeClient):
 
 # ---------------------------------------------------------------------- live guard
 
-GUARDED = '''def count(s):
+GUARDED = """def count(s):
     return len(s)
 
 
 def test_count():
     assert count("abc") == 3
-'''
+"""
 
 
 async def test_weakening_a_committed_assertion_is_flagged_while_typing(client: RefereeClient):
