@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -22,3 +23,21 @@ def find_tool(name: str, program: str, hint: str) -> str:
         f"{program}: `{name}` was found neither next to {sys.executable} nor on PATH.\n"
         f"Install it into this environment: {hint}"
     )
+
+
+def source_fingerprint() -> str:
+    """A short hash of the referee sources this interpreter imports: the rules change
+    often, and a table is only comparable with another from the same sources."""
+    try:
+        import referee
+        import referee.checks
+        import referee.server
+    except ImportError:
+        return "?"
+    digest = hashlib.sha256()
+    for package in (referee, referee.checks, referee.server):
+        base = Path(package.__file__).parent
+        for path in sorted(base.rglob("*.py")):
+            digest.update(path.relative_to(base).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]

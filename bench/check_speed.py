@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import os
 import platform
@@ -73,21 +72,7 @@ def version_of(exe: str) -> str:
 
 
 def source_fingerprint() -> str:
-    """A short hash of the referee sources this interpreter imports: the rules change
-    often, and a table is only comparable with another from the same sources."""
-    try:
-        import referee
-        import referee.checks
-        import referee.server
-    except ImportError:
-        return "?"
-    digest = hashlib.sha256()
-    for package in (referee, referee.checks, referee.server):
-        base = Path(package.__file__).parent
-        for path in sorted(base.rglob("*.py")):
-            digest.update(path.relative_to(base).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
+    return _tools.source_fingerprint()
 
 
 def finding_counts(cases: list[Case], cwd: Path) -> dict[str, str]:

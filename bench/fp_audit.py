@@ -279,20 +279,7 @@ def analyse(corpus: Path) -> tuple[int, int, int, list[TestFacts], int]:
 
 
 def source_fingerprint() -> str:
-    """A short hash of the referee sources this interpreter imports (as check_speed.py)."""
-    import hashlib
-
-    import referee
-    import referee.checks
-    import referee.server
-
-    digest = hashlib.sha256()
-    for package in (referee, referee.checks, referee.server):
-        base = Path(package.__file__).parent
-        for path in sorted(base.rglob("*.py")):
-            digest.update(path.relative_to(base).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
+    return _tools.source_fingerprint()
 
 
 def where(f: dict) -> str:
