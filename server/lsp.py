@@ -400,14 +400,31 @@ async def initialized(ls: RefereeServer, params: types.InitializedParams) -> Non
         "pull" if ls.pull_mode else "push",
     )
     workspace = ls.client_capabilities.workspace
+    registrations = []
     change = workspace.did_change_configuration if workspace else None
     if change and change.dynamic_registration:
-        registration = types.Registration(
-            id="referee-configuration", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION
+        registrations.append(
+            types.Registration(
+                id="referee-configuration", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION
+            )
         )
+    watched = workspace.did_change_watched_files if workspace else None
+    if watched and watched.dynamic_registration:
+        # Configuration files edited outside the editor (a checkout, a script) count too.
+        pattern = "**/{" + ",".join(sorted(_CONFIG_FILES)) + "}"
+        registrations.append(
+            types.Registration(
+                id="referee-config-files",
+                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                    watchers=[types.FileSystemWatcher(glob_pattern=pattern)]
+                ),
+            )
+        )
+    if registrations:
         try:
             await ls.client_register_capability_async(
-                types.RegistrationParams(registrations=[registration])
+                types.RegistrationParams(registrations=registrations)
             )
         except Exception as exc:  # settings then only change on restart; say so
             log.warning("could not register for configuration changes: %s", exc)
@@ -415,6 +432,12 @@ async def initialized(ls: RefereeServer, params: types.InitializedParams) -> Non
         # Documents opened while the client was answering were checked with the settings
         # of initializationOptions.
         ls.recheck_all(reload=False)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: RefereeServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if any(ls.path_of(change.uri).name in _CONFIG_FILES for change in params.changes):
+        ls.recheck_all()
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
