@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from tree_sitter import Node
 
@@ -167,6 +168,51 @@ def raised_name(source: SourceFile, raise_node: Node) -> str | None:
     if exc.type == "call":
         exc = exc.child_by_field_name("function") or exc
     return source.node_text(exc).rsplit(".", 1)[-1]
+
+
+# Exception classes an assertion failure is an instance of.
+CATCHES_FAILURES = frozenset(
+    {"Exception", "BaseException", "AssertionError", "failureException", "TestFailed"}
+)
+
+
+def handler_exception_names(source: SourceFile, handler: Node) -> list[str] | None:
+    """Class names an ``except`` clause catches (last dotted part); None for ``except:``."""
+    value = handler.child_by_field_name("value")
+    if value is None:
+        value = next(
+            (c for c in handler.named_children if c.type not in ("block", "comment")), None
+        )
+    if value is None:
+        return None
+    if value.type == "as_pattern":
+        value = value.named_children[0]
+    grouped = value.type in ("tuple", "parenthesized_expression")
+    items = value.named_children if grouped else [value]
+    return [source.node_text(item).rsplit(".", 1)[-1] for item in items]
+
+
+def handler_swallows(
+    source: SourceFile, handler: Node, keeps_failure: Callable[[str], bool]
+) -> bool:
+    """Whether an ``except`` clause catches an assertion failure and lets it go: it
+    catches a class a failure is an instance of, does not raise or assert again, makes
+    no call ``keeps_failure`` accepts (by the callee's last name), and does not hand the
+    exception on."""
+    names = handler_exception_names(source, handler)
+    if names is not None and not CATCHES_FAILURES.intersection(names):
+        return False
+    stack = [handler]
+    while stack:
+        node = stack.pop()
+        if node.type in ("raise_statement", "assert_statement"):
+            return False
+        if node.type == "call":
+            callee = node.child_by_field_name("function")
+            if callee is not None and keeps_failure(source.node_text(callee).rsplit(".", 1)[-1]):
+                return False
+        stack.extend(node.named_children)
+    return not handler_passes_on(source, handler)
 
 
 def handler_passes_on(source: SourceFile, handler: Node) -> bool:

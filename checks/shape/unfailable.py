@@ -7,47 +7,21 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from referee.checks.models import Severity
-from referee.checks.nodes import call_arguments, handler_passes_on, keyword_argument, string_value
+from referee.checks.nodes import (
+    CATCHES_FAILURES,
+    call_arguments,
+    handler_swallows,
+    keyword_argument,
+    string_value,
+)
 from referee.checks.pymodule import Function, callee_parts
 from referee.checks.rule import Context, Violation
 from referee.checks.source import SourceFile
 
-_CATCH_ALL = frozenset(
-    {"Exception", "BaseException", "AssertionError", "failureException", "TestFailed"}
-)
 
-
-def _handler_types(source: SourceFile, handler: Node) -> list[str] | None:
-    """Exception class names an ``except`` clause catches; None for a bare ``except:``."""
-    value = handler.child_by_field_name("value")
-    if value is None:
-        value = next(
-            (c for c in handler.named_children if c.type not in ("block", "comment")), None
-        )
-    if value is None:
-        return None
-    if value.type == "as_pattern":
-        value = value.named_children[0]
-    grouped = value.type in ("tuple", "parenthesized_expression")
-    items = value.named_children if grouped else [value]
-    return [source.node_text(item).rsplit(".", 1)[-1] for item in items]
-
-
-def _handler_reraises(handler: Node) -> bool:
-    """Whether the handler fails the test again: any raise, assertion or fail call."""
-    stack = [handler]
-    while stack:
-        node = stack.pop()
-        if node.type in ("raise_statement", "assert_statement"):
-            return True
-        if node.type == "call":
-            callee = node.child_by_field_name("function")
-            name = callee.text.decode("utf-8", "replace") if callee is not None else ""
-            last = name.rsplit(".", 1)[-1]
-            if last.startswith(("assert", "fail", "skip")) or last in ("exit", "_exit"):
-                return True
-        stack.extend(node.named_children)
-    return False
+def _keeps_failure(name: str) -> bool:
+    """A call in an ``except`` body that fails, skips or ends the test all the same."""
+    return name.startswith(("assert", "fail", "skip")) or name in ("exit", "_exit")
 
 
 def _swallowing_try(source: SourceFile, node: Node, fn: Node) -> Node | None:
@@ -59,19 +33,13 @@ def _swallowing_try(source: SourceFile, node: Node, fn: Node) -> Node | None:
             for handler in parent.named_children:
                 if handler.type != "except_clause":
                     continue
-                types = _handler_types(source, handler)
-                catches = types is None or any(t in _CATCH_ALL for t in types)
-                if (
-                    catches
-                    and not _handler_reraises(handler)
-                    and not handler_passes_on(source, handler)
-                ):
+                if handler_swallows(source, handler, _keeps_failure):
                     return parent
         if parent.type == "with_statement" and "suppress(" in source.node_text(
             parent.named_children[0]
         ):
             text = source.node_text(parent.named_children[0])
-            if any(name in text for name in _CATCH_ALL):
+            if any(name in text for name in CATCHES_FAILURES):
                 return parent
         child, parent = parent, parent.parent
     return None
