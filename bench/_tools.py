@@ -9,6 +9,13 @@ import sys
 from pathlib import Path
 
 
+def default_corpus() -> Path:
+    """CPython's own test suite, the corpus the benchmarks default to."""
+    import test  # CPython's own test package
+
+    return Path(test.__file__).parent
+
+
 def find_tool(name: str, program: str, hint: str) -> str:
     """The executable ``name``: next to this interpreter first (a virtual environment's
     bin/ or Scripts/), then on PATH. Exits with an install hint when it is missing."""

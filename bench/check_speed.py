@@ -51,12 +51,6 @@ INSTALL_HINT = "pip install 'referee[bench]'"
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv"}
 
 
-def default_corpus() -> Path:
-    import test  # CPython's own test package
-
-    return Path(test.__file__).parent
-
-
 def find_tool(name: str) -> str:
     return _tools.find_tool(
         name, "check_speed", INSTALL_HINT if name in ("ruff", "flake8") else "pip install referee"
@@ -348,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
-    corpus = (args.path or default_corpus()).resolve()
+    corpus = (args.path or _tools.default_corpus()).resolve()
     if not corpus.is_dir():
         parser.error(f"{corpus} is not a directory")
 

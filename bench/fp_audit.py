@@ -48,12 +48,6 @@ if TYPE_CHECKING:
 INSTALL_HINT = "pip install referee"
 
 
-def default_corpus() -> Path:
-    import test  # CPython's own test package
-
-    return Path(test.__file__).parent
-
-
 def find_tool(name: str) -> str:
     return _tools.find_tool(name, "fp_audit", INSTALL_HINT)
 
@@ -312,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         help="skip section 5 (the same run from inside the corpus, `referee check .`)",
     )
     args = parser.parse_args(argv)
-    corpus = (args.path or default_corpus()).resolve()
+    corpus = (args.path or _tools.default_corpus()).resolve()
     if not corpus.is_dir():
         parser.error(f"{corpus} is not a directory")
     base = corpus.parent  # referee runs here on `corpus.name`; report paths are under it
