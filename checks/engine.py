@@ -6,7 +6,7 @@ import re
 
 from referee.checks.config import Settings
 from referee.checks.guard.context import GuardContext
-from referee.checks.models import Finding, Severity
+from referee.checks.models import Finding
 from referee.checks.rule import Context, Rule, Violation
 from referee.checks.source import SourceFile
 
@@ -89,8 +89,3 @@ def check_source(
 def check_text(text: str, path: str, settings: Settings | None = None) -> list[Finding]:
     """Convenience for callers holding text (editors, tests): check it as ``path``."""
     return check_source(SourceFile(path, text), settings or Settings())
-
-
-def blocking(findings: list[Finding]) -> bool:
-    """Whether any finding stops the pipeline (error level)."""
-    return any(f.severity is Severity.ERROR for f in findings)

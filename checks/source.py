@@ -122,6 +122,3 @@ class SourceFile:
         """The whole of line ``row`` (0-based)."""
         line = self.lines[row] if row < len(self.lines) else b""
         return Span(start=self.location(row, 0), end=self.location(row, len(line)))
-
-    def line_text(self, row: int) -> str:
-        return self.lines[row].decode("utf-8", "replace") if row < len(self.lines) else ""
