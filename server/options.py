@@ -9,6 +9,52 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
+
+
+class JudgeSettings(_Section):
+    """The L2 judge in the editor (``referee.judge.*``). Unset keys use the project's
+    ``[tool.referee.judge]``, then the built-in defaults."""
+
+    run: Literal["onSave", "manual", "off"] = Field(
+        default="onSave", description="When the judge runs: on save, only on request, never."
+    )
+    backend: Literal["llama-cpp", "openai"] | None = Field(
+        default=None, description="In-process llama-cpp (GGUF) or an OpenAI-compatible server."
+    )
+    model: str | None = Field(
+        default=None, description="A known model id or the path of a GGUF file."
+    )
+    url: str | None = Field(
+        default=None, description="Base URL of an OpenAI-compatible server (backend openai)."
+    )
+    perspectives: list[str] | None = Field(
+        default=None, description="Perspectives to ask, e.g. strict, balanced, lenient."
+    )
+    divergence_threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Below this share of one verdict: UNCLEAR."
+    )
+
+
+class TestSettings(_Section):
+    """Running tests from the editor (``referee.tests.*``)."""
+
+    run_on_save: bool = Field(
+        default=False, description="Run the saved test file (and tests importing a saved module)."
+    )
+
+
+class ArbitrationSettings(_Section):
+    """Arbitration of failing tests (``referee.arbitration.*``)."""
+
+    oracles: int | None = Field(
+        default=None, ge=1, le=9, description="k independent oracle programs to generate."
+    )
+
+
 class ClientSettings(BaseModel):
     """What an editor may set for referee; every key optional."""
 
@@ -30,6 +76,9 @@ class ClientSettings(BaseModel):
     configuration: str | None = Field(
         default=None, description="A referee.toml / pyproject.toml to use instead of the nearest."
     )
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    tests: TestSettings = Field(default_factory=TestSettings)
+    arbitration: ArbitrationSettings = Field(default_factory=ArbitrationSettings)
 
 
 def parse_settings(raw: Any) -> tuple[ClientSettings, str | None]:
