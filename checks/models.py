@@ -37,6 +37,8 @@ class Layer(str, Enum):
 
     L0 = "L0"  # shape: cheap structural checks
     L1 = "L1"  # contracts and the anti-gaming guard
+    L2 = "L2"  # the local model judge
+    L3 = "L3"  # a person: the review queue
 
 
 class _Model(BaseModel):
@@ -186,6 +188,49 @@ class Contract(_Config):
 RuleSelector = Annotated[str, Field(pattern=r"^(ALL|REF\d{0,3})$")]
 
 
+class JudgeConfig(_Config):
+    """``[tool.referee.judge]``: the L2 judge and the L3 review queue. See docs/judge.md."""
+
+    backend: Literal["llama-cpp", "openai"] = Field(
+        default="llama-cpp",
+        description="In-process llama-cpp-python (GGUF) or an OpenAI-compatible server.",
+    )
+    model: str = Field(
+        default="qwen2.5-coder-1.5b",
+        description="A known model id, the path of a GGUF file, or the server's model name.",
+    )
+    url: str | None = Field(default=None, description="Base URL of the OpenAI-compatible server.")
+    api_key_env: str | None = Field(
+        default=None, description="Environment variable holding the server's API key."
+    )
+    perspectives: list[str] = Field(
+        default_factory=lambda: ["strict", "balanced", "lenient"],
+        min_length=1,
+        description="Perspectives asked for every item (built-in or declared below).",
+    )
+    custom_perspectives: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra perspectives: name → instruction appended to the prompt.",
+    )
+    divergence_threshold: float = Field(
+        default=0.8,
+        ge=0.0,
+        le=1.0,
+        description="Below this share of the most common verdict, the item goes to L3.",
+    )
+    cost_ratio: float = Field(
+        default=3.0, gt=0, description="Cost of a false negative relative to a false positive."
+    )
+    audit_rate: float = Field(
+        default=0.05, ge=0.0, le=1.0, description="Base share of auto-passed items audited."
+    )
+    risk: dict[str, float] = Field(
+        default_factory=dict, description="Glob → risk factor for audit sampling (default 1)."
+    )
+    max_tokens: int = Field(default=160, ge=16, le=4096)
+    timeout: float = Field(default=120.0, gt=0, description="Seconds per model call (openai).")
+
+
 class RefereeConfig(_Config):
     """The whole ``[tool.referee]`` table (or a ``referee.toml``). See docs/configuration.md."""
 
@@ -211,6 +256,7 @@ class RefereeConfig(_Config):
     respect_gitignore: StrictBool = True
     cache: StrictBool = True
     contract: list[Contract] = Field(default_factory=list)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
 
     @field_validator("select", "extend_select", "ignore", mode="before")
     @classmethod
@@ -229,15 +275,71 @@ def json_schema() -> dict:
     return schema
 
 
+# ---------------------------------------------------------------------------- judge, L3
+
+Verdict = Literal["PASS", "REJECT"]
+Outcome = Literal["PASS", "REJECT", "UNCLEAR"]
+
+
+class JudgeVerdict(_Model):
+    """What one perspective of the judge said about one item, and whether its quotes hold."""
+
+    perspective: str
+    verdict: Verdict
+    evidence: tuple[str, ...] = Field(description="Exact quotes from the item's text.")
+    reason: str = ""
+    hallucinated: tuple[str, ...] = Field(
+        default=(), description="Quotes not found in the text (after whitespace normalisation)."
+    )
+    cached: bool = False
+
+
+class Decision(_Model):
+    """The outcome for one item: which layer decided, and why."""
+
+    subject: str = Field(description="What was judged: a function, a test, or the whole file.")
+    kind: Literal["task", "function", "test"]
+    outcome: Outcome
+    layer: Layer
+    agreement: float = Field(description="Share of the most common verdict (1.0: unanimous).")
+    reasons: tuple[str, ...] = ()
+    verdicts: tuple[JudgeVerdict, ...] = ()
+    span: Span | None = None
+    content_sha256: str = ""
+    audit: bool = Field(default=False, description="Passed, but sampled for a human audit.")
+
+
+class ReviewItem(_Model):
+    """One item waiting for (or decided by) a person, in ``.referee/review.jsonl``."""
+
+    id: str = Field(description="Stable id: hash of kind, path, subject and content.")
+    kind: Literal["judge", "audit", "arbitration"]
+    path: str
+    line: int = Field(ge=1)
+    subject: str
+    content_sha256: str
+    title: str
+    reasons: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    created: str
+    decision: Literal["accepted", "rejected"] | None = None
+    decided_by: str | None = None
+    decided: str | None = None
+
+
 __all__ = [
     "CheckReport",
     "Contract",
+    "Decision",
     "Edit",
     "Finding",
     "Fix",
+    "JudgeConfig",
+    "JudgeVerdict",
     "Layer",
     "Location",
     "RefereeConfig",
+    "ReviewItem",
     "Severity",
     "SkippedFile",
     "Span",

@@ -1,0 +1,308 @@
+"""The model behind the judge and the oracles: one interface, two real backends.
+
+* :class:`LlamaCppBackend` runs a GGUF file in this process with llama-cpp-python (the
+  embedded default). Consecutive prompts that share a prefix reuse its KV cache, so the
+  judge puts the text under review first and the perspective's instruction last.
+* :class:`OpenAIBackend` talks to any OpenAI-compatible HTTP server (llama-server, vLLM,
+  Ollama, ``python -m llama_cpp.server``): the path by which a team shares one GPU.
+
+Both answer :meth:`Backend.chat` with plain text; when a JSON schema is given, the output is
+constrained to it (llama.cpp grammar / the server's ``response_format``). Callers still
+validate what comes back: a server may ignore the constraint.
+
+:func:`open_backend` builds one from :class:`~referee.checks.models.JudgeConfig` and turns
+every way that can fail (llama-cpp-python not installed, model missing or corrupt, server
+unreachable) into one :class:`BackendError` whose message says what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from referee.checks.judge import models as model_files
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
+
+
+class BackendError(Exception):
+    """The judge's model cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One answer: its text and what it cost."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Backend(Protocol):
+    """What the judge and the oracle writer need from a model."""
+
+    @property
+    def identity(self) -> str:
+        """Stable id of the weights behind this backend (part of every cache key)."""
+        ...
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> Generation: ...
+
+
+# ------------------------------------------------------------------------ llama-cpp
+
+
+class LlamaCppBackend:
+    """A GGUF model loaded in this process. Thread-safe: calls are serialised."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        identity: str | None = None,
+    ) -> None:
+        try:
+            import llama_cpp
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise BackendError(
+                "the judge needs llama-cpp-python: pip install 'referee[judge]' "
+                "(or set judge.backend = \"openai\" and judge.url to a model server)"
+            ) from exc
+        self.path = Path(path)
+        self._identity = identity or _file_identity(self.path)
+        self._lock = threading.Lock()
+        try:
+            self._llm = llama_cpp.Llama(
+                model_path=str(self.path),
+                n_ctx=n_ctx,
+                n_threads=n_threads or max(1, os.cpu_count() or 1),
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise BackendError(
+                f"cannot load the model {self.path}: {exc}. Reinstall it with "
+                "`referee model install` or point judge.model at a valid GGUF file"
+            ) from exc
+        self._grammars: dict[str, Any] = {}
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+        return self._grammars[key]
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> Generation:
+        kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+        if seed is not None:
+            kwargs["seed"] = seed
+        if temperature == 0.0:
+            kwargs["top_k"] = 1
+        with self._lock:
+            if schema is not None:
+                kwargs["grammar"] = self._grammar(schema)
+            try:
+                out = self._llm.create_chat_completion(messages=list(messages), **kwargs)
+            except ValueError as exc:  # e.g. the prompt does not fit the context
+                raise BackendError(f"the model could not answer: {exc}") from exc
+        usage = out.get("usage") or {}
+        return Generation(
+            text=out["choices"][0]["message"]["content"] or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+        )
+
+
+def _file_identity(path: Path) -> str:
+    """The pinned sha256 for a known model, else a cheap fingerprint of the file."""
+    for model in model_files.MODELS.values():
+        if path.name == model.filename:
+            return model.sha256[:16]
+    try:
+        stat = path.stat()
+    except OSError:
+        return path.name
+    head = hashlib.sha256()
+    with path.open("rb") as handle:
+        head.update(handle.read(1 << 20))
+    head.update(str(stat.st_size).encode())
+    return head.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+class OpenAIBackend:
+    """An OpenAI-compatible chat-completions endpoint (``{url}/chat/completions``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        model: str = "default",
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+    ) -> None:
+        self.url = url.rstrip("/")
+        if not self.url.endswith("/v1"):
+            self.url += "/v1"
+        self.model = model
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+
+    @property
+    def identity(self) -> str:
+        return f"openai:{self.url}:{self.model}"
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> Generation:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema, "strict": True},
+                # llama-cpp-python's server reads the schema from here:
+                "schema": schema,
+            }
+        request = urllib.request.Request(
+            f"{self.url}/chat/completions",
+            data=json.dumps(body).encode("utf-8"),
+            headers={
+                "Content-Type": "application/json",
+                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+            },
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                data = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read(500).decode("utf-8", "replace")
+            raise BackendError(f"model server {self.url} answered {exc.code}: {detail}") from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise BackendError(f"cannot reach the model server {self.url}: {reason}") from exc
+        except json.JSONDecodeError as exc:
+            raise BackendError(f"model server {self.url} did not answer JSON") from exc
+        try:
+            text = data["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError) as exc:
+            raise BackendError(f"model server {self.url} gave no answer: {data!r:.200}") from exc
+        usage = data.get("usage") or {}
+        return Generation(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
+
+
+# ----------------------------------------------------------------------------- fake
+
+
+@dataclass
+class ScriptedBackend:
+    """For unit tests of the logic around the model: answers come from a function.
+
+    ``answer(messages, schema)`` returns the text; every call is recorded in ``calls``.
+    Never used outside tests.
+    """
+
+    answer: Callable[[Sequence[Message], dict[str, Any] | None], str]
+    identity: str = "scripted"
+    calls: list[Sequence[Message]] = field(default_factory=list)
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> Generation:
+        self.calls.append(list(messages))
+        return Generation(text=self.answer(messages, schema))
+
+
+# ---------------------------------------------------------------------------- opening
+
+_OPEN: dict[tuple[Any, ...], Backend] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_backend(
+    backend: str = "llama-cpp",
+    *,
+    model: str = model_files.DEFAULT_MODEL,
+    url: str | None = None,
+    api_key_env: str | None = None,
+    n_ctx: int = 4096,
+) -> Backend:
+    """The backend a configuration names, loaded once per process and shared.
+
+    Raises :class:`BackendError` with one clear sentence when it cannot be used.
+    """
+    key = (backend, model, url, api_key_env, n_ctx)
+    with _OPEN_LOCK:
+        if key in _OPEN:
+            return _OPEN[key]
+        if backend == "openai":
+            if not url:
+                raise BackendError("judge.backend is \"openai\" but judge.url is not set")
+            api_key = os.environ.get(api_key_env) if api_key_env else None
+            opened: Backend = OpenAIBackend(url, model=model, api_key=api_key)
+        elif backend == "llama-cpp":
+            try:
+                path = model_files.resolve(model)
+            except model_files.ModelError as exc:
+                raise BackendError(str(exc)) from exc
+            opened = LlamaCppBackend(path, n_ctx=n_ctx)
+        else:
+            raise BackendError(f"unknown judge backend {backend!r}: use llama-cpp or openai")
+        _OPEN[key] = opened
+        return opened
