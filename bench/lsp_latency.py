@@ -42,6 +42,10 @@ What it does:
   pylsp in the run), as between bursts of typing; a server measured alone
   (``--servers referee``) gets its edits back to back, with warm caches, and is faster.
 
+referee checks an open document incrementally (``Incremental`` in checks/engine.py): an
+edit inside one test re-runs the rules on that test alone, so the timed edits measure that
+path. A whole-file check is what "first diagnostics ... after didOpen" reports.
+
 pylsp debounces linting by a hard-coded 500 ms (``LINT_DEBOUNCE_S`` in pylsp/python_lsp.py;
 no setting changes it), so its latency as shipped is mostly that wait. Unless
 ``--no-pylsp-undebounced`` is given, a fourth row runs the same pylsp with the debounce

@@ -1,12 +1,26 @@
-"""The functional core: text and settings in, findings out. No I/O happens here."""
+"""The functional core: text and settings in, findings out. No I/O happens here.
+
+:func:`check_source` checks a whole file. Given an :class:`Incremental` (one per open
+document), it re-runs the rules only on the top-level statements an edit changed and
+reuses the findings of the others; the result is always what a full check of the same
+text gives.
+"""
 
 from __future__ import annotations
 
+import bisect
 import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from tree_sitter import Node
 
 from referee.checks.config import Settings
 from referee.checks.guard.context import GuardContext
-from referee.checks.models import Finding
+from referee.checks.models import Finding, Fix, Span
+from referee.checks.pymodule import Function, PythonModule, close_asserting, imports_only_unittest
 from referee.checks.rule import Context, Rule, Violation
 from referee.checks.source import SourceFile
 
@@ -39,6 +53,31 @@ def _is_suppressed(finding: Finding, table: dict[int, frozenset[str] | None]) ->
     return codes is None or finding.code in codes
 
 
+def _unsuppressed(findings: list[Finding], text: str) -> list[Finding]:
+    """``findings`` less those a suppression comment on their first line silences; only
+    the lines findings start on are read (the same lines :func:`suppressions` numbers)."""
+    if not findings or "referee:" not in text:
+        return findings
+    lines = text.splitlines()
+    kept = []
+    for finding in findings:
+        row = finding.span.start.line - 1
+        match = _SUPPRESSION.search(lines[row]) if 0 <= row < len(lines) else None
+        if match is not None:
+            codes = match.group(1)
+            if codes is None or finding.code in {
+                c.strip().upper() for c in codes.split(",") if c.strip()
+            }:
+                continue
+        kept.append(finding)
+    return kept
+
+
+def _sort(findings: list[Finding]) -> list[Finding]:
+    findings.sort(key=lambda f: (f.span.start.line, f.span.start.column, f.code))
+    return findings
+
+
 def _finding(rule: Rule, violation: Violation, path: str, settings: Settings) -> Finding:
     severity = settings.severity(rule, violation.severity or rule.severity)
     return Finding(
@@ -55,16 +94,13 @@ def _finding(rule: Rule, violation: Violation, path: str, settings: Settings) ->
     )
 
 
-def check_source(
+def _context(
     source: SourceFile,
     settings: Settings,
-    relpath: str | None = None,
-    guard: GuardContext | None = None,
-    only: frozenset[str] | None = None,
-) -> list[Finding]:
-    """Run every enabled rule (or those of them in ``only``) on one decoded file and return
-    its findings, sorted. ``guard`` gives the baseline the REF3xx rules compare with."""
-    relpath = relpath if relpath is not None else source.path
+    relpath: str,
+    guard: GuardContext | None,
+    module: Any = None,
+) -> Context:
     ctx = Context(
         source=source,
         config=settings.config,
@@ -74,18 +110,512 @@ def check_source(
         root_name=settings.root.name,
         guard=guard,
     )
-    findings = [
-        _finding(rule, violation, source.path, settings)
-        for rule in settings.rules_for(relpath, source.kind)
-        if only is None or rule.code in only
+    if module is not None:
+        ctx.__dict__["module"] = module  # what ``Context.module`` would build, given
+    return ctx
+
+
+def _run(ctx: Context, rules: Iterable[Rule], settings: Settings) -> list[Finding]:
+    return [
+        _finding(rule, violation, ctx.source.path, settings)
+        for rule in rules
         for violation in rule.check(ctx)
     ]
-    table = suppressions(source.text)
-    findings = [f for f in findings if not _is_suppressed(f, table)]
-    findings.sort(key=lambda f: (f.span.start.line, f.span.start.column, f.code))
-    return findings
+
+
+def check_source(
+    source: SourceFile,
+    settings: Settings,
+    relpath: str | None = None,
+    guard: GuardContext | None = None,
+    only: frozenset[str] | None = None,
+    cache: Incremental | None = None,
+) -> list[Finding]:
+    """Run every enabled rule (or those of them in ``only``) on one decoded file and return
+    its findings, sorted. ``guard`` gives the baseline the REF3xx rules compare with.
+    ``cache``: the :class:`Incremental` of the document ``source`` is a version of; the
+    findings are the same, computed from what changed since its last check."""
+    relpath = relpath if relpath is not None else source.path
+    if cache is not None and only is None and source.kind == "python":
+        return cache.check(source, settings, relpath, guard)
+    ctx = _context(source, settings, relpath, guard)
+    rules = [
+        rule
+        for rule in settings.rules_for(relpath, source.kind)
+        if only is None or rule.code in only
+    ]
+    return _sort(_unsuppressed(_run(ctx, rules, settings), source.text))
 
 
 def check_text(text: str, path: str, settings: Settings | None = None) -> list[Finding]:
     """Convenience for callers holding text (editors, tests): check it as ``path``."""
     return check_source(SourceFile(path, text), settings or Settings())
+
+
+# ---------------------------------------------------------------------- incremental checks
+
+# Rules whose findings inside one top-level statement (a function, a class, a statement,
+# a comment) depend only on that statement's text and on the file-wide facts that
+# :class:`Incremental` tracks: the assertion aliases, whether the module imports only
+# unittest, which functions are defined and which assert, and which methods a subclass
+# elsewhere in the file overrides. Every other rule runs on the whole file at every check.
+# A new rule is file-wide until it is added here (tests/test_incremental.py then covers it).
+PER_STATEMENT = frozenset(
+    {
+        "REF101",
+        "REF102",
+        "REF110",
+        "REF111",
+        "REF112",
+        "REF113",
+        "REF114",
+        "REF115",
+        "REF120",
+        "REF121",
+    }
+)
+# A message that names a line ("the `try` on line 12") is only reused where it was made.
+_CITES_LINE = re.compile(r"\blines?\s+\d")
+
+
+class _Chunk(NamedTuple):
+    """Whole lines holding one or more top-level statements (several when they share a
+    line), as byte offsets into the source and 0-based rows."""
+
+    key: bytes  # the lines' text: what the findings inside them depend on
+    start: int
+    end: int
+    first_row: int
+    # Holds a syntax error. Its tree then depends on more than its text (error recovery
+    # may read far), so it is always checked again, and never reused.
+    broken: bool
+
+
+def _chunks(source: SourceFile) -> list[_Chunk]:
+    data = source.data
+    chunks: list[_Chunk] = []
+    start = end = first = last = -1
+    broken = False
+    root = source.tree.root_node
+    for node in root.children:
+        row = node.start_point.row
+        if start >= 0 and row <= last:
+            last = max(last, node.end_point.row)
+            end = max(end, node.end_byte)
+            broken = broken or node.has_error
+            continue
+        if start >= 0:
+            chunks.append(_close(data, start, end, first, broken))
+        start, end = node.start_byte - node.start_point.column, node.end_byte
+        first, last = row, node.end_point.row
+        broken = node.has_error or root.type != "module"
+    if start >= 0:
+        chunks.append(_close(data, start, end, first, broken))
+    return chunks
+
+
+def _close(data: bytes, start: int, end: int, first_row: int, broken: bool) -> _Chunk:
+    line_end = data.find(b"\n", end)
+    end = len(data) if line_end < 0 else line_end
+    return _Chunk(data[start:end], start, end, first_row, broken)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What one chunk contributes to the file-wide facts, and what it depends on."""
+
+    aliases: frozenset[str]  # `eq = self.assertEqual`
+    defined: frozenset[str]  # function names
+    asserting: frozenset[str]  # functions that assert themselves, with their enclosers
+    candidates: tuple[tuple[str, list[str]], ...]  # the others: (name, callees)
+    depends: frozenset[str]  # callees and decorators: whether they assert matters here
+    methods: frozenset[tuple[str, str]]  # (class, method) defined here
+    overrides: frozenset[tuple[str, str]]  # (base class, method) a subclass here defines
+    comments: tuple[tuple[int, int], ...]  # byte ranges, from the chunk's start
+    suspicious: bool
+
+
+@dataclass
+class _Entry:
+    facts: _Facts
+    signature: tuple[frozenset[Any], ...]  # the file-wide facts its findings were made with
+    placed: dict[int, list[Finding]] = field(default_factory=dict)  # first row -> findings
+    anchored: bool = False  # a message names a line: reuse only at the same row
+    broken: bool = False  # made from a chunk with a syntax error: never reused
+
+
+def _ancestors(fn: Function) -> Iterable[Function]:
+    current: Function | None = fn
+    while current is not None:
+        yield current
+        current = current.parent
+
+
+def _facts(module: PythonModule, chunks: list[_Chunk], indices: list[int]) -> dict[int, _Facts]:
+    """Each chunk's facts, from a module that collected (at least) those chunks."""
+    starts = [chunks[i].start for i in indices]
+
+    def owner(byte: int) -> int | None:
+        at = bisect.bisect_right(starts, byte) - 1
+        if at < 0 or byte >= chunks[indices[at]].end:
+            return None  # a context chunk's node (see Incremental._check)
+        return indices[at]
+
+    functions: dict[int, list[Function]] = {}
+    for fn in module.functions:
+        at = owner(fn.node.start_byte)
+        if at is not None:
+            functions.setdefault(at, []).append(fn)
+    comments: dict[int, list[Node]] = {}
+    for node in module.comments:
+        at = owner(node.start_byte)
+        if at is not None:
+            comments.setdefault(at, []).append(node)
+    aliases: dict[int, set[str]] = {}
+    for alias, byte in module.alias_sites:
+        at = owner(byte)
+        if at is not None:
+            aliases.setdefault(at, set()).add(alias)
+    suspicious = {owner(node.start_byte) for node in module.suspicious}
+    found = {}
+    for i in indices:
+        fns = functions.get(i, [])
+        asserting = frozenset(outer.name for fn in fns if fn.assertions for outer in _ancestors(fn))
+        start = chunks[i].start
+        found[i] = _Facts(
+            aliases=frozenset(aliases.get(i, ())),
+            defined=frozenset(fn.name for fn in fns),
+            asserting=asserting,
+            candidates=tuple(
+                (fn.name, [name for name, _ in fn.calls]) for fn in fns if fn.name not in asserting
+            ),
+            depends=frozenset(
+                [name for fn in fns for name, _ in fn.calls]
+                + [d.rsplit(".", 1)[-1] for fn in fns for d in fn.decorators]
+            ),
+            methods=frozenset((fn.class_.name, fn.name) for fn in fns if fn.class_ is not None),
+            overrides=frozenset(
+                (base.rsplit(".", 1)[-1], fn.name)
+                for fn in fns
+                if fn.class_ is not None
+                for base in fn.class_.bases
+            ),
+            comments=tuple((n.start_byte - start, n.end_byte - start) for n in comments.get(i, ())),
+            suspicious=i in suspicious,
+        )
+    return found
+
+
+class _FileFacts:
+    """What an incremental check gives the file-wide rules as ``ctx.module``: the whole
+    file's comments and suspicious constructs from the chunks' facts; anything else from a
+    :class:`PythonModule` of the whole file, built on first use."""
+
+    def __init__(
+        self, source: SourceFile, is_test_file: bool, chunks: list[_Chunk], facts: list[_Facts]
+    ) -> None:
+        self.source = source
+        self.is_test_file = is_test_file
+        self._chunks = chunks
+        self._facts = facts
+        self._module: PythonModule | None = None
+
+    def _full(self) -> PythonModule:
+        if self._module is None:
+            self._module = PythonModule(self.source, self.is_test_file)
+        return self._module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._full(), name)
+
+    @property
+    def suspicious(self) -> list[Node]:
+        return self._full().suspicious if any(f.suspicious for f in self._facts) else []
+
+    @property
+    def comments(self) -> list[Node]:
+        root = self.source.tree.root_node
+        nodes = []
+        for chunk, facts in zip(self._chunks, self._facts, strict=True):
+            for start, end in facts.comments:
+                node = root.descendant_for_byte_range(chunk.start + start, chunk.start + end)
+                if (
+                    node is None
+                    or node.type != "comment"
+                    or node.start_byte != chunk.start + start
+                    or node.end_byte != chunk.start + end
+                ):
+                    return self._full().comments
+                nodes.append(node)
+        return nodes
+
+
+def _shifted(findings: list[Finding], rows: int) -> list[Finding]:
+    def span(s: Span) -> Span:
+        return Span(
+            start=s.start.model_copy(update={"line": s.start.line + rows}),
+            end=s.end.model_copy(update={"line": s.end.line + rows}),
+        )
+
+    def fix(f: Fix | None) -> Fix | None:
+        if f is None:
+            return None
+        edits = tuple(e.model_copy(update={"span": span(e.span)}) for e in f.edits)
+        return f.model_copy(update={"edits": edits})
+
+    return [f.model_copy(update={"span": span(f.span), "fix": fix(f.fix)}) for f in findings]
+
+
+class _Stale(Exception):
+    """The cache cannot answer for this text: check the whole file."""
+
+
+class Incremental:
+    """What :func:`check_source` keeps between checks of one document, to re-check only the
+    top-level statements whose text changed. Thread-safe: checks of one document run one
+    at a time.
+
+    The file is cut into chunks, the whole lines of each top-level statement. A chunk's
+    findings (from the rules in :data:`PER_STATEMENT`) are cached by its text, with the
+    file-wide facts they were made with; a chunk that moved keeps its findings, shifted.
+    A check collects and checks only the chunks that are new, those whose facts changed
+    (a helper they call stopped asserting), and, as context, those that override their
+    methods. The other rules run on the whole file every time; suppression comments are
+    applied to the result. A change in the assertion aliases, in whether the module
+    imports only unittest, or in the settings re-checks everything.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._identity: tuple[Any, ...] | None = None
+        self._entries: dict[bytes, _Entry] = {}
+        self._aliases: frozenset[str] = frozenset()
+        self._unittest_only = False
+        self._globals: tuple[Any, ...] = ()  # (defined, asserting, offered) of the last check
+        self.rechecked = 0  # chunks whose rules ran in the last check (for tests, benchmarks)
+
+    def check(
+        self,
+        source: SourceFile,
+        settings: Settings,
+        relpath: str | None = None,
+        guard: GuardContext | None = None,
+    ) -> list[Finding]:
+        relpath = relpath if relpath is not None else source.path
+        with self._lock:
+            identity = (settings, relpath, source.path, source.kind)
+            unittest_only = imports_only_unittest(source.text)
+            chunks = _chunks(source)
+            if (
+                self._identity == identity
+                and unittest_only == self._unittest_only
+                # A tree whose root is an error has no top-level statements to go by.
+                and source.tree.root_node.type == "module"
+            ):
+                try:
+                    return self._check(source, settings, relpath, guard, chunks, unittest_only)
+                except _Stale:
+                    pass
+            self._identity = identity
+            self._unittest_only = unittest_only
+            return self._full(source, settings, relpath, guard, chunks)
+
+    # ------------------------------------------------------------------ the two paths
+
+    def _full(
+        self,
+        source: SourceFile,
+        settings: Settings,
+        relpath: str,
+        guard: GuardContext | None,
+        chunks: list[_Chunk],
+    ) -> list[Finding]:
+        ctx = _context(source, settings, relpath, guard)
+        module = ctx.module
+        rules = settings.rules_for(relpath, source.kind)
+        local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
+        whole = _run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings)
+        everything = list(range(len(chunks)))
+        facts = _facts(module, chunks, everything)
+        by_chunk = _by_chunk(local, chunks, set(everything))
+        assert by_chunk is not None, "every statement lies in a chunk"
+        defined, asserting = module.defined_names, module.asserting_functions
+        offered = _offered(facts.values())
+        self._entries = {}
+        for i, chunk in enumerate(chunks):
+            entry = self._entries.get(chunk.key)
+            if entry is None:
+                signature = _signature(facts[i], defined, asserting, offered)
+                entry = self._entries[chunk.key] = _Entry(facts[i], signature)
+            _place(entry, chunk, by_chunk.get(i, []))
+        self._aliases = frozenset(alias for f in facts.values() for alias in f.aliases)
+        self._globals = (defined, asserting, offered)
+        self.rechecked = len(chunks)
+        return _sort(_unsuppressed(local + whole, source.text))
+
+    def _check(
+        self,
+        source: SourceFile,
+        settings: Settings,
+        relpath: str,
+        guard: GuardContext | None,
+        chunks: list[_Chunk],
+        unittest_only: bool,
+    ) -> list[Finding]:
+        entries = self._entries
+        is_test_file = settings.is_test_file(relpath)
+        new = [
+            i
+            for i, chunk in enumerate(chunks)
+            if chunk.broken
+            or (entry := entries.get(chunk.key)) is None
+            or entry.broken
+            or (entry.anchored and chunk.first_row not in entry.placed)
+        ]
+        module = self._module(source, is_test_file, chunks, new, unittest_only)
+        found = _facts(module, chunks, new)
+        facts = [found[i] if i in found else entries[c.key].facts for i, c in enumerate(chunks)]
+        if frozenset(alias for f in facts for alias in f.aliases) != self._aliases:
+            raise _Stale  # every call to an alias is an assertion: collect everything anew
+        defined = frozenset(name for f in facts for name in f.defined)
+        asserting = close_asserting(
+            {name for f in facts for name in f.asserting},
+            [candidate for f in facts for candidate in f.candidates],
+            defined,
+        )
+        offered = _offered(facts)
+        file_facts = (defined, asserting, offered)
+        signatures = {i: _signature(facts[i], defined, asserting, offered) for i in new}
+        redo = set(new)
+        if file_facts != self._globals:  # the chunks that depend on what changed
+            for i, chunk in enumerate(chunks):
+                if i not in redo:
+                    signatures[i] = _signature(facts[i], defined, asserting, offered)
+                    if signatures[i] != entries[chunk.key].signature:
+                        redo.add(i)
+        # A method's placeholder is a declaration when a subclass here overrides it: the
+        # rule looks for the override among the module's functions, so those must be there.
+        overridden = {
+            method
+            for i in redo
+            for method in facts[i].methods
+            if offered.get(method, 0) > (method in facts[i].overrides)
+        }
+        context = (
+            {
+                j
+                for j, f in enumerate(facts)
+                if j not in redo and not overridden.isdisjoint(f.overrides)
+            }
+            if overridden
+            else set()
+        )
+        if redo | context != set(new):
+            module = self._module(
+                source, is_test_file, chunks, sorted(redo | context), unittest_only
+            )
+        module.use_file_facts(defined, asserting)
+        rules = settings.rules_for(relpath, source.kind)
+        ctx = _context(source, settings, relpath, guard, module)
+        local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
+        by_chunk = _by_chunk(local, chunks, redo | context)
+        if by_chunk is None:
+            raise _Stale
+        entries_now: dict[bytes, _Entry] = {}
+        findings: list[Finding] = []
+        for i, chunk in enumerate(chunks):
+            if i in redo:
+                entry = entries_now.get(chunk.key)
+                if entry is None or entry.signature != signatures[i]:
+                    entry = entries_now[chunk.key] = _Entry(facts[i], signatures[i])
+                placed = by_chunk.get(i, [])
+                _place(entry, chunk, placed)
+            else:
+                old = entries[chunk.key]
+                entry = entries_now.get(chunk.key)
+                if entry is None:
+                    entry = entries_now[chunk.key] = _Entry(
+                        old.facts, old.signature, anchored=old.anchored
+                    )
+                placed = old.placed.get(chunk.first_row)
+                if placed is None:
+                    placed = entry.placed.get(chunk.first_row)
+                if placed is None:  # moved (never when a message names a line: see `new`)
+                    row, there = next(iter(old.placed.items()))
+                    placed = _shifted(there, chunk.first_row - row)
+                entry.placed[chunk.first_row] = placed
+            findings.extend(placed)
+        self._entries = entries_now
+        self._globals = file_facts
+        self.rechecked = len(redo)
+        whole_module = _FileFacts(source, is_test_file, chunks, facts)
+        ctx = _context(source, settings, relpath, guard, whole_module)
+        findings.extend(_run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings))
+        return _sort(_unsuppressed(findings, source.text))
+
+    def _module(
+        self,
+        source: SourceFile,
+        is_test_file: bool,
+        chunks: list[_Chunk],
+        indices: list[int],
+        unittest_only: bool,
+    ) -> PythonModule:
+        ranges: list[tuple[int, int]] = []
+        previous = -2
+        for i in indices:
+            if i == previous + 1:
+                ranges[-1] = (ranges[-1][0], chunks[i].end)
+            else:
+                ranges.append((chunks[i].start, chunks[i].end))
+            previous = i
+        return PythonModule(
+            source,
+            is_test_file,
+            ranges=ranges,
+            aliases=self._aliases,
+            unittest_only=unittest_only,
+        )
+
+
+def _offered(facts: Iterable[_Facts]) -> dict[tuple[str, str], int]:
+    """(base class, method) -> how many chunks define that method in a subclass of it."""
+    offered: dict[tuple[str, str], int] = {}
+    for f in facts:
+        for pair in f.overrides:
+            offered[pair] = offered.get(pair, 0) + 1
+    return offered
+
+
+def _signature(
+    facts: _Facts,
+    defined: frozenset[str],
+    asserting: frozenset[str],
+    offered: dict[tuple[str, str], int],
+) -> tuple[frozenset[Any], ...]:
+    """The file-wide facts a chunk's findings depend on."""
+    overridden = frozenset(
+        method for method in facts.methods if offered.get(method, 0) > (method in facts.overrides)
+    )
+    return (facts.depends & asserting, facts.depends & defined, overridden)
+
+
+def _by_chunk(
+    findings: list[Finding], chunks: list[_Chunk], wanted: set[int]
+) -> dict[int, list[Finding]] | None:
+    """Findings by the chunk they start in; None when one lies outside ``wanted``."""
+    rows = [c.first_row for c in chunks]
+    found: dict[int, list[Finding]] = {}
+    for finding in findings:
+        at = bisect.bisect_right(rows, finding.span.start.line - 1) - 1
+        if at not in wanted:
+            return None
+        found.setdefault(at, []).append(finding)
+    return found
+
+
+def _place(entry: _Entry, chunk: _Chunk, findings: list[Finding]) -> None:
+    entry.placed[chunk.first_row] = findings
+    entry.broken = entry.broken or chunk.broken
+    if any(_CITES_LINE.search(f.message) for f in findings):
+        entry.anchored = True

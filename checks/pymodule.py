@@ -3,11 +3,17 @@
 One tree-sitter query pass collects the nodes the rules care about (functions, classes,
 assertions, calls, raises, comments); everything else is derived from those captures, so
 the cost per file is one parse plus work proportional to what was captured.
+
+A module can also be collected over some top-level statements only (``ranges``), with
+the facts that span the whole file (assertion aliases, whether it is a unittest-only
+module, which functions assert) given from outside: the incremental check in
+``engine.py`` re-collects only what an edit changed.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,11 +52,13 @@ _DELEGATING_HELPER = re.compile(
     re.IGNORECASE,
 )
 # `import unittest` or `from unittest import TestCase` — not `from unittest import mock`,
-# which pytest modules use too.
-_IMPORTS_UNITTEST = re.compile(
-    r"^\s*(?:import\s+unittest\b(?!\.)|from\s+unittest\s+import\s+(?!mock\b))", re.MULTILINE
+# which pytest modules use too — at the start of a line (after white space). Each pattern
+# starts with a literal, which the regex engine finds fast; see _at_line_start.
+_IMPORTS_UNITTEST = (
+    re.compile(r"import\s+unittest\b(?!\.)"),
+    re.compile(r"from\s+unittest\s+import\s+(?!mock\b)"),
 )
-_IMPORTS_PYTEST = re.compile(r"^\s*(?:import|from)\s+(?:pytest|_pytest)\b", re.MULTILINE)
+_IMPORTS_PYTEST = (re.compile(r"import\s+_?pytest\b"), re.compile(r"from\s+_?pytest\b"))
 # A raise of anything but these fails the test that reaches it, so it is an assertion.
 _NOT_FAILURES = frozenset({"NotImplementedError", "SkipTest", "StopIteration"})
 
@@ -67,8 +75,72 @@ def _empty_body(definition: Node) -> bool:
     return body is not None and body.named_child_count == 0
 
 
-def _start(node: Node) -> int:
-    return node.start_byte
+def _position(node: Node) -> tuple[int, int]:
+    return node.start_byte, node.end_byte
+
+
+def imports_only_unittest(text: str) -> bool:
+    """unittest collects only TestCase methods; a unittest module's top-level test_*
+    functions are helpers or trace subjects, not tests (pytest would collect them)."""
+    return _imports(text, _IMPORTS_UNITTEST) and not _imports(text, _IMPORTS_PYTEST)
+
+
+def _imports(text: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
+    """Whether one of ``patterns`` matches at the start of a line, after white space: what
+    ``^\\s*(?:...)`` in MULTILINE mode finds, without trying every line."""
+    for pattern in patterns:
+        match = pattern.search(text)
+        while match is not None:
+            if _at_line_start(text, match.start()):
+                return True
+            match = pattern.search(text, match.start() + 1)
+    return False
+
+
+def _at_line_start(text: str, index: int) -> bool:
+    """Whether only white space (``\\s``, newlines included) lies between a line start and
+    ``index``."""
+    while index > 0 and text[index - 1].isspace():
+        if text[index - 1] == "\n":
+            return True
+        index -= 1
+    return index == 0
+
+
+def asserts_through(
+    callee: str, asserting: set[str] | frozenset[str], defined: frozenset[str]
+) -> bool:
+    """Whether a call to ``callee`` is an assertion: a function of this file that asserts,
+    or one defined elsewhere whose name says it checks something."""
+    if callee in asserting:
+        return True
+    return callee not in defined and _delegates(callee)
+
+
+@functools.lru_cache(maxsize=4096)
+def _delegates(callee: str) -> bool:
+    """Whether a helper defined elsewhere is presumed to assert, by its name."""
+    return bool(_DELEGATING_HELPER.search(callee))
+
+
+def close_asserting(
+    asserting: set[str],
+    candidates: list[tuple[str, list[str]]],
+    defined: frozenset[str],
+) -> frozenset[str]:
+    """``asserting`` (the functions that assert themselves, with their enclosing
+    functions) grown by every candidate ``(name, callees)`` that calls one that asserts,
+    until nothing changes."""
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in candidates:
+            if name in asserting:
+                continue
+            if any(asserts_through(callee, asserting, defined) for callee in callees):
+                asserting.add(name)
+                changed = True
+    return frozenset(asserting)
 
 
 @dataclass
@@ -135,14 +207,28 @@ def decorator_names(source: SourceFile, definition: Node) -> tuple[str, ...]:
 class PythonModule:
     """The shared analysis of one parsed Python file."""
 
-    def __init__(self, source: SourceFile, is_test_file: bool) -> None:
+    def __init__(
+        self,
+        source: SourceFile,
+        is_test_file: bool,
+        *,
+        ranges: list[tuple[int, int]] | None = None,
+        aliases: frozenset[str] | None = None,
+        unittest_only: bool | None = None,
+    ) -> None:
+        """``ranges``: collect only nodes inside these byte ranges (whole top-level
+        statements, in file order); ``aliases`` and ``unittest_only``: the whole file's,
+        when only part of it is collected. Then :meth:`use_file_facts` must give the
+        whole file's defined and asserting function names before any rule asks."""
         self.source = source
         self.is_test_file = is_test_file
-        # unittest collects only TestCase methods; a unittest module's top-level test_*
-        # functions are helpers or trace subjects, not tests (pytest would collect them).
-        self.unittest_only = bool(_IMPORTS_UNITTEST.search(source.text)) and not (
-            _IMPORTS_PYTEST.search(source.text)
+        self.unittest_only = (
+            imports_only_unittest(source.text) if unittest_only is None else unittest_only
         )
+        self._ranges = ranges
+        self._given_aliases = aliases
+        # `eq = self.assertEqual` in this module (or in its ranges): (alias, byte offset).
+        self.alias_sites: list[tuple[str, int]] = []
         self.functions: list[Function] = []
         self.classes: list[Class] = []
         self.comments: list[Node] = []
@@ -154,11 +240,29 @@ class PythonModule:
 
     # ------------------------------------------------------------------ collection
 
+    def _captures(self) -> dict[str, list[Node]]:
+        """The query's captures by name, each list in document order: the cursor's own
+        order is not (and is not even the same from one run to the next on a tree with
+        errors), and what the rules report follows this order."""
+        root = self.source.tree.root_node
+        if self._ranges is None:
+            captures = QueryCursor(_QUERY).captures(root)
+        else:
+            captures = {}
+            for start, end in self._ranges:
+                cursor = QueryCursor(_QUERY)
+                cursor.set_byte_range(start, end)
+                for name, nodes in cursor.captures(root).items():
+                    # The cursor also returns nodes that only overlap the range.
+                    captures.setdefault(name, []).extend(
+                        n for n in nodes if n.start_byte >= start and n.end_byte <= end
+                    )
+        return {name: sorted(nodes, key=_position) for name, nodes in captures.items()}
+
     def _collect(self) -> None:
         source = self.source
-        captures = QueryCursor(_QUERY).captures(source.tree.root_node)
-        # Capture lists are not in document order; the scope lookups below need it.
-        classes = sorted(captures.get("class", []), key=_start)
+        captures = self._captures()
+        classes = captures.get("class", [])
         for node in classes:
             bases_node = node.child_by_field_name("superclasses")
             bases = (
@@ -176,7 +280,7 @@ class PythonModule:
             )
         class_starts = [c.node.start_byte for c in self.classes]
 
-        functions = sorted(captures.get("function", []), key=_start)
+        functions = captures.get("function", [])
         starts: list[int] = []
         for node in functions:
             name_node = node.child_by_field_name("name")
@@ -204,11 +308,16 @@ class PythonModule:
             if name is not None and name not in _NOT_FAILURES:
                 self._attach_assertion(node)
         # `eq = self.assertEqual` makes every `eq(...)` an assertion.
-        aliases = {
-            source.node_text(name.parent.parent.child_by_field_name("left"))
-            for name in captures.get("alias.target", [])
-            if _ASSERTING_CALL.match(source.node_text(name))
-        }
+        for name in captures.get("alias.target", []):
+            if _ASSERTING_CALL.match(source.node_text(name)):
+                assignment = name.parent.parent
+                left = assignment.child_by_field_name("left")
+                self.alias_sites.append((source.node_text(left), assignment.start_byte))
+        aliases = (
+            {alias for alias, _ in self.alias_sites}
+            if self._given_aliases is None
+            else self._given_aliases
+        )
         calls = [(n, n.parent) for n in captures.get("call.name", [])]
         calls += [(n, n.parent.parent) for n in captures.get("call.attribute", [])]
         for name_node, call in calls:
@@ -291,21 +400,17 @@ class PythonModule:
             if fn.assertions
             for outer in _self_and_ancestors(fn)
         }
-        changed = True
-        while changed:
-            changed = False
-            for fn in self.functions:
-                if fn.name in asserting:
-                    continue
-                if any(self._asserts_through(name, asserting) for name, _ in fn.calls):
-                    asserting.add(fn.name)
-                    changed = True
-        return frozenset(asserting)
+        candidates = [(fn.name, [name for name, _ in fn.calls]) for fn in self.functions]
+        return close_asserting(asserting, candidates, self.defined_names)
+
+    def use_file_facts(self, defined: frozenset[str], asserting: frozenset[str]) -> None:
+        """The whole file's function names and asserting functions, for a module that
+        collected only part of the file."""
+        self.__dict__["defined_names"] = defined
+        self.__dict__["asserting_functions"] = asserting
 
     def _asserts_through(self, callee: str, asserting: set[str] | frozenset[str]) -> bool:
-        if callee in asserting:
-            return True
-        return callee not in self.defined_names and bool(_DELEGATING_HELPER.search(callee))
+        return asserts_through(callee, asserting, self.defined_names)
 
     @cached_property
     def _nested(self) -> dict[int, list[Function]]:
