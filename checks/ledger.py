@@ -33,6 +33,34 @@ def normalized_text_hash(text: str) -> str:
     return hashlib.sha256("".join(text.split()).encode("utf-8")).hexdigest()
 
 
+def test_sha256(text: str, relpath: str, test_id: str, new_value: str) -> str | None:
+    """The ``test_sha256`` a certificate for ``test_id`` needs once the test file reads
+    ``text``: the hash of the assertion statement whose expected value is now
+    ``new_value``, or, for a parametrized case, of that case as Python prints it (what the
+    guard's REF309 checks). None when the test or such an assertion is not there."""
+    import ast
+
+    from referee.checks.guard.facts import canonical, test_facts
+    from referee.checks.source import SourceFile
+
+    facts = test_facts(SourceFile(relpath, text), relpath).get(test_id.split("[", 1)[0])
+    if facts is None:
+        return None
+    value = canonical(new_value)
+    for assertion in facts.assertions:
+        if assertion.expected == value:
+            return normalized_text_hash(assertion.text)
+    for case in facts.parametrize_values:
+        try:
+            node = ast.parse(case, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+        if any(ast.unparse(item) == value for item in items):
+            return normalized_text_hash(case)
+    return None
+
+
 @dataclass
 class Ledger:
     certificates: list[Certificate] = field(default_factory=list)

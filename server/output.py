@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from referee import __version__
-from referee.checks.models import CheckReport, Finding, Severity
+from referee.checks.models import ArbitrationVerdict, CheckReport, Finding, Severity
 from referee.checks.registry import BY_CODE, RULES
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -167,3 +167,52 @@ def sarif(report: CheckReport) -> str:
         ],
     }
     return json.dumps(document, indent=2)
+
+
+# ------------------------------------------------------------------------- arbitration
+
+_VERDICT_STYLE = {"TEST_WRONG": "bold yellow", "SOURCE_WRONG": "bold red", "UNCLEAR": "bold cyan"}
+
+
+def arbitration_text(verdict: ArbitrationVerdict, console: Console, applied: bool) -> None:
+    """The verdict of ``referee arbitrate``: what was observed, what each source said, the
+    decision and the fix."""
+    rows = [("call", verdict.call), ("produced", verdict.produced), ("asserted", verdict.asserted)]
+    console.print(f"[bold]{escape(verdict.test_id)}[/]", soft_wrap=True)
+    for name, value in rows:
+        if value is not None:
+            console.print(f"  {name:<10} {escape(value)}", soft_wrap=True, highlight=False)
+    for source in verdict.oracles:
+        said = source.value if source.status == "ok" else f"{source.status}: {source.detail}"
+        where = f"   {source.detail}" if source.status == "ok" and source.detail else ""
+        cached = " (cached)" if source.cached else ""
+        console.print(
+            f"  {source.source:<10} {escape(str(said))}{escape(where)}{cached}",
+            soft_wrap=True,
+            highlight=False,
+        )
+    for patch in verdict.patches:
+        label = f"patch {patch.candidate}"
+        console.print(
+            f"  {label:<10} {patch.status} ({patch.origin}): {escape(patch.message)}",
+            soft_wrap=True,
+            highlight=False,
+        )
+    if verdict.history:
+        console.print(f"  history    {escape(verdict.history)}", soft_wrap=True, highlight=False)
+    console.print(
+        f"[{_VERDICT_STYLE[verdict.verdict]}]{verdict.verdict}[/]: {escape(verdict.reason)}",
+        soft_wrap=True,
+        highlight=False,
+    )
+    if verdict.fix is not None:
+        console.print(f"{escape(verdict.fix.title)}:", soft_wrap=True)
+        console.out(verdict.fix.diff.rstrip("\n"), highlight=False)
+        if verdict.applied:
+            certificate = verdict.certificate
+            note = f"; certificate {certificate.id} written" if certificate else ""
+            console.print(f"applied to {escape(verdict.fix.path)}{note}", soft_wrap=True)
+        elif not applied:
+            console.print("run again with --apply to write it", soft_wrap=True)
+    if verdict.review_item:
+        console.print(f"queued for review as {verdict.review_item}", soft_wrap=True)
