@@ -1,0 +1,633 @@
+"""Guarded arbitration, start to end: observe, isolate, compute the truth, decide, fix.
+
+:func:`arbitrate` decides and prepares the fix without writing anything; :func:`apply`
+writes the prepared fix atomically (refusing a file that changed since it was read) and,
+for a test fix, the certificate. UNCLEAR verdicts, and wrong sources without a verified
+fix, go to the review queue.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from referee import __version__
+from referee.checks import ledger, review, sandbox
+from referee.checks.arbitration.fix import SourceFix, TestFix, fix_test, sha256_text, source_fix
+from referee.checks.arbitration.isolate import (
+    FunctionSpec,
+    Isolated,
+    NotIsolated,
+    TestRef,
+    callee_names,
+    function_spec,
+    isolate,
+)
+from referee.checks.arbitration.observe import TestRecord, TestRun, run_tests
+from referee.checks.arbitration.truth import (
+    ArbitrationError,
+    Cancelled,
+    LazyModel,
+    ProgramCache,
+    Progress,
+    agreed_value,
+    doctest_evidence,
+    oracle_evidence,
+    reference_evidence,
+    reference_for,
+)
+from referee.checks.config import DEFAULT_EXCLUDE, Settings, glob_match
+from referee.checks.models import (
+    ArbitrationConfig,
+    ArbitrationVerdict,
+    Certificate,
+    Observation,
+    OracleEvidence,
+    OracleResult,
+)
+from referee.checks.source import SourceFile
+
+__all__ = ["Arbitration", "ArbitrationError", "Cancelled", "LazyModel", "apply", "arbitrate"]
+
+_PROJECT_FILES = ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py")
+_MAX_PROJECT_BYTES = 20_000_000
+_MAX_FILE_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Arbitration:
+    """A verdict and what applying its fix would write."""
+
+    verdict: ArbitrationVerdict
+    root: Path
+    new_text: str | None = None  # the fixed file's text
+    certificate: dict[str, Any] | None = None  # fields of the certificate a test fix needs
+
+
+BackendFactory = Callable[[], Any]
+
+
+def arbitrate(
+    test_id: str,
+    settings: Settings,
+    *,
+    backend: BackendFactory | None = None,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    queue: bool = True,
+    cache_dir: Path | None = None,
+) -> Arbitration:
+    """Decide which side of the failing test ``test_id`` (a pytest node id relative to the
+    project root) is wrong, and prepare the fix of that side. ``backend`` opens the model
+    (only called when the oracles or the patches need it). Raises
+    :class:`ArbitrationError` when there is nothing to decide, :class:`Cancelled` when
+    ``cancelled()`` turns true."""
+    started = time.monotonic()
+    root = settings.root.resolve()
+    try:
+        test = TestRef.parse(test_id)
+    except ValueError as exc:
+        raise ArbitrationError(str(exc)) from None
+    test_path = root / test.path
+    try:
+        test_text = test_path.read_bytes().decode("utf-8")  # no newline translation
+    except FileNotFoundError:
+        raise ArbitrationError(f"{test.path}: no such file under {root}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArbitrationError(f"{test.path}: cannot read: {exc}") from None
+    source = SourceFile(test.path, test_text)
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(message)
+
+    def stop_if_cancelled() -> None:
+        if cancelled is not None and cancelled():
+            raise Cancelled
+
+    say(f"running {test_id}")
+    run = run_tests(
+        root,
+        [test_id],
+        names=callee_names(source, test),
+        timeout=settings.config.arbitration.test_timeout,
+    )
+    stop_if_cancelled()
+    record = _failing_record(run, test_id)
+    context = _Context(
+        test_id=record.nodeid,
+        test=test,
+        source=source,
+        root=root,
+        settings=settings,
+        record=record,
+        started=started,
+        queue=queue,
+    )
+    try:
+        return context.decide(backend, say, cancelled, cache_dir)
+    except NotIsolated as exc:
+        return context.unclear(str(exc))
+
+
+def _failing_record(run: TestRun, test_id: str) -> TestRecord:
+    if run.timed_out:
+        raise ArbitrationError(f"{test_id} did not finish in time (arbitration.test-timeout)")
+    matching = [r for r in run.records if r.nodeid == test_id or r.nodeid.startswith(test_id + "[")]
+    if not matching:
+        raise ArbitrationError(
+            f"pytest ran no test {test_id} (exit status {run.returncode}):\n{run.tail()}"
+        )
+    failed = [r for r in matching if r.failed]
+    if not failed:
+        raise ArbitrationError(f"{test_id} passes: there is nothing to arbitrate")
+    return failed[0]
+
+
+@dataclass
+class _Context:
+    test_id: str
+    test: TestRef
+    source: SourceFile
+    root: Path
+    settings: Settings
+    record: TestRecord
+    started: float
+    queue: bool
+    observation: Observation | None = None
+    oracles: tuple[OracleResult, ...] = ()
+    spec: FunctionSpec | None = None
+
+    @property
+    def config(self) -> ArbitrationConfig:
+        return self.settings.config.arbitration
+
+    # ------------------------------------------------------------------ the verdicts
+
+    def verdict(self, **fields: Any) -> ArbitrationVerdict:
+        obs = self.observation
+        base = {
+            "version": __version__,
+            "test_id": self.test_id,
+            "call": obs.call if obs else None,
+            "produced": (obs.produced or obs.produced_error) if obs else None,
+            "asserted": obs.asserted if obs else None,
+            "oracles": self.oracles,
+            "observation": obs,
+            "duration_s": round(time.monotonic() - self.started, 3),
+        }
+        return ArbitrationVerdict(**{**base, **fields})
+
+    def unclear(self, reason: str, **fields: Any) -> Arbitration:
+        verdict = self.verdict(verdict="UNCLEAR", reason=reason, **fields)
+        return Arbitration(self._queued(verdict, f"Arbitration UNCLEAR: {reason}"), self.root)
+
+    def _queued(self, verdict: ArbitrationVerdict, title: str) -> ArbitrationVerdict:
+        if not self.queue:
+            return verdict
+        obs = self.observation
+        content = "\0".join(
+            [
+                obs.assertion if obs else self.test_id,
+                self.spec.definition if self.spec else "",
+            ]
+        )
+        item = review.new_item(
+            kind="arbitration",
+            path=self.test.path,
+            line=obs.line if obs else 1,
+            subject=self.test_id,
+            content_sha256=sha256_text(content),
+            title=title,
+            reasons=[verdict.reason],
+            evidence=[_evidence_line(r) for r in verdict.oracles]
+            + ([f"produced {verdict.produced}", f"asserted {verdict.asserted}"] if obs else []),
+        )
+        try:
+            queued, _ = review.submit(self.root, item)
+        except OSError:
+            return verdict  # the verdict stands; the queue is a convenience
+        return verdict.model_copy(update={"review_item": queued.id})
+
+    # ------------------------------------------------------------------ the procedure
+
+    def decide(
+        self,
+        backend: BackendFactory | None,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> Arbitration:
+        record = self.record
+        if record.when != "call":
+            crash = record.crash or {}
+            return self.unclear(
+                f"the test failed in {record.when}, before its assertion ran: "
+                f"{crash.get('type', 'error')}: {crash.get('message', '')}".rstrip(": ")
+            )
+        line, comparison = self._failing_line()
+        isolated = isolate(self.source, self.test, line, record.indices)
+        resolved = record.names.get(isolated.callee)
+        if not resolved or not resolved.get("file") or not resolved.get("qualname"):
+            raise NotIsolated(
+                f"cannot isolate the call under test: `{isolated.callee}` does not resolve to "
+                "a Python function the test module imports"
+            )
+        self.observation = self._observation(isolated, comparison, resolved)
+        obs = self.observation
+        function_file = Path(resolved["file"])
+        try:
+            function_text = function_file.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise NotIsolated(f"cannot read {function_file}: {exc}") from None
+        self.spec = spec = function_spec(
+            function_text, str(function_file), resolved.get("module") or "", resolved["qualname"]
+        )
+        function_relpath = self._relative(function_file)
+        files = _LazyFiles(self.root, self.settings)
+
+        # --- the truth, from sources that saw neither the body nor the test
+        sources: list[OracleResult] = []
+        doctest = doctest_evidence(spec, isolated.arguments)
+        if doctest is not None:
+            sources.append(doctest)
+        reference = reference_for(
+            self.config,
+            [
+                f"{spec.module}:{spec.qualname}",
+                f"{function_relpath or function_file}:{spec.qualname}",
+            ],
+        )
+        if reference is not None:
+            say(f"running the reference {reference}")
+            sources.append(
+                reference_evidence(reference, isolated.arguments, self.config, files.get())
+            )
+        if sources:
+            self.oracles = tuple(sources)
+            values = [s.value for s in sources if s.status == "ok" and s.value is not None]
+            if len(values) != len(sources) or not all(
+                sandbox.values_equal(values[0], v) for v in values
+            ):
+                return self.unclear(
+                    "the explicit sources do not agree: "
+                    + "; ".join(_evidence_line(s) for s in sources)
+                )
+            truth, truth_source = values[0], "+".join(s.source for s in sources)
+        else:
+            if not spec.docstring_value:
+                return self.unclear(
+                    f"no independent truth: `{spec.name}` has no docstring to write oracles "
+                    "from, no doctest for this call and no declared reference"
+                )
+            if backend is None:
+                raise ArbitrationError("arbitration needs a model for the oracles; none is set up")
+            model = backend()
+            self.oracles = tuple(
+                oracle_evidence(
+                    spec,
+                    isolated.arguments,
+                    model,
+                    self.config,
+                    ProgramCache(cache_dir),
+                    say,
+                    cancelled,
+                )
+            )
+            truth = agreed_value(self.oracles, self.config.required_agreement)
+            truth_source = "oracles"
+            if truth is None:
+                return self.unclear(
+                    f"the {self.config.oracles} oracles do not agree "
+                    f"(certifying needs {self.config.required_agreement}): "
+                    + "; ".join(_evidence_line(r) for r in self.oracles)
+                )
+
+        # --- the verdict
+        produced_ok = obs.produced is not None and sandbox.values_equal(truth, obs.produced)
+        asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
+        history = _history(self.root, self.test.path, isolated.expected.line)
+        if produced_ok and not asserted_ok:
+            return self._test_wrong(isolated, truth, truth_source, history)
+        if asserted_ok and not produced_ok:
+            return self._source_wrong(
+                isolated,
+                truth,
+                truth_source,
+                history,
+                function_relpath,
+                files,
+                backend,
+                say,
+                cancelled,
+                cache_dir,
+            )
+        if produced_ok and asserted_ok:
+            reason = f"the truth ({truth}) equals both the produced and the asserted value"
+        else:
+            reason = (
+                f"the truth ({truth}, from {truth_source}) equals neither the produced value "
+                f"({obs.produced or obs.produced_error}) nor the asserted one ({obs.asserted})"
+            )
+        return self.unclear(reason, truth=truth, truth_source=truth_source, history=history)
+
+    def _failing_line(self) -> tuple[int, dict[str, Any] | None]:
+        """The line of the failing assertion in the test file, and its comparison."""
+        test_file = str((self.root / self.test.path).resolve())
+        record = self.record
+        mine = [c for c in record.comparisons if _same_file(c.get("file"), test_file)]
+        if mine:
+            return int(mine[-1]["line"]), mine[-1]
+        crash = record.crash or {}
+        if crash.get("line") and _same_file(crash.get("file"), test_file):
+            return int(crash["line"]), None
+        raise NotIsolated(
+            "cannot isolate the call under test: the failure did not happen in the test "
+            f"module ({crash.get('type', 'error')}: {crash.get('message', '')})"
+        )
+
+    def _observation(
+        self, isolated: Isolated, comparison: dict[str, Any] | None, resolved: dict[str, Any]
+    ) -> Observation:
+        produced = asserted = produced_error = None
+        if comparison is not None:
+            produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
+            asserted = comparison["right"] if isolated.call_side == "left" else comparison["left"]
+        else:
+            crash = self.record.crash or {}
+            if crash.get("assertion"):
+                raise NotIsolated(
+                    "cannot isolate the call under test: the assertion failed without a "
+                    "comparison pytest could report"
+                )
+            produced_error = f"{crash.get('type', 'Exception')}: {crash.get('message', '')}"
+            try:
+                asserted = repr(ast.literal_eval(isolated.expected.text))
+            except (ValueError, SyntaxError):
+                asserted = isolated.expected.text
+        return Observation(
+            test_id=self.test_id,
+            path=self.test.path,
+            line=isolated.line,
+            assertion=isolated.assertion,
+            op=isolated.op,
+            call=isolated.call,
+            function=f"{resolved.get('module')}:{resolved.get('qualname')}",
+            function_path=self._relative(Path(resolved["file"])) or resolved["file"],
+            produced=produced,
+            produced_error=produced_error,
+            asserted=asserted,
+            expected_text=isolated.expected.text,
+            expected_site=isolated.expected.kind,
+        )
+
+    def _relative(self, path: Path) -> str | None:
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+
+    # ------------------------------------------------------------------ the fixes
+
+    def _test_wrong(
+        self, isolated: Isolated, truth: str, truth_source: str, history: str | None
+    ) -> Arbitration:
+        assert self.spec is not None and self.observation is not None
+        fixed: TestFix = fix_test(
+            self.source.text,
+            self.test.path,
+            isolated.expected,
+            truth,
+            (isolated.assertion_start, isolated.assertion_end),
+        )
+        certificate = {
+            "test_id": self.test_id,
+            "call": isolated.call,
+            "old_value": isolated.expected.text,
+            "new_value": fixed.fix.new_value,
+            "evidence": [
+                OracleEvidence(source=r.source, value=r.value or "", detail=r.detail or None)
+                for r in self.oracles
+                if r.status == "ok" and r.value is not None and sandbox.values_equal(truth, r.value)
+            ],
+            "source_sha256": sha256_text(self.spec.definition),
+            "test_sha256": ledger.normalized_text_hash(fixed.bound_text),
+            "created": _now(),
+        }
+        verdict = self.verdict(
+            verdict="TEST_WRONG",
+            truth=truth,
+            truth_source=truth_source,
+            fix=fixed.fix,
+            history=history,
+            reason=(
+                f"the truth ({truth}, from {truth_source}) equals what the code produced; "
+                f"the test asserted {self.observation.asserted}"
+            ),
+        )
+        return Arbitration(verdict, self.root, fixed.new_text, certificate)
+
+    def _source_wrong(
+        self,
+        isolated: Isolated,
+        truth: str,
+        truth_source: str,
+        history: str | None,
+        function_relpath: str | None,
+        files: _LazyFiles,
+        backend: BackendFactory | None,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> Arbitration:
+        assert self.spec is not None and self.observation is not None
+        obs = self.observation
+        reason = (
+            f"the truth ({truth}, from {truth_source}) equals what the test asserted; "
+            f"the code produced {obs.produced or obs.produced_error}"
+        )
+        common = {
+            "verdict": "SOURCE_WRONG",
+            "truth": truth,
+            "truth_source": truth_source,
+            "history": history,
+        }
+        why_not = None
+        if function_relpath is None:
+            why_not = f"{obs.function_path} is outside the project"
+        elif self.config.candidates == 0:
+            why_not = "arbitration.candidates is 0"
+        elif backend is None:
+            why_not = "no model to write candidate patches"
+        if why_not is not None:
+            verdict = self.verdict(**common, reason=f"{reason}; no verified fix ({why_not})")
+            return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
+        assert function_relpath is not None
+        result: SourceFix = source_fix(
+            self.spec,
+            function_relpath,
+            self.test.path,
+            files.get(),
+            isolated.call,
+            obs.produced or f"raises {obs.produced_error}",
+            truth,
+            backend(),
+            self.config,
+            self.settings,
+            ProgramCache(cache_dir),
+            [
+                (r.source, r.program)
+                for r in self.oracles
+                if r.program and r.value is not None and sandbox.values_equal(truth, r.value)
+            ],
+            say,
+            cancelled,
+        )
+        if result.fix is None:
+            verdict = self.verdict(
+                **common,
+                patches=result.patches,
+                reason=f"{reason}; source is wrong; no verified fix "
+                f"({len(result.patches)} candidate(s) tried)",
+            )
+            return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
+        verdict = self.verdict(**common, patches=result.patches, fix=result.fix, reason=reason)
+        return Arbitration(verdict, self.root, result.new_text)
+
+
+# ---------------------------------------------------------------------------- applying
+
+
+def apply(result: Arbitration) -> Arbitration:
+    """Write the prepared fix atomically (refused if the file changed since arbitration
+    read it) and, for a test fix, append its certificate. Returns the applied verdict."""
+    from referee.checks.atomic import write_text_atomic
+
+    verdict = result.verdict
+    fix = verdict.fix
+    if fix is None or result.new_text is None:
+        raise ArbitrationError(f"{verdict.verdict}: there is no fix to apply")
+    path = result.root / fix.path
+    old_bytes = path.read_bytes()
+    write_text_atomic(path, result.new_text, expected_sha256=fix.content_sha256)
+    certificate: Certificate | None = None
+    if fix.side == "test" and result.certificate is not None:
+        try:
+            certificate = ledger.append(result.root, result.certificate)
+        except OSError:
+            # Without its certificate the edit is an uncertified change: take it back.
+            write_text_atomic(path, old_bytes.decode("utf-8"))
+            raise
+    applied = verdict.model_copy(update={"applied": True, "certificate": certificate})
+    return replace(result, verdict=applied)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+class _LazyFiles:
+    """The project's Python and pytest configuration files, read once when needed: what
+    the sandbox must hold for a reference or the test module to import what they import."""
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.root = root
+        self.settings = settings
+        self._files: dict[str, str] | None = None
+
+    def get(self) -> dict[str, str]:
+        if self._files is None:
+            self._files = project_files(self.root, self.settings)
+        return self._files
+
+
+def walk(root: Path, settings: Settings) -> Iterator[tuple[str, Path]]:
+    """(relative posix path, path) of the project's files, in a stable order, without
+    the directories nobody checks (``.git``, virtual environments, ``exclude``)."""
+    for directory, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(directory, root)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and not any(glob_match(f"{rel_dir}{d}/", p) for p in DEFAULT_EXCLUDE)
+            and not settings.is_excluded(f"{rel_dir}{d}/")
+        )
+        for name in sorted(filenames):
+            yield f"{rel_dir}{name}", Path(directory, name)
+
+
+def project_files(root: Path, settings: Settings) -> dict[str, str]:
+    """The project's Python files and pytest configuration, what the sandbox needs for a
+    reference or a test module to import what they import (size-capped)."""
+    files: dict[str, str] = {}
+    total = 0
+    for relpath, path in walk(root, settings):
+        if not (relpath.endswith(".py") or path.name in _PROJECT_FILES):
+            continue
+        try:
+            size = path.stat().st_size
+            if size > _MAX_FILE_BYTES or total + size > _MAX_PROJECT_BYTES:
+                continue
+            files[relpath] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        total += size
+    return files
+
+
+def _same_file(a: Any, b: str) -> bool:
+    if not a:
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(str(a)) == b
+
+
+def _evidence_line(result: OracleResult) -> str:
+    if result.status == "ok":
+        return f"{result.source}: {result.value}"
+    return f"{result.source}: {result.status} ({result.detail})"
+
+
+def _history(root: Path, path: str, line: int) -> str | None:
+    """Who last changed the line holding the expected value (git blame): evidence shown
+    beside the verdict, never a reason for it."""
+    try:
+        proc = subprocess.run(
+            ["git", "blame", "--porcelain", "-L", f"{line},{line}", "--", path],
+            cwd=root,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    fields: dict[str, str] = {}
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    commit = lines[0].split()[0] if lines else ""
+    for entry in lines[1:]:
+        key, _, value = entry.partition(" ")
+        fields.setdefault(key, value)
+    if not commit or set(commit) == {"0"}:
+        return "the expected value's line is not committed yet"
+    when = fields.get("author-time")
+    date = dt.datetime.fromtimestamp(int(when), dt.timezone.utc).date() if when else "?"
+    return (
+        f"the expected value's line was last changed in {commit[:10]} "
+        f"({fields.get('author', '?')}, {date}): {fields.get('summary', '')}"
+    )
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()

@@ -1,0 +1,351 @@
+"""Fixing only the wrong side.
+
+A wrong test gets its expected literal replaced by the certified value, written in the
+style of the literal it replaces; nothing else in the file moves. A wrong source gets
+candidate patches from the model; each replaces the function in its module and the whole
+test module runs against it in the sandbox; only a candidate that passes every test is
+offered, and one that special-cases the failing input (the guard's REF330/REF331) never is.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from referee.checks import sandbox
+from referee.checks.arbitration.isolate import FunctionSpec, Site
+from referee.checks.arbitration.truth import (
+    Cancelled,
+    ProgramCache,
+    Progress,
+    extract_code,
+    generate,
+    prompts,
+)
+from referee.checks.config import Settings
+from referee.checks.engine import check_source
+from referee.checks.guard.context import GuardContext
+from referee.checks.guard.facts import _case as case_text
+from referee.checks.guard.facts import squash
+from referee.checks.models import (
+    ArbitrationConfig,
+    ArbitrationFix,
+    Edit,
+    Location,
+    PatchResult,
+    Span,
+)
+from referee.checks.source import SourceFile
+
+GUARD_CODES = frozenset({"REF330", "REF331"})
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _location(data: bytes, offset: int) -> Location:
+    row = data.count(b"\n", 0, offset)
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    column = len(data[line_start:offset].decode("utf-8", "replace")) + 1
+    return Location(line=row + 1, column=column)
+
+
+def replace_bytes(text: str, start: int, end: int, new: str) -> tuple[str, Edit]:
+    """``text`` with the UTF-8 byte range [start, end) replaced by ``new``, and that edit."""
+    data = text.encode("utf-8")
+    edit = Edit(span=Span(start=_location(data, start), end=_location(data, end)), content=new)
+    return (data[:start] + new.encode("utf-8") + data[end:]).decode("utf-8"), edit
+
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+        )
+    )
+
+
+# ---------------------------------------------------------------------------- the test
+
+
+def format_value(value: str, old_text: str) -> str:
+    """The certified value (a repr) written like the literal it replaces: a string keeps
+    its double quotes, anything else is written as Python prints it."""
+    if value.strip() in ("nan", "inf", "-inf"):
+        return f"float({value.strip()!r})"
+    try:
+        parsed = ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value.strip()
+    text = repr(parsed)
+    old = old_text.strip()
+    if isinstance(parsed, str) and old.startswith('"') and not old.startswith('"""'):
+        text = json.dumps(parsed, ensure_ascii=False)
+    return text
+
+
+@dataclass(frozen=True)
+class TestFix:
+    __test__ = False  # not a pytest test class
+    fix: ArbitrationFix
+    new_text: str
+    bound_text: str  # what the certificate's test_sha256 hashes: the fixed assertion or case
+
+
+def fix_test(
+    text: str,
+    relpath: str,
+    site: Site,
+    truth: str,
+    assertion_range: tuple[int, int],
+) -> TestFix:
+    """Replace the expected literal at ``site`` by ``truth``. ``assertion_range``: the
+    assertion statement's byte range. The certificate is bound to the text the guard
+    compares: the fixed assertion, or the fixed parametrize case (canonical)."""
+    new_literal = format_value(truth, site.text)
+    new_text, edit = replace_bytes(text, site.start_byte, site.end_byte, new_literal)
+    delta = len(new_literal.encode("utf-8")) - (site.end_byte - site.start_byte)
+
+    def after(start: int, end: int) -> str:
+        if start <= site.start_byte and site.end_byte <= end:
+            end += delta
+        return new_text.encode("utf-8")[start:end].decode("utf-8")
+
+    bound = after(*site.case) if site.case is not None else after(*assertion_range)
+    if site.case is not None:
+        bound = case_text(bound)
+    fix = ArbitrationFix(
+        side="test",
+        title=f"Fix test (certified: {_short(new_literal)})",
+        path=relpath,
+        edits=(edit,),
+        diff=unified_diff(relpath, text, new_text),
+        content_sha256=sha256_text(text),
+        old_value=site.text,
+        new_value=new_literal,
+    )
+    return TestFix(fix, new_text, bound)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -------------------------------------------------------------------------- the source
+
+
+def patch_messages(spec: FunctionSpec, call: str, produced: str, truth: str) -> list[dict]:
+    p = prompts()
+    return [
+        {"role": "system", "content": p.patch_system},
+        {
+            "role": "user",
+            "content": p.patch.format(
+                function=spec.definition, call=call, produced=produced, truth=truth, name=spec.name
+            ),
+        },
+    ]
+
+
+def patched_module(spec: FunctionSpec, answer: str) -> tuple[str | None, str]:
+    """(the module with the candidate's function in place of the original, problem).
+
+    Only the ``def`` is replaced (decorators stay); imports the candidate adds go right
+    above the definition."""
+    code = extract_code(answer)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return None, f"not valid Python: {exc.msg} (line {exc.lineno})"
+    function = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == spec.name
+        ),
+        None,
+    )
+    if function is None:
+        return None, f"does not define `{spec.name}`"
+    lines = code.splitlines()
+    definition = "\n".join(lines[function.lineno - 1 : function.end_lineno]).rstrip()
+    try:
+        existing = {ast.unparse(node) for node in ast.parse(spec.text).body if _is_import(node)}
+    except SyntaxError:
+        existing = set()
+    imports = [
+        ast.unparse(node)
+        for node in tree.body
+        if _is_import(node) and ast.unparse(node) not in existing and not _future(node)
+    ]
+    new_text, _ = replace_bytes(spec.text, spec.start_byte, spec.end_byte, definition)
+    if imports:
+        added = "\n".join(imports) + "\n\n\n"
+        new_text, _ = replace_bytes(new_text, spec.outer_start_byte, spec.outer_start_byte, added)
+    return new_text, ""
+
+
+def _is_import(node: ast.AST) -> bool:
+    return isinstance(node, (ast.Import, ast.ImportFrom))
+
+
+def _future(node: ast.AST) -> bool:
+    return isinstance(node, ast.ImportFrom) and node.module == "__future__"
+
+
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?)")
+
+
+def pytest_counts(summary: str) -> tuple[int, int]:
+    """(passed, run) from pytest's summary line."""
+    passed = total = 0
+    for number, word in _COUNT.findall(summary):
+        total += int(number)
+        if word == "passed":
+            passed += int(number)
+    return passed, total
+
+
+@dataclass(frozen=True)
+class SourceFix:
+    fix: ArbitrationFix | None
+    new_text: str | None
+    patches: tuple[PatchResult, ...]
+
+
+def source_fix(
+    spec: FunctionSpec,
+    module_relpath: str,
+    test_relpath: str,
+    files: dict[str, str],
+    call: str,
+    produced: str,
+    truth: str,
+    backend: Any,
+    config: ArbitrationConfig,
+    settings: Settings,
+    cache: ProgramCache,
+    oracle_programs: Sequence[tuple[str, str]] = (),
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> SourceFix:
+    """Up to N candidate patches from the model and the programs of the oracles that
+    certified the truth (``(source, program)``: independent implementations of the same
+    docstring); each replaces the function and runs against the whole test module in the
+    sandbox. The first that passes every test is the fix."""
+    messages = patch_messages(spec, call, produced, truth)
+    test_text = "".join(squash(text) for path, text in files.items() if _is_test(settings, path))
+    guard = GuardContext(baseline=spec.text, test_text=test_text)
+    limits = sandbox.Limits(
+        timeout_s=config.test_timeout,
+        cpu_s=max(1, math.ceil(config.test_timeout)),
+        memory_mb=max(config.memory_mb, 1024),
+    )
+
+    # A patch is about as long as the function it rewrites; a model that rambles on is cut.
+    max_tokens = min(1024, max(256, len(spec.definition) // 2 + 128))
+
+    def candidates() -> Iterator[tuple[str, str]]:
+        """The model's first (greedy) patch, then the oracles' programs, which cost no
+        model call, then the model's other patches (sampled)."""
+        for index in range(1, config.candidates + 1):
+            if cancelled is not None and cancelled():
+                raise Cancelled
+            if progress is not None:
+                progress(f"writing candidate patch {index}/{config.candidates}")
+            temperature = 0.0 if index == 1 else config.temperature
+            answer, _ = generate(
+                backend,
+                messages,
+                seed=index,
+                temperature=temperature,
+                cache=cache,
+                max_tokens=max_tokens,
+            )
+            yield "model", answer
+            if index == 1:
+                yield from oracle_programs
+
+    patches: list[PatchResult] = []
+    tried: set[str] = set()
+
+    for index, (origin, answer) in enumerate(candidates(), start=1):
+        new_text, problem = patched_module(spec, answer)
+        if new_text is None or new_text == spec.text or new_text in tried:
+            why = problem or ("changes nothing" if new_text == spec.text else "tried already")
+            patches.append(
+                PatchResult(candidate=index, origin=origin, status="invalid", message=why)
+            )
+            continue
+        tried.add(new_text)
+        cheats = check_source(
+            SourceFile(module_relpath, new_text), settings, module_relpath, guard, GUARD_CODES
+        )
+        if cheats:
+            why = f"{cheats[0].code}: {cheats[0].message}"
+            patches.append(
+                PatchResult(candidate=index, origin=origin, status="invalid", message=why)
+            )
+            continue
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        if progress is not None:
+            progress(f"running {test_relpath} against candidate {index} ({origin})")
+        result = sandbox.run_pytest(
+            {**files, module_relpath: new_text}, [test_relpath, "-q"], limits=limits
+        )
+        passed, total = pytest_counts(result.message)
+        status = "passed" if result.status == "ok" and total and passed == total else "failed"
+        patches.append(
+            PatchResult(candidate=index, origin=origin, status=status, message=result.message)
+        )
+        if status == "passed":
+            fix = ArbitrationFix(
+                side="source",
+                title=f"Fix source (passes {passed}/{total} tests)",
+                path=module_relpath,
+                edits=(_minimal_edit(spec.text, new_text),),
+                diff=unified_diff(module_relpath, spec.text, new_text),
+                content_sha256=sha256_text(spec.text),
+                tests_passed=passed,
+                tests_total=total,
+            )
+            return SourceFix(fix, new_text, tuple(patches))
+    return SourceFix(None, None, tuple(patches))
+
+
+def _minimal_edit(old: str, new: str) -> Edit:
+    """One edit turning ``old`` into ``new``: the span between their common prefix and
+    suffix (whole lines)."""
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    head = 0
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while (
+        tail < min(len(old_lines), len(new_lines)) - head
+        and old_lines[-1 - tail] == new_lines[-1 - tail]
+    ):
+        tail += 1
+    start = len("".join(old_lines[:head]).encode("utf-8"))
+    end = len("".join(old_lines[: len(old_lines) - tail]).encode("utf-8"))
+    content = "".join(new_lines[head : len(new_lines) - tail])
+    _, edit = replace_bytes(old, start, end, content)
+    return edit
+
+
+def _is_test(settings: Settings, path: str) -> bool:
+    return settings.is_test_file(path)

@@ -1,0 +1,502 @@
+"""Finding, in a failing test's text, the call under test and where its expected value is
+written — or saying exactly why that cannot be done. Never a guess.
+
+Supported: ``assert f(args) == expected`` (either side, ``pytest.approx(expected)`` too),
+``self.assertEqual(f(args), expected)`` (and ``assertAlmostEqual``), and parametrized
+cases where arguments and expected value come from a ``@pytest.mark.parametrize`` list
+or from a literal assigned once in the test. The expected value must be a literal: that is
+what a fix can replace.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass
+from typing import Literal
+
+from tree_sitter import Node
+
+from referee.checks.nodes import call_arguments, is_docstring, keyword_argument, statements, unwrap
+from referee.checks.pymodule import Function, PythonModule
+from referee.checks.source import SourceFile
+
+_EQUALITY_METHODS = {
+    "assertEqual": "==",
+    "assertEquals": "==",
+    "assertListEqual": "==",
+    "assertTupleEqual": "==",
+    "assertDictEqual": "==",
+    "assertAlmostEqual": "approx",
+}
+
+
+class NotIsolated(Exception):
+    """The failing assertion is not one arbitration can take apart; the message says why."""
+
+
+@dataclass(frozen=True)
+class TestRef:
+    """A pytest node id taken apart: ``tests/test_x.py::TestA::test_b[1-2]``."""
+
+    __test__ = False  # not a pytest test class
+
+    path: str
+    cls: str | None
+    name: str
+    param_id: str | None
+
+    @classmethod
+    def parse(cls, nodeid: str) -> TestRef:
+        path, sep, rest = nodeid.partition("::")
+        if not sep or not rest:
+            raise ValueError(f"{nodeid!r} is not a test id like tests/test_x.py::test_name")
+        param_id = None
+        if rest.endswith("]") and "[" in rest:
+            rest, _, param_id = rest[:-1].partition("[")
+        parts = rest.split("::")
+        if len(parts) > 2 or not all(parts):
+            raise ValueError(f"{nodeid!r}: only tests in a module or in one class are supported")
+        return cls(path, parts[0] if len(parts) == 2 else None, parts[-1], param_id)
+
+    @property
+    def function_id(self) -> str:
+        """The id without the parametrize part: the guard's id for the test."""
+        middle = f"{self.cls}::" if self.cls else ""
+        return f"{self.path}::{middle}{self.name}"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where the expected value is written: the bytes a test fix replaces."""
+
+    kind: Literal["assertion", "parametrize", "assignment"]
+    start_byte: int
+    end_byte: int
+    text: str
+    line: int  # 1-based
+    case: tuple[int, int] | None = None  # a parametrize case's byte range: what the guard reads
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """The failing assertion taken apart."""
+
+    assertion: str
+    line: int  # 1-based first line of the assertion
+    end_line: int
+    assertion_start: int  # byte offsets of the assertion statement
+    assertion_end: int
+    op: str  # "==" or "approx"
+    call_side: Literal["left", "right"]  # which compared value the call produced
+    callee: str  # as written: count_vowels, text.count_vowels
+    arguments: str  # the call's arguments, names replaced by their literal values
+    expected: Site
+
+    @property
+    def call(self) -> str:
+        return f"{self.callee}({self.arguments})"
+
+    @property
+    def function_name(self) -> str:
+        return self.callee.rsplit(".", 1)[-1]
+
+
+def find_test(module: PythonModule, test: TestRef) -> Function:
+    for fn in module.functions:
+        if fn.name != test.name or fn.is_nested:
+            continue
+        owner = fn.class_.name if fn.class_ is not None else None
+        if owner == test.cls:
+            return fn
+    raise NotIsolated(f"no test function {test.function_id} in {test.path}")
+
+
+def callee_names(source: SourceFile, test: TestRef) -> list[str]:
+    """Dotted names of every plain call in the test (what the plugin should resolve)."""
+    module = PythonModule(source, is_test_file=True)
+    try:
+        fn = find_test(module, test)
+    except NotIsolated:
+        return []
+    names: list[str] = []
+    stack = [fn.body]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.named_children)
+        if node.type == "call":
+            name = _dotted(source, node.child_by_field_name("function"))
+            if name and name not in names and not name.startswith("self."):
+                names.append(name)
+    return names
+
+
+def _dotted(source: SourceFile, node: Node | None) -> str | None:
+    if node is None:
+        return None
+    if node.type == "identifier":
+        return source.node_text(node)
+    if node.type == "attribute":
+        obj = node.child_by_field_name("object")
+        attr = node.child_by_field_name("attribute")
+        head = _dotted(source, obj)
+        return f"{head}.{source.node_text(attr)}" if head and attr is not None else None
+    return None
+
+
+def _literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _is_approx(source: SourceFile, node: Node) -> bool:
+    node = unwrap(node)
+    if node.type != "call":
+        return False
+    name = _dotted(source, node.child_by_field_name("function")) or ""
+    return name in ("approx", "pytest.approx")
+
+
+def assertion_at(source: SourceFile, fn: Function, line: int) -> Node:
+    """The innermost assertion of ``fn`` (an ``assert`` or a ``self.assert*`` call) whose
+    lines hold ``line`` (1-based)."""
+    row = line - 1
+    found: Node | None = None
+    stack = [fn.body]
+    while stack:
+        node = stack.pop()
+        if not (node.start_point.row <= row <= node.end_point.row):
+            continue
+        if node.type in ("function_definition", "class_definition"):
+            continue  # a nested helper's assertion is not the test's
+        if node.type == "assert_statement" or (node.type == "call" and _method(source, node)):
+            found = node
+        stack.extend(node.named_children)
+    if found is None:
+        raise NotIsolated(
+            f"cannot isolate the call under test: line {line} of {fn.name} is not an "
+            "assertion of the test itself (a helper's, or a fixture's?)"
+        )
+    return found
+
+
+def _method(source: SourceFile, call: Node) -> str | None:
+    callee = call.child_by_field_name("function")
+    if callee is None or callee.type != "attribute":
+        return None
+    attr = callee.child_by_field_name("attribute")
+    name = source.node_text(attr) if attr is not None else ""
+    return name if name in _EQUALITY_METHODS else None
+
+
+def isolate(
+    source: SourceFile,
+    test: TestRef,
+    line: int,
+    indices: dict[str, int] | None = None,
+) -> Isolated:
+    """Take apart the assertion on ``line`` of ``test``. ``indices``: the case of each
+    parametrized argument (pytest's ``callspec.indices``). Raises :class:`NotIsolated`."""
+    module = PythonModule(source, is_test_file=True)
+    fn = find_test(module, test)
+    node = assertion_at(source, fn, line)
+    if node.type == "assert_statement":
+        cond = unwrap(node.named_children[0]) if node.named_children else None
+        if cond is None or cond.type != "comparison_operator" or cond.named_child_count != 2:
+            raise NotIsolated("only `==` comparisons can be arbitrated; this assertion is not one")
+        operators = [source.node_text(c) for c in cond.children if not c.is_named]
+        if operators != ["=="]:
+            raise NotIsolated(
+                f"only `==` comparisons can be arbitrated; this one is `{' '.join(operators)}`"
+            )
+        left, right = cond.named_children
+        op = "=="
+    else:
+        method = _method(source, node)
+        args = call_arguments(node)
+        if len(args) < 2:
+            raise NotIsolated(f"`{method}` needs two positional arguments to be arbitrated")
+        left, right = args[0], args[1]
+        op = _EQUALITY_METHODS[method or ""]
+
+    sides = {"left": unwrap(left), "right": unwrap(right)}
+    approx = [side for side, n in sides.items() if _is_approx(source, n)]
+    calls = [
+        side
+        for side, n in sides.items()
+        if n.type == "call" and side not in approx and not _literal(source.node_text(n))
+    ]
+    if len(calls) != 1:
+        raise NotIsolated(
+            "cannot isolate the call under test: "
+            + ("neither side" if not calls else "both sides")
+            + " of the comparison is a function call"
+        )
+    call_side = calls[0]
+    call_node = sides[call_side]
+    expected_node = sides["right" if call_side == "left" else "left"]
+    if _is_approx(source, expected_node):
+        approx_args = call_arguments(unwrap(expected_node))
+        if not approx_args:
+            raise NotIsolated("pytest.approx() without a value")
+        expected_node = unwrap(approx_args[0])
+        op = "approx"
+    callee = _dotted(source, call_node.child_by_field_name("function"))
+    if callee is None or callee.startswith("self."):
+        raise NotIsolated(
+            "cannot isolate the call under test: "
+            f"`{source.node_text(call_node.child_by_field_name('function'))}` is not a plain "
+            "function name"
+        )
+    bindings = _Bindings(source, module, fn, indices or {}, node.start_point.row)
+    arguments = bindings.arguments(call_node)
+    expected = bindings.site(expected_node, "the expected value")
+    return Isolated(
+        assertion=source.node_text(node),
+        line=node.start_point.row + 1,
+        end_line=node.end_point.row + 1,
+        assertion_start=node.start_byte,
+        assertion_end=node.end_byte,
+        op=op,
+        call_side=call_side,  # type: ignore[arg-type]
+        callee=callee,
+        arguments=arguments,
+        expected=expected,
+    )
+
+
+class _Bindings:
+    """What the names in an assertion stand for: a parametrize case's values, or a literal
+    assigned once in the test before the assertion."""
+
+    def __init__(
+        self,
+        source: SourceFile,
+        module: PythonModule,
+        fn: Function,
+        indices: dict[str, int],
+        row: int,
+    ) -> None:
+        self.source = source
+        self.module = module
+        self.fn = fn
+        self.indices = indices
+        self.row = row
+
+    def arguments(self, call: Node) -> str:
+        args = call.child_by_field_name("arguments")
+        parts = []
+        for arg in args.named_children if args is not None else []:
+            if arg.type == "comment":
+                continue
+            if arg.type == "keyword_argument":
+                name = arg.child_by_field_name("name")
+                value = arg.child_by_field_name("value")
+                if name is None or value is None:
+                    raise NotIsolated("cannot read a keyword argument of the call")
+                site = self.site(value, f"argument `{self.source.node_text(name)}`")
+                parts.append(f"{self.source.node_text(name)}={site.text}")
+            elif arg.type in ("list_splat", "dictionary_splat", "generator_expression"):
+                raise NotIsolated(
+                    f"cannot isolate the call under test: `{self.source.node_text(arg)}` "
+                    "is not a literal argument"
+                )
+            else:
+                parts.append(self.site(arg, "an argument").text)
+        return ", ".join(parts)
+
+    def site(self, node: Node, what: str) -> Site:
+        node = unwrap(node)
+        text = self.source.node_text(node)
+        if _literal(text):
+            return Site("assertion", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+        if node.type == "identifier":
+            found = self._parametrized(text) or self._assigned(text)
+            if found is not None:
+                return found
+        raise NotIsolated(
+            f"cannot isolate the call under test: {what} `{text}` is not a literal, a "
+            "parametrized value or a literal assigned in the test"
+        )
+
+    def _assigned(self, name: str) -> Site | None:
+        """The literal of the one ``name = <literal>`` statement in the test's body before
+        the assertion (none if the name is assigned more than once)."""
+        found: list[Node] = []
+        for stmt in statements(self.fn.body):
+            if stmt.start_point.row >= self.row:
+                break
+            if stmt.type != "expression_statement" or not stmt.named_children:
+                continue
+            assign = stmt.named_children[0]
+            if assign.type != "assignment":
+                continue
+            left = assign.child_by_field_name("left")
+            right = assign.child_by_field_name("right")
+            if left is not None and self.source.node_text(left) == name and right is not None:
+                found.append(unwrap(right))
+        if len(found) != 1 or not _literal(self.source.node_text(found[0])):
+            return None
+        value = found[0]
+        return Site(
+            "assignment",
+            value.start_byte,
+            value.end_byte,
+            self.source.node_text(value),
+            value.start_point.row + 1,
+        )
+
+    def _parametrized(self, name: str) -> Site | None:
+        if name not in self.indices:
+            return None
+        for decorator in self._parametrize_decorators():
+            names, values = self._parametrize_arguments(decorator)
+            if names is None or name not in names:
+                continue
+            if values is None or values.type not in ("list", "tuple"):
+                raise NotIsolated(
+                    f"cannot isolate the call under test: the values of `{name}` are not "
+                    "written as a list in the parametrize decorator"
+                )
+            cases = [c for c in values.named_children if c.type != "comment"]
+            index = self.indices[name]
+            if index >= len(cases):
+                return None
+            case = unwrap(cases[index])
+            if case.type == "call" and (
+                _dotted(self.source, case.child_by_field_name("function")) or ""
+            ).endswith("param"):
+                items = call_arguments(case)
+            elif len(names) == 1:
+                items = [case]
+            elif case.type in ("tuple", "list"):
+                items = [c for c in case.named_children if c.type != "comment"]
+            else:
+                return None
+            position = names.index(name)
+            if position >= len(items):
+                return None
+            value = unwrap(items[position])
+            text = self.source.node_text(value)
+            if not _literal(text):
+                return None
+            return Site(
+                "parametrize",
+                value.start_byte,
+                value.end_byte,
+                text,
+                value.start_point.row + 1,
+                case=(cases[index].start_byte, cases[index].end_byte),
+            )
+        return None
+
+    def _parametrize_decorators(self) -> list[Node]:
+        holders = [self.fn.node]
+        if self.fn.class_ is not None:
+            holders.append(self.fn.class_.node)
+        found = []
+        for holder in holders:
+            parent = holder.parent
+            if parent is None or parent.type != "decorated_definition":
+                continue
+            for child in parent.named_children:
+                if child.type != "decorator" or not child.named_children:
+                    continue
+                expr = child.named_children[0]
+                if expr.type != "call":
+                    continue
+                name = _dotted(self.source, expr.child_by_field_name("function")) or ""
+                if name.endswith("parametrize"):
+                    found.append(expr)
+        return found
+
+    def _parametrize_arguments(self, call: Node) -> tuple[list[str] | None, Node | None]:
+        args = call_arguments(call)
+        names_node = args[0] if args else keyword_argument(self.source, call, "argnames")
+        values = args[1] if len(args) > 1 else keyword_argument(self.source, call, "argvalues")
+        if names_node is None:
+            return None, None
+        try:
+            raw = ast.literal_eval(self.source.node_text(names_node))
+        except (ValueError, SyntaxError):
+            return None, None
+        if isinstance(raw, str):
+            names = [n.strip() for n in raw.split(",") if n.strip()]
+        elif isinstance(raw, (list, tuple)) and all(isinstance(n, str) for n in raw):
+            names = list(raw)
+        else:
+            return None, None
+        return names, unwrap(values) if values is not None else None
+
+
+# ------------------------------------------------------------------ the function under test
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A function under test, read from its file."""
+
+    name: str
+    module: str
+    qualname: str
+    text: str  # the whole file
+    start_byte: int  # of the ``def`` (decorators excluded)
+    end_byte: int
+    outer_start_byte: int  # of the first decorator, or of the ``def``
+    line: int
+    signature: str  # "def count_vowels(text: str) -> int:"
+    docstring: str | None  # as written: indented like the body, quotes included
+    docstring_value: str | None  # cleaned text
+
+    @property
+    def definition(self) -> str:
+        return self.text.encode("utf-8")[self.start_byte : self.end_byte].decode("utf-8")
+
+
+def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionSpec:
+    """The top-level function ``qualname`` of a module's text. Raises
+    :class:`NotIsolated` for methods, nested functions and missing definitions."""
+    if "." in qualname or "<" in qualname:
+        raise NotIsolated(
+            f"`{qualname}` is a method or a nested function; arbitration handles top-level "
+            "functions"
+        )
+    source = SourceFile(path, text)
+    for node in source.tree.root_node.named_children:
+        definition = node
+        if node.type == "decorated_definition":
+            definition = node.child_by_field_name("definition") or node.named_children[-1]
+        if definition.type != "function_definition":
+            continue
+        name_node = definition.child_by_field_name("name")
+        if name_node is None or source.node_text(name_node) != qualname:
+            continue
+        body = definition.child_by_field_name("body")
+        assert body is not None
+        header = source.data[definition.start_byte : body.start_byte].decode("utf-8").rstrip()
+        first = statements(body)[0] if statements(body) else None
+        docstring = value = None
+        if first is not None and is_docstring(first):
+            docstring = " " * first.start_point.column + source.node_text(first)
+            try:
+                literal = ast.literal_eval(source.node_text(first))
+                value = inspect.cleandoc(literal) if isinstance(literal, str) else None
+            except (ValueError, SyntaxError):
+                value = None
+        return FunctionSpec(
+            name=qualname,
+            module=module,
+            qualname=qualname,
+            text=text,
+            start_byte=definition.start_byte,
+            end_byte=definition.end_byte,
+            outer_start_byte=node.start_byte,
+            line=definition.start_point.row + 1,
+            signature=header,
+            docstring=docstring,
+            docstring_value=value,
+        )
+    raise NotIsolated(f"no top-level function `{qualname}` in {path}")

@@ -1,0 +1,130 @@
+"""Running the user's tests with the recording plugin and reading what it saw.
+
+The user's tests are the user's own code, trusted as ``pytest`` itself would run them, but
+never without a time limit: the process group is killed when it runs over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from referee.checks.arbitration import NAMES_ENV, OUT_ENV
+
+PLUGIN = "referee.checks.arbitration.plugin"
+_SCRUBBED = ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER")
+
+
+@dataclass
+class TestRecord:
+    """What the plugin recorded about one test."""
+
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    when: str
+    outcome: str
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    crash: dict[str, Any] | None = None
+    params: dict[str, str] = field(default_factory=dict)
+    indices: dict[str, int] = field(default_factory=dict)
+    names: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == "failed"
+
+
+@dataclass
+class TestRun:
+    __test__ = False  # not a pytest test class
+    records: list[TestRecord]
+    returncode: int | None
+    output: str  # pytest's stdout and stderr, the tail
+    timed_out: bool = False
+
+    def tail(self, lines: int = 15) -> str:
+        return "\n".join(self.output.rstrip().splitlines()[-lines:])
+
+
+def run_tests(
+    root: Path,
+    targets: list[str],
+    *,
+    names: list[str] | None = None,
+    timeout: float = 120.0,
+    extra_args: list[str] | None = None,
+) -> TestRun:
+    """Run pytest on ``targets`` (node ids or paths relative to ``root``) with the plugin."""
+    with tempfile.TemporaryDirectory(prefix="referee-observe-") as scratch:
+        out = Path(scratch) / "records.jsonl"
+        env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+        env[OUT_ENV] = str(out)
+        env[NAMES_ENV] = json.dumps(names or [])
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            PLUGIN,
+            f"--rootdir={root}",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--color=no",
+            *(extra_args or []),
+            "--",
+            *targets,
+        ]
+        proc = subprocess.Popen(
+            command,
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what the tests left running
+        records = []
+        try:
+            lines = out.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            records.append(
+                TestRecord(
+                    nodeid=data.get("nodeid", ""),
+                    when=data.get("when", ""),
+                    outcome=data.get("outcome", ""),
+                    comparisons=data.get("comparisons") or [],
+                    crash=data.get("crash"),
+                    params=data.get("params") or {},
+                    indices=data.get("indices") or {},
+                    names=data.get("names") or {},
+                )
+            )
+        text = output.decode("utf-8", "replace")[-20_000:]
+        return TestRun(records, proc.returncode, text, timed_out)

@@ -1,0 +1,491 @@
+"""The independent sources of truth for a call under test, in order of trust:
+
+1. an explicit spec — a doctest or docstring example with the same call;
+2. a reference implementation the user declared (``arbitration.references``);
+3. k oracle programs the model writes from the signature and docstring only, each run in
+   the sandbox on the call's arguments; they certify a value only when enough agree.
+
+None of them sees the function's body or the test. Every execution goes through
+:mod:`referee.checks.sandbox`.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import doctest
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from referee.checks import sandbox
+from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.config import tomllib
+from referee.checks.models import ArbitrationConfig, OracleResult
+
+PROMPTS = Path(__file__).with_name("prompts") / "arbitration-v1.toml"
+ORACLE_MAX_TOKENS = 512
+
+Progress = Callable[[str], None]
+
+
+class Cancelled(Exception):
+    """The caller asked arbitration to stop (the editor cancelled the request)."""
+
+
+class ArbitrationError(Exception):
+    """Arbitration could not run at all (no such test, the test passes, no model): the
+    message says what to do. Not a verdict."""
+
+
+class LazyModel:
+    """The model for oracles and patches, loaded on its first question: when every
+    program comes from the cache, arbitration never loads it. ``identity`` (part of every
+    cache key) names the weights without loading them: the backend, the model setting,
+    and for a local file its size and modification time."""
+
+    def __init__(self, backend: str, model: str, url: str | None, api_key_env: str | None):
+        self.backend, self.model, self.url, self.api_key_env = backend, model, url, api_key_env
+        self._opened: Any = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, config: ArbitrationConfig, judge: Any) -> LazyModel:
+        """The arbitration table's model, falling back on the judge's."""
+        return cls(
+            config.backend or judge.backend,
+            config.model or judge.model,
+            config.url or judge.url,
+            judge.api_key_env,
+        )
+
+    @property
+    def identity(self) -> str:
+        parts = [self.backend, self.model, self.url or ""]
+        if self.backend == "llama-cpp":
+            with contextlib.suppress(OSError):
+                path = Path(self.model).expanduser()
+                if path.is_file():
+                    stat = path.stat()
+                    parts += [str(stat.st_size), str(stat.st_mtime_ns)]
+        return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
+
+    def chat(self, messages: Sequence[dict[str, str]], **kwargs: Any) -> Any:
+        from referee.checks.judge.backend import BackendError, open_backend
+
+        try:
+            with self._lock:
+                if self._opened is None:
+                    self._opened = open_backend(
+                        self.backend, model=self.model, url=self.url, api_key_env=self.api_key_env
+                    )
+            return self._opened.chat(messages, **kwargs)
+        except BackendError as exc:
+            raise ArbitrationError(f"arbitration needs its model: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Prompts:
+    version: str
+    oracle_system: str
+    oracle: str
+    patch_system: str
+    patch: str
+
+
+@cache
+def prompts() -> Prompts:
+    raw = PROMPTS.read_bytes()
+    data = tomllib.loads(raw.decode("utf-8"))
+    return Prompts(
+        version="arbitration-v1-" + hashlib.sha256(raw).hexdigest()[:8],
+        oracle_system=data["oracle_system"],
+        oracle=data["oracle"],
+        patch_system=data["patch_system"],
+        patch=data["patch"],
+    )
+
+
+def limits(config: ArbitrationConfig) -> sandbox.Limits:
+    """Sandbox limits for one oracle, reference or doctest run."""
+    return sandbox.Limits(
+        timeout_s=config.timeout,
+        cpu_s=max(1, math.ceil(config.timeout)),
+        memory_mb=config.memory_mb,
+    )
+
+
+# ------------------------------------------------------------------------- doctest
+
+
+def _literal_value(text: str) -> str | None:
+    """``text`` when it reads as a Python literal (what a value can be compared as)."""
+    text = text.strip()
+    if text in ("nan", "inf", "-inf"):
+        return text
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return text
+
+
+def _call_values(call: ast.expr, name: str) -> tuple[list[str], dict[str, str]] | None:
+    """The reprs of a call's literal arguments, when it calls ``name``."""
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    if called != name:
+        return None
+    try:
+        args = [repr(ast.literal_eval(a)) for a in call.args]
+        kwargs = {k.arg or "**": repr(ast.literal_eval(k.value)) for k in call.keywords}
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return args, kwargs
+
+
+def _same_call(a: tuple[list[str], dict[str, str]], b: tuple[list[str], dict[str, str]]) -> bool:
+    args_a, kw_a = a
+    args_b, kw_b = b
+    return (
+        len(args_a) == len(args_b)
+        and kw_a.keys() == kw_b.keys()
+        and all(sandbox.values_equal(x, y) for x, y in zip(args_a, args_b, strict=True))
+        and all(sandbox.values_equal(kw_a[k], kw_b[k]) for k in kw_a)
+    )
+
+
+_SEPARATOR = re.compile(
+    r"^\s*(==>|=>|->|➞|→|==|=|:|returns|should return|should be|gives|is)\s*(?P<value>.+)$"
+)
+
+
+def docstring_examples(docstring: str, name: str) -> list[tuple[str, str, str]]:
+    """(call source, expected value, the line it came from) of every example in a
+    docstring: doctest examples (``>>> f(1)`` then ``2``) and example lines
+    (``f(1) == 2``, ``f(1) -> 2``, ``f(1) ➞ 2``, ``f(1) returns 2``)."""
+    found: list[tuple[str, str, str]] = []
+    try:
+        examples = doctest.DocTestParser().get_examples(docstring)
+    except ValueError:
+        examples = []
+    for example in examples:
+        # The whole expected output, else its first line: example lines written right
+        # under a doctest read as part of its output.
+        want = _literal_value(example.want) or _literal_value(example.want.split("\n")[0])
+        if want is not None:
+            found.append((example.source.strip(), want, f">>> {example.source.strip()}"))
+    for raw_line in docstring.splitlines():
+        line = raw_line.strip().lstrip("-*•").strip().strip("`")
+        if line.startswith(">>>"):
+            continue
+        start = line.find(f"{name}(")
+        if start < 0:
+            continue
+        for end in (m.end() for m in re.finditer(r"\)", line[start:])):
+            text = line[start : start + end]
+            try:
+                ast.parse(text, mode="eval")
+            except SyntaxError:
+                continue
+            match = _SEPARATOR.match(line[start + end :].replace("`", ""))
+            if match:
+                value = _leading_literal(match.group("value"))
+                if value is not None:
+                    found.append((text, value, raw_line.strip()))
+            break
+    return found
+
+
+def _leading_literal(text: str) -> str | None:
+    """The longest run of leading words of ``text`` that is a literal (``5.`` → ``5``)."""
+    words = text.strip().split()
+    for count in range(len(words), 0, -1):
+        candidate = " ".join(words[:count]).rstrip(".,;")
+        value = _literal_value(candidate)
+        if value is not None:
+            return value
+    return None
+
+
+def doctest_evidence(spec: FunctionSpec, arguments: str) -> OracleResult | None:
+    """The docstring's own example for this call, if it has one."""
+    if not spec.docstring_value:
+        return None
+    ours = _call_values(ast.parse(f"{spec.name}({arguments})", mode="eval").body, spec.name)
+    if ours is None:
+        return None
+    values: list[tuple[str, str]] = []
+    for source, want, line in docstring_examples(spec.docstring_value, spec.name):
+        try:
+            node = ast.parse(source, mode="eval").body
+        except SyntaxError:
+            continue
+        theirs = _call_values(node, spec.name)
+        if theirs is not None and _same_call(ours, theirs):
+            values.append((want, line))
+    if not values:
+        return None
+    first, line = values[0]
+    if any(not sandbox.values_equal(first, other) for other, _ in values[1:]):
+        return OracleResult(
+            source="doctest",
+            status="error",
+            detail="the docstring gives different values for this call: "
+            + ", ".join(v for v, _ in values),
+        )
+    return OracleResult(source="doctest", status="ok", value=first, detail=line)
+
+
+# ----------------------------------------------------------------------- reference
+
+
+def reference_for(config: ArbitrationConfig, keys: Sequence[str]) -> str | None:
+    """The declared reference for the first of ``keys`` (``module:function``,
+    ``path.py:function``) that has one."""
+    for key in keys:
+        if key in config.references:
+            return config.references[key]
+    return None
+
+
+def reference_evidence(
+    reference: str,
+    arguments: str,
+    config: ArbitrationConfig,
+    files: dict[str, str],
+) -> OracleResult:
+    """Run the declared reference implementation on the call's arguments, in the sandbox,
+    with the project's files beside it."""
+    target, sep, function = reference.rpartition(":")
+    if not sep or not target or not function.isidentifier():
+        return OracleResult(
+            source="reference",
+            status="error",
+            detail=f"{reference!r} is not module:function or path.py:function",
+        )
+    if target.endswith(".py"):
+        text = files.get(target.replace(os.sep, "/"))
+        if text is None:
+            return OracleResult(
+                source="reference", status="error", detail=f"{target}: no such file in the project"
+            )
+        code, call = text, f"{function}({arguments})"
+    else:
+        code = (
+            "import os, sys\nsys.path.insert(0, os.getcwd())\n"
+            f"from {target} import {function} as __referee_reference__\n"
+        )
+        call = f"__referee_reference__({arguments})"
+    result = sandbox.evaluate(code, call, limits=limits(config), files=files)
+    return OracleResult(
+        source="reference",
+        status=result.status,
+        value=result.value if result.status == "ok" else None,
+        detail=reference if result.status == "ok" else f"{reference}: {result.message}",
+        duration_s=result.duration_s,
+    )
+
+
+# -------------------------------------------------------------------------- oracles
+
+
+def oracle_messages(spec: FunctionSpec) -> list[dict[str, str]]:
+    """The oracle prompt: the signature and the docstring, never the body or a test."""
+    p = prompts()
+    return [
+        {"role": "system", "content": p.oracle_system},
+        {
+            "role": "user",
+            "content": p.oracle.format(
+                signature=spec.signature, docstring=spec.docstring or "", name=spec.name
+            ),
+        },
+    ]
+
+
+def extract_code(answer: str) -> str:
+    """The first fenced Python block of a model's answer, else the answer itself."""
+    for pattern in (r"```(?:python|py)[^\n]*\n(.*?)```", r"```[^\n]*\n(.*?)```"):
+        match = re.search(pattern, answer, re.DOTALL)
+        if match:
+            return match.group(1)
+    unterminated = re.search(r"```(?:python|py)?[^\n]*\n(.*)$", answer, re.DOTALL)
+    return unterminated.group(1) if unterminated else answer
+
+
+_KEPT = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+)
+
+
+def program_from(answer: str, name: str) -> tuple[str | None, str]:
+    """(program, problem): the definitions of a model's answer — imports, functions,
+    classes, constants; examples and prints dropped — or None and why not."""
+    code = extract_code(answer)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return None, f"not valid Python: {exc.msg} (line {exc.lineno})"
+    body = [
+        stmt
+        for stmt in tree.body
+        if isinstance(stmt, _KEPT)
+        and not (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__")
+    ]
+    if not any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name for s in body
+    ):
+        return None, f"does not define `{name}`"
+    program = "from __future__ import annotations\n\n" + ast.unparse(ast.Module(body, []))
+    return program + "\n", ""
+
+
+class ProgramCache:
+    """Generated programs on disk, keyed by (prompt, model identity, seed, temperature):
+    the same function arbitrated again, or another case of it, costs no model call."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    def key(
+        self,
+        messages: Sequence[dict[str, str]],
+        identity: str,
+        seed: int,
+        temp: float,
+        max_tokens: int,
+    ) -> str:
+        raw = json.dumps([prompts().version, list(messages), identity, seed, temp, max_tokens])
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        if self.directory is None:
+            return None
+        try:
+            data = json.loads((self.directory / key[:2] / f"{key}.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+        text = data.get("answer") if isinstance(data, dict) else None
+        return text if isinstance(text, str) else None
+
+    def put(self, key: str, answer: str) -> None:
+        if self.directory is None:
+            return
+        folder = self.directory / key[:2]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"answer": answer}, handle)
+            os.replace(tmp, folder / f"{key}.json")
+        except OSError:
+            pass  # a cache that cannot be written is only slower
+
+
+def generate(
+    backend: Any,
+    messages: Sequence[dict[str, str]],
+    *,
+    seed: int,
+    temperature: float,
+    cache: ProgramCache,
+    max_tokens: int = ORACLE_MAX_TOKENS,
+) -> tuple[str, bool]:
+    """(answer, whether it came from the cache)."""
+    key = cache.key(messages, backend.identity, seed, temperature, max_tokens)
+    cached = cache.get(key)
+    if cached is not None:
+        return cached, True
+    answer = backend.chat(messages, max_tokens=max_tokens, temperature=temperature, seed=seed).text
+    cache.put(key, answer)
+    return answer, False
+
+
+def oracle_evidence(
+    spec: FunctionSpec,
+    arguments: str,
+    backend: Any,
+    config: ArbitrationConfig,
+    cache: ProgramCache,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> list[OracleResult]:
+    """k oracle programs, written from the signature and docstring with different seeds,
+    each run in the sandbox on the call's arguments. The k questions go to the model at
+    once — a server decodes them as one batch; the in-process model takes them in turn,
+    the shared prompt evaluated once — and each program runs as soon as it is written."""
+    messages = oracle_messages(spec)
+    call = f"{spec.name}({arguments})"
+
+    def oracle(index: int) -> OracleResult:
+        source = f"oracle-{index}"
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        answer, cached = generate(
+            backend, messages, seed=index, temperature=config.temperature, cache=cache
+        )
+        if progress is not None:
+            progress(f"oracle {index}/{config.oracles} written; running it in the sandbox")
+        program, problem = program_from(answer, spec.name)
+        if program is None:
+            return OracleResult(
+                source=source,
+                status="error",
+                detail=f"the model's program {problem}",
+                cached=cached,
+            )
+        result = sandbox.evaluate(program, call, limits=limits(config))
+        return OracleResult(
+            source=source,
+            status=result.status,
+            value=result.value if result.status == "ok" else None,
+            detail="" if result.status == "ok" else result.message,
+            duration_s=result.duration_s,
+            cached=cached,
+            program=program,
+        )
+
+    if progress is not None:
+        progress(f"writing {config.oracles} oracles from the signature and docstring")
+    with ThreadPoolExecutor(max_workers=config.oracles) as pool:
+        return list(pool.map(oracle, range(1, config.oracles + 1)))
+
+
+def agreed_value(results: Sequence[OracleResult], required: int) -> str | None:
+    """The value at least ``required`` of the results agree on (and no other value as
+    many do), or None."""
+    groups: list[list[OracleResult]] = []
+    for result in results:
+        if result.status != "ok" or result.value is None:
+            continue
+        for group in groups:
+            if sandbox.values_equal(group[0].value or "", result.value):
+                group.append(result)
+                break
+        else:
+            groups.append([result])
+    groups.sort(key=len, reverse=True)
+    if not groups or len(groups[0]) < required:
+        return None
+    if len(groups) > 1 and len(groups[1]) == len(groups[0]):
+        return None
+    return groups[0][0].value

@@ -1,0 +1,514 @@
+"""Guarded arbitration: the logic around the model, with real pytest runs, the real
+sandbox and real git — only the model is scripted here (tests/test_arbitration_e2e.py
+runs the real one).
+
+Each test writes a small project (a module and its test module), lets the real test fail,
+and checks what arbitration decides and what it edits.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from guard_catalogue.cases import commit_repo, git
+
+from referee.checks import ledger, review
+from referee.checks.arbitration.engine import (
+    Arbitration,
+    ArbitrationError,
+    Cancelled,
+    apply,
+    arbitrate,
+)
+from referee.checks.arbitration.fix import format_value, patched_module
+from referee.checks.arbitration.isolate import (
+    NotIsolated,
+    TestRef,
+    function_spec,
+    isolate,
+)
+from referee.checks.arbitration.truth import (
+    agreed_value,
+    docstring_examples,
+    oracle_messages,
+    program_from,
+    prompts,
+)
+from referee.checks.atomic import StaleFileError
+from referee.checks.config import discover
+from referee.checks.judge.backend import ScriptedBackend
+from referee.checks.models import OracleResult
+from referee.checks.source import SourceFile
+
+CORRECT = '''def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""
+    return sum(1 for ch in text.lower() if ch in "aeiou")  # BODY-MARKER
+'''
+BUGGY = '''def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""
+    return sum(1 for ch in text[1:].lower() if ch in "aeiou")  # BODY-MARKER
+'''
+ORACLE = """```python
+def count_vowels(text: str) -> int:
+    return sum(ch in "aeiouAEIOU" for ch in text)
+```"""
+WRONG_ORACLE = """```python
+def count_vowels(text):
+    return len(text) + 1
+```"""
+GOOD_PATCH = '''```python
+def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""
+    return sum(1 for ch in text.lower() if ch in "aeiou")
+```'''
+CHEATING_PATCH = """```python
+def count_vowels(text: str) -> int:
+    if text == "aeiou":
+        return 5
+    return sum(1 for ch in text[1:].lower() if ch in "aeiou")
+```"""
+TESTS = """from text import count_vowels
+
+
+def test_vowels():
+    assert count_vowels("aeiou") == {expected}
+
+
+def test_empty():
+    assert count_vowels("") == 0
+
+
+def test_upper():
+    assert count_vowels("HELLO") == 2
+"""
+
+
+def project(root: Path, module: str, tests: str, config: str = "") -> Path:
+    (root / "tests").mkdir(parents=True, exist_ok=True)
+    (root / "referee.toml").write_text(config, encoding="utf-8")
+    (root / "text.py").write_text(module, encoding="utf-8")
+    (root / "tests" / "test_text.py").write_text(tests, encoding="utf-8")
+    return root
+
+
+def scripted(oracles: Sequence[str], patches: Sequence[str] = ()) -> ScriptedBackend:
+    """A model that answers the i-th oracle prompt with oracles[i] and the i-th patch
+    prompt with patches[i]."""
+    asked = {"oracle": 0, "patch": 0}
+    lock = threading.Lock()  # the k oracles are asked from k threads
+
+    def answer(messages, schema) -> str:
+        kind = "oracle" if messages[0]["content"] == prompts().oracle_system else "patch"
+        answers = oracles if kind == "oracle" else patches
+        with lock:
+            index = asked[kind]
+            asked[kind] += 1
+        return answers[index % len(answers)] if answers else ""
+
+    return ScriptedBackend(answer=answer)
+
+
+def run(root: Path, test_id: str, model: ScriptedBackend | None = None, **kw) -> Arbitration:
+    settings = discover(root)
+    return arbitrate(
+        test_id,
+        settings,
+        backend=(lambda: model) if model is not None else None,
+        cache_dir=root.parent / f"cache-{root.name}",
+        **kw,
+    )
+
+
+# ------------------------------------------------------------------ isolation
+
+
+def iso(text: str, line: int, test: str = "tests/t.py::test_x", indices=None):
+    return isolate(SourceFile("tests/t.py", text), TestRef.parse(test), line, indices)
+
+
+def test_node_ids_are_taken_apart_into_file_class_name_and_case():
+    ref = TestRef.parse("tests/test_a.py::TestA::test_b[1-2]")
+    assert (ref.path, ref.cls, ref.name, ref.param_id) == (
+        "tests/test_a.py",
+        "TestA",
+        "test_b",
+        "1-2",
+    )
+    assert ref.function_id == "tests/test_a.py::TestA::test_b"
+    with pytest.raises(ValueError, match="not a test id"):
+        TestRef.parse("tests/test_a.py")
+
+
+def test_plain_assert_isolates_the_call_and_the_expected_literal_on_either_side():
+    left = iso('def test_x():\n    assert f("a", n=2) == [1, 2]\n', 2)
+    assert (left.callee, left.arguments, left.call_side) == ("f", '"a", n=2', "left")
+    assert (left.expected.kind, left.expected.text) == ("assertion", "[1, 2]")
+    right = iso("def test_x():\n    assert 4 == mod.f('x')\n", 2)
+    assert (right.callee, right.call, right.call_side) == ("mod.f", "mod.f('x')", "right")
+    assert right.expected.text == "4"
+
+
+def test_unittest_assert_equal_and_pytest_approx_are_isolated():
+    text = "class T(TestCase):\n    def test_x(self):\n        self.assertEqual(f(1), 'one')\n"
+    found = iso(text, 3, "tests/t.py::T::test_x")
+    assert (found.call, found.expected.text, found.op) == ("f(1)", "'one'", "==")
+    approx = iso("def test_x():\n    assert f(0.1) == pytest.approx(0.3)\n", 2)
+    assert (approx.op, approx.expected.text) == ("approx", "0.3")
+
+
+def test_parametrized_case_values_come_from_the_parametrize_list_entry():
+    text = (
+        "import pytest\n"
+        '@pytest.mark.parametrize("word, n", [("xyz", 0), pytest.param("aeiou", 4, id="v")])\n'
+        "def test_x(word, n):\n"
+        "    assert count(word) == n\n"
+    )
+    found = iso(text, 4, indices={"word": 1, "n": 1})
+    assert found.call == 'count("aeiou")'
+    assert (found.expected.kind, found.expected.text, found.expected.line) == (
+        "parametrize",
+        "4",
+        2,
+    )
+    single = iso(
+        '@pytest.mark.parametrize("n", [1, 2])\ndef test_x(n):\n    assert f(3) == n\n',
+        3,
+        indices={"n": 1},
+    )
+    assert (single.expected.kind, single.expected.text) == ("parametrize", "2")
+
+
+def test_a_literal_assigned_once_in_the_test_is_the_expected_site():
+    text = "def test_x():\n    word = 'abc'\n    expected = 3\n    assert f(word) == expected\n"
+    found = iso(text, 4)
+    assert found.call == "f('abc')"
+    assert (found.expected.kind, found.expected.text) == ("assignment", "3")
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("assert f(1) > 3", "only `==` comparisons"),
+        ("assert f(1) == g(2)", "both sides"),
+        ("assert 1 == 1.0", "neither side"),
+        ("for x in [1]:\n        assert f(x) == 2", "argument `x` is not a literal"),
+        ("assert f(1) == compute()", "both sides"),
+        ("y = other()\n    assert f(1) == y", "the expected value `y` is not a literal"),
+        ("assert f(*args) == 1", "is not a literal argument"),
+    ],
+    ids=["greater", "two-calls", "no-call", "loop-variable", "computed", "unknown-name", "splat"],
+)
+def test_what_cannot_be_isolated_is_refused_with_a_reason(body: str, reason: str):
+    text = f"def test_x():\n    {body}\n"
+    line = text.count("\n")
+    with pytest.raises(NotIsolated, match=reason.replace("(", r"\(").replace("*", r"\*")):
+        iso(text, line)
+
+
+def test_function_spec_reads_signature_and_docstring_and_refuses_methods():
+    spec = function_spec(CORRECT, "text.py", "text", "count_vowels")
+    assert spec.signature == "def count_vowels(text: str) -> int:"
+    assert spec.docstring_value and spec.docstring_value.startswith("Return how many vowels")
+    assert "BODY-MARKER" in spec.definition and spec.line == 1
+    with pytest.raises(NotIsolated, match="method"):
+        function_spec(CORRECT, "text.py", "text", "Counter.count")
+
+
+# ------------------------------------------------------------------ truth
+
+
+def test_docstring_examples_in_doctest_and_arrow_forms_are_read():
+    doc = """Count.
+
+    >>> f("ab")
+    2
+    f("abc") ➞ 3
+    - f('x') returns 1.
+    f([1, 2]) == [2, 1]
+    f(4) is an even number
+    """
+    found = {(call, value) for call, value, _ in docstring_examples(doc, "f")}
+    assert found == {('f("ab")', "2"), ('f("abc")', "3"), ("f('x')", "1"), ("f([1, 2])", "[2, 1]")}
+
+
+def _results(*values: str | None) -> list[OracleResult]:
+    return [
+        OracleResult(source=f"oracle-{i}", status="ok" if v else "error", value=v)
+        for i, v in enumerate(values, 1)
+    ]
+
+
+def test_oracles_certify_only_the_value_enough_of_them_agree_on():
+    assert agreed_value(_results("5", "5", "5.0"), 3) == "5"
+    assert agreed_value(_results("5", "5", "4"), 3) is None
+    assert agreed_value(_results("5", "5", "4"), 2) == "5"
+    assert agreed_value(_results("5", None, "5"), 3) is None  # an error is no vote
+    assert agreed_value(_results("5", "4"), 1) is None  # a tie certifies nothing
+    assert agreed_value(_results("0.30000000000000004", "0.3", "0.3"), 3) == "0.30000000000000004"
+
+
+def test_oracle_programs_keep_definitions_and_drop_examples():
+    program, problem = program_from(
+        "```python\nimport math\ndef f(x):\n    return x\nprint(f(1))\nassert f(2) == 3\n```", "f"
+    )
+    assert problem == "" and program is not None
+    assert "import math" in program and "print" not in program and "assert" not in program
+    assert program_from("```python\ndef g(x): return x\n```", "f") == (
+        None,
+        "does not define `f`",
+    )
+
+
+def test_oracle_prompt_holds_the_signature_and_docstring_only():
+    spec = function_spec(CORRECT, "text.py", "text", "count_vowels")
+    text = "\n".join(m["content"] for m in oracle_messages(spec))
+    assert spec.signature in text and "in either case" in text
+    assert "BODY-MARKER" not in text and "sum(1 for ch" not in text
+
+
+def test_the_model_never_sees_the_body_or_the_test_when_writing_oracles(tmp_path: Path):
+    tests = TESTS.format(expected="4  # TEST-MARKER")
+    root = project(tmp_path / "p", CORRECT, tests)
+    model = scripted([ORACLE])
+    run(root, "tests/test_text.py::test_vowels", model)
+    assert len(model.calls) == 3
+    for messages in model.calls:
+        sent = "\n".join(m["content"] for m in messages)
+        assert "BODY-MARKER" not in sent and "TEST-MARKER" not in sent
+        assert "aeiou" not in sent  # not even the failing input
+        assert "def count_vowels(text: str) -> int:" in sent
+
+
+def test_format_value_writes_the_value_like_the_literal_it_replaces():
+    assert format_value("'abc'", '"x"') == '"abc"'
+    assert format_value("'abc'", "'x'") == "'abc'"
+    assert format_value('"it\'s"', "'x'") == '"it\'s"'
+    assert format_value("[1, 'a']", "[]") == "[1, 'a']"
+    assert format_value("nan", "0.0") == "float('nan')"
+
+
+# ------------------------------------------------------------------ verdicts and fixes
+
+
+def test_correct_code_and_wrong_assertion_is_test_wrong_with_a_one_literal_fix(tmp_path: Path):
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE]))
+    verdict = result.verdict
+    assert verdict.verdict == "TEST_WRONG"
+    assert (verdict.produced, verdict.asserted, verdict.truth) == ("5", "4", "5")
+    assert [o.value for o in verdict.oracles] == ["5", "5", "5"]
+    assert verdict.fix is not None and verdict.fix.side == "test"
+    assert verdict.fix.title == "Fix test (certified: 5)"
+    assert result.new_text == TESTS.format(expected="5")
+    assert verdict.review_item is None and not (root / review.QUEUE).exists()
+
+
+def test_wrong_code_and_right_assertion_is_source_wrong_with_a_patch_passing_the_module(
+    tmp_path: Path,
+):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE], [GOOD_PATCH]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG"
+    assert (verdict.produced, verdict.asserted, verdict.truth) == ("4", "5", "5")
+    assert verdict.fix is not None and verdict.fix.side == "source"
+    assert verdict.fix.path == "text.py"
+    assert verdict.fix.title == "Fix source (passes 3/3 tests)"
+    assert result.new_text is not None and "text.lower()" in result.new_text
+    assert [p.status for p in verdict.patches] == ["passed"]
+
+
+def test_oracles_agreeing_on_a_third_value_leave_it_unclear(tmp_path: Path):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([WRONG_ORACLE]))
+    assert result.verdict.verdict == "UNCLEAR" and result.verdict.truth == "6"
+    assert "equals neither the produced value (4) nor the asserted one (5)" in result.verdict.reason
+
+
+def test_a_patch_that_special_cases_the_input_is_never_offered(tmp_path: Path):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE], [CHEATING_PATCH]))
+    patches = result.verdict.patches
+    assert (patches[0].origin, patches[0].status) == ("model", "invalid")
+    assert patches[0].message.startswith("REF330")
+    assert (patches[1].origin, patches[1].status) == ("oracle-1", "passed")
+    assert result.new_text is not None and 'if text == "aeiou"' not in result.new_text
+
+
+def test_without_a_passing_patch_the_oracles_programs_are_tried_then_a_human(tmp_path: Path):
+    root = project(
+        tmp_path / "p", BUGGY, TESTS.format(expected="5"), "[arbitration]\ncandidates = 1\n"
+    )
+    bad = "```python\ndef count_vowels(text):\n    return 5\n```"
+    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE], [bad]))
+    patches = result.verdict.patches
+    assert [(p.origin, p.status) for p in patches[:2]] == [
+        ("model", "failed"),
+        ("oracle-1", "passed"),
+    ]
+    assert result.verdict.fix is not None
+
+    lone = "```python\ndef count_vowels(text):\n    return sum(c in 'aeiou' for c in text)\n```"
+    root = project(
+        tmp_path / "q", BUGGY, TESTS.format(expected="5"), "[arbitration]\ncandidates = 1\n"
+    )
+    result = run(root, "tests/test_text.py::test_vowels", scripted([lone], [bad]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG" and verdict.fix is None
+    assert "no verified fix" in verdict.reason
+    queued = review.read(root).items[verdict.review_item or ""]
+    assert queued.kind == "arbitration" and queued.subject == "tests/test_text.py::test_vowels"
+
+
+def test_oracles_that_disagree_leave_it_unclear_and_queued(tmp_path: Path):
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE, WRONG_ORACLE]))
+    verdict = result.verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None and result.new_text is None
+    assert "do not agree" in verdict.reason
+    item = review.read(root).items[verdict.review_item or ""]
+    assert item.line == 5 and "do not agree" in item.reasons[0]
+    again = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE, WRONG_ORACLE]))
+    assert again.verdict.review_item == verdict.review_item
+    assert len(review.read(root).items) == 1  # the same content is queued once
+
+
+def test_no_docstring_no_doctest_no_reference_means_no_truth(tmp_path: Path):
+    module = "def count_vowels(text):\n    return sum(c in 'aeiou' for c in text)\n"
+    root = project(tmp_path / "p", module, TESTS.format(expected="4"))
+    model = scripted([ORACLE])
+    verdict = run(root, "tests/test_text.py::test_vowels", model).verdict
+    assert verdict.verdict == "UNCLEAR" and "no docstring" in verdict.reason
+    assert model.calls == []
+
+
+def test_a_declared_reference_decides_without_a_model(tmp_path: Path):
+    config = '[arbitration]\nreferences = { "text:count_vowels" = "reference:vowels" }\n'
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"), config)
+    (root / "reference.py").write_text(
+        "def vowels(s):\n    return sum(c in 'aeiouAEIOU' for c in s)\n", encoding="utf-8"
+    )
+    verdict = run(root, "tests/test_text.py::test_vowels", None).verdict
+    assert verdict.verdict == "SOURCE_WRONG" and verdict.truth_source == "reference"
+    assert [(o.source, o.value) for o in verdict.oracles] == [("reference", "5")]
+    assert verdict.fix is None and "no model" in verdict.reason
+
+
+def test_a_doctest_for_the_same_call_decides_and_oracles_are_not_asked(tmp_path: Path):
+    module = CORRECT.replace(
+        'contains."""', 'contains.\n\n    >>> count_vowels("aeiou")\n    5\n    """'
+    )
+    root = project(tmp_path / "p", module, TESTS.format(expected="4"))
+    model = scripted([WRONG_ORACLE])
+    verdict = run(root, "tests/test_text.py::test_vowels", model).verdict
+    assert verdict.verdict == "TEST_WRONG" and verdict.truth_source == "doctest"
+    assert model.calls == []
+
+
+def test_a_call_that_raises_is_source_wrong_when_the_truth_is_the_asserted_value(tmp_path: Path):
+    module = BUGGY.replace("    return sum", "    if len(text) > 4:\n        1 / 0\n    return sum")
+    root = project(tmp_path / "p", module, TESTS.format(expected="5"))
+    verdict = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE], [GOOD_PATCH])).verdict
+    assert verdict.verdict == "SOURCE_WRONG"
+    assert verdict.produced == "ZeroDivisionError: division by zero"
+    assert verdict.fix is not None
+
+
+def test_unisolatable_failures_are_unclear_with_the_reason(tmp_path: Path):
+    tests = TESTS.format(expected="4").replace(") == 4", ") < 3")
+    root = project(tmp_path / "p", CORRECT, tests)
+    verdict = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE])).verdict
+    assert verdict.verdict == "UNCLEAR" and "only `==` comparisons" in verdict.reason
+
+
+def test_a_passing_test_or_a_missing_one_is_an_error_not_a_verdict(tmp_path: Path):
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="5"))
+    with pytest.raises(ArbitrationError, match="passes: there is nothing to arbitrate"):
+        run(root, "tests/test_text.py::test_vowels")
+    with pytest.raises(ArbitrationError, match="ran no test"):
+        run(root, "tests/test_text.py::test_nothing_here")
+    with pytest.raises(ArbitrationError, match="no such file"):
+        run(root, "tests/test_gone.py::test_x")
+
+
+def test_oracle_programs_are_cached_across_runs(tmp_path: Path):
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
+    model = scripted([ORACLE])
+    run(root, "tests/test_text.py::test_vowels", model)
+    again = run(root, "tests/test_text.py::test_vowels", model).verdict
+    assert len(model.calls) == 3  # the second run asked nothing
+    assert [o.cached for o in again.oracles] == [True, True, True]
+    assert again.verdict == "TEST_WRONG"
+
+
+def test_patched_module_replaces_only_the_function_and_adds_missing_imports():
+    module = "import os\n\n\n@decorate\ndef f(x):\n    return x\n\n\ndef g():\n    return 1\n"
+    spec = function_spec(module, "m.py", "m", "f")
+    answer = "```python\nimport re\nimport os\ndef f(x):\n    return re.sub('a', '', x)\n```"
+    new, problem = patched_module(spec, answer)
+    assert problem == ""
+    assert new == (
+        "import os\n\n\nimport re\n\n\n@decorate\ndef f(x):\n    return re.sub('a', '', x)\n"
+        "\n\ndef g():\n    return 1\n"
+    )
+
+
+# ------------------------------------------------------------------ applying and the guard
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_applied_test_fix_carries_a_certificate_the_guard_honours(tmp_path: Path, referee):
+    root = tmp_path / "repo"
+    files = {
+        "referee.toml": "",
+        "text.py": CORRECT,
+        "tests/test_text.py": TESTS.format(expected="4"),
+    }
+    commit_repo(root, files)
+    result = apply(run(root, "tests/test_text.py::test_vowels", scripted([ORACLE])))
+    assert result.verdict.applied
+    assert result.verdict.history is not None and ": base" in result.verdict.history
+    certificate = result.verdict.certificate
+    assert certificate is not None
+    stored = ledger.read(root).certificates
+    assert [c.id for c in stored] == [certificate.id]
+    assert (certificate.test_id, certificate.old_value, certificate.new_value) == (
+        "tests/test_text.py::test_vowels",
+        "4",
+        "5",
+    )
+    assert [e.source for e in certificate.evidence] == ["oracle-1", "oracle-2", "oracle-3"]
+    assert (root / "tests/test_text.py").read_text(encoding="utf-8") == TESTS.format(expected="5")
+    guard = referee("guard", "--format", "json", cwd=root)
+    assert guard.returncode == 0, guard.stdout + guard.stderr
+    assert [f["code"] for f in json.loads(guard.stdout)["findings"]] == ["REF302"]
+
+    # The same edit by hand, without a certificate: the guard fails.
+    git(root, "checkout", "--", "tests/test_text.py")
+    (root / ledger.LEDGER).unlink()
+    (root / "tests/test_text.py").write_text(TESTS.format(expected="5"), encoding="utf-8")
+    assert referee("guard", cwd=root).returncode == 1
+
+
+def test_a_fix_is_not_applied_to_a_file_that_changed_since_it_was_read(tmp_path: Path):
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE]))
+    edited = TESTS.format(expected="4") + "\n# edited meanwhile\n"
+    (root / "tests/test_text.py").write_text(edited, encoding="utf-8")
+    with pytest.raises(StaleFileError):
+        apply(result)
+    assert (root / "tests/test_text.py").read_text(encoding="utf-8") == edited
+    assert not (root / ledger.LEDGER).exists()
+
+
+def test_a_cancelled_arbitration_stops_and_queues_nothing(tmp_path: Path):
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
+    model = scripted([ORACLE])
+    with pytest.raises(Cancelled):
+        run(root, "tests/test_text.py::test_vowels", model, cancelled=lambda: True)
+    assert model.calls == [] and not (root / review.QUEUE).exists()
