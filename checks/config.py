@@ -130,17 +130,26 @@ class Settings:
             chosen.difference_update(rule.code for rule in matching(selector))
         return frozenset(chosen)
 
-    def rules_for(self, relpath: str, kind: str) -> list[Rule]:
+    def ignored_for(self, relpath: str) -> set[str]:
+        """Codes that ``per-file-ignores`` turns off for this file."""
         ignored: set[str] = set()
         for pattern, selectors in self.config.per_file_ignores.items():
             if glob_match(relpath, pattern):
                 for selector in selectors:
                     ignored.update(rule.code for rule in matching(selector))
+        return ignored
+
+    def rules_for(self, relpath: str, kind: str) -> list[Rule]:
+        ignored = self.ignored_for(relpath)
         return [
             rule
             for rule in RULES
             if rule.code in self.enabled and rule.code not in ignored and kind in rule.kinds
         ]
+
+    def reports(self, code: str, relpath: str) -> bool:
+        """Whether a finding of ``code`` in this file is reported (selection, per-file-ignores)."""
+        return code in self.enabled and code not in self.ignored_for(relpath)
 
     def severity(self, rule: Rule, default: Severity) -> Severity:
         return self.config.severity.get(rule.code, default)

@@ -227,8 +227,64 @@ class JudgeConfig(_Config):
     risk: dict[str, float] = Field(
         default_factory=dict, description="Glob → risk factor for audit sampling (default 1)."
     )
+    constrain_evidence: StrictBool = Field(
+        default=True,
+        description="Constrain each quote to be one of the item's lines (where the backend can).",
+    )
     max_tokens: int = Field(default=160, ge=16, le=4096)
     timeout: float = Field(default=120.0, gt=0, description="Seconds per model call (openai).")
+
+
+class ArbitrationConfig(_Config):
+    """``[tool.referee.arbitration]``: deciding which side of a red test is wrong.
+    See docs/arbitration.md."""
+
+    oracles: int = Field(
+        default=3,
+        ge=1,
+        le=9,
+        description="k oracle programs written from the signature and docstring.",
+    )
+    agreement: Literal["all"] | Annotated[int, Field(ge=1)] = Field(
+        default="all", description="How many oracles must agree to certify a value: all, or N."
+    )
+    candidates: int = Field(
+        default=3, ge=0, le=9, description="N candidate patches tried when the source is wrong."
+    )
+    backend: Literal["llama-cpp", "openai"] | None = Field(
+        default=None, description="The oracles' model backend; default: the judge's."
+    )
+    model: str | None = Field(default=None, description="The oracles' model; default: the judge's.")
+    url: str | None = Field(
+        default=None, description="OpenAI-compatible server; default: the judge's."
+    )
+    temperature: float = Field(
+        default=0.7, ge=0.0, le=2.0, description="Sampling temperature of oracles and patches."
+    )
+    references: dict[str, str] = Field(
+        default_factory=dict,
+        description='"module:function" → "module:function" or "path.py:function" of a trusted '
+        "reference implementation.",
+    )
+    timeout: float = Field(
+        default=10.0, gt=0, description="Seconds each oracle, reference or doctest run may take."
+    )
+    memory_mb: int = Field(default=512, ge=64, description="Memory each sandboxed run may use.")
+    test_timeout: float = Field(
+        default=120.0, gt=0, description="Seconds a run of the test module may take."
+    )
+
+    @model_validator(mode="after")
+    def _agreement_within_k(self) -> ArbitrationConfig:
+        if isinstance(self.agreement, int) and self.agreement > self.oracles:
+            raise ValueError(
+                f"agreement is {self.agreement} but only {self.oracles} oracles are written"
+            )
+        return self
+
+    @property
+    def required_agreement(self) -> int:
+        return self.oracles if self.agreement == "all" else int(self.agreement)
 
 
 class RefereeConfig(_Config):
@@ -257,6 +313,7 @@ class RefereeConfig(_Config):
     cache: StrictBool = True
     contract: list[Contract] = Field(default_factory=list)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    arbitration: ArbitrationConfig = Field(default_factory=ArbitrationConfig)
 
     @field_validator("select", "extend_select", "ignore", mode="before")
     @classmethod
@@ -379,3 +436,99 @@ class Certificate(_Model):
         default=None, description="sha256 of the fixed assertion's text, whitespace removed."
     )
     created: str = Field(description="ISO 8601 time of certification.")
+
+
+# --------------------------------------------------------------------------- arbitration
+
+ArbitrationOutcome = Literal["TEST_WRONG", "SOURCE_WRONG", "UNCLEAR"]
+
+
+class Observation(_Model):
+    """A failing assertion as running its test showed it, and the call it is about."""
+
+    test_id: str = Field(description="pytest node id relative to the project root.")
+    path: str = Field(description="The test file, relative to the project root.")
+    line: int = Field(ge=1, description="First line of the failing assertion.")
+    assertion: str = Field(description="The failing assertion's text.")
+    op: str | None = Field(default=None, description="The comparison: == or approx.")
+    call: str | None = Field(default=None, description="The call under test, e.g. f('a').")
+    function: str | None = Field(default=None, description="module:qualname of the callee.")
+    function_path: str | None = Field(default=None, description="The callee's file.")
+    produced: str | None = Field(default=None, description="repr of what the code produced.")
+    produced_error: str | None = Field(
+        default=None, description="The exception the call raised instead of returning."
+    )
+    asserted: str | None = Field(default=None, description="repr of the value asserted.")
+    expected_text: str | None = Field(
+        default=None, description="Source text of the expected value, where a fix would go."
+    )
+    expected_site: Literal["assertion", "parametrize", "assignment"] | None = None
+
+
+class OracleResult(_Model):
+    """What one independent source of truth said about the call under test."""
+
+    source: str = Field(description="doctest, reference, oracle-1 … oracle-k.")
+    status: Literal["ok", "error", "timeout", "memory", "output-limit", "killed"]
+    value: str | None = Field(default=None, description="repr of its value when status is ok.")
+    detail: str = Field(default="", description="Where it came from, or what went wrong.")
+    duration_s: float = 0.0
+    cached: bool = Field(default=False, description="An oracle program reused from the cache.")
+    program: str | None = Field(default=None, description="An oracle's program text.")
+
+
+class PatchResult(_Model):
+    """One candidate patch of the source and how the test module fared against it."""
+
+    candidate: int = Field(ge=1)
+    origin: str = Field(default="model", description="model, or the oracle whose program it is.")
+    status: Literal["passed", "failed", "invalid"]
+    message: str
+
+
+class ArbitrationFix(_Model):
+    """The edit arbitration offers: to the test (with a certificate) or to the source."""
+
+    side: Literal["test", "source"]
+    title: str = Field(description="'Fix test (certified: 5)' or 'Fix source (passes 3/3 tests)'.")
+    path: str = Field(description="The file edited, relative to the project root.")
+    edits: tuple[Edit, ...]
+    diff: str = Field(description="The change as a unified diff.")
+    content_sha256: str = Field(description="sha256 of the file the edits were computed on.")
+    old_value: str | None = Field(default=None, description="Expected value replaced (test).")
+    new_value: str | None = Field(default=None, description="Certified value written (test).")
+    tests_passed: int | None = None
+    tests_total: int | None = None
+
+
+class ArbitrationVerdict(_Model):
+    """What ``referee arbitrate --format json`` prints."""
+
+    version: str
+    verdict: ArbitrationOutcome
+    test_id: str
+    call: str | None = None
+    produced: str | None = None
+    asserted: str | None = None
+    truth: str | None = Field(default=None, description="The certified value, if any.")
+    truth_source: str | None = Field(default=None, description="doctest, reference or oracles.")
+    oracles: tuple[OracleResult, ...] = ()
+    patches: tuple[PatchResult, ...] = ()
+    fix: ArbitrationFix | None = None
+    reason: str
+    history: str | None = Field(
+        default=None, description="What git says about the expected value: evidence, not proof."
+    )
+    observation: Observation | None = None
+    applied: bool = Field(default=False, description="Whether --apply wrote the fix.")
+    certificate: Certificate | None = None
+    review_item: str | None = Field(default=None, description="Id of the queued review item.")
+    duration_s: float = 0.0
+
+
+def arbitration_schema() -> dict:
+    """The JSON schema of ``referee arbitrate --format json``'s output."""
+    schema = ArbitrationVerdict.model_json_schema(mode="serialization")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "referee arbitration verdict"
+    return schema

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from referee.checks.contract import rules as contract
 from referee.checks.guard import rules as guard
+from referee.checks.judge import rules as judge
 from referee.checks.models import Layer, Severity
 from referee.checks.rule import ANY, PYTHON, TEXT, Rule
 from referee.checks.shape import assertions, documents, parse_errors, placeholders, unfailable
 
 ERR, WARN, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
-L0, L1 = Layer.L0, Layer.L1
+L0, L1, L2, L3 = Layer.L0, Layer.L1, Layer.L2, Layer.L3
+MODEL_LAYER = frozenset()  # never run by the engine: the judge and the review queue report these
 
 # fmt: off
 RULES: tuple[Rule, ...] = (
@@ -83,6 +85,8 @@ RULES: tuple[Rule, ...] = (
     Rule("REF308", "renamed-out-of-collection", L1, ERR,
          "a test was renamed so pytest no longer collects it", PYTHON,
          guard.renamed_out_of_collection),
+    Rule("REF309", "certificate-mismatch", L1, ERR,
+         "a certificate does not match the test it covers", PYTHON, guard.certificate_mismatch),
     Rule("REF310", "skip-added", L1, ERR, "a test is newly skipped", PYTHON, guard.skip_added),
     Rule("REF311", "failure-swallowed", L1, ERR, "an assertion can no longer fail", PYTHON,
          guard.failure_swallowed),
@@ -101,12 +105,20 @@ RULES: tuple[Rule, ...] = (
     Rule("REF332", "tested-function-monkeypatched", L1, ERR,
          "a test monkeypatches the function it tests", PYTHON,
          guard.tested_function_monkeypatched),
+    # ---- L2 judge and L3 review (reported by referee.checks.judge.core)
+    Rule("REF401", "judge-rejected", L2, ERR, "the judge rejects it", MODEL_LAYER,
+         judge.judge_rejected),
+    Rule("REF402", "needs-human-review", L3, INFO, "needs human review", MODEL_LAYER,
+         judge.needs_human_review),
+    Rule("REF403", "review-rejected", L3, ERR, "rejected in human review", MODEL_LAYER,
+         judge.review_rejected),
 )
 # fmt: on
 
 BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}
 BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
 GUARD_CODES = frozenset(rule.code for rule in RULES if rule.code.startswith("REF3"))
+MODEL_CODES = frozenset(rule.code for rule in RULES if rule.layer in (L2, L3))
 
 
 def lookup(code_or_name: str) -> Rule | None:

@@ -20,7 +20,12 @@ from referee.checks.rule import DOCS_BASE_URL, PYTHON, TEXT, Rule
 INDEX = "index.md"
 REGENERATE = "python -m referee.checks.ruledocs docs/rules"
 
-_LAYER_NAMES = {Layer.L0: "L0 shape", Layer.L1: "L1 contract"}
+_LAYER_NAMES = {
+    Layer.L0: "L0 shape",
+    Layer.L1: "L1 contract",
+    Layer.L2: "L2 judge",
+    Layer.L3: "L3 human review",
+}
 
 # Rules whose findings can carry a fix, and its applicability. A Rule does not declare
 # this itself; tests/test_docs.py checks the table against the fixes the rules produce.
@@ -28,6 +33,11 @@ FIXES: dict[str, str] = {"REF112": "unsafe", "REF115": "unsafe"}
 
 
 def _files(rule: Rule) -> str:
+    if rule.layer in (Layer.L2, Layer.L3):
+        return (
+            "what the [judge](../judge.md) reads: changed Python functions and tests, "
+            "files with a `task`"
+        )
     if rule.kinds == PYTHON:
         return "Python"
     if rule.kinds == TEXT:

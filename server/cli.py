@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import time
@@ -16,6 +17,7 @@ from rich.table import Table
 
 from referee import __version__
 from referee.checks import runner
+from referee.checks.atomic import write_text_atomic
 from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.engine import check_source
 from referee.checks.models import CheckReport, Severity, json_schema
@@ -115,6 +117,24 @@ def main() -> None:
     help="Processes to use (default: one per core).",
 )
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option(
+    "--judge",
+    "use_judge",
+    is_flag=True,
+    help="Also run the L2 judge (local model) on what L0/L1 did not reject; see docs/judge.md.",
+)
+@click.option(
+    "--judge-all",
+    is_flag=True,
+    help="Judge every function, not only those changed since --base (implies --judge).",
+)
+@click.option(
+    "--base",
+    default="HEAD",
+    show_default=True,
+    metavar="REF",
+    help="With --judge: functions unchanged since this git ref are not judged again.",
+)
 @_output_option
 def check(
     paths: tuple[Path, ...],
@@ -130,9 +150,15 @@ def check(
     statistics: bool,
     jobs: int | None,
     no_cache: bool,
+    use_judge: bool,
+    judge_all: bool,
+    base: str,
     output_file: Path | None,
 ) -> None:
     """Run the L0 shape and L1 contract rules on PATHS (default: the current directory).
+
+    With --judge, the L2 judge (a local model, docs/judge.md) then reads what L0/L1 did not
+    reject; items it cannot settle wait in the review queue (`referee review`).
 
     \b
     Exit status: 0 nothing at --fail-on level, 1 findings, 2 usage or configuration error.
@@ -141,6 +167,7 @@ def check(
       referee check src tests --format sarif -o referee.sarif
       referee check --select REF11 tests/   # only the assertion rules
       cat notes.md | referee check --stdin-filename notes.md
+      referee check --judge src/            # L0/L1, then the local judge on the residual
     """
     start = Path(stdin_filename).parent if stdin_filename else (paths[0] if paths else Path("."))
     try:
@@ -165,6 +192,15 @@ def check(
             cache = runner.ResultCache(runner.default_cache_dir(), settings)
         results = runner.run(targets, settings, jobs=jobs, cache=cache)
 
+    judge_failed = False
+    if use_judge or judge_all:
+        from referee.server.cli_judge import judge_results
+
+        stdin_texts = {stdin_filename: data} if stdin_filename is not None else None
+        judge_failed = not judge_results(
+            results, settings, judge_all=judge_all, base=base, texts=stdin_texts
+        )
+
     threshold = Severity(min_severity).rank
     for result in results:
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
@@ -175,26 +211,27 @@ def check(
     failing = Severity(fail_on).rank
     if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+    if judge_failed:
+        raise click.exceptions.Exit(EXIT_USAGE)
 
 
 def _emit(report: CheckReport, fmt: str, output_file: Path | None, statistics: bool) -> None:
     """Print a report in ``fmt`` to stdout or ``output_file``, skip notes to stderr."""
-    stream = output_file.open("w", encoding="utf-8") if output_file else None
-    try:
-        console = (
-            Console(file=stream, highlight=False, soft_wrap=True)
-            if stream
-            else Console(highlight=False, soft_wrap=True)
-        )
-        if fmt == "json":
-            console.out(output.as_json(report), highlight=False)
-        elif fmt == "sarif":
-            console.out(output.sarif(report), highlight=False)
-        else:
-            output.text(report, console, statistics)
-    finally:
-        if stream:
-            stream.close()
+    # A report file is written whole or not at all (write_text_atomic), never half.
+    stream = io.StringIO() if output_file else None
+    console = (
+        Console(file=stream, highlight=False, soft_wrap=True)
+        if stream
+        else Console(highlight=False, soft_wrap=True)
+    )
+    if fmt == "json":
+        console.out(output.as_json(report), highlight=False)
+    elif fmt == "sarif":
+        console.out(output.sarif(report), highlight=False)
+    else:
+        output.text(report, console, statistics)
+    if output_file and stream:
+        write_text_atomic(output_file, stream.getvalue())
     for skipped in report.skipped:
         err.print(
             f"[yellow]referee: skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}",
@@ -249,9 +286,19 @@ def _rule_json(r: Rule) -> dict:
 
 
 @main.command()
-def schema() -> None:
-    """Print the JSON schema of `referee check --format json`."""
-    click.echo(json.dumps(json_schema(), indent=2))
+@click.option(
+    "--command",
+    "of",
+    type=click.Choice(["check", "arbitrate"]),
+    default="check",
+    show_default=True,
+    help="The command whose --format json output the schema describes.",
+)
+def schema(of: str) -> None:
+    """Print the JSON schema of `referee check --format json` (or of `referee arbitrate`)."""
+    from referee.checks.models import arbitration_schema
+
+    click.echo(json.dumps(json_schema() if of == "check" else arbitration_schema(), indent=2))
 
 
 @main.command("config")
@@ -378,6 +425,136 @@ def guard(
     _emit(runner.report(results), fmt, output_file, statistics=False)
     if any(f.severity is Severity.ERROR for r in results for f in r.findings):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+# ------------------------------------------------------------------- referee arbitrate
+
+EXIT_UNCLEAR = 3
+
+
+@main.command()
+@click.argument("test_id", metavar="NODEID")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json prints the verdict model (verdict, produced, asserted, truth, oracles, fix).",
+)
+@click.option(
+    "--apply", "apply_fix", is_flag=True, help="Write the fix, and a test fix's certificate."
+)
+@click.option(
+    "--oracles",
+    type=click.IntRange(1, 9),
+    default=None,
+    help="How many oracle programs to write (default: arbitration.oracles, 3).",
+)
+@click.option(
+    "--model",
+    "model_name",
+    metavar="MODEL",
+    default=None,
+    help="Model for oracles and patches: a known id or a GGUF path.",
+)
+@click.option("--no-queue", is_flag=True, help="Do not add an UNCLEAR verdict to the review queue.")
+@_config_option
+def arbitrate(
+    test_id: str,
+    fmt: str,
+    apply_fix: bool,
+    oracles: int | None,
+    model_name: str | None,
+    no_queue: bool,
+    config_path: Path | None,
+) -> None:
+    """Decide which side of the failing test NODEID is wrong — the test or the code — and
+    fix only that side.
+
+    Runs the test, isolates the call under test, computes the expected value from sources
+    that saw neither the function's body nor the test (a doctest, a declared reference,
+    k oracle programs the local model writes from the signature and docstring), then:
+    TEST_WRONG offers the certified value as the test's new expected value, with a
+    certificate; SOURCE_WRONG offers a patch that passes the whole test module; UNCLEAR
+    goes to the review queue. See docs/arbitration.md.
+
+    \b
+    Exit status: 0 a verdict (TEST_WRONG or SOURCE_WRONG), 3 UNCLEAR, 2 usage error.
+    Examples:
+      referee arbitrate tests/test_text.py::test_vowels
+      referee arbitrate 'tests/test_text.py::test_cases[aeiou-4]' --apply
+    """
+    from referee.checks.arbitration import engine
+    from referee.checks.atomic import StaleFileError
+
+    path_part, sep, rest = test_id.partition("::")
+    if not sep or not rest:
+        raise _fail(f"{test_id!r} is not a pytest node id like tests/test_x.py::test_name")
+    test_file = Path(path_part)
+    if not test_file.is_file():
+        raise _fail(f"{path_part}: no such file")
+    try:
+        settings = discover(test_file.parent, config_path)
+        if settings.path is None:
+            from referee.checks.guard import baseline
+
+            try:  # as the guard does: the repository is the project, so ids match CI's
+                settings = Settings(settings.config, baseline.toplevel(test_file.resolve()), None)
+            except baseline.GitError:
+                settings = Settings(settings.config, Path.cwd().resolve(), None)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    if oracles is not None or model_name is not None:
+        arbitration = settings.config.arbitration.model_copy(
+            update={
+                k: v for k, v in {"oracles": oracles, "model": model_name}.items() if v is not None
+            }
+        )
+        if isinstance(arbitration.agreement, int) and arbitration.agreement > arbitration.oracles:
+            arbitration = arbitration.model_copy(update={"agreement": "all"})
+        settings = Settings(
+            settings.config.model_copy(update={"arbitration": arbitration}),
+            settings.root,
+            settings.path,
+        )
+    node_id = f"{settings.relative(test_file)}::{rest}"
+    model = engine.LazyModel.from_settings(settings.config.arbitration, settings.config.judge)
+    try:
+        with _status() as report:
+            result = engine.arbitrate(
+                node_id,
+                settings,
+                backend=lambda: model,
+                progress=report,
+                queue=not no_queue,
+                cache_dir=runner.default_cache_dir() / "arbitration",
+            )
+            if apply_fix and result.verdict.fix is not None:
+                report(f"writing {result.verdict.fix.path}")
+                result = engine.apply(result)
+    except engine.ArbitrationError as exc:
+        raise _fail(str(exc)) from None
+    except StaleFileError as exc:
+        raise _fail(str(exc)) from None
+    verdict = result.verdict
+    if fmt == "json":
+        click.echo(verdict.model_dump_json(indent=2))
+    else:
+        output.arbitration_text(verdict, Console(highlight=False, soft_wrap=True), apply_fix)
+    if verdict.verdict == "UNCLEAR":
+        raise click.exceptions.Exit(EXIT_UNCLEAR)
+
+
+@contextmanager
+def _status():
+    """A spinner on stderr with the step under way; plain lines where stderr is no
+    terminal. Yields the callback the engine reports its steps to."""
+    if not err.is_terminal:
+        yield lambda message: err.print(f"referee: {escape(message)}", soft_wrap=True)
+        return
+    with err.status("") as status:
+        yield lambda message: status.update(escape(message))
 
 
 # ------------------------------------------------------------------------ referee model
@@ -583,3 +760,10 @@ def model_list() -> None:
     console = Console(highlight=False, soft_wrap=True)
     console.print(table)
     console.print(f"directory: {models.model_dir()}", soft_wrap=True)
+
+
+# ---------------------------------------------------------------------- referee review
+from referee.server.cli_judge import judge_group, review_group  # noqa: E402
+
+main.add_command(review_group, "review")
+main.add_command(judge_group, "judge")

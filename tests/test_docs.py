@@ -16,7 +16,13 @@ import pytest
 from referee.checks import ruledocs
 from referee.checks.config import tomllib, validate
 from referee.checks.engine import check_text
-from referee.checks.models import Contract, JudgeConfig, RefereeConfig, json_schema
+from referee.checks.models import (
+    ArbitrationConfig,
+    Contract,
+    JudgeConfig,
+    RefereeConfig,
+    json_schema,
+)
 from referee.checks.registry import RULES
 from referee.checks.rule import DOCS_BASE_URL, Rule
 from referee.server.cli import main as cli
@@ -182,7 +188,7 @@ def test_relative_links_lead_to_pages_and_headings_that_exist(page: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "model", [RefereeConfig, Contract, JudgeConfig], ids=lambda m: m.__name__
+    "model", [RefereeConfig, Contract, JudgeConfig, ArbitrationConfig], ids=lambda m: m.__name__
 )
 def test_every_configuration_key_is_documented(model: type) -> None:
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")

@@ -20,7 +20,15 @@ from referee.checks import runner
 from referee.checks.config import Settings, load_file
 from referee.checks.engine import check_text
 from referee.checks.models import RefereeConfig, Severity
-from referee.checks.registry import BY_CODE, BY_NAME, GUARD_CODES, RULES, lookup, matching
+from referee.checks.registry import (
+    BY_CODE,
+    BY_NAME,
+    GUARD_CODES,
+    MODEL_CODES,
+    RULES,
+    lookup,
+    matching,
+)
 
 RULES_DIR = Path(__file__).resolve().parent / "fixtures" / "rules"
 SNAPSHOT = "expected.txt"
@@ -29,7 +37,7 @@ UPDATE = os.environ.get("REFEREE_UPDATE_SNAPSHOTS") == "1"
 
 # The guard's rules (REF3xx) compare a file with its git baseline; their before/after
 # catalogue lives in tests/test_guard.py.
-CODES = [rule.code for rule in RULES if rule.code not in GUARD_CODES]
+CODES = [rule.code for rule in RULES if rule.code not in GUARD_CODES | MODEL_CODES]
 
 
 def fixture_files(directory: Path) -> list[Path]:

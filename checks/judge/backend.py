@@ -47,7 +47,12 @@ class Generation:
 
 
 class Backend(Protocol):
-    """What the judge and the oracle writer need from a model."""
+    """What the judge and the oracle writer need from a model.
+
+    ``schema`` constrains the answer to a JSON schema; ``grammar`` (llama.cpp GBNF), where
+    the backend can use it, is the same constraint written out — a backend that cannot use
+    a grammar uses the schema.
+    """
 
     @property
     def identity(self) -> str:
@@ -59,6 +64,7 @@ class Backend(Protocol):
         messages: Sequence[Message],
         *,
         schema: dict[str, Any] | None = None,
+        grammar: str | None = None,
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
@@ -84,7 +90,7 @@ class LlamaCppBackend:
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise BackendError(
                 "the judge needs llama-cpp-python: pip install 'referee[judge]' "
-                "(or set judge.backend = \"openai\" and judge.url to a model server)"
+                '(or set judge.backend = "openai" and judge.url to a model server)'
             ) from exc
         self.path = Path(path)
         self._identity = identity or _file_identity(self.path)
@@ -107,12 +113,18 @@ class LlamaCppBackend:
     def identity(self) -> str:
         return self._identity
 
-    def _grammar(self, schema: dict[str, Any]) -> Any:
+    def _grammar(self, schema: dict[str, Any] | None, grammar: str | None) -> Any:
         from llama_cpp import LlamaGrammar
 
-        key = json.dumps(schema, sort_keys=True)
+        key = grammar if grammar is not None else json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            if len(self._grammars) > 64:
+                self._grammars.clear()
+            self._grammars[key] = (
+                LlamaGrammar.from_string(grammar, verbose=False)
+                if grammar is not None
+                else LlamaGrammar.from_json_schema(key, verbose=False)
+            )
         return self._grammars[key]
 
     def chat(
@@ -120,6 +132,7 @@ class LlamaCppBackend:
         messages: Sequence[Message],
         *,
         schema: dict[str, Any] | None = None,
+        grammar: str | None = None,
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
@@ -130,8 +143,8 @@ class LlamaCppBackend:
         if temperature == 0.0:
             kwargs["top_k"] = 1
         with self._lock:
-            if schema is not None:
-                kwargs["grammar"] = self._grammar(schema)
+            if schema is not None or grammar is not None:
+                kwargs["grammar"] = self._grammar(schema, grammar)
             try:
                 out = self._llm.create_chat_completion(messages=list(messages), **kwargs)
             except ValueError as exc:  # e.g. the prompt does not fit the context
@@ -180,6 +193,7 @@ class OpenAIBackend:
         self.model = model
         self.api_key = api_key
         self.timeout_s = timeout_s
+        self._format_index = 0  # which response_format shape this server took
 
     @property
     def identity(self) -> str:
@@ -190,6 +204,7 @@ class OpenAIBackend:
         messages: Sequence[Message],
         *,
         schema: dict[str, Any] | None = None,
+        grammar: str | None = None,
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
@@ -202,13 +217,45 @@ class OpenAIBackend:
         }
         if seed is not None:
             body["seed"] = seed
+        formats = [None]
         if schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "answer", "schema": schema, "strict": True},
-                # llama-cpp-python's server reads the schema from here:
-                "schema": schema,
-            }
+            formats = [
+                # OpenAI, vLLM, llama-server:
+                {
+                    "type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": schema, "strict": True},
+                },
+                # llama-cpp-python's server and older llama-server builds:
+                {"type": "json_object", "schema": schema},
+            ]
+            if self._format_index:
+                formats = formats[self._format_index :]
+        last: BackendError | None = None
+        for index, response_format in enumerate(formats):
+            if response_format is not None:
+                body["response_format"] = response_format
+            try:
+                data = self._post(body)
+            except _Rejected as exc:  # this server does not take that response_format
+                last = BackendError(str(exc))
+                continue
+            if index:
+                self._format_index += index
+            break
+        else:
+            raise last or BackendError(f"model server {self.url} refused the request")
+        try:
+            text = data["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError) as exc:
+            raise BackendError(f"model server {self.url} gave no answer: {data!r:.200}") from exc
+        usage = data.get("usage") or {}
+        return Generation(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(
             f"{self.url}/chat/completions",
             data=json.dumps(body).encode("utf-8"),
@@ -223,22 +270,25 @@ class OpenAIBackend:
                 data = json.loads(response.read())
         except urllib.error.HTTPError as exc:
             detail = exc.read(500).decode("utf-8", "replace")
-            raise BackendError(f"model server {self.url} answered {exc.code}: {detail}") from exc
+            message = f"model server {self.url} answered {exc.code}: {detail}"
+            # llama-cpp-python's server answers a response_format it does not know with 500
+            if "response_format" in body and (
+                exc.code in (400, 422) or "response_format" in detail
+            ):
+                raise _Rejected(message) from exc
+            raise BackendError(message) from exc
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise BackendError(f"cannot reach the model server {self.url}: {reason}") from exc
         except json.JSONDecodeError as exc:
             raise BackendError(f"model server {self.url} did not answer JSON") from exc
-        try:
-            text = data["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError) as exc:
-            raise BackendError(f"model server {self.url} gave no answer: {data!r:.200}") from exc
-        usage = data.get("usage") or {}
-        return Generation(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
+        if not isinstance(data, dict):
+            raise BackendError(f"model server {self.url} gave no answer: {data!r:.200}")
+        return data
+
+
+class _Rejected(Exception):
+    """The server refused a request's shape (e.g. its response_format); try the next one."""
 
 
 # ----------------------------------------------------------------------------- fake
@@ -261,6 +311,7 @@ class ScriptedBackend:
         messages: Sequence[Message],
         *,
         schema: dict[str, Any] | None = None,
+        grammar: str | None = None,
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
@@ -293,7 +344,7 @@ def open_backend(
             return _OPEN[key]
         if backend == "openai":
             if not url:
-                raise BackendError("judge.backend is \"openai\" but judge.url is not set")
+                raise BackendError('judge.backend is "openai" but judge.url is not set')
             api_key = os.environ.get(api_key_env) if api_key_env else None
             opened: Backend = OpenAIBackend(url, model=model, api_key=api_key)
         elif backend == "llama-cpp":

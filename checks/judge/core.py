@@ -1,0 +1,685 @@
+"""The L2 judge and its hand-over to L3.
+
+For one file that L0/L1 did not reject, :func:`judge_file`
+
+1. picks the *subjects*: the whole file when a contract gives it a ``task``; otherwise each
+   Python function that changed since the baseline (all of them without one) — test
+   functions are asked whether they exercise their target, other functions whether they do
+   what their name, signature and docstring promise. A subject that already carries an
+   L0/L1 error is not judged: the residual only.
+2. asks every configured perspective (strict / balanced / lenient by default), with output
+   constrained to the JSON schema of :class:`Answer`; the perspectives share the prompt up
+   to their one-line instruction, so the model's KV cache is reused between them;
+3. checks every quote against the subject's text after whitespace normalisation — a quote
+   that is not there marks the verdict hallucinated;
+4. decides: no hallucinated evidence and the most common verdict's share at or above the
+   divergence threshold → PASS or REJECT (with three perspectives and the default 0.8 this
+   means unanimity); anything else → UNCLEAR, queued for a person (L3). Never a majority
+   vote below the threshold.
+5. samples auto-passed subjects for a human audit (rate = base × risk / confidence^1.5);
+6. applies decisions people already made in the review queue: they stick until the content
+   changes.
+
+Verdicts are cached on disk by (content hash, model identity, prompt version, perspective),
+so an unchanged re-save costs no model call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import tomllib
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from referee.checks import review
+from referee.checks.config import Settings
+from referee.checks.judge.backend import Backend, BackendError
+from referee.checks.models import (
+    Decision,
+    Finding,
+    JudgeConfig,
+    JudgeVerdict,
+    Layer,
+    Location,
+    Severity,
+    Span,
+)
+from referee.checks.pymodule import PythonModule
+from referee.checks.source import SourceFile
+
+PROMPTS = Path(__file__).with_name("prompts") / "judge-v1.toml"
+MAX_SUBJECT_CHARS = 12_000  # longer text is cut (and the cut is said in the prompt)
+MAX_SUBJECTS = 24  # per file and run; the rest wait for the next save
+
+
+class Answer(BaseModel):
+    """What the model must return: the JSON schema of its output is generated from this."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(max_length=400)
+    evidence: list[str] = Field(min_length=1, max_length=2)
+    verdict: Literal["PASS", "REJECT"]
+
+
+MAX_QUOTE = 160
+MAX_QUOTE_CHOICES = 400
+
+
+def quotable_lines(text: str) -> list[str]:
+    """The lines of ``text`` a quote may be, stripped, each at most MAX_QUOTE characters."""
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        line = line.strip()[:MAX_QUOTE].strip()
+        if line and len(seen) < MAX_QUOTE_CHOICES:
+            seen.setdefault(line)
+    return list(seen)
+
+
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def answer_grammar(text: str | None = None) -> str:
+    """The same constraint as :func:`answer_schema`, as a llama.cpp GBNF grammar.
+
+    Written here rather than converted from the schema: the converter shipped with
+    llama-cpp-python mis-escapes enum strings holding quotes, and a grammar llama.cpp cannot
+    parse crashes the process. Every quote is JSON-encoded, then escaped as a GBNF literal.
+    """
+    lines = quotable_lines(text) if text is not None else []
+    if lines:
+        quote = " | ".join(_gbnf_literal(json.dumps(line, ensure_ascii=False)) for line in lines)
+    else:
+        quote = '"\\"" char+ "\\""'
+    return "\n".join(
+        (
+            'root ::= "{" ws "\\"reason\\":" ws reason ws "," ws "\\"evidence\\":" ws "[" ws '
+            'quote (ws "," ws quote)? ws "]" ws "," ws "\\"verdict\\":" ws verdict ws "}"',
+            f"quote ::= {quote}",
+            # unbounded here: a {0,200} repetition makes llama.cpp's grammar sampling
+            # crawl; max-tokens bounds the answer, and the schema check rejects a long one
+            'reason ::= "\\"" char* "\\""',
+            'verdict ::= "\\"PASS\\"" | "\\"REJECT\\""',
+            'char ::= [^"\\\\\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
+            "ws ::= [ ]?",
+        )
+    )
+
+
+def answer_schema(text: str | None = None) -> dict:
+    """The JSON schema of :class:`Answer`; with ``text``, each quote must be one of its lines.
+
+    Small models paraphrase when asked to quote; constraining quotes to the item's own lines
+    (llama.cpp grammars and servers that honour ``response_format``) makes them exact. The
+    quotes are still checked against the text afterwards, for servers that ignore schemas.
+    """
+    schema = Answer.model_json_schema()
+    items: dict = {"type": "string", "maxLength": MAX_QUOTE}
+    if text is not None and (lines := quotable_lines(text)):
+        items = {"type": "string", "enum": lines}
+    schema["properties"]["evidence"]["items"] = items
+    schema["properties"]["reason"]["maxLength"] = 200
+    return schema
+
+
+# ---------------------------------------------------------------------------- prompts
+
+
+@dataclass(frozen=True)
+class Prompts:
+    version: str
+    texts: dict[str, str]
+    perspectives: dict[str, str]
+
+
+@cache
+def prompts() -> Prompts:
+    raw = PROMPTS.read_bytes()
+    data = tomllib.loads(raw.decode("utf-8"))
+    perspectives = data.pop("perspectives")
+    version = f"{PROMPTS.stem}-{hashlib.sha256(raw).hexdigest()[:8]}"
+    return Prompts(version=version, texts=data, perspectives=perspectives)
+
+
+def perspective_instructions(config: JudgeConfig) -> dict[str, str]:
+    """Name → instruction for every configured perspective; ValueError names an unknown one."""
+    known = {**prompts().perspectives, **config.custom_perspectives}
+    unknown = [name for name in config.perspectives if name not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown judge perspective(s) {unknown}: built-in ones are "
+            f"{sorted(prompts().perspectives)}; declare others in judge.custom-perspectives"
+        )
+    return {name: known[name] for name in config.perspectives}
+
+
+# --------------------------------------------------------------------------- subjects
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One thing the judge is asked about."""
+
+    kind: Literal["task", "function", "test"]
+    name: str  # function name, or the file's path for a task
+    text: str
+    span: Span
+    task: str | None = None
+
+    @property
+    def content_sha256(self) -> str:
+        body = f"{self.kind}\0{self.name}\0{self.task or ''}\0{self.text}"
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _span_of(source: SourceFile, node) -> Span:
+    return source.node_span(node)
+
+
+def subjects(
+    source: SourceFile,
+    *,
+    task: str | None,
+    is_test_file: bool,
+    blocked: Sequence[Finding] = (),
+    baseline: str | None = None,
+) -> tuple[list[Subject], list[str]]:
+    """The subjects of one file, and why others were left out.
+
+    ``blocked``: the file's L0/L1 error findings (a subject they touch is not judged).
+    ``baseline``: the file's text at the baseline; only functions whose text differs from
+    it are judged (all of them when there is none).
+    """
+    notes: list[str] = []
+    if task is not None:
+        if blocked:
+            return [], ["rejected at L0/L1; not judged"]
+        lines = source.text.splitlines() or [""]
+        span = Span(
+            start=Location(line=1, column=1),
+            end=Location(line=len(lines), column=len(lines[-1]) + 1),
+        )
+        return [Subject("task", source.path, source.text, span, task=task)], notes
+    if source.kind != "python":
+        return [], notes
+    if any(f.code == "REF001" for f in blocked):
+        return [], ["does not parse; not judged"]
+    module = PythonModule(source, is_test_file)
+    before = _function_texts(baseline, source.path, is_test_file) if baseline is not None else None
+    found: list[Subject] = []
+    for fn in module.functions:
+        if fn.is_nested:
+            continue
+        text = source.node_text(fn.node)
+        span = _span_of(source, fn.node)
+        qualname = f"{fn.class_.name}.{fn.name}" if fn.class_ else fn.name
+        if any(_inside(f.span, span) for f in blocked):
+            notes.append(f"{qualname}: rejected at L0/L1; not judged")
+            continue
+        if before is not None and before.get(qualname) == _normalized(text):
+            continue
+        kind: Literal["function", "test"] = "test" if fn.is_test else "function"
+        found.append(Subject(kind, qualname, text, span))
+    if len(found) > MAX_SUBJECTS:
+        notes.append(f"{len(found) - MAX_SUBJECTS} more functions wait for the next run")
+        found = found[:MAX_SUBJECTS]
+    return found, notes
+
+
+def _function_texts(text: str, path: str, is_test_file: bool) -> dict[str, str]:
+    source = SourceFile(path, text)
+    module = PythonModule(source, is_test_file)
+    return {
+        (f"{fn.class_.name}.{fn.name}" if fn.class_ else fn.name): _normalized(
+            source.node_text(fn.node)
+        )
+        for fn in module.functions
+        if not fn.is_nested
+    }
+
+
+def _inside(inner: Span, outer: Span) -> bool:
+    return outer.start.line <= inner.start.line <= outer.end.line
+
+
+# --------------------------------------------------------------------------- evidence
+
+_WS = re.compile(r"\s+")
+_WRAPPERS = "`'\"“”‘’«»「」"
+
+
+def _normalized(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def quote_found(quote: str, text: str) -> bool:
+    """Whether ``quote`` occurs in ``text``, whitespace runs treated as one space.
+
+    Quotation marks or backticks the model wrapped around an exact quote are forgiven;
+    an empty quote is not evidence.
+    """
+    needle = _normalized(quote)
+    haystack = _normalized(text)
+    if not needle:
+        return False
+    if needle in haystack:
+        return True
+    stripped = needle.strip(_WRAPPERS).strip()
+    stripped = stripped.removesuffix("...").removesuffix("…").strip()
+    return bool(stripped) and stripped in haystack
+
+
+# -------------------------------------------------------------------------- the cache
+
+
+class VerdictCache:
+    """One small JSON file per (content, model, prompt version, perspective)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    @staticmethod
+    def key(subject: Subject, identity: str, version: str, perspective: str, text: str) -> str:
+        raw = "\0".join((subject.content_sha256, identity, version, perspective, text))
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+    def get(self, key: str) -> dict | None:
+        if self.directory is None:
+            return None
+        try:
+            return json.loads((self.directory / key[:2] / f"{key}.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, value: dict) -> None:
+        if self.directory is None:
+            return
+        path = self.directory / key[:2] / f"{key}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(value), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time next run
+
+
+def default_cache() -> VerdictCache:
+    from referee.checks.runner import default_cache_dir
+
+    return VerdictCache(default_cache_dir() / "judge")
+
+
+# ---------------------------------------------------------------------------- judging
+
+
+class Cancelled(Exception):
+    """The caller asked to stop (the document changed again)."""
+
+
+@dataclass
+class Stats:
+    calls: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+def messages_for(subject: Subject, path: str, instruction: str) -> list[dict[str, str]]:
+    p = prompts()
+    text = subject.text
+    if len(text) > MAX_SUBJECT_CHARS:
+        text = text[:MAX_SUBJECT_CHARS] + "\n[... cut: the rest is not shown ...]"
+    template = p.texts[subject.kind]
+    user = template.format(
+        path=path,
+        name=subject.name,
+        text=text,
+        task=subject.task or "",
+        question=p.texts[f"{subject.kind}_question"],
+        answer=p.texts["answer"],
+        perspective=instruction,
+    )
+    return [{"role": "system", "content": p.texts["system"]}, {"role": "user", "content": user}]
+
+
+def ask(
+    subject: Subject,
+    path: str,
+    perspective: str,
+    instruction: str,
+    backend: Backend,
+    config: JudgeConfig,
+    cache: VerdictCache,
+    stats: Stats,
+) -> JudgeVerdict:
+    """One perspective's verdict on one subject, from the cache when it is there."""
+    version = prompts().version + ("-lines" if config.constrain_evidence else "")
+    key = cache.key(subject, backend.identity, version, perspective, instruction)
+    stored = cache.get(key)
+    cached = stored is not None
+    if stored is None:
+        started = time.perf_counter()
+        generation = backend.chat(
+            messages_for(subject, path, instruction),
+            # Servers get free-text quotes (schema converters differ, and some mis-escape
+            # enums); llama.cpp in process gets the exact lines as a grammar.
+            schema=answer_schema(None),
+            grammar=answer_grammar(subject.text if config.constrain_evidence else None),
+            max_tokens=config.max_tokens,
+            temperature=0.0,
+            seed=0,
+        )
+        stats.calls += 1
+        stats.prompt_tokens += generation.prompt_tokens
+        stats.completion_tokens += generation.completion_tokens
+        stats.seconds += time.perf_counter() - started
+        stored = {"text": generation.text}
+        cache.put(key, stored)
+    else:
+        stats.cached += 1
+    return parse_answer(stored["text"], perspective, subject.text, cached=cached)
+
+
+def parse_answer(
+    text: str, perspective: str, subject_text: str, *, cached: bool = False
+) -> JudgeVerdict:
+    """The model's JSON as a verdict with its quotes checked.
+
+    Output that is not the schema's JSON (a server that ignored the constraint, a cut-off
+    answer) becomes a REJECT whose evidence is marked hallucinated — so it can only ever
+    send the item to a person, never pass it.
+    """
+    try:
+        answer = Answer.model_validate_json(text)
+    except ValidationError:
+        return JudgeVerdict(
+            perspective=perspective,
+            verdict="REJECT",
+            evidence=(),
+            reason="the model's answer was not valid JSON for the verdict schema",
+            hallucinated=(text[:120] or "<empty answer>",),
+            cached=cached,
+        )
+    evidence = tuple(q.strip() for q in answer.evidence)
+    hallucinated = tuple(q for q in evidence if not quote_found(q, subject_text))
+    return JudgeVerdict(
+        perspective=perspective,
+        verdict=answer.verdict,
+        evidence=evidence,
+        reason=answer.reason.strip(),
+        hallucinated=hallucinated,
+        cached=cached,
+    )
+
+
+def decide(
+    subject: Subject, verdicts: Sequence[JudgeVerdict], threshold: float
+) -> tuple[Literal["PASS", "REJECT", "UNCLEAR"], float, list[str]]:
+    """The rule of the layer: agreement at or above the threshold and honest evidence."""
+    counts = Counter(v.verdict for v in verdicts)
+    top, top_count = counts.most_common(1)[0]
+    agreement = top_count / len(verdicts)
+    reasons: list[str] = []
+    for v in verdicts:
+        for quote in v.hallucinated:
+            reasons.append(f"{v.perspective}: evidence not found in the text: {quote!r}")
+    tie = len(counts) > 1 and top_count * 2 == len(verdicts)
+    if agreement < threshold or tie:
+        split = ", ".join(f"{v.perspective} {v.verdict}" for v in verdicts)
+        reasons.append(
+            f"perspectives disagree ({split}): {agreement:.0%} < {threshold:.0%} threshold"
+        )
+    if reasons:
+        return "UNCLEAR", agreement, reasons
+    return top, agreement, [f"{v.perspective}: {v.reason}" for v in verdicts if v.reason]
+
+
+@dataclass
+class FileJudgement:
+    """Everything the judge and the review queue said about one file."""
+
+    path: str
+    decisions: list[Decision] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    finding_decisions: list[Decision] = field(default_factory=list)  # parallel to findings
+    notes: list[str] = field(default_factory=list)
+    stats: Stats = field(default_factory=Stats)
+
+
+def judge_subjects(
+    path: str,
+    found: Sequence[Subject],
+    backend: Backend,
+    config: JudgeConfig,
+    *,
+    root: Path | None = None,
+    cache: VerdictCache | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[str], None] | None = None,
+    queue: bool = True,
+) -> FileJudgement:
+    """Judge ``found`` subjects of the file ``path`` (relative to ``root``).
+
+    With ``root`` and ``queue``, UNCLEAR and audited items enter ``root/.referee/review.jsonl``
+    and decisions already recorded there are applied.
+    """
+    result = FileJudgement(path)
+    cache = cache if cache is not None else default_cache()
+    instructions = perspective_instructions(config)
+    queue_state = review.read(root) if root is not None else review.Queue()
+    result.notes.extend(queue_state.problems)
+    for number, subject in enumerate(found, start=1):
+        verdicts: list[JudgeVerdict] = []
+        for perspective, instruction in instructions.items():
+            if cancelled is not None and cancelled():
+                raise Cancelled
+            if progress is not None:
+                progress(f"{subject.name} ({number}/{len(found)}): {perspective}")
+            verdicts.append(
+                ask(subject, path, perspective, instruction, backend, config, cache, result.stats)
+            )
+        outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
+        layer = Layer.L2
+        audit = False
+        if outcome == "PASS":
+            rate = review.audit_rate(
+                config.audit_rate, review.risk_for(path, config.risk), agreement
+            )
+            audit = review.sampled(subject.content_sha256, rate)
+        decision = Decision(
+            subject=subject.name,
+            kind=subject.kind,
+            outcome=outcome,
+            layer=layer,
+            agreement=agreement,
+            reasons=tuple(reasons),
+            verdicts=tuple(verdicts),
+            span=subject.span,
+            content_sha256=subject.content_sha256,
+            audit=audit,
+        )
+        if root is not None and (outcome == "UNCLEAR" or audit):
+            kind: Literal["judge", "audit"] = "judge" if outcome == "UNCLEAR" else "audit"
+            item = _review_item(kind, path, subject, decision)
+            known = queue_state.items.get(item.id)
+            if known is not None and known.decision is not None:
+                decision = decision.model_copy(
+                    update={
+                        "outcome": "PASS" if known.decision == "accepted" else "REJECT",
+                        "layer": Layer.L3,
+                        "reasons": (
+                            f"{known.decision} by {known.decided_by or 'a reviewer'}"
+                            f" on {known.decided or '?'}",
+                            *decision.reasons,
+                        ),
+                    }
+                )
+            elif queue and known is None:
+                review.submit(root, item)
+        result.decisions.append(decision)
+    pairs = [(f, d) for d in result.decisions if (f := finding_for(path, d)) is not None]
+    result.findings = [f for f, _ in pairs]
+    result.finding_decisions = [d for _, d in pairs]
+    return result
+
+
+def _review_item(
+    kind: Literal["judge", "audit"], path: str, subject: Subject, decision: Decision
+) -> review.ReviewItem:
+    title = (
+        f"{subject.name}: the judge could not decide"
+        if kind == "judge"
+        else f"{subject.name}: passed by the judge, sampled for an audit"
+    )
+    evidence = [
+        f"{v.perspective} {v.verdict}: " + " | ".join(repr(q) for q in v.evidence)
+        for v in decision.verdicts
+    ]
+    return review.new_item(
+        kind=kind,
+        path=path,
+        line=subject.span.start.line,
+        subject=subject.name,
+        content_sha256=subject.content_sha256,
+        title=title,
+        reasons=list(decision.reasons),
+        evidence=evidence,
+    )
+
+
+def review_item_for(path: str, decision: Decision) -> str:
+    """The id of the review item a decision queued (or would queue)."""
+    kind = "judge" if decision.outcome == "UNCLEAR" or decision.layer == Layer.L3 else "audit"
+    return review.item_id(kind, path, decision.subject, decision.content_sha256)
+
+
+# ------------------------------------------------------------------------- whole files
+
+
+def judge_file(
+    source: SourceFile,
+    settings: Settings,
+    relpath: str,
+    findings: Sequence[Finding],
+    backend: Backend,
+    *,
+    baseline: str | None = None,
+    cache: VerdictCache | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[str], None] | None = None,
+    queue: bool = True,
+) -> FileJudgement:
+    """L2 and L3 for one file, after L0/L1 gave ``findings``: the judge's findings, filtered
+    by the project's rule selection, per-file-ignores and ``# referee: ignore`` comments."""
+    from referee.checks.engine import _is_suppressed, suppressions
+    from referee.checks.registry import BY_CODE
+
+    contracts = settings.contracts_for(relpath)
+    task = next((c.task for c in contracts if c.task), None)
+    blocked = [
+        f for f in findings if f.severity == Severity.ERROR and f.layer in (Layer.L0, Layer.L1)
+    ]
+    found, notes = subjects(
+        source,
+        task=task,
+        is_test_file=source.kind == "python" and settings.is_test_file(relpath),
+        blocked=blocked,
+        baseline=baseline,
+    )
+    result = judge_subjects(
+        relpath,
+        found,
+        backend,
+        settings.config.judge,
+        root=settings.root,
+        cache=cache,
+        cancelled=cancelled,
+        progress=progress,
+        queue=queue,
+    )
+    result.notes[:0] = notes
+    result.path = source.path
+    table = suppressions(source.text)
+    pairs = [
+        (f, d)
+        for d in result.decisions
+        if (f := finding_for(source.path, d, lambda c, s: settings.severity(BY_CODE[c], s)))
+        and settings.reports(f.code, relpath)
+        and not _is_suppressed(f, table)
+    ]
+    result.findings = [f for f, _ in pairs]
+    result.finding_decisions = [d for _, d in pairs]
+    return result
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def finding_for(
+    path: str, decision: Decision, severity: Callable[[str, Severity], Severity] | None = None
+) -> Finding | None:
+    """The diagnostic a decision shows in editors and in ``referee check --judge``."""
+    span = decision.span or Span(start=Location(line=1, column=1), end=Location(line=1, column=1))
+    # Underline only the first line of a function: the whole body would drown the editor.
+    span = Span(start=span.start, end=Location(line=span.start.line, column=span.start.column + 1))
+    quotes = [f"{v.perspective} {v.verdict}: {' | '.join(v.evidence)}" for v in decision.verdicts]
+    evidence = "\n".join(quotes) or None
+    if decision.layer == Layer.L3:
+        if decision.outcome != "REJECT":
+            return None
+        code = "REF403"
+        message = f"{decision.subject}: rejected in human review ({decision.reasons[0]})"
+    elif decision.outcome == "REJECT":
+        code = "REF401"
+        why = next((v.reason for v in decision.verdicts if v.reason), "")
+        message = f"{decision.subject}: the judge rejects this {decision.kind}: {why}".rstrip(": ")
+    elif decision.outcome == "UNCLEAR" or decision.audit:
+        code = "REF402"
+        what = "; ".join(decision.reasons) if decision.outcome == "UNCLEAR" else "audit sample"
+        message = f"{decision.subject}: needs human review: {what}"
+    else:
+        return None
+    from referee.checks.registry import BY_CODE
+
+    rule = BY_CODE[code]
+    return Finding(
+        code=code,
+        name=rule.name,
+        layer=rule.layer,
+        severity=severity(code, rule.severity) if severity else rule.severity,
+        message=message,
+        path=path,
+        span=span,
+        evidence=evidence,
+        url=rule.url,
+    )
+
+
+__all__ = [
+    "Answer",
+    "BackendError",
+    "Cancelled",
+    "FileJudgement",
+    "Stats",
+    "Subject",
+    "VerdictCache",
+    "answer_schema",
+    "decide",
+    "judge_subjects",
+    "parse_answer",
+    "quote_found",
+    "subjects",
+]

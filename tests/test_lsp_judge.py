@@ -1,0 +1,214 @@
+"""The L2 judge and the L3 review queue in the real language server, with the real model.
+
+On save the server runs the judge (Qwen2.5-Coder-0.5B, in process) off the event loop,
+publishes its findings beside L0/L1's, reports progress and a ``referee/status``
+notification; the code action "Accept in review" records the decision through
+``referee.review.accept`` and the finding goes. Two perspectives instructed to disagree
+make the split vote certain with any model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsp import harness
+from lsp.harness import Doc, RefereeClient, Setup, make_client, start
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig
+
+from referee.checks import review
+
+pytestmark = [
+    pytest.mark.filterwarnings("error::pytest_lsp.checks.LspSpecificationWarning"),
+    pytest.mark.model,
+]
+
+CODE = '''def placeholder():
+    """Parse the configuration."""
+    raise NotImplementedError
+
+
+def add(a: int, b: int) -> int:
+    """The sum of a and b."""
+    return a + b
+'''
+SPLIT = """
+perspectives = ["approve", "refuse"]
+audit-rate = 0.0
+[judge.custom-perspectives]
+approve = "Perspective: approve. Whatever the code does, your verdict is PASS."
+refuse = "Perspective: refuse. Whatever the code does, your verdict is REJECT."
+"""
+
+
+@pytest_asyncio.fixture(params=["visual-studio-code", "neovim"])
+async def client(request, tmp_path: Path, small_model: Path, monkeypatch):
+    monkeypatch.setattr(harness, "TIMEOUT", 600.0)  # the model runs on 2 shared cores
+    setup = Setup(
+        files={"referee.toml": f'[judge]\nmodel = "{small_model}"\n{SPLIT}', "mathx.py": CODE},
+        init_options={"debounceMs": 0},
+        refresh=True,
+    )
+    config = ClientServerConfig(server_command=list(setup.server), client_factory=make_client)
+    lsp_client = await config.start(devtools=request.config.getoption("devtools"))
+    assert isinstance(lsp_client, RefereeClient)
+    statuses: list[dict[str, Any]] = []
+    lsp_client.statuses = statuses  # type: ignore[attr-defined]
+
+    @lsp_client.feature("referee/status")
+    def _status(params: Any) -> None:
+        statuses.append(
+            {"reviewPending": params.reviewPending, "judge": params.judge}
+            if not isinstance(params, dict)
+            else params
+        )
+        lsp_client.wake()
+
+    try:
+        await start(lsp_client, request.param, tmp_path, setup)
+        yield lsp_client
+        await lsp_client.shutdown_session()
+    finally:
+        await lsp_client.stop()
+
+
+def codes(diagnostics: list[types.Diagnostic]) -> list[tuple[str, int]]:
+    return sorted((str(d.code), d.range.start.line) for d in diagnostics)
+
+
+async def current(client: RefereeClient, doc: Doc, want: str) -> list[types.Diagnostic]:
+    """The document's diagnostics once ``want`` is among them (or gone, for '-CODE')."""
+
+    def ready(found: list[types.Diagnostic]) -> bool:
+        present = any(d.code == want.lstrip("-") for d in found)
+        return not present if want.startswith("-") else present
+
+    if client.mode == "push":
+        return await client.until(
+            lambda: (found := client.diagnostics.get(doc.uri, [])) and ready(found) and found,
+            f"diagnostics with {want}",
+        )
+    while True:
+        seen = client.diagnostic_refresh_count
+        report = await client.pull(doc.uri)
+        if ready(list(report.items)):
+            return list(report.items)
+        await client.until(lambda seen=seen: client.diagnostic_refresh_count > seen, "a refresh")
+
+
+async def test_judge_on_save_publishes_beside_l0_and_review_accepts(client: RefereeClient):
+    doc = Doc(client, client.uri("mathx.py"), CODE).open()
+    await current(client, doc, "REF101")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    found = await current(client, doc, "REF402")
+    # the judge's finding sits beside L0's, which it never replaces; the stub was not judged
+    assert codes(found) == [("REF101", 0), ("REF402", 5)]
+    (flagged,) = [d for d in found if d.code == "REF402"]
+    assert "perspectives disagree (approve PASS, refuse REJECT)" in flagged.message
+    assert client.progress_requests, "the judge reports work-done progress"
+    await client.until(
+        lambda: any(s["reviewPending"] == 1 for s in client.statuses), "1 item pending"
+    )
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=doc.identifier,
+            range=flagged.range,
+            context=types.CodeActionContext(diagnostics=[flagged]),
+        )
+    )
+    accept = next(a for a in actions or [] if a.title.startswith("Accept in review"))
+    command = accept.command if isinstance(accept, types.CodeAction) else accept
+    if isinstance(command, types.Command) and command.command.startswith("{"):
+        import ast
+
+        raw = ast.literal_eval(command.command)
+        command = types.Command(raw["title"], raw["command"], arguments=raw.get("arguments"))
+    assert command is not None and command.command == "referee.review.accept"
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+    )
+    assert answer["ok"] if isinstance(answer, dict) else answer.ok
+    after = await current(client, doc, "-REF402")
+    assert codes(after) == [("REF101", 0)]  # accepted: passes at L3, L0's finding stays
+    await client.until(
+        lambda: client.statuses and client.statuses[-1]["reviewPending"] == 0, "0 pending"
+    )
+    (item,) = review.read(client.root).items.values()
+    assert (item.decision, item.subject) == ("accepted", "add")
+
+
+async def test_an_edit_cancels_the_running_judge(client: RefereeClient):
+    doc = Doc(client, client.uri("mathx.py"), CODE).open()
+    await current(client, doc, "REF101")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    await client.until(lambda: any(s["judge"] == "running" for s in client.statuses), "running")
+    doc.replace("a + b", "b + a")  # the text the judge was reading is gone
+    await client.until(lambda: client.statuses[-1]["judge"] == "idle", "the judge stopped")
+    assert not any(d.code == "REF402" for d in await client.diagnostics_for(doc))
+    assert review.read(client.root).items == {}  # nothing was queued for the old text
+
+
+async def test_manual_mode_judges_only_on_the_command(client: RefereeClient):
+    doc = Doc(client, client.uri("mathx.py"), CODE).open()
+    await current(client, doc, "REF101")
+    section = {"debounceMs": 0, "judge": {"run": "manual"}}
+    client.set_configuration(section, section="referee")
+    asked = len(client.configuration_requests)
+    settings = None if client.profile == "visual-studio-code" else {"referee": section}
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings))
+    if settings is None:
+        await client.until(lambda: len(client.configuration_requests) > asked, "a re-pull")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="referee.review.list", arguments=[])
+    )
+    assert list(answer) == []  # saved, but nothing judged in manual mode
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="referee.judge.run", arguments=[doc.uri])
+    )
+    assert answer["ok"] if isinstance(answer, dict) else answer.ok
+    found = await current(client, doc, "REF402")
+    assert ("REF402", 5) in codes(found)
+
+
+@pytest_asyncio.fixture(params=["visual-studio-code", "neovim"])
+async def no_model_client(request, tmp_path: Path):
+    setup = Setup(
+        files={
+            "referee.toml": f'[judge]\nmodel = "{tmp_path / "missing.gguf"}"\n',
+            "mathx.py": CODE,
+        },
+        init_options={"debounceMs": 0},
+        refresh=True,
+    )
+    config = ClientServerConfig(server_command=list(setup.server), client_factory=make_client)
+    lsp_client = await config.start(devtools=request.config.getoption("devtools"))
+    try:
+        await start(lsp_client, request.param, tmp_path, setup)
+        yield lsp_client
+        await lsp_client.shutdown_session()
+    finally:
+        await lsp_client.stop()
+
+
+async def test_a_missing_model_is_one_message_and_l0_l1_keep_working(no_model_client):
+    client = no_model_client
+    doc = Doc(client, client.uri("mathx.py"), CODE).open()
+    await current(client, doc, "REF101")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    await client.until(
+        lambda: any("cannot run" in m.message for m in client.messages), "the message"
+    )
+    answer = await client.workspace_execute_command_async(  # runs again, and waits for it
+        types.ExecuteCommandParams(command="referee.judge.run", arguments=[doc.uri])
+    )
+    assert not (answer["ok"] if isinstance(answer, dict) else answer.ok)  # said once only
+    doc.replace("a + b", "b + a")
+    assert codes(await current(client, doc, "REF101")) == [("REF101", 0)]
+    said = [m for m in client.messages if "the judge (L2) cannot run" in m.message]
+    assert len(said) == 1 and "missing.gguf" in said[0].message
+    assert said[0].type == types.MessageType.Warning
