@@ -6,6 +6,7 @@ Not a test: a script whose table goes into docs/benchmarks.md.
     python bench/lsp_latency.py --pylsp /tmp/bench-pylsp/bin/pylsp   # 200 edits per server
     python bench/lsp_latency.py --samples 50                          # quicker
     python bench/lsp_latency.py --servers referee                     # one server alone
+    python bench/lsp_latency.py --servers referee --git               # with the guard live
 
 Each server is found as given (--referee, --pylsp, --ruff PATH), else next to this
 interpreter, else on PATH; a missing one is reported with its install command and the
@@ -41,6 +42,11 @@ What it does:
   therefore gets its edit after sitting idle while the others worked (about 0.7 s with
   pylsp in the run), as between bursts of typing; a server measured alone
   (``--servers referee``) gets its edits back to back, with warm caches, and is faster.
+
+With ``--git`` the workspace is a git repository with the file committed before any
+server starts (every server gets the same workspace): referee's guard (REF3xx) then
+compares every edit with the committed file, as in a real project. Without it there is
+no baseline and the guard is off.
 
 referee checks an open document incrementally (``Incremental`` in checks/engine.py): an
 edit inside one test re-runs the rules on that test alone, so the timed edits measure that
@@ -913,6 +919,8 @@ async def run(args: argparse.Namespace) -> int:
         root = Path(tmp_name) / "workspace"
         (root / "tests").mkdir(parents=True)
         (root / REL_PATH).write_text(generated.text, encoding="utf-8")
+        if args.git:
+            commit_workspace(root)
         logs = Path(tmp_name) / "logs"
         logs.mkdir()
         if args.keep_file:
@@ -962,6 +970,14 @@ async def run(args: argparse.Namespace) -> int:
     load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
     report(args, generated, servers, missing, (load_before, load_after), elapsed)
     return 0
+
+
+def commit_workspace(root: Path) -> None:
+    """Make ``root`` a git repository with everything in it committed."""
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    git += ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "--no-verify", "-m", "base"]):
+        subprocess.run([*git, *command], cwd=root, check=True, capture_output=True, timeout=60)
 
 
 def describe(exc: BaseException) -> str:
@@ -1094,6 +1110,14 @@ def report(
         f"(a 5-digit literal in a different test), {args.warmup} warm-up rounds not counted, "
         f"{args.samples} measured; servers take turns within a round"
     )
+    print(
+        "workspace: "
+        + (
+            "a git repository with the file committed (referee's guard compares each edit with it)"
+            if args.git
+            else "not a git repository (no baseline: referee's guard is off)"
+        )
+    )
     print("servers:")
     for s in servers:
         argv = " ".join(shlex.quote(a) for a in s.argv)
@@ -1132,8 +1156,10 @@ def report(
     print(
         f"`{command}` on {dt.date.today().isoformat()}: {cores} cores, "
         f"{platform.system()} {platform.machine()}, Python {platform.python_version()}; "
-        f"a generated {lines:,}-line pytest module, {args.samples} edits per server after "
-        f"{args.warmup} warm-up edits, servers interleaved."
+        f"a generated {lines:,}-line pytest module"
+        + (" committed in a git repository (the guard live)" if args.git else "")
+        + f", {args.samples} edits per server after {args.warmup} warm-up edits, "
+        "servers interleaved."
     )
     print()
     for line in verdict(servers):
@@ -1160,6 +1186,11 @@ def main(argv: list[str] | None = None) -> int:
         help="leave out the pylsp row with its lint debounce patched to 0",
     )
     parser.add_argument("--keep-file", metavar="PATH", help="also write the generated file here")
+    parser.add_argument(
+        "--git",
+        action="store_true",
+        help="commit the workspace into a git repository first, so referee's guard is live",
+    )
     args = parser.parse_args(argv)
     if args.samples < 1 or args.warmup < 0:
         parser.error("--samples must be at least 1 and --warmup at least 0")

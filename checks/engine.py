@@ -100,6 +100,7 @@ def _context(
     relpath: str,
     guard: GuardContext | None,
     module: Any = None,
+    store: dict[str, object] | None = None,
 ) -> Context:
     ctx = Context(
         source=source,
@@ -109,6 +110,7 @@ def _context(
         contracts=settings.contracts_for(relpath),
         root_name=settings.root.name,
         guard=guard,
+        store=store,
     )
     if module is not None:
         ctx.__dict__["module"] = module  # what ``Context.module`` would build, given
@@ -393,6 +395,7 @@ class Incremental:
         self._unittest_only = False
         self._globals: tuple[Any, ...] = ()  # (defined, asserting, offered) of the last check
         self.rechecked = 0  # chunks whose rules ran in the last check (for tests, benchmarks)
+        self.store: dict[str, object] = {}  # the rules' own caches (``Context.store``)
 
     def check(
         self,
@@ -416,6 +419,8 @@ class Incremental:
                     return self._check(source, settings, relpath, guard, chunks, unittest_only)
                 except _Stale:
                     pass
+            if identity != self._identity:
+                self.store = {}
             self._identity = identity
             self._unittest_only = unittest_only
             return self._full(source, settings, relpath, guard, chunks)
@@ -430,7 +435,8 @@ class Incremental:
         guard: GuardContext | None,
         chunks: list[_Chunk],
     ) -> list[Finding]:
-        ctx = _context(source, settings, relpath, guard)
+        ctx = _context(source, settings, relpath, guard, store=self.store)
+        ctx.memo["chunks"] = chunks  # for the rules' own per-statement caches
         module = ctx.module
         rules = settings.rules_for(relpath, source.kind)
         local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
@@ -516,7 +522,7 @@ class Incremental:
             )
         module.use_file_facts(defined, asserting)
         rules = settings.rules_for(relpath, source.kind)
-        ctx = _context(source, settings, relpath, guard, module)
+        ctx = _context(source, settings, relpath, guard, module, self.store)
         local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
         by_chunk = _by_chunk(local, chunks, redo | context)
         if by_chunk is None:
@@ -549,7 +555,8 @@ class Incremental:
         self._globals = file_facts
         self.rechecked = len(redo)
         whole_module = _FileFacts(source, is_test_file, chunks, facts)
-        ctx = _context(source, settings, relpath, guard, whole_module)
+        ctx = _context(source, settings, relpath, guard, whole_module, self.store)
+        ctx.memo["chunks"] = chunks
         findings.extend(_run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings))
         return _sort(_unsuppressed(findings, source.text))
 

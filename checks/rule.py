@@ -45,6 +45,9 @@ class Context:
     root_name: str = ""  # the project root directory's own name
     guard: GuardContext | None = None  # set when a baseline is known (REF3xx rules)
     memo: dict[str, object] = field(default_factory=dict)  # work rules share within a file
+    # Kept between checks of one open document (engine.Incremental), for caches whose
+    # answers are those of a fresh computation; None for a one-off check.
+    store: dict[str, object] | None = None
 
     @cached_property
     def in_test_tree(self) -> bool:

@@ -39,6 +39,7 @@ CHEAT_CLASSES = {
     "assertion removed": "REF301",
     "test removed": "REF300",
     "renamed out of collection": "REF308",
+    "certificate forged": "REF309",
     "expected value changed": "REF302",
     "comparison weakened": "REF303",
     "approx loosened": "REF304",

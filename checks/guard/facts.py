@@ -9,8 +9,10 @@ are the same fact.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -87,6 +89,7 @@ def squash(text: str) -> str:
     return "".join(text.split())
 
 
+@functools.lru_cache(maxsize=8192)
 def canonical(text: str) -> str:
     """An expression as Python itself would print it: layout, quote style, redundant
     parentheses and numeric spelling (``1_000``, ``.5``) no longer matter. Text that does
@@ -167,18 +170,37 @@ def test_facts(source: SourceFile, relpath: str) -> dict[str, TestFacts]:
     """Facts for every top-level function and method of a top-level class (a test renamed
     out of collection is still found by its body); ``collected`` tells the tests."""
     module = PythonModule(source, is_test_file=True)
-    collected = {id(fn) for fn in module.tests}
-    module_marks = _marks(source, _pytestmark(source, source.tree.root_node))
+    return facts_of(module, module.functions, relpath, module_marks(source))
+
+
+def module_marks(source: SourceFile) -> tuple[list[str], list[str]]:
+    """(skips, xfails) that the module's ``pytestmark`` gives every test in it."""
+    return _marks(source, _pytestmark(source, source.tree.root_node))
+
+
+def facts_of(
+    module: PythonModule,
+    functions: Iterable[Function],
+    relpath: str,
+    marks: tuple[list[str], list[str]],
+    lookup: Callable[[str], Node | None] | None = None,
+) -> dict[str, TestFacts]:
+    """:func:`test_facts` for some of ``module``'s functions (a module collected over some
+    top-level statements only: see checks/guard/live.py), ``marks`` being the module's
+    :func:`module_marks`. ``lookup``: how a parametrize table named by a module constant
+    is found (default: :func:`module_value`)."""
+    source = module.source
+    find = lookup if lookup is not None else functools.partial(module_value, source)
     facts: dict[str, TestFacts] = {}
-    for fn in module.functions:
+    for fn in functions:
         if fn.is_nested or (fn.class_ is not None and fn.class_.nested):
             continue
         test_id = (
             f"{relpath}::{fn.class_.name}::{fn.name}" if fn.class_ else f"{relpath}::{fn.name}"
         )
-        runs = id(fn) in collected and (fn.class_ is None or _collected_class(fn.class_))
-        facts[test_id] = _facts_of(module, fn, test_id, runs)
-        skips, xfails = module_marks
+        runs = fn.is_test and (fn.class_ is None or _collected_class(fn.class_))
+        facts[test_id] = _facts_of(module, fn, test_id, runs, find)
+        skips, xfails = marks
         if fn.class_ is not None:
             class_skips, class_xfails = _class_marks(source, fn.class_.node)
             skips, xfails = skips + class_skips, xfails + class_xfails
@@ -263,7 +285,13 @@ def _marker_kind(source: SourceFile, expr: Node) -> str | None:
     return "skip" if skips else None
 
 
-def _facts_of(module: PythonModule, fn: Function, test_id: str, collected: bool) -> TestFacts:
+def _facts_of(
+    module: PythonModule,
+    fn: Function,
+    test_id: str,
+    collected: bool,
+    lookup: Callable[[str], Node | None],
+) -> TestFacts:
     source = module.source
     facts = TestFacts(
         id=test_id,
@@ -282,7 +310,7 @@ def _facts_of(module: PythonModule, fn: Function, test_id: str, collected: bool)
         if why is not None:
             assertion = Assertion(**{**assertion.__dict__, "silenced": why})
         facts.assertions.append(assertion)
-    _decorators(source, fn, facts)
+    _decorators(source, fn, facts, lookup)
     for stmt in fn.statements:
         text = squash(source.node_text(stmt))
         if re.match(r"^(pytest\.skip|self\.skipTest)\(|^raise(unittest\.)?SkipTest", text):
@@ -511,7 +539,9 @@ def _keeps_failure(name: str) -> bool:
     return name.startswith("assert") or name == "fail"
 
 
-def _decorators(source: SourceFile, fn: Function, facts: TestFacts) -> None:
+def _decorators(
+    source: SourceFile, fn: Function, facts: TestFacts, lookup: Callable[[str], Node | None]
+) -> None:
     parent = fn.node.parent
     if parent is None or parent.type != "decorated_definition":
         return
@@ -536,7 +566,7 @@ def _decorators(source: SourceFile, fn: Function, facts: TestFacts) -> None:
             if len(args) >= 2:
                 values = unwrap(args[1])
                 if values.type == "identifier":  # a table kept in a module-level constant
-                    values = _module_value(source, source.node_text(values)) or values
+                    values = lookup(source.node_text(values)) or values
                 if values.type in ("list", "tuple", "set"):
                     cases = [c for c in values.named_children if c.type != "comment"]
                     facts.parametrize_cases = (facts.parametrize_cases or 0) + len(cases)
@@ -545,7 +575,7 @@ def _decorators(source: SourceFile, fn: Function, facts: TestFacts) -> None:
                         _case_marks(source, case, facts)
 
 
-def _module_value(source: SourceFile, name: str) -> Node | None:
+def module_value(source: SourceFile, name: str) -> Node | None:
     """The value last assigned to ``name`` at module level (``CASES = [...]``)."""
     value = None
     for stmt in source.tree.root_node.named_children:

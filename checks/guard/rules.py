@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import ast
 import configparser
+import operator
 import re
 import shlex
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from tree_sitter import Node
 
@@ -25,11 +27,11 @@ from referee.checks.guard.facts import (
     TestFacts,
     canonical,
     squash,
-    test_facts,
 )
-from referee.checks.models import Location, Severity, Span
+from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
+from referee.checks.ledger import normalized_text_hash
+from referee.checks.models import Certificate, Location, Severity, Span
 from referee.checks.rule import Context, Violation
-from referee.checks.source import SourceFile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,21 +64,36 @@ def _span(line: int) -> Span:
     return Span(start=location, end=location)
 
 
-def _baseline_source(ctx: Context) -> SourceFile | None:
+def _baseline(ctx: Context) -> Baseline | None:
+    """The file's baseline and what the guard derives from it, computed once per text."""
     guard = ctx.guard
     if guard is None or guard.baseline is None:
         return None
-    return SourceFile(ctx.source.path, guard.baseline, ctx.source.kind)
+    return baseline(ctx.source.path, ctx.relpath, ctx.source.kind, guard.baseline)
+
+
+def _current(ctx: Context) -> CurrentFacts:
+    """The current text's facts: kept between checks of an open document."""
+    store = ctx.store if ctx.store is not None else ctx.memo
+    current = store.get("guard-current")
+    if current is None:
+        current = store["guard-current"] = CurrentFacts()
+    return current  # type: ignore[return-value]
+
+
+def _functions(ctx: Context) -> list[FunctionText]:
+    """Every function of the file (nested ones and methods included), in file order."""
+    return _current(ctx).functions(ctx.source, ctx.relpath, ctx.memo.get("chunks"))  # type: ignore[arg-type]
 
 
 def _facts(ctx: Context) -> tuple[dict[str, TestFacts], dict[str, TestFacts]]:
     """(baseline, current) facts of the file's tests, computed once per file."""
     cached = ctx.memo.get("guard-facts")
     if cached is None:
-        base = _baseline_source(ctx)
+        base = _baseline(ctx)
         cached = (
-            test_facts(base, ctx.relpath) if base is not None else {},
-            test_facts(ctx.source, ctx.relpath),
+            base.tests if base is not None else {},
+            _current(ctx).tests(ctx.source, ctx.relpath, ctx.memo.get("chunks")),  # type: ignore[arg-type]
         )
         ctx.memo["guard-facts"] = cached
     return cached  # type: ignore[return-value]
@@ -90,22 +107,43 @@ def _compare(ctx: Context) -> list[_Found]:
     cached = ctx.memo.get("guard")
     if cached is not None:
         return cached  # type: ignore[return-value]
-    found: list[_Found] = []
     guard = ctx.guard
+    store = ctx.store
+    # The same text against the same baseline, checked again (a save, a new setting).
+    key = (ctx.source.text, ctx.relpath, ctx.source.kind, ctx.is_test_file)
+    last = store.get("guard-compared") if store is not None else None
+    if last is not None and last[0] is guard and last[1] == key:  # type: ignore[index]
+        ctx.memo["guard"] = last[2]  # type: ignore[index]
+        return last[2]  # type: ignore[index]
+    found: list[_Found] = []
     if guard is not None and ctx.source.kind == "python" and ctx.is_test_file:
         base, current = _facts(ctx)
-        present = {
-            key for facts in current.values() if facts.collected for key in elsewhere_keys(facts)
-        }
+        present: set[str] | None = None
+        # A test's findings, kept while its facts on both sides are the same objects
+        # (the facts of a test whose text did not change are reused, see live.py).
+        compared: dict[str, Any] = (store or {}).get("guard-tests", {})  # type: ignore[assignment]
+        now: dict[str, Any] = {}
         for test_id, before in base.items():
             if not before.collected:
                 continue
             after = current.get(test_id)
             if after is not None and after.collected:
-                found.extend(_compare_test(guard, before, after))
+                known = compared.get(test_id)
+                if known is None or not all(map(operator.is_, known[:3], (guard, before, after))):
+                    known = (guard, before, after, _compare_test(guard, before, after))
+                now[test_id] = known
+                found.extend(known[3])
             else:
+                if present is None:
+                    present = {
+                        k for f in current.values() if f.collected for k in elsewhere_keys(f)
+                    }
                 found.extend(_missing_test(guard, before, after, current, present))
+        if store is not None:
+            store["guard-tests"] = now
     ctx.memo["guard"] = found
+    if store is not None:
+        store["guard-compared"] = (guard, key, found)
     return found
 
 
@@ -195,7 +233,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
         elif old.op == new.op == "approx" and old.expected == new.expected:
             found.extend(_compare_approx(guard, name, before, old, new))
         elif old.op == new.op and old.op in ("==", "is", "approx"):
-            found.append(_value_changed(guard, before, old, new))
+            found.extend(_value_changed(guard, before, after.id, old, new))
         elif STRENGTH.get(new.op, 0) < STRENGTH.get(old.op, 0):
             found.append(
                 _Found(
@@ -301,7 +339,8 @@ def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> 
             gone.append(case)
     found = []
     for old in gone:
-        new = _certified_case(guard, before, old, remaining)
+        new, mismatched = _certified_case(guard, before, after.id, old, remaining)
+        found.extend(replace(m, line=after.line) for m in mismatched)
         if new is not None:
             remaining.remove(new[0])
             found.append(
@@ -326,18 +365,25 @@ def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> 
 
 
 def _certified_case(
-    guard: GuardContext, before: TestFacts, old: str, candidates: list[str]
-) -> tuple[str, str] | None:
+    guard: GuardContext, before: TestFacts, after_id: str, old: str, candidates: list[str]
+) -> tuple[tuple[str, str] | None, list[_Found]]:
     """(new case, certificate id) when a certificate for this test turns ``old`` into
-    one of ``candidates`` by changing its old value to its new one."""
+    one of ``candidates`` by changing its old value to its new one, and the certificates
+    that would have but are not bound to the test (REF309)."""
+    mismatched: list[_Found] = []
     for certificate in guard.certificates:
         if certificate.test_id.split("[", 1)[0] != before.id:
             continue
         fixed = _substituted(old, canonical(certificate.old_value), certificate.new_value)
         new = next((c for c in candidates if c in fixed), None)
-        if new is not None:
-            return new, certificate.id
-    return None
+        if new is None:
+            continue
+        problem = _unbound(certificate, after_id, new)
+        if problem is not None:
+            mismatched.append(_mismatch(before, certificate, problem, 0))
+            continue
+        return (new, certificate.id), mismatched
+    return None, mismatched
 
 
 def _substituted(case: str, was: str, now: str) -> set[str]:
@@ -366,27 +412,58 @@ def _substituted(case: str, was: str, now: str) -> set[str]:
 
 
 def _value_changed(
-    guard: GuardContext, before: TestFacts, old: Assertion, new: Assertion
-) -> _Found:
+    guard: GuardContext, before: TestFacts, after_id: str, old: Assertion, new: Assertion
+) -> list[_Found]:
+    mismatched: list[_Found] = []
     for certificate in guard.certificates:
         if (
             certificate.test_id.split("[", 1)[0] == before.id
             and canonical(certificate.old_value) == old.expected
             and canonical(certificate.new_value) == new.expected
         ):
-            return _Found(
-                "REF302",
-                new.line,
-                f"in `{before.name}`, expected value changed from {old.expected} to "
-                f"{new.expected}, certified by {certificate.id}",
-                severity=Severity.INFO,
-            )
+            problem = _unbound(certificate, after_id, new.text)
+            if problem is not None:
+                mismatched.append(_mismatch(before, certificate, problem, new.line))
+                continue
+            return [
+                _Found(
+                    "REF302",
+                    new.line,
+                    f"in `{before.name}`, expected value changed from {old.expected} to "
+                    f"{new.expected}, certified by {certificate.id}",
+                    severity=Severity.INFO,
+                )
+            ]
+    return [
+        _Found(
+            "REF302",
+            new.line,
+            f"in `{before.name}`, the expected value of `{_short(old.subject)}` changed from "
+            f"{old.expected} ({_where(guard, before, old.line)}) to {new.expected} without "
+            "a certificate",
+        ),
+        *mismatched,
+    ]
+
+
+def _unbound(certificate: Certificate, test_id: str, text: str) -> str | None:
+    """Why ``certificate`` does not cover the test ``test_id`` whose changed assertion
+    (or parametrized case) now reads ``text``; None when it does. Anyone can recompute a
+    certificate's id, so a certificate is honoured only when it is bound to the file."""
+    if certificate.test_id.split("[", 1)[0] != test_id:
+        return f"names `{certificate.test_id}`, which is no longer a test (it is now `{test_id}`)"
+    if certificate.test_sha256 is None:
+        return "has no `test_sha256`, so it is bound to no assertion"
+    if certificate.test_sha256 != normalized_text_hash(text):
+        return f"was not issued for `{_short(text)}` (its `test_sha256` differs)"
+    return None
+
+
+def _mismatch(before: TestFacts, certificate: Certificate, problem: str, line: int) -> _Found:
     return _Found(
-        "REF302",
-        new.line,
-        f"in `{before.name}`, the expected value of `{_short(old.subject)}` changed from "
-        f"{old.expected} ({_where(guard, before, old.line)}) to {new.expected} without "
-        "a certificate",
+        "REF309",
+        line,
+        f"in `{before.name}`, certificate {certificate.id} {problem}; not honoured",
     )
 
 
@@ -694,6 +771,33 @@ def renamed_out_of_collection(ctx: Context) -> Iterator[Violation]:
     yield from _report(ctx, "REF308")
 
 
+def certificate_mismatch(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a certificate in `.referee/certificates.jsonl` that would cover a changed
+    expected value (same test, same old and new value) but is not bound to the test as
+    it is written now: its `test_sha256` is missing or is not the hash of the changed
+    assertion statement (whitespace removed; for a parametrized case, of the case as
+    Python prints it), or its `test_id` no longer names the test. The certificate is not
+    honoured, so the change is also reported as REF302.
+
+    ## Why it matters
+    A certificate's id is a hash anyone can recompute. What makes it evidence is that
+    arbitration issued it for this assertion; a certificate copied from another test, or
+    written by hand for the value the code happens to return, proves nothing.
+
+    ## Example
+    ```json
+    {"test_id": "tests/test_shop.py::test_total", "old_value": "30", "new_value": "31",
+     "test_sha256": "0000000000000000000000000000000000000000000000000000000000000000", ...}
+    ```
+
+    ## Use instead
+    Let arbitration fix the test: it writes the certificate with the assertion's hash.
+    If the assertion was reformatted or changed again since, arbitrate it again.
+    """
+    yield from _report(ctx, "REF309")
+
+
 def skip_added(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a test that is skipped now and was not at the baseline: `@pytest.mark.skip`,
@@ -930,21 +1034,16 @@ _COLLECT_IGNORE = re.compile(r"^collect_ignore(_glob)?\b")
 _DROPS_ITEMS = re.compile(r"items\[:\]\s*=|items\.(remove|clear|pop)\(|del\s+items|deselect")
 
 
-def _new_functions(ctx: Context) -> list[tuple[str, int, str]]:
-    """(name, line, body text) of functions that are new or whose body changed."""
-    from referee.checks.pymodule import PythonModule
-
-    base = _baseline_source(ctx)
-    before: set[tuple[str, str]] = set()
-    if base is not None:
-        module = PythonModule(base, ctx.is_test_file)
-        before = {(fn.name, squash(base.node_text(fn.body))) for fn in module.functions}
-    out = []
-    for fn in ctx.module.functions:
-        body = ctx.source.node_text(fn.body)
-        if (fn.name, squash(body)) not in before:
-            out.append((fn.name, fn.node.start_point.row + 1, body))
-    return out
+def _new_functions(ctx: Context) -> list[FunctionText]:
+    """Functions (nested ones and methods included) that are new or whose body changed."""
+    cached = ctx.memo.get("guard-new-functions")
+    if cached is None:
+        base = _baseline(ctx)
+        before = base.bodies if base is not None else frozenset()
+        cached = ctx.memo["guard-new-functions"] = [
+            fn for fn in _functions(ctx) if (fn.name, fn.squashed) not in before
+        ]
+    return cached  # type: ignore[return-value]
 
 
 def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
@@ -981,13 +1080,13 @@ def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
                 message=f"new or changed `{match.group(0)}` keeps pytest from collecting "
                 "the files it names",
             )
-    for name, line, body in _new_functions(ctx):
-        if name in _FORGING_HOOKS or (
-            name == "pytest_collection_modifyitems" and _DROPS_ITEMS.search(body)
+    for fn in _new_functions(ctx):
+        if fn.name in _FORGING_HOOKS or (
+            fn.name == "pytest_collection_modifyitems" and _DROPS_ITEMS.search(fn.body)
         ):
             yield Violation(
-                span=_span(line),
-                message=f"new or changed hook `{name}` can change which tests run "
+                span=_span(fn.line),
+                message=f"new or changed hook `{fn.name}` can change which tests run "
                 "or how they are reported",
             )
 
@@ -1013,7 +1112,8 @@ def exit_in_tests(ctx: Context) -> Iterator[Violation]:
     """
     if ctx.guard is None or not (ctx.is_test_file or ctx.relpath.endswith("conftest.py")):
         return
-    for _name, line, body in [*_new_functions(ctx), *_new_module_statements(ctx)]:
+    new = [(fn.name, fn.line, fn.body) for fn in _new_functions(ctx)]
+    for _name, line, body in [*new, *_new_module_statements(ctx)]:
         match = _EXIT.search(body)
         if match:
             yield Violation(
@@ -1038,13 +1138,14 @@ def _is_main_guard(ctx: Context, stmt: Node) -> bool:
 def _new_module_statements(ctx: Context) -> list[tuple[str, int, str]]:
     """("", line, text) of module-level statements (outside any function or class) that
     are not in the baseline: code that runs when pytest imports the module."""
-    baseline = squash(ctx.guard.baseline or "") if ctx.guard is not None else ""
+    base = _baseline(ctx)
+    squashed = base.squashed if base is not None else ""
     out = []
     for stmt in ctx.source.tree.root_node.named_children:
         if stmt.type in _DEFINITIONS or stmt.type == "comment" or _is_main_guard(ctx, stmt):
             continue
         text = ctx.source.node_text(stmt)
-        if squash(text) not in baseline:
+        if squash(text) not in squashed:
             out.append(("", stmt.start_point.row + 1, text))
     return out
 
@@ -1080,7 +1181,8 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
     guard = ctx.guard
     if guard is None or ctx.is_test_file or ctx.source.kind != "python":
         return
-    baseline = squash(guard.baseline or "")
+    base = _baseline(ctx)
+    squashed = base.squashed if base is not None else ""
     tree = ctx.source.tree
     stack = [tree.root_node]
     while stack:
@@ -1090,7 +1192,7 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
             continue
         text = ctx.source.node_text(node)
         match = _SPECIAL_CASE.match(" ".join(text.split()))
-        if match is None or squash(text) in baseline:
+        if match is None or squash(text) in squashed:
             continue
         literal = squash(match.group("literal"))
         returned = match.group("ret").strip()
@@ -1119,12 +1221,6 @@ def _mentions(test_text: str, literal: str) -> bool:
     return False
 
 
-_ALWAYS = re.compile(
-    r"^(def__eq__\(self,\w+(:[^)]*)?\).*:return(True|1)|def__ne__\(self,\w+(:[^)]*)?\).*:"
-    r"return(False|0)|def__hash__\(self\).*:return\d+)$"
-)
-
-
 def always_equal_override(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a new `__eq__` that always returns `True` (or `__ne__` that always returns
@@ -1145,16 +1241,11 @@ def always_equal_override(ctx: Context) -> Iterator[Violation]:
     """
     if ctx.guard is None or ctx.source.kind != "python":
         return
-    new = {(name, line) for name, line, _ in _new_functions(ctx)}
-    for fn in ctx.module.functions:
-        if (fn.name, fn.node.start_point.row + 1) not in new:
-            continue
-        text = squash(
-            re.sub(r"\"\"\".*?\"\"\"|#[^\n]*", "", ctx.source.node_text(fn.node), flags=re.DOTALL)
-        )
-        if _ALWAYS.match(text):
+    new = {(fn.name, fn.line) for fn in _new_functions(ctx)}
+    for fn in _functions(ctx):
+        if (fn.name, fn.line) in new and fn.constant:
             yield Violation(
-                span=_span(fn.node.start_point.row + 1),
+                span=_span(fn.line),
                 message=f"`{fn.name}` returns a constant: every comparison with this type passes",
             )
 

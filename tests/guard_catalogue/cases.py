@@ -10,6 +10,7 @@ holds a copy.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -155,8 +156,17 @@ def run_guard(
 
 
 def certify(root: Path, fields: Mapping[str, Any]) -> None:
+    """Append a certificate as arbitration would: bound to the test file as it is now
+    (``test_sha256`` computed unless ``fields`` gives one, even None)."""
     from referee.checks import ledger
 
+    fields = dict(fields)
+    if "test_sha256" not in fields:
+        relpath = fields["test_id"].split("::", 1)[0]
+        text = (root / relpath).read_text(encoding="utf-8")
+        fields["test_sha256"] = ledger.test_sha256(
+            text, relpath, fields["test_id"], fields["new_value"]
+        )
     ledger.append(root, {"created": "2025-01-01T00:00:00+00:00", **fields})
 
 
@@ -378,6 +388,7 @@ def _cheat(
     before: Mapping[str, str],
     after: Mapping[str, str | None],
     gap: str | None = None,
+    certificate: Mapping[str, Any] | None = None,
 ) -> Pair:
     return Pair(
         slug,
@@ -386,6 +397,7 @@ def _cheat(
         {k: None if v is None else _text(v) for k, v in after.items()},
         code=code,
         gap=gap,
+        certificate=certificate,
     )
 
 
@@ -1819,6 +1831,86 @@ CHEATS: list[Pair] = [
         },
         gap="the guard would have to evaluate the condition; only literal conditions "
         "(skipif(True)) are read as unconditional skips",
+    ),
+    # ---- a certificate that would cover the change but was not issued for it (REF309)
+    _cheat(
+        "REF309",
+        "certificate-hash-forged",
+        "certificate forged",
+        {T: BASIC},
+        {T: BASIC.replace("== 30", "== 31")},
+        certificate={
+            "test_id": "tests/test_shop.py::test_total",
+            "call": "total([10, 20])",
+            "old_value": "30",
+            "new_value": "31",
+            "test_sha256": "0" * 64,
+        },
+    ),
+    _cheat(
+        "REF309",
+        "certificate-without-hash",
+        "certificate forged",
+        {T: BASIC},
+        {T: BASIC.replace("== 30", "== 31")},
+        certificate={
+            "test_id": "tests/test_shop.py::test_total",
+            "call": "total([10, 20])",
+            "old_value": "30",
+            "new_value": "31",
+            "test_sha256": None,
+        },
+    ),
+    _cheat(
+        "REF309",
+        "certificate-copied-from-another-assertion",
+        "certificate forged",
+        {T: BASIC},
+        {T: BASIC.replace("== 30", "== 31")},
+        certificate={
+            "test_id": "tests/test_shop.py::test_total",
+            "call": "total([10, 20])",
+            "old_value": "30",
+            "new_value": "31",
+            # the hash of another assertion in the file
+            "test_sha256": hashlib.sha256(b"assertadd(1,2)==3").hexdigest(),
+        },
+    ),
+    _cheat(
+        "REF309",
+        "certificate-parametrize-case-forged",
+        "certificate forged",
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize("text, n", [("a", 1), ("aeiou", 5)])
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+        {
+            T: """
+        import pytest
+
+        from shop import count_vowels
+
+
+        @pytest.mark.parametrize("text, n", [("a", 1), ("aeiou", 6)])
+        def test_vowels(text, n):
+            assert count_vowels(text) == n
+    """
+        },
+        certificate={
+            "test_id": "tests/test_shop.py::test_vowels[aeiou-5]",
+            "call": "count_vowels('aeiou')",
+            "old_value": "5",
+            "new_value": "6",
+            "test_sha256": "f" * 64,
+        },
     ),
 ]
 
