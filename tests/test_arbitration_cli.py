@@ -15,18 +15,16 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import SMALL_MODEL, USER_MODEL_DIR
 from guard_catalogue.cases import commit_repo
 
 from referee.checks import ledger, review
 from referee.checks.judge import models
 from referee.checks.models import arbitration_schema
 
-# Resolved at import, before the suite points REFEREE_MODEL_DIR at an empty directory.
-REAL_MODEL = models.path_of(models.get("qwen2.5-coder-0.5b"))
-needs_model = pytest.mark.skipif(
-    not REAL_MODEL.is_file(),
-    reason="qwen2.5-coder-0.5b is not installed (referee model install qwen2.5-coder-0.5b)",
-)
+# The user's model directory, before the suite points REFEREE_MODEL_DIR at an empty one;
+# the test that uses the model takes the `small_model` fixture, which installs it if needed.
+REAL_MODEL = USER_MODEL_DIR / models.get(SMALL_MODEL).filename
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 DOC = '''def count_vowels(text: str) -> int:
@@ -173,9 +171,8 @@ def test_unclear_exits_3_edits_nothing_and_queues_a_review(tmp_path: Path, refer
 # ------------------------------------------------------------------ the real model
 
 
-@needs_model
 @needs_git
-def test_count_vowels_story_with_the_real_model(tmp_path: Path, referee):
+def test_count_vowels_story_with_the_real_model(tmp_path: Path, referee, small_model: Path):
     """The issue's story: a right function with a wrong assertion is TEST_WRONG and the
     test is fixed with a certificate the guard honours; a wrong function with a right
     assertion is SOURCE_WRONG and the fix passes the module; an ambiguous spec is UNCLEAR
