@@ -10,6 +10,7 @@ on the top-level statements the edits changed.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Literal
 
@@ -70,8 +71,11 @@ class Document:
         self._lines: list[str] | None = None
         self._tree: Tree | None = None
         # Pass to check_source(..., cache=document.cache): findings of unchanged statements
-        # are reused from the previous check.
+        # are reused from the previous check. Hold ``cache_lock`` while doing so: a check
+        # superseded by a newer one may still be running on another thread, and the cache
+        # is one check's state at a time.
         self.cache = Incremental()
+        self.cache_lock = threading.Lock()
 
     @property
     def lines(self) -> list[str]:

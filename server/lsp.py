@@ -273,13 +273,15 @@ class RefereeServer(LanguageServer):
         path = self.path_of(uri)
         settings = self.settings_for(path)
         relpath = settings.relative(path)
-        findings = check_source(
-            source,
-            settings,
-            relpath,
-            self.live_guard.context_for(path, settings),
-            cache=document.cache,  # only the statements changed since the last check
-        )
+        guard = self.live_guard.context_for(path, settings)
+        with document.cache_lock:  # a superseded check may still run on another thread
+            findings = check_source(
+                source,
+                settings,
+                relpath,
+                guard,
+                cache=document.cache,  # only the statements changed since the last check
+            )
         result = Result(version, findings)
         previous = self.results.get(uri)
         converted = previous.converted if previous is not None else {}
@@ -391,7 +393,13 @@ class RefereeServer(LanguageServer):
                 if not task.cancelled():
                     raise  # this request was cancelled, not the check
             # Superseded by a newer version, or cancelled by an edit: look again.
-        return self.results.get(uri)  # the edits keep coming: the latest result there is
+        stored = self.results.get(uri)
+        if stored is not None:
+            return stored  # the edits keep coming: the latest result there is
+        # Nothing stored at all (every check so far was superseded): compute this version
+        # here rather than answer with no diagnostics.
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.thread_pool, self.check_now, uri)
 
     # ------------------------------------------------------------------ conversion
 
