@@ -51,6 +51,8 @@ CONTRACTS = ROOT / "docs" / "examples" / "published-contracts.toml"
 
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_published_scenarios import task_type  # noqa: E402  (tests/ is on sys.path)
+
 from referee.checks.config import Settings, load_file  # noqa: E402
 from referee.checks.engine import check_source  # noqa: E402
 from referee.checks.judge import core  # noqa: E402
@@ -58,19 +60,6 @@ from referee.checks.judge.backend import open_backend  # noqa: E402
 from referee.checks.judge.calibrate import Labelled, operating_points  # noqa: E402
 from referee.checks.models import JudgeConfig, Layer, Severity  # noqa: E402
 from referee.checks.source import SourceFile  # noqa: E402
-
-TASK_TYPES = {
-    "研究简报": "research_brief",
-    "初稿": "draft",
-    "章节": "chapter",
-    "测试": "test_pass",
-    "Python": "code",
-    "总结": "summary",
-    "邮件": "email",
-    "解析": "parse",
-    "表格": "table",
-    "翻译": "translate",
-}
 
 
 @dataclass
@@ -101,7 +90,7 @@ def published(name: str) -> list[Sample]:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     samples = []
     for item in data[name.upper()]:
-        kind = next(k for w, k in TASK_TYPES.items() if w in item["task"])
+        kind = task_type(item["task"])
         if name == "p1":
             good = bool(item["correct"])
             variant = "correct" if good else "garbage"

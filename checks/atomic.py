@@ -10,13 +10,22 @@ changed since: an edit is never applied to text it was not computed from.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
+import json
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["StaleFileError", "sha256_bytes", "sha256_file", "write_text_atomic"]
+__all__ = [
+    "StaleFileError",
+    "append_json_line",
+    "sha256_bytes",
+    "sha256_file",
+    "write_text_atomic",
+]
 
 
 class StaleFileError(RuntimeError):
@@ -116,3 +125,27 @@ def write_text_atomic(
         raise
     _fsync_directory(target.parent)
     return sha256_bytes(data)
+
+
+def append_json_line(path: Path, record: dict[str, Any]) -> None:
+    """Append ``record`` as one JSON line to ``path``, durably, under an exclusive lock.
+
+    The append-only files (.referee/certificates.jsonl, .referee/review.jsonl) use this: two
+    writers never interleave, and a line a killed writer left half-written is closed off, so
+    the new record starts on a line of its own.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as handle:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    line = b"\n" + line
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

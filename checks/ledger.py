@@ -7,16 +7,15 @@ exclusive lock and fsyncs it, so two writers (editor and CLI) never lose a recor
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from referee.checks.atomic import append_json_line
 from referee.checks.models import Certificate
 
 LEDGER = Path(".referee") / "certificates.jsonl"
@@ -107,21 +106,5 @@ def append(root: Path, fields: dict[str, Any]) -> Certificate:
     data = certificate.model_dump(mode="json")
     data["id"] = certificate_id(data)
     certificate = Certificate.model_validate(data)
-    path = root / LEDGER
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        # A writer killed mid-line leaves a fragment; start on a fresh line after it.
-        size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as handle:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    line = b"\n" + line
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    append_json_line(root / LEDGER, data)
     return certificate

@@ -17,11 +17,9 @@ its audit rate, so re-checking the same content asks for the same audits.
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import getpass
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from referee.checks.atomic import append_json_line
 from referee.checks.models import ReviewItem
 
 QUEUE = Path(".referee") / "review.jsonl"
@@ -135,22 +134,7 @@ def read(root: Path) -> Queue:
 
 
 def _append(root: Path, record: dict[str, Any]) -> None:
-    path = root / QUEUE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
-        if size:  # a writer killed mid-line left a fragment: start on a fresh line
-            with open(path, "rb") as handle:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    line = b"\n" + line
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    append_json_line(root / QUEUE, record)
 
 
 def submit(root: Path, item: ReviewItem) -> tuple[ReviewItem, bool]:
