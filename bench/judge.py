@@ -58,7 +58,7 @@ from referee.checks.engine import check_source  # noqa: E402
 from referee.checks.judge import core  # noqa: E402
 from referee.checks.judge.backend import open_backend  # noqa: E402
 from referee.checks.judge.calibrate import Labelled, operating_points  # noqa: E402
-from referee.checks.models import JudgeConfig, Layer, Severity  # noqa: E402
+from referee.checks.models import JudgeConfig, Severity  # noqa: E402
 from referee.checks.source import SourceFile  # noqa: E402
 
 
@@ -81,6 +81,7 @@ class Outcome:
     seconds: float = 0.0
     calls: int = 0
     labelled: list[Labelled] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)  # "perspective VERDICT: reason | quotes"
 
 
 # ------------------------------------------------------------------------ samples
@@ -221,7 +222,14 @@ def run_sample(sample: Sample, settings: Settings, backend, cache) -> Outcome:
         for d in judgement.decisions
     ]
     layer = "L3" if verdict == "UNCLEAR" else "L2"
-    return Outcome(sample, layer, verdict, seconds, judgement.stats.calls, labelled)
+    answers = [
+        f"{d.subject}: {v.perspective} {v.verdict}: {v.reason} | "
+        + " | ".join(v.evidence)
+        + (" [hallucinated]" if v.hallucinated else "")
+        for d in judgement.decisions
+        for v in d.verdicts
+    ]
+    return Outcome(sample, layer, verdict, seconds, judgement.stats.calls, labelled, answers)
 
 
 def settings_for(sample: Sample, base: Settings, judge: JudgeConfig, root: Path) -> Settings:
@@ -241,7 +249,10 @@ def settings_for(sample: Sample, base: Settings, judge: JudgeConfig, root: Path)
 
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+
+    def line(r: list[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
+
     return "\n".join(
         [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
     )
@@ -368,7 +379,8 @@ def main() -> None:
 
     print(
         f"## L2 judge — {dt.date.today()} — model {args.model}, {platform.machine()}, "
-        f"{_cores()} cores; model load {load_s:.1f} s; total {time.perf_counter() - started:.0f} s\n"
+        f"{_cores()} cores; model load {load_s:.1f} s; "
+        f"total {time.perf_counter() - started:.0f} s\n"
     )
     header = [
         "set",
@@ -462,6 +474,7 @@ def main() -> None:
                         "layer": o.layer,
                         "verdict": o.verdict,
                         "seconds": o.seconds,
+                        "answers": o.answers,
                     }
                     for outs in results.values()
                     for o in outs

@@ -61,6 +61,8 @@ WRONG_ORACLE = """```python
 def count_vowels(text):
     return len(text) + 1
 ```"""
+# lower-case vowels only: agrees on "aeiou" but fails the module's upper-case test
+LONE_ORACLE = "```python\ndef count_vowels(text):\n    return sum(c in 'aeiou' for c in text)\n```"
 GOOD_PATCH = '''```python
 def count_vowels(text: str) -> int:
     """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""
@@ -312,7 +314,7 @@ def test_wrong_code_and_right_assertion_is_source_wrong_with_a_patch_passing_the
     tmp_path: Path,
 ):
     root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
-    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE], [GOOD_PATCH]))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([LONE_ORACLE], [GOOD_PATCH]))
     verdict = result.verdict
     assert verdict.verdict == "SOURCE_WRONG"
     assert (verdict.produced, verdict.asserted, verdict.truth) == ("4", "5", "5")
@@ -320,7 +322,29 @@ def test_wrong_code_and_right_assertion_is_source_wrong_with_a_patch_passing_the
     assert verdict.fix.path == "text.py"
     assert verdict.fix.title == "Fix source (passes 3/3 tests)"
     assert result.new_text is not None and "text.lower()" in result.new_text
-    assert [p.status for p in verdict.patches] == ["passed"]
+    # the oracles' (identical) program came first and failed the module; the model's passed
+    assert [(p.origin, p.status) for p in verdict.patches] == [
+        ("oracle-1", "failed"),
+        ("oracle-2", "invalid"),
+        ("oracle-3", "invalid"),
+        ("model", "passed"),
+    ]
+
+
+def test_an_oracles_program_that_passes_the_module_is_the_fix_and_keeps_the_docstring(
+    tmp_path: Path,
+):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    model = scripted([ORACLE], [GOOD_PATCH])
+    result = run(root, "tests/test_text.py::test_vowels", model)
+    verdict = result.verdict
+    assert [(p.origin, p.status) for p in verdict.patches] == [("oracle-1", "passed")]
+    assert len(model.calls) == 3  # the three oracles; no patch was asked for
+    assert result.new_text == (
+        "def count_vowels(text: str) -> int:\n"
+        '    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""\n'
+        "    return sum((ch in 'aeiouAEIOU' for ch in text))\n"  # as ast.unparse writes it
+    )
 
 
 def test_oracles_agreeing_on_a_third_value_leave_it_unclear(tmp_path: Path):
@@ -332,32 +356,21 @@ def test_oracles_agreeing_on_a_third_value_leave_it_unclear(tmp_path: Path):
 
 def test_a_patch_that_special_cases_the_input_is_never_offered(tmp_path: Path):
     root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
-    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE], [CHEATING_PATCH]))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([LONE_ORACLE], [CHEATING_PATCH]))
     patches = result.verdict.patches
-    assert (patches[0].origin, patches[0].status) == ("model", "invalid")
-    assert patches[0].message.startswith("REF330")
-    assert (patches[1].origin, patches[1].status) == ("oracle-1", "passed")
-    assert result.new_text is not None and 'if text == "aeiou"' not in result.new_text
+    model = [p for p in patches if p.origin == "model"]
+    assert model and all(p.status == "invalid" for p in model)
+    assert model[0].message.startswith("REF330")
+    assert result.verdict.fix is None and result.new_text is None
 
 
-def test_without_a_passing_patch_the_oracles_programs_are_tried_then_a_human(tmp_path: Path):
-    root = project(
-        tmp_path / "p", BUGGY, TESTS.format(expected="5"), "[arbitration]\ncandidates = 1\n"
-    )
+def test_without_a_passing_patch_a_human_gets_it(tmp_path: Path):
     bad = "```python\ndef count_vowels(text):\n    return 5\n```"
-    result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE], [bad]))
-    patches = result.verdict.patches
-    assert [(p.origin, p.status) for p in patches[:2]] == [
-        ("model", "failed"),
-        ("oracle-1", "passed"),
-    ]
-    assert result.verdict.fix is not None
-
-    lone = "```python\ndef count_vowels(text):\n    return sum(c in 'aeiou' for c in text)\n```"
     root = project(
         tmp_path / "q", BUGGY, TESTS.format(expected="5"), "[arbitration]\ncandidates = 1\n"
     )
-    result = run(root, "tests/test_text.py::test_vowels", scripted([lone], [bad]))
+    result = run(root, "tests/test_text.py::test_vowels", scripted([LONE_ORACLE], [bad]))
+    assert [(p.origin, p.status) for p in result.verdict.patches][-1] == ("model", "failed")
     verdict = result.verdict
     assert verdict.verdict == "SOURCE_WRONG" and verdict.fix is None
     assert "no verified fix" in verdict.reason

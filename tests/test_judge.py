@@ -17,7 +17,13 @@ from referee.checks import review
 from referee.checks.config import Settings
 from referee.checks.engine import check_source
 from referee.checks.judge import core
-from referee.checks.judge.backend import ScriptedBackend
+from referee.checks.judge.backend import (
+    BatchCancelled,
+    ChatRequest,
+    Generation,
+    ScriptedBackend,
+    chat_batch,
+)
 from referee.checks.models import Contract, JudgeConfig, Layer, RefereeConfig
 from referee.checks.source import SourceFile
 
@@ -400,3 +406,22 @@ def test_the_cost_ratio_picks_the_operating_point(tmp_path) -> None:
     bad.write_text('{"verdicts": {"strict": "MAYBE"}, "label": "good"}\n', encoding="utf-8")
     result = CliRunner().invoke(main, ["judge", "calibrate", str(bad)])
     assert result.exit_code == 2 and "line 1" in result.output
+
+
+def test_backends_without_batching_answer_one_by_one():
+    class Recorder:
+        identity = "recorder"
+
+        def __init__(self) -> None:
+            self.seen: list[int] = []
+
+        def chat(self, messages, **kwargs):
+            self.seen.append(kwargs["seed"])
+            return Generation(text=f"answer {kwargs['seed']}")
+
+    recorder = Recorder()
+    requests = [ChatRequest([{"role": "user", "content": "x"}], seed=s) for s in (4, 5)]
+    assert [g.text for g in chat_batch(recorder, requests)] == ["answer 4", "answer 5"]
+    assert recorder.seen == [4, 5]
+    with pytest.raises(BatchCancelled):
+        chat_batch(recorder, requests, cancelled=lambda: True)

@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import re
+import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -180,6 +181,14 @@ def patched_module(spec: FunctionSpec, answer: str) -> tuple[str | None, str]:
     if function is None:
         return None, f"does not define `{spec.name}`"
     lines = code.splitlines()
+    if spec.docstring and ast.get_docstring(function, clean=False) is None and function.body:
+        # keep the documentation: the candidate (an oracle's program, or a patch told not
+        # to copy it) rewrites the code, not the docstring
+        first = function.body[0].lineno - 1
+        indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
+        docstring = textwrap.indent(textwrap.dedent(spec.docstring), indent)
+        lines[first:first] = docstring.rstrip("\n").split("\n")
+        function.end_lineno = (function.end_lineno or 0) + docstring.rstrip("\n").count("\n") + 1
     definition = "\n".join(lines[function.lineno - 1 : function.end_lineno]).rstrip()
     try:
         existing = {ast.unparse(node) for node in ast.parse(spec.text).body if _is_import(node)}
@@ -258,8 +267,10 @@ def source_fix(
     max_tokens = min(1024, max(256, len(spec.definition) // 2 + 128))
 
     def candidates() -> Iterator[tuple[str, str]]:
-        """The model's first (greedy) patch, then the oracles' programs, which cost no
-        model call, then the model's other patches (sampled)."""
+        """The oracles' programs first — independent implementations of the docstring that
+        agreed on the truth, and cost no model call — then the model's patches (the first
+        greedy, the others sampled)."""
+        yield from oracle_programs
         for index in range(1, config.candidates + 1):
             if cancelled is not None and cancelled():
                 raise Cancelled
@@ -275,8 +286,6 @@ def source_fix(
                 max_tokens=max_tokens,
             )
             yield "model", answer
-            if index == 1:
-                yield from oracle_programs
 
     patches: list[PatchResult] = []
     tried: set[str] = set()

@@ -31,10 +31,11 @@ from typing import Any
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.config import tomllib
+from referee.checks.judge.backend import BatchCancelled, ChatRequest, chat_batch
 from referee.checks.models import ArbitrationConfig, OracleResult
 
 PROMPTS = Path(__file__).with_name("prompts") / "arbitration-v1.toml"
-ORACLE_MAX_TOKENS = 512
+ORACLE_MAX_TOKENS = 768
 
 Progress = Callable[[str], None]
 
@@ -80,16 +81,29 @@ class LazyModel:
                     parts += [str(stat.st_size), str(stat.st_mtime_ns)]
         return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
 
+    def _open(self) -> Any:
+        from referee.checks.judge.backend import open_backend
+
+        with self._lock:
+            if self._opened is None:
+                self._opened = open_backend(
+                    self.backend, model=self.model, url=self.url, api_key_env=self.api_key_env
+                )
+        return self._opened
+
     def chat(self, messages: Sequence[dict[str, str]], **kwargs: Any) -> Any:
-        from referee.checks.judge.backend import BackendError, open_backend
+        from referee.checks.judge.backend import BackendError
 
         try:
-            with self._lock:
-                if self._opened is None:
-                    self._opened = open_backend(
-                        self.backend, model=self.model, url=self.url, api_key_env=self.api_key_env
-                    )
-            return self._opened.chat(messages, **kwargs)
+            return self._open().chat(messages, **kwargs)
+        except BackendError as exc:
+            raise ArbitrationError(f"arbitration needs its model: {exc}") from None
+
+    def chat_batch(self, requests: Sequence[Any], **kwargs: Any) -> list[Any]:
+        from referee.checks.judge.backend import BackendError, chat_batch
+
+        try:
+            return chat_batch(self._open(), requests, **kwargs)
         except BackendError as exc:
             raise ArbitrationError(f"arbitration needs its model: {exc}") from None
 
@@ -411,13 +425,45 @@ def generate(
     max_tokens: int = ORACLE_MAX_TOKENS,
 ) -> tuple[str, bool]:
     """(answer, whether it came from the cache)."""
-    key = cache.key(messages, backend.identity, seed, temperature, max_tokens)
-    cached = cache.get(key)
-    if cached is not None:
-        return cached, True
-    answer = backend.chat(messages, max_tokens=max_tokens, temperature=temperature, seed=seed).text
-    cache.put(key, answer)
-    return answer, False
+    return generate_many(
+        backend, messages, seeds=[seed], temperature=temperature, cache=cache, max_tokens=max_tokens
+    )[0]
+
+
+def generate_many(
+    backend: Any,
+    messages: Sequence[dict[str, str]],
+    *,
+    seeds: Sequence[int],
+    temperature: float,
+    cache: ProgramCache,
+    max_tokens: int = ORACLE_MAX_TOKENS,
+    cancelled: Callable[[], bool] | None = None,
+) -> list[tuple[str, bool]]:
+    """One answer per seed, (answer, whether it came from the cache): those not cached are
+    decoded as one batch where the backend can (see :func:`chat_batch`)."""
+    keys = [cache.key(messages, backend.identity, seed, temperature, max_tokens) for seed in seeds]
+    found = [cache.get(key) for key in keys]
+    missing = [i for i, answer in enumerate(found) if answer is None]
+    if missing:
+        requests = [
+            ChatRequest(
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seeds[i],
+                until_code_block=True,
+            )
+            for i in missing
+        ]
+        try:
+            generations = chat_batch(backend, requests, cancelled=cancelled)
+        except BatchCancelled:
+            raise Cancelled from None
+        for i, generation in zip(missing, generations, strict=True):
+            found[i] = generation.text
+            cache.put(keys[i], generation.text)
+    return [(answer or "", i not in missing) for i, answer in enumerate(found)]
 
 
 def oracle_evidence(
@@ -431,20 +477,25 @@ def oracle_evidence(
 ) -> list[OracleResult]:
     """k oracle programs, written from the signature and docstring with different seeds,
     each run in the sandbox on the call's arguments. The k questions go to the model at
-    once — a server decodes them as one batch; the in-process model takes them in turn,
-    the shared prompt evaluated once — and each program runs as soon as it is written."""
+    once — the in-process model decodes them as one batch, the shared prompt evaluated
+    once; a server gets them concurrently — then the programs run side by side."""
     messages = oracle_messages(spec)
     call = f"{spec.name}({arguments})"
+    seeds = list(range(1, config.oracles + 1))
+    if progress is not None:
+        progress(f"writing {config.oracles} oracles from the signature and docstring")
+    answers = generate_many(
+        backend,
+        messages,
+        seeds=seeds,
+        temperature=config.temperature,
+        cache=cache,
+        cancelled=cancelled,
+    )
 
     def oracle(index: int) -> OracleResult:
         source = f"oracle-{index}"
-        if cancelled is not None and cancelled():
-            raise Cancelled
-        answer, cached = generate(
-            backend, messages, seed=index, temperature=config.temperature, cache=cache
-        )
-        if progress is not None:
-            progress(f"oracle {index}/{config.oracles} written; running it in the sandbox")
+        answer, cached = answers[index - 1]
         program, problem = program_from(answer, spec.name)
         if program is None:
             return OracleResult(
@@ -465,9 +516,9 @@ def oracle_evidence(
         )
 
     if progress is not None:
-        progress(f"writing {config.oracles} oracles from the signature and docstring")
+        progress(f"running {config.oracles} oracle programs in the sandbox")
     with ThreadPoolExecutor(max_workers=config.oracles) as pool:
-        return list(pool.map(oracle, range(1, config.oracles + 1)))
+        return list(pool.map(oracle, seeds))
 
 
 def agreed_value(results: Sequence[OracleResult], required: int) -> str | None:

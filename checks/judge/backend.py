@@ -37,6 +37,10 @@ class BackendError(Exception):
     """The judge's model cannot be used; the message says why and what to do."""
 
 
+class BatchCancelled(Exception):
+    """:func:`chat_batch` stopped because its ``cancelled`` callback said so."""
+
+
 @dataclass(frozen=True)
 class Generation:
     """One answer: its text and what it cost."""
@@ -69,6 +73,53 @@ class Backend(Protocol):
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> Generation: ...
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One question of a batch (see :func:`chat_batch`)."""
+
+    messages: Sequence[Message]
+    schema: dict[str, Any] | None = None
+    grammar: str | None = None
+    max_tokens: int = 256
+    temperature: float = 0.0
+    seed: int | None = None
+    # Stop once the answer holds a complete fenced code block (the part a caller uses of a
+    # program-writing answer). Only the in-process model honours it; others answer in full.
+    until_code_block: bool = False
+
+
+def chat_batch(
+    backend: Any,
+    requests: Sequence[ChatRequest],
+    *,
+    cancelled: Callable[[], bool] | None = None,
+) -> list[Generation]:
+    """Answers to several questions, decoded together where the backend can (llama.cpp in
+    process: one batch; an HTTP server: concurrent requests it batches itself), else one by
+    one. ``cancelled`` is polled between decoding steps (or between questions); when it
+    returns true, :class:`BatchCancelled` is raised."""
+    if not requests:
+        return []
+    batch = getattr(backend, "chat_batch", None)
+    if batch is not None and (len(requests) > 1 or requests[0].until_code_block):
+        return list(batch(requests, cancelled=cancelled))
+    out = []
+    for r in requests:
+        if cancelled is not None and cancelled():
+            raise BatchCancelled
+        out.append(
+            backend.chat(
+                r.messages,
+                schema=r.schema,
+                grammar=r.grammar,
+                max_tokens=r.max_tokens,
+                temperature=r.temperature,
+                seed=r.seed,
+            )
+        )
+    return out
 
 
 # ------------------------------------------------------------------------ llama-cpp
@@ -108,10 +159,78 @@ class LlamaCppBackend:
                 "`referee model install` or point judge.model at a valid GGUF file"
             ) from exc
         self._grammars: dict[str, Any] = {}
+        self._batched: Any = None
+        self._formatter: Any = None
 
     @property
     def identity(self) -> str:
         return self._identity
+
+    def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
+        """The chat as the model's own template lays it out, as tokens — what
+        ``create_chat_completion`` feeds the model."""
+        if self._formatter is None:
+            from llama_cpp import llama_chat_format
+
+            llm = self._llm
+            template = llm.metadata.get("tokenizer.chat_template")
+            if template is None:
+                raise BackendError("the model has no chat template; batched decoding needs one")
+            eos, bos = llm.token_eos(), llm.token_bos()
+            self._formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=template,
+                eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+                stop_token_ids=[eos],
+            )
+        result = self._formatter(messages=list(messages))
+        return self._llm.tokenize(
+            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
+        )
+
+    def chat_batch(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> list[Generation]:
+        """Several answers decoded as one batch (see :mod:`referee.checks.judge.batched`)."""
+        from referee.checks.judge import batched
+
+        with self._lock:
+            try:
+                if self._batched is None:
+                    self._batched = batched.BatchedGenerator(self._llm, n_seq=4)
+                jobs = []
+                for r in requests:
+                    grammar = r.grammar
+                    if grammar is None and r.schema is not None:
+                        from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+                        grammar = json_schema_to_gbnf(json.dumps(r.schema))
+                    jobs.append(
+                        batched.Request(
+                            tokens=self._prompt_tokens(r.messages),
+                            max_tokens=r.max_tokens,
+                            temperature=r.temperature,
+                            seed=r.seed if r.seed is not None else 0,
+                            grammar=grammar,
+                            until_code_block=r.until_code_block,
+                        )
+                    )
+                outputs = self._batched.generate(jobs, cancelled=cancelled)
+            except batched.Stopped:
+                raise BatchCancelled from None
+            except (ValueError, RuntimeError) as exc:
+                raise BackendError(f"the model could not answer: {exc}") from exc
+        return [
+            Generation(
+                text=o.data.decode("utf-8", errors="replace"),
+                prompt_tokens=o.prompt_tokens,
+                completion_tokens=o.completion_tokens,
+            )
+            for o in outputs
+        ]
 
     def _grammar(self, schema: dict[str, Any] | None, grammar: str | None) -> Any:
         from llama_cpp import LlamaGrammar
@@ -254,6 +373,31 @@ class OpenAIBackend:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
         )
+
+    def chat_batch(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> list[Generation]:
+        """The requests sent at once: a server with parallel slots decodes them together.
+        (``cancelled`` is checked before sending; an HTTP request in flight runs out.)"""
+        if cancelled is not None and cancelled():
+            raise BatchCancelled
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(r: ChatRequest) -> Generation:
+            return self.chat(
+                r.messages,
+                schema=r.schema,
+                grammar=r.grammar,
+                max_tokens=r.max_tokens,
+                temperature=r.temperature,
+                seed=r.seed,
+            )
+
+        with ThreadPoolExecutor(max_workers=min(8, len(requests))) as pool:
+            return list(pool.map(one, requests))
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(

@@ -43,7 +43,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from referee.checks import review
 from referee.checks.config import Settings
-from referee.checks.judge.backend import Backend, BackendError
+from referee.checks.judge.backend import (
+    Backend,
+    BackendError,
+    BatchCancelled,
+    ChatRequest,
+    chat_batch,
+)
 from referee.checks.models import (
     Decision,
     Finding,
@@ -73,6 +79,7 @@ class Answer(BaseModel):
 
 
 MAX_QUOTE = 160
+MAX_REASON = 120  # characters the grammar lets a reason run to
 MAX_QUOTE_CHOICES = 400
 
 
@@ -107,9 +114,9 @@ def answer_grammar(text: str | None = None) -> str:
             'root ::= "{" ws "\\"reason\\":" ws reason ws "," ws "\\"evidence\\":" ws "[" ws '
             'quote (ws "," ws quote)? ws "]" ws "," ws "\\"verdict\\":" ws verdict ws "}"',
             f"quote ::= {quote}",
-            # unbounded here: a {0,200} repetition makes llama.cpp's grammar sampling
-            # crawl; max-tokens bounds the answer, and the schema check rejects a long one
-            'reason ::= "\\"" char* "\\""',
+            # bounded, so a rambling model is made to close its sentence: the reason is the
+            # longest part of an answer, and every token of it is a decoding step
+            f'reason ::= "\\"" char{{0,{MAX_REASON}}} "\\""',
             'verdict ::= "\\"PASS\\"" | "\\"REJECT\\""',
             'char ::= [^"\\\\\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
             "ws ::= [ ]?",
@@ -129,7 +136,7 @@ def answer_schema(text: str | None = None) -> dict:
     if text is not None and (lines := quotable_lines(text)):
         items = {"type": "string", "enum": lines}
     schema["properties"]["evidence"]["items"] = items
-    schema["properties"]["reason"]["maxLength"] = 200
+    schema["properties"]["reason"]["maxLength"] = MAX_REASON
     return schema
 
 
@@ -355,42 +362,58 @@ def messages_for(subject: Subject, path: str, instruction: str) -> list[dict[str
     return [{"role": "system", "content": p.texts["system"]}, {"role": "user", "content": user}]
 
 
-def ask(
+def ask_all(
     subject: Subject,
     path: str,
-    perspective: str,
-    instruction: str,
+    instructions: dict[str, str],
     backend: Backend,
     config: JudgeConfig,
     cache: VerdictCache,
     stats: Stats,
-) -> JudgeVerdict:
-    """One perspective's verdict on one subject, from the cache when it is there."""
+    cancelled: Callable[[], bool] | None = None,
+) -> list[JudgeVerdict]:
+    """Every perspective's verdict on one subject, in the order of ``instructions``: cached
+    ones from the cache, the rest asked together (one batch for a model in process; the
+    prompts share everything but the perspective's last line)."""
     version = prompts().version + ("-lines" if config.constrain_evidence else "")
-    key = cache.key(subject, backend.identity, version, perspective, instruction)
-    stored = cache.get(key)
-    cached = stored is not None
-    if stored is None:
+    keys = {
+        name: cache.key(subject, backend.identity, version, name, instruction)
+        for name, instruction in instructions.items()
+    }
+    stored = {name: cache.get(key) for name, key in keys.items()}
+    missing = [name for name, value in stored.items() if value is None]
+    if missing:
+        grammar = answer_grammar(subject.text if config.constrain_evidence else None)
+        requests = [
+            ChatRequest(
+                messages_for(subject, path, instructions[name]),
+                # Servers get free-text quotes (schema converters differ, and some mis-escape
+                # enums); llama.cpp in process gets the exact lines as a grammar.
+                schema=answer_schema(None),
+                grammar=grammar,
+                max_tokens=config.max_tokens,
+                temperature=0.0,
+                seed=0,
+            )
+            for name in missing
+        ]
         started = time.perf_counter()
-        generation = backend.chat(
-            messages_for(subject, path, instruction),
-            # Servers get free-text quotes (schema converters differ, and some mis-escape
-            # enums); llama.cpp in process gets the exact lines as a grammar.
-            schema=answer_schema(None),
-            grammar=answer_grammar(subject.text if config.constrain_evidence else None),
-            max_tokens=config.max_tokens,
-            temperature=0.0,
-            seed=0,
-        )
-        stats.calls += 1
-        stats.prompt_tokens += generation.prompt_tokens
-        stats.completion_tokens += generation.completion_tokens
+        try:
+            generations = chat_batch(backend, requests, cancelled=cancelled)
+        except BatchCancelled:
+            raise Cancelled from None
         stats.seconds += time.perf_counter() - started
-        stored = {"text": generation.text}
-        cache.put(key, stored)
-    else:
-        stats.cached += 1
-    return parse_answer(stored["text"], perspective, subject.text, cached=cached)
+        for name, generation in zip(missing, generations, strict=True):
+            stats.calls += 1
+            stats.prompt_tokens += generation.prompt_tokens
+            stats.completion_tokens += generation.completion_tokens
+            stored[name] = {"text": generation.text}
+            cache.put(keys[name], stored[name])
+    stats.cached += len(instructions) - len(missing)
+    return [
+        parse_answer(stored[name]["text"], name, subject.text, cached=name not in missing)
+        for name in instructions
+    ]
 
 
 def parse_answer(
@@ -482,15 +505,13 @@ def judge_subjects(
     queue_state = review.read(root) if root is not None else review.Queue()
     result.notes.extend(queue_state.problems)
     for number, subject in enumerate(found, start=1):
-        verdicts: list[JudgeVerdict] = []
-        for perspective, instruction in instructions.items():
-            if cancelled is not None and cancelled():
-                raise Cancelled
-            if progress is not None:
-                progress(f"{subject.name} ({number}/{len(found)}): {perspective}")
-            verdicts.append(
-                ask(subject, path, perspective, instruction, backend, config, cache, result.stats)
-            )
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        if progress is not None:
+            progress(f"{subject.name} ({number}/{len(found)}): {', '.join(instructions)}")
+        verdicts = ask_all(
+            subject, path, instructions, backend, config, cache, result.stats, cancelled
+        )
         outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
         layer = Layer.L2
         audit = False

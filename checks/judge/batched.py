@@ -1,0 +1,277 @@
+"""Several answers from one in-process model at once: batched decoding with llama.cpp.
+
+The judge asks one question from several perspectives and the arbiter asks for k oracle
+programs from one prompt. Decoding one token costs a CPU about as much for three sequences
+as for one (it is bound by reading the weights, not by arithmetic), so the requests are
+decoded together, one token of each per step, in a context of their own:
+
+* the prompts' common prefix is evaluated once, then shared with every sequence
+  (``llama_memory_seq_cp``), so only the differing tails cost prompt time;
+* each sequence samples with its own chain (greedy at temperature 0, else top-k/top-p/
+  min-p/temperature with its own seed), so a batch of seeded oracles is as independent as
+  the same calls made one by one;
+* a grammar is checked against the sampled token first and applied to the whole vocabulary
+  only when that token breaks it — what llama.cpp's server does — because constraining
+  151,000 candidates every step halves the speed, and the model mostly follows the format.
+
+Only :class:`~referee.checks.judge.backend.LlamaCppBackend` uses this, under its lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# llama_token_data is {int32 id; float logit; float p}: 12 bytes, no padding
+_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+
+
+class Stopped(Exception):
+    """The ``cancelled`` callback of :meth:`BatchedGenerator.generate` returned true."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One answer to generate."""
+
+    tokens: Sequence[int]
+    max_tokens: int
+    temperature: float = 0.0
+    seed: int = 0
+    grammar: str | None = None
+    until_code_block: bool = False  # stop once the answer holds a complete ``` block
+
+
+_BLOCK = re.compile(rb"```[^\n]*\n.*?\n\s*```", re.DOTALL)
+
+
+@dataclass
+class Output:
+    data: bytes
+    completion_tokens: int
+    prompt_tokens: int
+
+
+class _Sequence:
+    def __init__(self, lc: Any, vocab: Any, request: Request) -> None:
+        self.lc = lc
+        self.request = request
+        self.tokens: list[int] = []
+        self.text = b""  # what the tokens spell, for the stop rule
+        self.done = False
+        params = lc.llama_sampler_chain_default_params()
+        self.chain = lc.llama_sampler_chain_init(params)
+        if request.temperature <= 0.0:
+            lc.llama_sampler_chain_add(self.chain, lc.llama_sampler_init_greedy())
+        else:
+            lc.llama_sampler_chain_add(self.chain, lc.llama_sampler_init_top_k(40))
+            lc.llama_sampler_chain_add(self.chain, lc.llama_sampler_init_top_p(0.95, 1))
+            lc.llama_sampler_chain_add(self.chain, lc.llama_sampler_init_min_p(0.05, 1))
+            lc.llama_sampler_chain_add(self.chain, lc.llama_sampler_init_temp(request.temperature))
+            lc.llama_sampler_chain_add(
+                self.chain, lc.llama_sampler_init_dist(request.seed & 0xFFFFFFFF)
+            )
+        self.grammar = None
+        if request.grammar is not None:
+            self.grammar = lc.llama_sampler_init_grammar(
+                vocab, request.grammar.encode("utf-8"), b"root"
+            )
+            if not self.grammar:
+                self.free()
+                raise ValueError("the grammar could not be parsed")
+
+    def free(self) -> None:
+        if self.chain:
+            self.lc.llama_sampler_free(self.chain)
+            self.chain = None
+        if self.grammar:
+            self.lc.llama_sampler_free(self.grammar)
+            self.grammar = None
+
+
+class BatchedGenerator:
+    """A second llama.cpp context over an already loaded model, for up to ``n_seq``
+    sequences decoded together."""
+
+    def __init__(self, llm: Any, *, n_seq: int = 4, n_ctx: int = 8192) -> None:
+        import llama_cpp as lc
+
+        self.lc = lc
+        self.llm = llm
+        self.n_seq = n_seq
+        self.n_ctx = n_ctx
+        self.model = llm.model
+        self.vocab = lc.llama_model_get_vocab(self.model)
+        self.n_vocab = lc.llama_vocab_n_tokens(self.vocab)
+        params = lc.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = 512
+        params.n_ubatch = 512
+        params.n_seq_max = n_seq
+        params.kv_unified = True  # the sequences share one cache: the prefix is stored once
+        params.n_threads = llm.context_params.n_threads
+        params.n_threads_batch = llm.context_params.n_threads_batch
+        self.ctx = lc.llama_init_from_model(self.model, params)
+        if not self.ctx:
+            raise RuntimeError("llama.cpp could not create a context for batched decoding")
+        self.batch = lc.llama_batch_init(512, 0, n_seq)
+        self._candidates = np.empty(self.n_vocab, dtype=_TOKEN_DATA)
+        self._candidates["id"] = np.arange(self.n_vocab, dtype=np.int32)
+
+    def close(self) -> None:
+        if self.ctx:
+            self.lc.llama_batch_free(self.batch)
+            self.lc.llama_free(self.ctx)
+            self.ctx = None
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # ----------------------------------------------------------------- the batch
+
+    def _put(self, index: int, token: int, pos: int, seqs: Sequence[int], logits: bool) -> None:
+        b = self.batch
+        b.token[index] = token
+        b.pos[index] = pos
+        b.n_seq_id[index] = len(seqs)
+        for j, seq in enumerate(seqs):
+            b.seq_id[index][j] = seq
+        b.logits[index] = logits
+
+    def _decode(self, count: int) -> None:
+        self.batch.n_tokens = count
+        status = self.lc.llama_decode(self.ctx, self.batch)
+        if status != 0:
+            raise RuntimeError(f"llama_decode failed ({status}): the prompts may not fit")
+
+    def _feed(self, tokens: Sequence[int], start: int, seqs: Sequence[int]) -> None:
+        """Evaluate ``tokens`` at positions from ``start`` for ``seqs``, 512 at a time;
+        logits only for the last token."""
+        for chunk in range(0, len(tokens), 512):
+            part = tokens[chunk : chunk + 512]
+            for i, token in enumerate(part):
+                last = chunk + i == len(tokens) - 1
+                self._put(i, token, start + chunk + i, seqs, last)
+            self._decode(len(part))
+
+    # ----------------------------------------------------------------- sampling
+
+    def _sample(self, seq: _Sequence, index: int) -> int:
+        lc = self.lc
+        token = lc.llama_sampler_sample(seq.chain, self.ctx, index)
+        if seq.grammar is None:
+            return token
+        single = (lc.llama_token_data * 1)(lc.llama_token_data(token, 1.0, 0.0))
+        array = lc.llama_token_data_array(single, 1, -1, False)
+        lc.llama_sampler_apply(seq.grammar, ctypes.byref(array))
+        if not math.isinf(single[0].logit):
+            return token
+        # the free choice breaks the grammar: constrain the whole vocabulary, sample again
+        logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, index), (self.n_vocab,))
+        candidates = self._candidates
+        candidates["logit"] = logits
+        candidates["p"] = 0.0
+        pointer = candidates.ctypes.data_as(ctypes.POINTER(lc.llama_token_data))
+        array = lc.llama_token_data_array(pointer, self.n_vocab, -1, False)
+        lc.llama_sampler_apply(seq.grammar, ctypes.byref(array))
+        lc.llama_sampler_apply(seq.chain, ctypes.byref(array))
+        if array.selected < 0:
+            raise RuntimeError("the grammar allows no token here")
+        return int(candidates["id"][array.selected])
+
+    def generate(
+        self, requests: Sequence[Request], cancelled: Callable[[], bool] | None = None
+    ) -> list[Output]:
+        """The answers to ``requests``, in order. ``cancelled`` is polled every step."""
+        if not requests:
+            return []
+        if len(requests) > self.n_seq:
+            out: list[Output] = []
+            for start in range(0, len(requests), self.n_seq):
+                out.extend(self.generate(requests[start : start + self.n_seq], cancelled))
+            return out
+        lc = self.lc
+        memory = lc.llama_get_memory(self.ctx)
+        lc.llama_memory_clear(memory, True)
+        prompts = [list(r.tokens) for r in requests]
+        budget = max(len(p) for p in prompts) + sum(r.max_tokens for r in requests)
+        if budget + sum(len(p) for p in prompts) > self.n_ctx * 2:
+            raise ValueError(f"the prompts and answers need more than {self.n_ctx} tokens")
+        # the common prefix, less one token so every sequence has a tail to sample from
+        common = 0
+        shortest = min(len(p) for p in prompts)
+        while common < shortest - 1 and all(p[common] == prompts[0][common] for p in prompts):
+            common += 1
+        sequences: list[_Sequence] = []
+        try:
+            for request in requests:
+                sequences.append(_Sequence(lc, self.vocab, request))
+            if common:
+                self._feed(prompts[0][:common], 0, [0])
+                for s in range(1, len(requests)):
+                    lc.llama_memory_seq_cp(memory, 0, s, -1, -1)
+            # tails: all but the last token of each, then the last tokens together
+            for s, prompt in enumerate(prompts):
+                tail = prompt[common:-1]
+                if tail:
+                    for chunk in range(0, len(tail), 512):
+                        part = tail[chunk : chunk + 512]
+                        for i, token in enumerate(part):
+                            self._put(i, token, common + chunk + i, [s], False)
+                        self._decode(len(part))
+            positions = [len(p) - 1 for p in prompts]
+            for s, prompt in enumerate(prompts):
+                self._put(s, prompt[-1], positions[s], [s], True)
+            self._decode(len(prompts))
+            rows = list(range(len(prompts)))  # batch row of each active sequence's logits
+            active = list(range(len(prompts)))
+            while active:
+                if cancelled is not None and cancelled():
+                    raise Stopped
+                step: list[int] = []
+                for row, s in zip(rows, active, strict=True):
+                    seq = sequences[s]
+                    token = self._sample(seq, row)
+                    if seq.grammar is not None:
+                        lc.llama_sampler_accept(seq.grammar, token)
+                    if lc.llama_vocab_is_eog(self.vocab, token):
+                        seq.done = True
+                        continue
+                    seq.tokens.append(token)
+                    if len(seq.tokens) >= seq.request.max_tokens:
+                        seq.done = True
+                        continue
+                    if seq.request.until_code_block:
+                        seq.text += self.llm.detokenize([token])
+                        if b"```" in seq.text[-12:] and _BLOCK.search(seq.text):
+                            seq.done = True
+                            continue
+                    step.append(s)
+                if not step:
+                    break
+                for i, s in enumerate(step):
+                    positions[s] += 1
+                    self._put(i, sequences[s].tokens[-1], positions[s], [s], True)
+                self._decode(len(step))
+                rows = list(range(len(step)))
+                active = step
+            return [
+                Output(
+                    data=self.llm.detokenize(seq.tokens) if seq.tokens else b"",
+                    completion_tokens=len(seq.tokens),
+                    prompt_tokens=len(prompt),
+                )
+                for seq, prompt in zip(sequences, prompts, strict=True)
+            ]
+        finally:
+            for seq in sequences:
+                seq.free()
+            lc.llama_memory_clear(memory, True)

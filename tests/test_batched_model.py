@@ -1,0 +1,97 @@
+"""Batched decoding with the real model (Qwen2.5-Coder-0.5B): several answers in one
+llama.cpp batch — the judge's perspectives and the arbiter's k oracles."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from referee.checks.judge.backend import (
+    BatchCancelled,
+    ChatRequest,
+    LlamaCppBackend,
+    chat_batch,
+)
+from referee.checks.judge.core import answer_grammar, quote_found
+
+pytestmark = pytest.mark.model
+
+TEXT = '''def is_even(n: int) -> bool:
+    """Whether N is even."""
+    return n % 2 == 1
+'''
+
+
+@pytest.fixture(scope="module")
+def backend(small_model: Path) -> LlamaCppBackend:
+    return LlamaCppBackend(small_model, n_threads=2)
+
+
+def review(perspective: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "You review code. Answer with JSON only."},
+        {
+            "role": "user",
+            "content": f"```python\n{TEXT}```\nDoes it do what its name promises? Reply with "
+            f'JSON: "reason", "evidence" (lines copied exactly), "verdict" (PASS or REJECT).\n'
+            f"Perspective: {perspective}.",
+        },
+    ]
+
+
+def test_a_batch_answers_every_request_in_order_and_honours_each_grammar(backend):
+    grammar = answer_grammar(TEXT)
+    requests = [
+        ChatRequest(review(p), grammar=grammar, max_tokens=120)
+        for p in ("strict", "balanced", "lenient")
+    ]
+    answers = chat_batch(backend, requests)
+    assert len(answers) == 3
+    for answer in answers:
+        data = json.loads(answer.text)  # the grammar makes it parse
+        assert data["verdict"] in ("PASS", "REJECT")
+        assert data["evidence"] and all(quote_found(q, TEXT) for q in data["evidence"])
+        assert 0 < answer.completion_tokens <= 120 and answer.prompt_tokens > 50
+
+
+def test_seeded_samples_are_reproducible_and_each_stops_after_its_code_block(backend):
+    prompt = [
+        {"role": "user", "content": "Write a Python function `double(x)` returning 2*x."},
+    ]
+
+    def batch() -> list[str]:
+        requests = [
+            ChatRequest(prompt, max_tokens=200, temperature=0.8, seed=s, until_code_block=True)
+            for s in (1, 2, 3)
+        ]
+        return [g.text for g in chat_batch(backend, requests)]
+
+    first = batch()
+    assert batch() == first  # each sequence samples with its own seeded chain
+    for text in first:
+        assert re.search(r"```[^\n]*\n.*?\n\s*```", text, re.DOTALL), text
+        assert text.rstrip().endswith("```"), text  # nothing decoded after the block
+
+
+def test_max_tokens_bounds_each_answer(backend):
+    prompt = [{"role": "user", "content": "Count from 1 to 500, one number per line."}]
+    answers = chat_batch(backend, [ChatRequest(prompt, max_tokens=n) for n in (5, 17)])
+    assert [a.completion_tokens for a in answers] == [5, 17]
+
+
+def test_a_cancelled_batch_stops_between_steps(backend):
+    prompt = [{"role": "user", "content": "Count from 1 to 500, one number per line."}]
+    polls = []
+
+    def cancelled() -> bool:
+        polls.append(1)
+        return len(polls) > 3
+
+    with pytest.raises(BatchCancelled):
+        chat_batch(backend, [ChatRequest(prompt, max_tokens=400)] * 2, cancelled=cancelled)
+    assert len(polls) == 4
+    # the backend is usable afterwards
+    assert chat_batch(backend, [ChatRequest(prompt, max_tokens=4)] * 2)[1].completion_tokens == 4
