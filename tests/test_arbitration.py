@@ -508,6 +508,43 @@ def test_applied_test_fix_carries_a_certificate_the_guard_honours(tmp_path: Path
     assert referee("guard", cwd=root).returncode == 1
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_fixed_literal_assigned_once_carries_a_certificate_the_guard_honours(
+    tmp_path: Path, referee
+):
+    """The expected value in a local (`expected = 44` -> `expected = 5`, a shorter
+    literal: the assertion below it moves): the guard compares it as the literal and
+    honours the certificate arbitration writes; the same edit by hand is REF302."""
+    root = tmp_path / "repo"
+    local = TESTS.replace(
+        '    assert count_vowels("aeiou") == {expected}\n',
+        '    expected = {expected}\n    assert count_vowels("aeiou") == expected\n',
+    )
+    files = {
+        "referee.toml": "",
+        "text.py": CORRECT,
+        "tests/test_text.py": local.format(expected="44"),
+    }
+    commit_repo(root, files)
+    result = apply(run(root, "tests/test_text.py::test_vowels", scripted([ORACLE])))
+    assert result.verdict.applied
+    certificate = result.verdict.certificate
+    assert certificate is not None
+    assert (certificate.old_value, certificate.new_value) == ("44", "5")
+    assert (root / "tests/test_text.py").read_text(encoding="utf-8") == local.format(expected="5")
+    guard = referee("guard", "--format", "json", cwd=root)
+    assert guard.returncode == 0, guard.stdout + guard.stderr
+    findings = json.loads(guard.stdout)["findings"]
+    assert [(f["code"], f["severity"]) for f in findings] == [("REF302", "info")], findings
+    assert "from 44 to 5, certified by" in findings[0]["message"]
+
+    (root / ledger.LEDGER).unlink()
+    guard = referee("guard", "--format", "json", cwd=root)
+    assert guard.returncode == 1
+    findings = json.loads(guard.stdout)["findings"]
+    assert [(f["code"], f["severity"]) for f in findings] == [("REF302", "error")], findings
+
+
 def test_a_fix_is_not_applied_to_a_file_that_changed_since_it_was_read(tmp_path: Path):
     root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
     result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE]))

@@ -30,7 +30,9 @@ from guard_catalogue.cases import (
     write_files,
 )
 
+from referee.checks.guard import facts as guard_facts
 from referee.checks.registry import GUARD_CODES
+from referee.checks.source import SourceFile
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the guard needs git")
 
@@ -122,6 +124,50 @@ def test_honest_edit_passes(pair: Pair, tmp_path: Path) -> None:
         assert any(f["code"] == pair.info and "certified by" in f["message"] for f in infos), (
             outcome.describe()
         )
+
+
+# ------------------------------------------------------- expected values kept in a local
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("n = 5\n    assert f() == n", "5"),
+        ("n: int = (5)\n    assert f() == pytest.approx(n)", "5"),
+        ("want = 'a'\n    self.assertEqual(f(), want)", "'a'"),
+        ("n = 5\n    n = 6\n    assert f() == n", "n"),
+        ("n = 5\n    n += 1\n    assert f() == n", "n"),
+        ("n = 5\n    if g():\n        n = 6\n    assert f() == n", "n"),
+        ("n = 5\n    for n in g():\n        pass\n    assert f() == n", "n"),
+        ("n = 5\n    with g() as (a, n):\n        assert f() == n", "n"),
+        ("n = 5\n    def h(n=1):\n        pass\n    assert f() == n", "n"),
+        ("n = len('abc')\n    assert f() == n", "n"),
+        ("assert f() == n\n    n = 5", "n"),
+        ("n = 5\n    assert f() >= n", "n"),
+    ],
+    ids=[
+        "once",
+        "annotated-approx",
+        "assertEqual",
+        "twice",
+        "augmented",
+        "conditional",
+        "loop-target",
+        "with-target",
+        "nested-parameter",
+        "computed",
+        "assigned-after",
+        "not-equality",
+    ],
+)
+def test_a_local_is_the_expected_literal_only_when_bound_once_to_a_literal(
+    body: str, expected: str
+) -> None:
+    """What REF302 compares: the literal a local is bound to, written in its place, only
+    when that is the one binding of the name in the test."""
+    text = f"import pytest\n\n\ndef test_x(self):\n    {body}\n"
+    facts = guard_facts.test_facts(SourceFile(T, text), T)[f"{T}::test_x"]
+    assert [a.expected for a in facts.assertions] == [expected]
 
 
 # -------------------------------------------------------------------- the command line

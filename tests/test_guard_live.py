@@ -6,8 +6,9 @@ the statements an edit changed are collected again. Whatever the edits, the fact
 exactly those of a fresh computation, and so must the findings: the property test below
 edits the guard catalogue's test files at random (removing and duplicating lines, adding
 assertions, skips, ``pytestmark``, parametrize tables kept in module constants, assertion
-aliases, swallowed assertions, broken syntax); the tests after it follow a guard finding
-through several edits, in the engine and through ``referee serve`` in a git repository.
+aliases, swallowed assertions, expected values in locals, broken syntax); the tests after
+it follow a guard finding through several edits, in the engine and through ``referee serve``
+in a git repository.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ SNIPPETS = [
     "def _test_hidden():\n    assert add(1, 2) == 3\n",
     "class TestAdded:\n    def test_method(self):\n        assert total([2]) == 2\n",
     "    monkeypatch.setattr(shop, 'total', lambda items: 30)\n",
+    "    expected = 6\n",
+    "    assert total([3]) == expected\n",
     "    def __eq__(self, other):\n        return True\n",
     "(",
     ":",

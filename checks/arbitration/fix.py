@@ -119,7 +119,9 @@ def fix_test(
     delta = len(new_literal.encode("utf-8")) - (site.end_byte - site.start_byte)
 
     def after(start: int, end: int) -> str:
-        if start <= site.start_byte and site.end_byte <= end:
+        if site.end_byte <= start:  # a literal assigned above the assertion
+            start, end = start + delta, end + delta
+        elif start <= site.start_byte and site.end_byte <= end:
             end += delta
         return new_text.encode("utf-8")[start:end].decode("utf-8")
 

@@ -3,7 +3,8 @@
 The guard compares these facts between a baseline (git) and the working text; it never
 diffs text. Each assertion becomes ``(subject, op, expected)`` in canonical form (as
 ``ast.unparse`` prints it), so ``assert  f('a')==2`` and ``self.assertEqual(f("a"), 2)``
-are the same fact.
+are the same fact. An equality's expected side that names a local the test binds once, to
+a literal, is that literal: ``expected = 4`` then ``assert f(x) == expected`` reads ``== 4``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from referee.checks.nodes import (
     handler_swallows,
     keyword_argument,
     literal_truth,
+    statements,
     unwrap,
 )
 from referee.checks.pymodule import Class, Function, PythonModule, callee_parts
@@ -302,8 +304,9 @@ def _facts_of(
         calls=frozenset(name for name, _ in fn.calls),
     )
     early_return = next((s for s in fn.statements if s.type == "return_statement"), None)
+    literals = _assigned_literals(source, fn)
     for node in module.assertion_nodes(fn):
-        assertion = _assertion(source, node)
+        assertion = _assertion(source, node, literals)
         if assertion is None:
             continue
         why = _silenced(source, node, fn.node, early_return)
@@ -321,9 +324,22 @@ def _facts_of(
     return facts
 
 
-def _assertion(source: SourceFile, node: Node) -> Assertion | None:
+def _assertion(
+    source: SourceFile, node: Node, literals: dict[str, tuple[str, int]] | None = None
+) -> Assertion | None:
+    """``node`` as a fact. ``literals`` (see :func:`_assigned_literals`): the expected
+    side of an equality that names one reads as the literal, as if written in place."""
     line = node.start_point.row + 1
     text = source.node_text(node)
+
+    def expected_of(value: Node) -> str:
+        value = unwrap(value)
+        if value.type == "identifier" and literals:
+            found = literals.get(source.node_text(value))
+            if found is not None and found[1] <= node.start_byte:
+                return found[0]
+        return canonical(source.node_text(value))
+
     if node.type == "assert_statement":
         cond = unwrap(node.named_children[0]) if node.named_children else None
         if cond is None:
@@ -336,7 +352,7 @@ def _assertion(source: SourceFile, node: Node) -> Assertion | None:
                 return Assertion(
                     canonical(source.node_text(left)),
                     "approx",
-                    canonical(_approx_value(source, right)),
+                    expected_of(_approx_value(right)),
                     line,
                     text,
                     tolerance=tolerance,
@@ -344,7 +360,7 @@ def _assertion(source: SourceFile, node: Node) -> Assertion | None:
             return Assertion(
                 canonical(source.node_text(left)),
                 op,
-                canonical(source.node_text(right)),
+                expected_of(right) if op == "==" else canonical(source.node_text(right)),
                 line,
                 text,
             )
@@ -391,7 +407,11 @@ def _assertion(source: SourceFile, node: Node) -> Assertion | None:
                 return None
             expected = None
             if expected_index is not None and expected_index < len(args):
-                expected = canonical(source.node_text(args[expected_index]))
+                value = args[expected_index]
+                if op in ("==", "approx"):
+                    expected = expected_of(value)
+                else:
+                    expected = canonical(source.node_text(value))
             elif method in ("assertIsNone", "assertIsNotNone"):
                 expected = "None"
             return Assertion(
@@ -406,6 +426,96 @@ def _assertion(source: SourceFile, node: Node) -> Assertion | None:
     if node.type == "raise_statement":
         return Assertion(squash(text), "raise", None, line, text)
     return None
+
+
+# Nodes a name is bound through (`a, (b, *c) = ...`), and where it is then bound: a
+# node type that binds whatever it holds, or the field of a node type that binds.
+_TARGET_PARTS = frozenset(
+    {
+        "pattern_list",
+        "tuple_pattern",
+        "list_pattern",
+        "list_splat_pattern",
+        "dictionary_splat_pattern",
+        "tuple",
+        "list",
+        "parenthesized_expression",
+    }
+)
+_BINDS_ALL = frozenset(
+    {
+        "as_pattern",
+        "as_pattern_target",
+        "parameters",
+        "lambda_parameters",
+        "default_parameter",
+        "typed_parameter",
+        "typed_default_parameter",
+        "global_statement",
+        "nonlocal_statement",
+        "delete_statement",
+        "aliased_import",
+        "dotted_name",  # imports and `case` patterns
+        "splat_pattern",
+        "keyword_pattern",
+    }
+)
+_BINDING_FIELDS = {
+    "assignment": "left",
+    "augmented_assignment": "left",
+    "for_statement": "left",
+    "for_in_clause": "left",
+    "named_expression": "name",
+    "function_definition": "name",
+    "class_definition": "name",
+}
+
+
+def _binds(node: Node) -> bool:
+    """Whether the identifier ``node`` is (or may be) bound where it stands, not read."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type in _TARGET_PARTS:
+        child, parent = parent, parent.parent
+    if parent is None:
+        return False
+    if parent.type in _BINDS_ALL:
+        return True
+    name = _BINDING_FIELDS.get(parent.type)
+    return name is not None and parent.child_by_field_name(name) == child
+
+
+def _assigned_literals(source: SourceFile, fn: Function) -> dict[str, tuple[str, int]]:
+    """The test's locals bound exactly once, by a ``name = <literal>`` statement of its
+    body: name -> (the literal, canonical; the byte where that statement ends). An
+    equality's expected side that names one is that literal (arbitration fixes the
+    literal there: checks/arbitration/isolate.py)."""
+    candidates: dict[str, tuple[str, int]] = {}
+    for stmt in statements(fn.body):
+        assign = stmt.named_children[0] if stmt.type == "expression_statement" else None
+        if assign is None or assign.type != "assignment":
+            continue
+        left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier":
+            continue
+        value = source.node_text(unwrap(right))
+        try:
+            ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        candidates[source.node_text(left)] = (canonical(value), stmt.end_byte)
+    if not candidates:
+        return {}
+    bindings: dict[str, int] = dict.fromkeys(candidates, 0)
+    stack = [fn.node]
+    while stack:
+        node = stack.pop()
+        if node.type == "identifier":
+            name = source.node_text(node)
+            if name in bindings and _binds(node):
+                bindings[name] += 1
+        else:
+            stack.extend(node.children)
+    return {name: found for name, found in candidates.items() if bindings[name] == 1}
 
 
 def _exception_names(source: SourceFile, node: Node) -> tuple[str, ...]:
@@ -440,10 +550,10 @@ def _almost_equal(source: SourceFile, call: Node, args: list[Node]) -> tuple[Non
     return None, (10.0**-places if places is not None else None)
 
 
-def _approx_value(source: SourceFile, node: Node) -> str:
+def _approx_value(node: Node) -> Node:
     node = unwrap(node)
     args = call_arguments(node) if node.type == "call" else []
-    return source.node_text(args[0]) if args else source.node_text(node)
+    return args[0] if args else node
 
 
 def _number(source: SourceFile, node: Node | None) -> float | None:

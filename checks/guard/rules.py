@@ -615,6 +615,8 @@ def expected_value_changed(ctx: Context) -> Iterator[Violation]:
 
     A value changed inside a `@pytest.mark.parametrize` table (without removing the
     case) is the same change; reordering cases or renaming `pytest.param` ids is not.
+    So is a value changed in a local the test assigns a literal to once and compares
+    with (`==`, `assertEqual`, `pytest.approx`); renaming the local is not.
 
     ## Why it matters
     Rewriting the expected value to whatever the code returns turns every test green and
@@ -625,6 +627,9 @@ def expected_value_changed(ctx: Context) -> Iterator[Violation]:
     ```python
     assert count_vowels("aeiou") == 4   # HEAD
     assert count_vowels("aeiou") == 5   # now, no certificate
+
+    expected = 4   # HEAD; now `expected = 5`, no certificate
+    assert count_vowels("aeiou") == expected
     ```
 
     ## Use instead
@@ -776,9 +781,10 @@ def certificate_mismatch(ctx: Context) -> Iterator[Violation]:
     Flags a certificate in `.referee/certificates.jsonl` that would cover a changed
     expected value (same test, same old and new value) but is not bound to the test as
     it is written now: its `test_sha256` is missing or is not the hash of the changed
-    assertion statement (whitespace removed; for a parametrized case, of the case as
-    Python prints it), or its `test_id` no longer names the test. The certificate is not
-    honoured, so the change is also reported as REF302.
+    assertion statement (whitespace removed; for a value in a local, of the assertion
+    that compares with it; for a parametrized case, of the case as Python prints it), or
+    its `test_id` no longer names the test. The certificate is not honoured, so the
+    change is also reported as REF302.
 
     ## Why it matters
     A certificate's id is a hash anyone can recompute. What makes it evidence is that

@@ -308,6 +308,20 @@ APPROX = _text("""
         assert mean([0.1, 0.2]) == pytest.approx(0.15)
 """)
 
+# Expected values kept in a local assigned once: guarded like the literal in place.
+VOWELS_LOCAL = VOWELS.replace(
+    '    assert count_vowels("aeiou") == 5\n',
+    '    expected = 5\n    assert count_vowels("aeiou") == expected\n',
+)
+UNITTEST_LOCAL = UNITTEST.replace(
+    "        self.assertEqual(total([10, 20]), 30)\n",
+    "        want = 30\n        self.assertEqual(total([10, 20]), want)\n",
+)
+APPROX_LOCAL = APPROX.replace(
+    "    assert mean([0.1, 0.2]) == pytest.approx(0.15)\n",
+    "    mean_value = 0.15\n    assert mean([0.1, 0.2]) == pytest.approx(mean_value)\n",
+)
+
 PARAM = _text("""
     import pytest
 
@@ -723,6 +737,27 @@ CHEATS: list[Pair] = [
             assert count_vowels(text) == n
     """
         },
+    ),
+    _cheat(
+        "REF302",
+        "local-variable-value",
+        "expected value changed",
+        {T: VOWELS_LOCAL},
+        {T: VOWELS_LOCAL.replace("expected = 5", "expected = 6")},
+    ),
+    _cheat(
+        "REF302",
+        "assertEqual-local-variable-value",
+        "expected value changed",
+        {T: UNITTEST_LOCAL},
+        {T: UNITTEST_LOCAL.replace("want = 30", "want = 31")},
+    ),
+    _cheat(
+        "REF302",
+        "approx-local-variable-value",
+        "expected value changed",
+        {T: APPROX_LOCAL},
+        {T: APPROX_LOCAL.replace("mean_value = 0.15", "mean_value = 0.16")},
     ),
     # ---- comparison weakened
     *[
@@ -1912,6 +1947,21 @@ CHEATS: list[Pair] = [
             "test_sha256": "f" * 64,
         },
     ),
+    _cheat(
+        "REF309",
+        "certificate-local-variable-bound-to-assignment",
+        "certificate forged",
+        {T: VOWELS_LOCAL},
+        {T: VOWELS_LOCAL.replace("expected = 5", "expected = 6")},
+        certificate={
+            "test_id": "tests/test_shop.py::test_vowels",
+            "call": "count_vowels('aeiou')",
+            "old_value": "5",
+            "new_value": "6",
+            # arbitration binds the assertion that reads the value, not the assignment
+            "test_sha256": hashlib.sha256(b"expected=6").hexdigest(),
+        },
+    ),
 ]
 
 
@@ -1984,6 +2034,29 @@ HONEST: list[Pair] = [
         },
     ),
     _honest("rename-test-file", "rename", {T: BASIC}, {T: None, "tests/test_pricing.py": BASIC}),
+    _honest(
+        "rename-expected-variable",
+        "rename",
+        {T: VOWELS_LOCAL},
+        {T: VOWELS_LOCAL.replace("expected", "want")},
+    ),
+    _honest(
+        "expected-literal-moved-into-variable", "assertion style", {T: VOWELS}, {T: VOWELS_LOCAL}
+    ),
+    # a local bound twice, or computed, is not an expected literal: editing what does not
+    # decide the expected value changes nothing
+    _honest(
+        "dead-assignment-of-twice-bound-local-edited",
+        "assertion style",
+        {T: VOWELS_LOCAL.replace("    expected = 5\n", "    expected = 0\n    expected = 5\n")},
+        {T: VOWELS_LOCAL.replace("    expected = 5\n", "    expected = 1\n    expected = 5\n")},
+    ),
+    _honest(
+        "computed-expected-local-rewritten",
+        "assertion style",
+        {T: VOWELS_LOCAL.replace("expected = 5", 'expected = len("aeiou")')},
+        {T: VOWELS_LOCAL.replace("expected = 5", 'expected = len("AEIOU")')},
+    ),
     # ---- reformatting
     _honest(
         "black-style",
@@ -2960,6 +3033,19 @@ HONEST: list[Pair] = [
         },
         certificate={
             "test_id": "tests/test_shop.py::test_vowels[aeiou-4]",
+            "call": "count_vowels('aeiou')",
+            "old_value": "4",
+            "new_value": "5",
+        },
+        info="REF302",
+    ),
+    _honest(
+        "certified-local-variable-change",
+        "certified",
+        {T: VOWELS_LOCAL.replace("expected = 5", "expected = 4")},
+        {T: VOWELS_LOCAL},
+        certificate={
+            "test_id": "tests/test_shop.py::test_vowels",
             "call": "count_vowels('aeiou')",
             "old_value": "4",
             "new_value": "5",
