@@ -95,3 +95,16 @@ def test_a_cancelled_batch_stops_between_steps(backend):
     assert len(polls) == 4
     # the backend is usable afterwards
     assert chat_batch(backend, [ChatRequest(prompt, max_tokens=4)] * 2)[1].completion_tokens == 4
+
+
+def test_a_prompt_prefix_kept_from_the_last_batch_gives_the_same_answers(backend):
+    """The second batch reuses the first's system prompt from the cache; greedy answers
+    must not change because of it."""
+    grammar = answer_grammar(TEXT)
+    requests = [ChatRequest(review(p), grammar=grammar, max_tokens=60) for p in ("a", "b")]
+    backend._batched = None  # a fresh context: nothing kept
+    cold = [g.text for g in chat_batch(backend, requests)]
+    kept = len(backend._batched._kept)
+    assert kept > 50  # the shared prefix stayed in the cache
+    warm = [g.text for g in chat_batch(backend, requests)]
+    assert warm == cold

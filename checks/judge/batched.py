@@ -122,6 +122,7 @@ class BatchedGenerator:
         if not self.ctx:
             raise RuntimeError("llama.cpp could not create a context for batched decoding")
         self.batch = lc.llama_batch_init(512, 0, n_seq)
+        self._kept: list[int] = []  # the tokens at positions 0.. of sequence 0, kept
         self._candidates = np.empty(self.n_vocab, dtype=_TOKEN_DATA)
         self._candidates["id"] = np.arange(self.n_vocab, dtype=np.int32)
 
@@ -200,7 +201,6 @@ class BatchedGenerator:
             return out
         lc = self.lc
         memory = lc.llama_get_memory(self.ctx)
-        lc.llama_memory_clear(memory, True)
         prompts = [list(r.tokens) for r in requests]
         budget = max(len(p) for p in prompts) + sum(r.max_tokens for r in requests)
         if budget + sum(len(p) for p in prompts) > self.n_ctx * 2:
@@ -210,14 +210,26 @@ class BatchedGenerator:
         shortest = min(len(p) for p in prompts)
         while common < shortest - 1 and all(p[common] == prompts[0][common] for p in prompts):
             common += 1
+        # what the last call left in sequence 0 (its prompts' common prefix) is reused as far
+        # as it matches: the system prompt and the instructions before the item cost nothing
+        reuse = 0
+        while reuse < min(common, len(self._kept)) and self._kept[reuse] == prompts[0][reuse]:
+            reuse += 1
+        self._kept = []
+        if not lc.llama_memory_seq_rm(memory, 0, reuse, -1):
+            lc.llama_memory_clear(memory, True)
+            reuse = 0
+        for s in range(1, self.n_seq):
+            lc.llama_memory_seq_rm(memory, s, -1, -1)
         sequences: list[_Sequence] = []
+        ok = False
         try:
             for request in requests:
                 sequences.append(_Sequence(lc, self.vocab, request))
-            if common:
-                self._feed(prompts[0][:common], 0, [0])
-                for s in range(1, len(requests)):
-                    lc.llama_memory_seq_cp(memory, 0, s, -1, -1)
+            if common > reuse:
+                self._feed(prompts[0][reuse:common], reuse, [0])
+            for s in range(1, len(requests)):
+                lc.llama_memory_seq_cp(memory, 0, s, -1, -1)
             # tails: all but the last token of each, then the last tokens together
             for s, prompt in enumerate(prompts):
                 tail = prompt[common:-1]
@@ -263,7 +275,7 @@ class BatchedGenerator:
                 self._decode(len(step))
                 rows = list(range(len(step)))
                 active = step
-            return [
+            outputs = [
                 Output(
                     data=self.llm.detokenize(seq.tokens) if seq.tokens else b"",
                     completion_tokens=len(seq.tokens),
@@ -271,7 +283,12 @@ class BatchedGenerator:
                 )
                 for seq, prompt in zip(sequences, prompts, strict=True)
             ]
+            ok = True
+            return outputs
         finally:
             for seq in sequences:
                 seq.free()
-            lc.llama_memory_clear(memory, True)
+            if ok and lc.llama_memory_seq_rm(memory, 0, common, -1):
+                self._kept = prompts[0][:common]
+            else:
+                lc.llama_memory_clear(memory, True)
