@@ -52,12 +52,21 @@ def _interface_class(module: PythonModule, fn: Function) -> bool:
     )
 
 
+def _doctest_calls_itself(module: PythonModule, fn: Function) -> bool:
+    """Whether the docstring's examples call the function itself (``>>> f(1)``): then they
+    specify it — the body still has to be written — rather than test other code."""
+    docstring = module.source.node_text(fn.statements[0])
+    call = re.compile(rf"(?:>>>|\.\.\.)[^\n]*\b{re.escape(fn.name)}\s*\(")
+    return call.search(docstring) is not None
+
+
 def placeholder_kind(module: PythonModule, fn: Function) -> tuple[str, bool, bool] | None:
     """``(what the body is, has a TODO marker, has a docstring)``, or None when the body
     does real work or a comment says the emptiness is meant."""
     source = module.source
-    if fn.node.has_error or module.has_doctest(fn):
-        return None  # a doctest docstring is a test; an unparsed body proves nothing
+    if fn.node.has_error:
+        return None  # an unparsed body proves nothing
+    doctest = module.has_doctest(fn)
     body = fn.statements
     docstring = bool(body) and is_docstring(body[0])
     if docstring:
@@ -81,6 +90,10 @@ def placeholder_kind(module: PythonModule, fn: Function) -> tuple[str, bool, boo
     )
     if fn.comments and not marker:
         return None  # "pass  # nothing to release": the author says it is meant
+    if doctest and (not kinds or not _doctest_calls_itself(module, fn)):
+        # a docstring of doctests is a test of other code; but `pass` or `raise
+        # NotImplementedError` under examples of the function itself is a stub
+        return None
     if not kinds:
         kinds.append("a docstring" if docstring else "comments")
     what = " and ".join(dict.fromkeys(kinds))
@@ -102,7 +115,9 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
     file under a `test`/`tests`/`testing` directory (fixtures, support modules), are
     flagged only with a `TODO`, `FIXME`, `XXX` or `TBD` marker: dummy callables are what
     tests are made of. A docstring with doctest examples (`>>>`) is a test, not a
-    placeholder; a skipped test is left to `skip-without-reason` (REF121).
+    placeholder — unless the examples call the function itself and the body is `pass`,
+    `...` or `raise NotImplementedError`: that is a stub whose examples cannot pass. A
+    skipped test is left to `skip-without-reason` (REF121).
 
     The finding is an error when the stub promises something (a docstring, a return
     annotation, a marker, `raise NotImplementedError`, or a test name) and a warning for
