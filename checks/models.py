@@ -233,6 +233,12 @@ class JudgeConfig(_Config):
     )
     max_tokens: int = Field(default=160, ge=16, le=4096)
     timeout: float = Field(default=120.0, gt=0, description="Seconds per model call (openai).")
+    threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=512,
+        description="CPU threads of the in-process model (default: every core).",
+    )
 
 
 class ArbitrationConfig(_Config):

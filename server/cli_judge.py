@@ -58,7 +58,11 @@ def judge_results(
     try:
         core.perspective_instructions(config)
         backend = open_backend(
-            config.backend, model=config.model, url=config.url, api_key_env=config.api_key_env
+            config.backend,
+            model=config.model,
+            url=config.url,
+            api_key_env=config.api_key_env,
+            threads=config.threads,
         )
     except (BackendError, ValueError) as exc:
         err.print(

@@ -175,7 +175,11 @@ class JudgeService:
         source = SourceFile(str(path), text, kind_of(str(path)))
         findings = check_source(source, settings, relpath)
         backend = open_backend(
-            config.backend, model=config.model, url=config.url, api_key_env=config.api_key_env
+            config.backend,
+            model=config.model,
+            url=config.url,
+            api_key_env=config.api_key_env,
+            threads=config.threads,
         )
         judgement = core.judge_file(
             source,

@@ -108,3 +108,28 @@ def test_a_prompt_prefix_kept_from_the_last_batch_gives_the_same_answers(backend
     assert kept > 50  # the shared prefix stayed in the cache
     warm = [g.text for g in chat_batch(backend, requests)]
     assert warm == cold
+
+
+def test_the_threads_setting_reaches_the_model(small_model: Path, tmp_path: Path):
+    from referee.checks.config import load_file
+    from referee.checks.judge.backend import open_backend
+
+    (tmp_path / "referee.toml").write_text(
+        f'[judge]\nmodel = "{small_model}"\nthreads = 1\n', encoding="utf-8"
+    )
+    config = load_file(tmp_path / "referee.toml").config.judge
+    assert config.threads == 1
+    opened = open_backend(config.backend, model=config.model, threads=config.threads)
+    assert opened._llm.context_params.n_threads == 1
+    requests = [ChatRequest(review("strict"), max_tokens=3)] * 2
+    assert [g.completion_tokens for g in chat_batch(opened, requests)] == [3, 3]
+    assert opened._batched.ctx  # the batch context got the same thread count
+
+
+def test_a_batch_too_big_for_its_context_is_a_clear_error_and_the_model_stays_usable(backend):
+    from referee.checks.judge.backend import BackendError
+
+    prompt = [{"role": "user", "content": "Say hi."}]
+    with pytest.raises(BackendError, match="tokens of context"):
+        chat_batch(backend, [ChatRequest(prompt, max_tokens=4096)] * 3)
+    assert chat_batch(backend, [ChatRequest(prompt, max_tokens=2)] * 2)[0].completion_tokens <= 2

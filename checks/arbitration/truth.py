@@ -55,8 +55,16 @@ class LazyModel:
     cache key) names the weights without loading them: the backend, the model setting,
     and for a local file its size and modification time."""
 
-    def __init__(self, backend: str, model: str, url: str | None, api_key_env: str | None):
+    def __init__(
+        self,
+        backend: str,
+        model: str,
+        url: str | None,
+        api_key_env: str | None,
+        threads: int | None = None,
+    ):
         self.backend, self.model, self.url, self.api_key_env = backend, model, url, api_key_env
+        self.threads = threads
         self._opened: Any = None
         self._lock = threading.Lock()
 
@@ -68,6 +76,7 @@ class LazyModel:
             config.model or judge.model,
             config.url or judge.url,
             judge.api_key_env,
+            judge.threads,
         )
 
     @property
@@ -87,7 +96,11 @@ class LazyModel:
         with self._lock:
             if self._opened is None:
                 self._opened = open_backend(
-                    self.backend, model=self.model, url=self.url, api_key_env=self.api_key_env
+                    self.backend,
+                    model=self.model,
+                    url=self.url,
+                    api_key_env=self.api_key_env,
+                    threads=self.threads,
                 )
         return self._opened
 

@@ -477,12 +477,13 @@ def open_backend(
     url: str | None = None,
     api_key_env: str | None = None,
     n_ctx: int = 4096,
+    threads: int | None = None,
 ) -> Backend:
     """The backend a configuration names, loaded once per process and shared.
 
     Raises :class:`BackendError` with one clear sentence when it cannot be used.
     """
-    key = (backend, model, url, api_key_env, n_ctx)
+    key = (backend, model, url, api_key_env, n_ctx, threads)
     with _OPEN_LOCK:
         if key in _OPEN:
             return _OPEN[key]
@@ -496,7 +497,7 @@ def open_backend(
                 path = model_files.resolve(model)
             except model_files.ModelError as exc:
                 raise BackendError(str(exc)) from exc
-            opened = LlamaCppBackend(path, n_ctx=n_ctx)
+            opened = LlamaCppBackend(path, n_ctx=n_ctx, n_threads=threads)
         else:
             raise BackendError(f"unknown judge backend {backend!r}: use llama-cpp or openai")
         _OPEN[key] = opened

@@ -202,14 +202,21 @@ class BatchedGenerator:
         lc = self.lc
         memory = lc.llama_get_memory(self.ctx)
         prompts = [list(r.tokens) for r in requests]
-        budget = max(len(p) for p in prompts) + sum(r.max_tokens for r in requests)
-        if budget + sum(len(p) for p in prompts) > self.n_ctx * 2:
-            raise ValueError(f"the prompts and answers need more than {self.n_ctx} tokens")
+        if not all(prompts):
+            raise ValueError("an empty prompt")
         # the common prefix, less one token so every sequence has a tail to sample from
         common = 0
         shortest = min(len(p) for p in prompts)
         while common < shortest - 1 and all(p[common] == prompts[0][common] for p in prompts):
             common += 1
+        # the cache holds the shared prefix once, every tail, and every answer
+        needed = common + sum(len(p) - common for p in prompts)
+        needed += sum(r.max_tokens for r in requests)
+        if needed > self.n_ctx:
+            raise ValueError(
+                f"the prompts and their answers need {needed} tokens of context; the batch "
+                f"has {self.n_ctx}"
+            )
         # what the last call left in sequence 0 (its prompts' common prefix) is reused as far
         # as it matches: the system prompt and the instructions before the item cost nothing
         reuse = 0
