@@ -17,6 +17,8 @@ unreachable) into one :class:`BackendError` whose message says what to do.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -165,6 +167,17 @@ class LlamaCppBackend:
     @property
     def identity(self) -> str:
         return self._identity
+
+    def close(self) -> None:
+        """Free the batch context and the model now (also done at interpreter exit, while
+        llama-cpp-python's module is still there to free them)."""
+        with self._lock:
+            if self._batched is not None:
+                self._batched.close()
+                self._batched = None
+            close = getattr(self._llm, "close", None)
+            if close is not None:
+                close()
 
     def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
         """The chat as the model's own template lays it out, as tokens — what
@@ -468,6 +481,20 @@ class ScriptedBackend:
 
 _OPEN: dict[tuple[Any, ...], Backend] = {}
 _OPEN_LOCK = threading.Lock()
+
+
+def _close_all() -> None:
+    with _OPEN_LOCK:
+        opened = list(_OPEN.values())
+        _OPEN.clear()
+    for backend in opened:
+        close = getattr(backend, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):  # exiting anyway: never mask the real exit
+                close()
+
+
+atexit.register(_close_all)
 
 
 def open_backend(

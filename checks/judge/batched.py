@@ -19,7 +19,6 @@ Only :class:`~referee.checks.judge.backend.LlamaCppBackend` uses this, under its
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import math
 import re
@@ -133,8 +132,10 @@ class BatchedGenerator:
             self.ctx = None
 
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
-        with contextlib.suppress(Exception):
+        try:  # noqa: SIM105 - no module globals here: they may be gone at shutdown
             self.close()
+        except Exception:
+            pass
 
     # ----------------------------------------------------------------- the batch
 
