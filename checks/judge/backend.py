@@ -111,17 +111,20 @@ def chat_batch(
     for r in requests:
         if cancelled is not None and cancelled():
             raise BatchCancelled
-        out.append(
-            backend.chat(
-                r.messages,
-                schema=r.schema,
-                grammar=r.grammar,
-                max_tokens=r.max_tokens,
-                temperature=r.temperature,
-                seed=r.seed,
-            )
-        )
+        out.append(ask_one(backend, r))
     return out
+
+
+def ask_one(backend: Any, r: ChatRequest) -> Generation:
+    """One request through :meth:`Backend.chat`."""
+    return backend.chat(
+        r.messages,
+        schema=r.schema,
+        grammar=r.grammar,
+        max_tokens=r.max_tokens,
+        temperature=r.temperature,
+        seed=r.seed,
+    )
 
 
 # ------------------------------------------------------------------------ llama-cpp
@@ -399,18 +402,8 @@ class OpenAIBackend:
             raise BatchCancelled
         from concurrent.futures import ThreadPoolExecutor
 
-        def one(r: ChatRequest) -> Generation:
-            return self.chat(
-                r.messages,
-                schema=r.schema,
-                grammar=r.grammar,
-                max_tokens=r.max_tokens,
-                temperature=r.temperature,
-                seed=r.seed,
-            )
-
         with ThreadPoolExecutor(max_workers=min(8, len(requests))) as pool:
-            return list(pool.map(one, requests))
+            return list(pool.map(lambda r: ask_one(self, r), requests))
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(
