@@ -254,6 +254,13 @@ class ArbitrationConfig(_Config):
     agreement: Literal["all"] | Annotated[int, Field(ge=1)] = Field(
         default="all", description="How many oracles must agree to certify a value: all, or N."
     )
+    test_edit_oracles: int = Field(
+        default=5,
+        ge=1,
+        le=9,
+        description="Oracles a test edit needs when only oracles speak for the truth: the "
+        "k first ones are extended to this many, and the extra ones must agree too.",
+    )
     candidates: int = Field(
         default=3, ge=0, le=9, description="N candidate patches tried when the source is wrong."
     )
@@ -291,6 +298,18 @@ class ArbitrationConfig(_Config):
     @property
     def required_agreement(self) -> int:
         return self.oracles if self.agreement == "all" else int(self.agreement)
+
+    @property
+    def test_edit_total(self) -> int:
+        """How many oracles are written before oracles alone may certify a test edit."""
+        return max(self.oracles, self.test_edit_oracles)
+
+    @property
+    def test_edit_agreement(self) -> int:
+        """How many of them must agree: all, or ``agreement`` plus every extra oracle."""
+        if self.agreement == "all":
+            return self.test_edit_total
+        return int(self.agreement) + self.test_edit_total - self.oracles
 
 
 class RefereeConfig(_Config):

@@ -42,7 +42,7 @@ from referee.checks.arbitration.truth import (
 from referee.checks.atomic import StaleFileError
 from referee.checks.config import discover
 from referee.checks.judge.backend import ScriptedBackend
-from referee.checks.models import OracleResult
+from referee.checks.models import ArbitrationConfig, OracleResult
 from referee.checks.source import SourceFile
 
 CORRECT = '''def count_vowels(text: str) -> int:
@@ -278,7 +278,7 @@ def test_the_model_never_sees_the_body_or_the_test_when_writing_oracles(tmp_path
     root = project(tmp_path / "p", CORRECT, tests)
     model = scripted([ORACLE])
     run(root, "tests/test_text.py::test_vowels", model)
-    assert len(model.calls) == 3
+    assert len(model.calls) == 5  # three oracles, two more before a test edit
     for messages in model.calls:
         sent = "\n".join(m["content"] for m in messages)
         assert "BODY-MARKER" not in sent and "TEST-MARKER" not in sent
@@ -303,7 +303,10 @@ def test_correct_code_and_wrong_assertion_is_test_wrong_with_a_one_literal_fix(t
     verdict = result.verdict
     assert verdict.verdict == "TEST_WRONG"
     assert (verdict.produced, verdict.asserted, verdict.truth) == ("5", "4", "5")
-    assert [o.value for o in verdict.oracles] == ["5", "5", "5"]
+    # three oracles agreed, and a test edit needed two more (test_edit_oracles = 5)
+    assert [(o.source, o.value) for o in verdict.oracles] == [
+        (f"oracle-{i}", "5") for i in range(1, 6)
+    ]
     assert verdict.fix is not None and verdict.fix.side == "test"
     assert verdict.fix.title == "Fix test (certified: 5)"
     assert result.new_text == TESTS.format(expected="5")
@@ -345,6 +348,50 @@ def test_an_oracles_program_that_passes_the_module_is_the_fix_and_keeps_the_docs
         '    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""\n'
         "    return sum((ch in 'aeiouAEIOU' for ch in text))\n"  # as ast.unparse writes it
     )
+
+
+def test_a_test_edit_needs_the_extra_oracles_to_agree_too(tmp_path: Path):
+    """Three oracles of one model can share one misreading of the docstring (the
+    arbitration bench's only guard violation was that), so oracles alone certify a test
+    edit only when two more agree as well."""
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
+    model = scripted([ORACLE, ORACLE, ORACLE, WRONG_ORACLE])  # the fourth one dissents
+    result = run(root, "tests/test_text.py::test_vowels", model)
+    verdict = result.verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None and result.new_text is None
+    assert len(model.calls) == 5
+    assert [o.value for o in verdict.oracles] == ["5", "5", "5", "6", "5"]
+    assert "editing the test needs 5 of 5 oracles to agree" in verdict.reason
+    assert "oracle-4: 6" in verdict.reason
+    assert verdict.review_item in review.read(root).items
+
+
+def test_the_extra_oracles_are_asked_only_for_a_test_edit_and_can_be_turned_off(
+    tmp_path: Path,
+):
+    # a source edit: the first three decide, nobody else is asked
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    model = scripted([LONE_ORACLE, LONE_ORACLE, LONE_ORACLE, WRONG_ORACLE], [GOOD_PATCH])
+    assert run(root, "tests/test_text.py::test_vowels", model).verdict.verdict == "SOURCE_WRONG"
+    assert len([c for c in model.calls if c[0]["content"] == prompts().oracle_system]) == 3
+    # test_edit_oracles = k: the k oracles certify a test edit on their own
+    root = project(
+        tmp_path / "q",
+        CORRECT,
+        TESTS.format(expected="4"),
+        "[arbitration]\ntest_edit_oracles = 3\n",
+    )
+    model = scripted([ORACLE, ORACLE, ORACLE, WRONG_ORACLE])
+    verdict = run(root, "tests/test_text.py::test_vowels", model).verdict
+    assert verdict.verdict == "TEST_WRONG" and len(verdict.oracles) == 3
+    assert len(model.calls) == 3
+
+
+def test_test_edits_need_agreement_plus_every_extra_oracle():
+    assert ArbitrationConfig().test_edit_agreement == 5
+    assert ArbitrationConfig(agreement=2).test_edit_agreement == 4  # 2 of 3, then 4 of 5
+    assert ArbitrationConfig(oracles=7).test_edit_total == 7  # never fewer than k
+    assert ArbitrationConfig(oracles=7, agreement=5).test_edit_agreement == 5
 
 
 def test_oracles_agreeing_on_a_third_value_leave_it_unclear(tmp_path: Path):
@@ -454,8 +501,8 @@ def test_oracle_programs_are_cached_across_runs(tmp_path: Path):
     model = scripted([ORACLE])
     run(root, "tests/test_text.py::test_vowels", model)
     again = run(root, "tests/test_text.py::test_vowels", model).verdict
-    assert len(model.calls) == 3  # the second run asked nothing
-    assert [o.cached for o in again.oracles] == [True, True, True]
+    assert len(model.calls) == 5  # the second run asked nothing
+    assert [o.cached for o in again.oracles] == [True] * 5
     assert again.verdict == "TEST_WRONG"
 
 
@@ -495,7 +542,7 @@ def test_applied_test_fix_carries_a_certificate_the_guard_honours(tmp_path: Path
         "4",
         "5",
     )
-    assert [e.source for e in certificate.evidence] == ["oracle-1", "oracle-2", "oracle-3"]
+    assert [e.source for e in certificate.evidence] == [f"oracle-{i}" for i in range(1, 6)]
     assert (root / "tests/test_text.py").read_text(encoding="utf-8") == TESTS.format(expected="5")
     guard = referee("guard", "--format", "json", cwd=root)
     assert guard.returncode == 0, guard.stdout + guard.stderr

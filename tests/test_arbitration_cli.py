@@ -194,7 +194,7 @@ def test_count_vowels_story_with_the_real_model(tmp_path: Path, referee, small_m
     verdict = json.loads(done.stdout)
     assert verdict["verdict"] == "TEST_WRONG", verdict["reason"]
     assert verdict["truth"] == "5" and verdict["truth_source"] == "oracles"
-    assert [o["value"] for o in verdict["oracles"]] == ["5", "5", "5"]
+    assert [o["value"] for o in verdict["oracles"]] == ["5"] * 5  # 3, then 2 for a test edit
     assert verdict["applied"] and verdict["certificate"]["new_value"] == "5"
     assert (repo / "tests/test_text.py").read_text(encoding="utf-8") == TESTS.format(expected="5")
     guard = referee("guard", cwd=repo)

@@ -255,6 +255,7 @@ class _Context:
 
         # --- the truth, from sources that saw neither the body nor the test
         sources: list[OracleResult] = []
+        model: Any = None
         doctest = doctest_evidence(spec, isolated.arguments)
         if doctest is not None:
             sources.append(doctest)
@@ -315,6 +316,12 @@ class _Context:
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
         history = _history(self.root, self.test.path, isolated.expected.line)
         if produced_ok and not asserted_ok:
+            if truth_source == "oracles":
+                refused = self._confirm_test_edit(
+                    model, isolated.arguments, truth, say, cancelled, cache_dir
+                )
+                if refused is not None:
+                    return refused
             return self._test_wrong(isolated, truth, truth_source, history)
         if asserted_ok and not produced_ok:
             return self._source_wrong(
@@ -337,6 +344,44 @@ class _Context:
                 f"({obs.produced or obs.produced_error}) nor the asserted one ({obs.asserted})"
             )
         return self.unclear(reason, truth=truth, truth_source=truth_source, history=history)
+
+    def _confirm_test_edit(
+        self,
+        model: Any,
+        arguments: str,
+        truth: str,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> Arbitration | None:
+        """A test edit is the one move the guard exists to stop, and k oracles of one model
+        can share one misreading of the docstring. So before oracles alone certify it,
+        more are written (``test_edit_oracles``) and they must agree as well; None when
+        they do, else the UNCLEAR verdict that says they do not."""
+        config = self.config
+        total, needed = config.test_edit_total, config.test_edit_agreement
+        if total <= config.oracles:
+            return None
+        assert self.spec is not None
+        extra = oracle_evidence(
+            self.spec,
+            arguments,
+            model,
+            config,
+            ProgramCache(cache_dir),
+            say,
+            cancelled,
+            seeds=range(config.oracles + 1, total + 1),
+        )
+        self.oracles = (*self.oracles, *extra)
+        confirmed = agreed_value(self.oracles, needed)
+        if confirmed is not None and sandbox.values_equal(confirmed, truth):
+            return None
+        return self.unclear(
+            f"the {config.oracles} oracles agree with what the code produced ({truth}), but "
+            f"editing the test needs {needed} of {total} oracles to agree and the "
+            f"{total - config.oracles} more do not: " + "; ".join(_evidence_line(r) for r in extra)
+        )
 
     def _failing_line(self) -> tuple[int, dict[str, Any] | None]:
         """The line of the failing assertion in the test file, and its comparison."""

@@ -487,16 +487,21 @@ def oracle_evidence(
     cache: ProgramCache,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> list[OracleResult]:
     """k oracle programs, written from the signature and docstring with different seeds,
     each run in the sandbox on the call's arguments. The k questions go to the model at
     once — the in-process model decodes them as one batch, the shared prompt evaluated
-    once; a server gets them concurrently — then the programs run side by side."""
+    once; a server gets them concurrently — then the programs run side by side.
+
+    ``seeds`` (default 1..k) names the oracles: oracle-N is the one written with seed N,
+    so more oracles for the same call extend the first k rather than repeat them."""
     messages = oracle_messages(spec)
     call = f"{spec.name}({arguments})"
-    seeds = list(range(1, config.oracles + 1))
+    seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     if progress is not None:
-        progress(f"writing {config.oracles} oracles from the signature and docstring")
+        more = "" if seeds[0] == 1 else " more"
+        progress(f"writing {len(seeds)}{more} oracles from the signature and docstring")
     answers = generate_many(
         backend,
         messages,
@@ -506,9 +511,9 @@ def oracle_evidence(
         cancelled=cancelled,
     )
 
-    def oracle(index: int) -> OracleResult:
-        source = f"oracle-{index}"
-        answer, cached = answers[index - 1]
+    def oracle(position: int) -> OracleResult:
+        source = f"oracle-{seeds[position]}"
+        answer, cached = answers[position]
         program, problem = program_from(answer, spec.name)
         if program is None:
             return OracleResult(
@@ -529,9 +534,9 @@ def oracle_evidence(
         )
 
     if progress is not None:
-        progress(f"running {config.oracles} oracle programs in the sandbox")
-    with ThreadPoolExecutor(max_workers=config.oracles) as pool:
-        return list(pool.map(oracle, seeds))
+        progress(f"running {len(seeds)} oracle programs in the sandbox")
+    with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
+        return list(pool.map(oracle, range(len(seeds))))
 
 
 def agreed_value(results: Sequence[OracleResult], required: int) -> str | None:
