@@ -20,7 +20,13 @@ from tree_sitter import Node
 from referee.checks.config import Settings
 from referee.checks.guard.context import GuardContext
 from referee.checks.models import Finding, Fix, Span
-from referee.checks.pymodule import Function, PythonModule, close_asserting, imports_only_unittest
+from referee.checks.pymodule import (
+    Function,
+    PythonModule,
+    close_asserting,
+    imports_only_unittest,
+    merged_ranges,
+)
 from referee.checks.rule import Context, Rule, Violation
 from referee.checks.source import SourceFile
 
@@ -568,18 +574,10 @@ class Incremental:
         indices: list[int],
         unittest_only: bool,
     ) -> PythonModule:
-        ranges: list[tuple[int, int]] = []
-        previous = -2
-        for i in indices:
-            if i == previous + 1:
-                ranges[-1] = (ranges[-1][0], chunks[i].end)
-            else:
-                ranges.append((chunks[i].start, chunks[i].end))
-            previous = i
         return PythonModule(
             source,
             is_test_file,
-            ranges=ranges,
+            ranges=merged_ranges(chunks, indices),
             aliases=self._aliases,
             unittest_only=unittest_only,
         )

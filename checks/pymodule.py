@@ -15,9 +15,10 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from tree_sitter import Node, Query, QueryCursor
 
@@ -202,6 +203,20 @@ def decorator_names(source: SourceFile, definition: Node) -> tuple[str, ...]:
             text = source.node_text(child).lstrip("@").strip()
             names.append(text.split("(", 1)[0].strip())
     return tuple(names)
+
+
+def merged_ranges(chunks: Sequence[Any], indices: Iterable[int]) -> list[tuple[int, int]]:
+    """The byte ranges (``start``, ``end``) of the statement chunks ``indices`` picks, in
+    ascending order, with neighbouring chunks merged into one range."""
+    ranges: list[tuple[int, int]] = []
+    previous = -2
+    for i in indices:
+        if i == previous + 1:
+            ranges[-1] = (ranges[-1][0], chunks[i].end)
+        else:
+            ranges.append((chunks[i].start, chunks[i].end))
+        previous = i
+    return ranges
 
 
 class PythonModule:

@@ -19,7 +19,6 @@ import hashlib
 import logging
 import re
 import threading
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from referee.checks.config import Settings
+from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
     from referee.checks.arbitration.observe import TestRecord
@@ -339,7 +339,7 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         return {"ok": False, "message": f"save {path.name} first: arbitration runs the saved tests"}
 
     stop = threading.Event()
-    progress = _Progress(ls)
+    progress = WorkProgress(ls, "arbitrate", cancellable=True)
     await progress.begin(f"referee: arbitrating {test_id.split('::')[-1]}")
     loop = asyncio.get_running_loop()
 
@@ -407,46 +407,6 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         certificate = ledger.append(result.root, result.certificate)
         answer["certificate"] = certificate.id
     return answer
-
-
-class _Progress:
-    """Cancellable window/workDoneProgress for one arbitration, when the client has it."""
-
-    def __init__(self, ls: RefereeServer) -> None:
-        self.ls = ls
-        self.token: str | None = None
-
-    async def begin(self, title: str) -> None:
-        window = self.ls.client_capabilities.window
-        if not (window and window.work_done_progress):
-            return
-        token = f"referee-arbitrate-{uuid.uuid4()}"
-        try:
-            await self.ls.work_done_progress.create_async(token)
-        except Exception:
-            return
-        self.token = token
-        self.ls.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=title, cancellable=True)
-        )
-
-    def cancelled(self) -> bool:
-        if self.token is None:
-            return False
-        future = self.ls.work_done_progress.tokens.get(self.token)
-        return future is not None and future.cancelled()
-
-    def report(self, message: str) -> None:
-        if self.token is not None:
-            self.ls.work_done_progress.report(
-                self.token, types.WorkDoneProgressReport(message=message)
-            )
-
-    def end(self) -> None:
-        if self.token is not None:
-            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
-            self.ls.work_done_progress.tokens.pop(self.token, None)
-            self.token = None
 
 
 def register(server: RefereeServer) -> None:

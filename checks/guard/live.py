@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING, Any
 from tree_sitter import Node
 
 from referee.checks.guard.facts import TestFacts, facts_of, module_marks, module_value, squash
-from referee.checks.pymodule import PythonModule, close_asserting, imports_only_unittest
+from referee.checks.pymodule import (
+    PythonModule,
+    close_asserting,
+    imports_only_unittest,
+    merged_ranges,
+)
 from referee.checks.source import SourceFile
 
 if TYPE_CHECKING:
@@ -337,16 +342,12 @@ class CurrentFacts:
     def _module(
         self, source: SourceFile, chunks: list[_Chunk], indices: list[int], unittest_only: bool
     ) -> PythonModule:
-        ranges: list[tuple[int, int]] = []
-        previous = -2
-        for i in indices:
-            if i == previous + 1:
-                ranges[-1] = (ranges[-1][0], chunks[i].end)
-            else:
-                ranges.append((chunks[i].start, chunks[i].end))
-            previous = i
         return PythonModule(
-            source, True, ranges=ranges, aliases=self._aliases, unittest_only=unittest_only
+            source,
+            True,
+            ranges=merged_ranges(chunks, indices),
+            aliases=self._aliases,
+            unittest_only=unittest_only,
         )
 
     @staticmethod
