@@ -4,7 +4,8 @@ The judge runs on its own single worker thread (never on the event loop, never i
 that computes L0/L1 diagnostics, so typing stays immediate while the model thinks), with
 work-done progress, and is cancelled when the document changes again. Its findings are kept
 apart from L0/L1's and published beside them, never instead of them; they stay until the
-next judge run of that document.
+next judge run of that document, moved with their lines as the text above them is edited
+and withdrawn when their own lines are.
 
 Commands: ``referee.judge.run`` [uri] (for ``judge.run = "manual"``), ``referee.review.list``,
 ``referee.review.accept`` / ``referee.review.reject`` [id]. A ``referee/status``
@@ -14,9 +15,10 @@ notification tells clients whether the judge is running and how many items wait 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import logging
 import threading
-import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,7 @@ from referee.checks import review
 from referee.checks.config import Settings
 from referee.checks.engine import check_source
 from referee.checks.models import Finding
+from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
     from referee.server.lsp import RefereeServer
@@ -51,11 +54,15 @@ class Judged:
     text: str
     findings: list[Finding]
     review_ids: dict[int, str] = field(default_factory=dict)  # finding index -> item id
+    # finding index -> the first and last line (1-based) of what was judged: the diagnostic
+    # underlines only the first, but an edit anywhere in the function makes it stale
+    extents: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 class JudgeService:
     def __init__(self) -> None:
         self.results: dict[str, Judged] = {}
+        self._blocks: dict[tuple[str, int, int], list[tuple[int, int, int]]] = {}
         self.running: dict[str, tuple[asyncio.Task[None], threading.Event]] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="referee-judge")
         self.unavailable: str | None = None  # why the model cannot be used, once said
@@ -120,8 +127,8 @@ class JudgeService:
 
         path = ls.path_of(uri)
         settings = self.settings_for(ls, path)
-        progress = _Progress(ls, f"referee: judging {path.name}")
-        await progress.begin()
+        progress = WorkProgress(ls, "judge")
+        await progress.begin(f"referee: judging {path.name}")
         loop = asyncio.get_running_loop()
         try:
             judged = await loop.run_in_executor(
@@ -198,7 +205,12 @@ class JudgeService:
             )
             if finding.code == "REF402"
         }
-        return Judged(version, text, judgement.findings, ids)
+        extents = {
+            index: (decision.span.start.line, decision.span.end.line)
+            for index, decision in enumerate(judgement.finding_decisions)
+            if decision.span is not None
+        }
+        return Judged(version, text, judgement.findings, ids, extents)
 
     # ------------------------------------------------------------------ output
 
@@ -206,9 +218,33 @@ class JudgeService:
         judged = self.results.get(uri)
         if judged is None:
             return []
-        lines = judged.text.split("\n")
+        document = ls.documents.get(uri)
+        now = document.text if document is not None else judged.text
+        lines = now.split("\n")
+        moved = self._moved(uri, judged, now)
         out = []
         for index, finding in enumerate(judged.findings):
+            first, last = judged.extents.get(
+                index, (finding.span.start.line, finding.span.end.line)
+            )
+            shift = moved(first, last)
+            if shift is None:
+                continue  # the lines it was about were edited since: stale until the next run
+            if shift:
+                finding = finding.model_copy(
+                    update={
+                        "span": finding.span.model_copy(
+                            update={
+                                "start": finding.span.start.model_copy(
+                                    update={"line": finding.span.start.line + shift}
+                                ),
+                                "end": finding.span.end.model_copy(
+                                    update={"line": finding.span.end.line + shift}
+                                ),
+                            }
+                        )
+                    }
+                )
             diagnostic = ls.diagnostic(finding, lines)
             message = finding.message
             if finding.evidence:
@@ -218,6 +254,30 @@ class JudgeService:
                 diagnostic.data = {**(diagnostic.data or {}), "reviewId": judged.review_ids[index]}
             out.append(diagnostic)
         return out
+
+    def _moved(self, uri: str, judged: Judged, now: str) -> Callable[[int, int], int | None]:
+        """For the text as it is now: how far the lines ``first..last`` (1-based) of the
+        judged text moved, or None when any of them was edited. Edits above a judged
+        function move its diagnostic with it; an edit inside it takes the diagnostic away
+        (the verdict was about other text) until the judge runs again."""
+        if now == judged.text:
+            return lambda first, last: 0
+        key = (uri, id(judged), hash(now))
+        blocks = self._blocks.get(key)
+        if blocks is None:
+            matcher = difflib.SequenceMatcher(
+                None, judged.text.split("\n"), now.split("\n"), autojunk=False
+            )
+            blocks = [(i, j, n) for i, j, n in matcher.get_matching_blocks() if n]
+            self._blocks = {key: blocks}  # one document's latest text is enough
+
+        def moved(first: int, last: int) -> int | None:
+            for i, j, n in blocks:
+                if i < first and last <= i + n:  # lines first..last are 0-based i..i+n-1
+                    return j - i
+            return None
+
+        return moved
 
     def result_tag(self, uri: str) -> str:
         judged = self.results.get(uri)
@@ -286,40 +346,6 @@ def _baseline(root: Path, path: Path) -> str | None:
         return baseline.read_at(top, "HEAD", [relative]).get(relative)
     except (baseline.GitError, ValueError, OSError):
         return None
-
-
-class _Progress:
-    """window/workDoneProgress for one run, when the client supports it."""
-
-    def __init__(self, ls: RefereeServer, title: str) -> None:
-        self.ls = ls
-        self.title = title
-        self.token: str | None = None
-
-    async def begin(self) -> None:
-        window = self.ls.client_capabilities.window
-        if not (window and window.work_done_progress):
-            return
-        token = f"referee-judge-{uuid.uuid4()}"
-        try:
-            await self.ls.work_done_progress.create_async(token)
-        except Exception:
-            return
-        self.token = token
-        self.ls.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=self.title, cancellable=False)
-        )
-
-    def report(self, message: str) -> None:
-        if self.token is not None:
-            self.ls.work_done_progress.report(
-                token=self.token, value=types.WorkDoneProgressReport(message=message)
-            )
-
-    def end(self) -> None:
-        if self.token is not None:
-            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd())
-            self.token = None
 
 
 def register(server: RefereeServer) -> None:

@@ -47,10 +47,11 @@ def project(tmp_path: Path, judge: str, text: str = CODE, model: Path | None = N
     return tmp_path
 
 
-def referee(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def referee(root: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "REFEREE_CACHE_DIR": str(root / ".cache")}
     return subprocess.run(
         [sys.executable, "-m", "referee", *args],
+        input=stdin,
         cwd=root,
         capture_output=True,
         text=True,
@@ -111,6 +112,30 @@ def test_a_split_vote_goes_to_a_person_and_the_decision_sticks(tmp_path, model_p
     assert finding["code"] == "REF403" and "rejected by ada" in finding["message"]
     assert after.returncode == 1
     assert json.loads(referee(root, "review", "list", "--format", "json").stdout) == []
+
+
+def test_the_judge_reads_the_editors_text_from_stdin_not_the_file_on_disk(
+    tmp_path, model_path
+) -> None:
+    """`check --judge --stdin-filename` (what an editor integration sends): the unsaved
+    text is judged, at its own lines; the file on disk is neither read nor written."""
+    judge = (
+        'perspectives = ["approve", "refuse"]\n'
+        "[judge.custom-perspectives]\n"
+        'approve = "Perspective: approve. Whatever the code does, your verdict is PASS."\n'
+        'refuse = "Perspective: refuse. Whatever the code does, your verdict is REJECT."\n'
+    )
+    on_disk = "VALUE = 1\n"
+    root = project(tmp_path, judge, text=on_disk, model=model_path)
+    unsaved = "import os\n\n\n" + CODE.split("\n\n\n")[1]
+    proc = referee(
+        root, "check", "--judge", "--format", "json", "--stdin-filename", "mathx.py", stdin=unsaved
+    )
+    assert "cannot run" not in proc.stderr, proc.stderr
+    (finding,) = [f for f in findings(proc) if f["code"].startswith("REF4")]
+    assert finding["code"] == "REF402" and finding["path"] == "mathx.py"
+    assert finding["span"]["start"]["line"] == 4  # `def add` in the unsaved text
+    assert (root / "mathx.py").read_text(encoding="utf-8") == on_disk
 
 
 def test_paraphrased_evidence_is_caught_as_hallucinated(tmp_path, model_path) -> None:

@@ -86,10 +86,17 @@ async def current(client: RefereeClient, doc: Doc, want: str) -> list[types.Diag
         present = any(d.code == want.lstrip("-") for d in found)
         return not present if want.startswith("-") else present
 
+    return await until_found(client, doc, ready, want)
+
+
+async def until_found(
+    client: RefereeClient, doc: Doc, ready: Any, what: str
+) -> list[types.Diagnostic]:
+    """The document's diagnostics once ``ready(diagnostics)`` holds."""
     if client.mode == "push":
         return await client.until(
             lambda: (found := client.diagnostics.get(doc.uri, [])) and ready(found) and found,
-            f"diagnostics with {want}",
+            f"diagnostics: {what}",
         )
     while True:
         seen = client.diagnostic_refresh_count
@@ -139,6 +146,26 @@ async def test_judge_on_save_publishes_beside_l0_and_review_accepts(client: Refe
     )
     (item,) = review.read(client.root).items.values()
     assert (item.decision, item.subject) == ("accepted", "add")
+
+
+async def test_judge_findings_move_with_their_function_and_go_when_it_is_edited(
+    client: RefereeClient,
+):
+    """The judge's findings are from the last save; until the next one, an edit above the
+    judged function moves them with it, an edit inside it withdraws them."""
+    doc = Doc(client, client.uri("mathx.py"), CODE).open()
+    await current(client, doc, "REF101")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    assert codes(await current(client, doc, "REF402")) == [("REF101", 0), ("REF402", 5)]
+    doc.replace("def placeholder", "import os\nimport re\n\n\ndef placeholder")
+    moved = await until_found(
+        client, doc, lambda found: ("REF101", 4) in codes(found), "the edit checked"
+    )
+    assert codes(moved) == [("REF101", 4), ("REF402", 9)]
+    doc.replace("return a + b", "return b + a")
+    after = await current(client, doc, "-REF402")
+    assert "REF402" not in {str(d.code) for d in after}
+    assert any(str(d.code) == "REF101" for d in after)  # L0/L1 go on
 
 
 async def test_an_edit_cancels_the_running_judge(client: RefereeClient):
