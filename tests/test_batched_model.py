@@ -15,7 +15,7 @@ from referee.checks.judge.backend import (
     LlamaCppBackend,
     chat_batch,
 )
-from referee.checks.judge.core import answer_grammar, quote_found
+from referee.checks.judge.core import answer_forcing, answer_grammar, quote_found
 
 pytestmark = pytest.mark.model
 
@@ -133,3 +133,41 @@ def test_a_batch_too_big_for_its_context_is_a_clear_error_and_the_model_stays_us
     with pytest.raises(BackendError, match="tokens of context"):
         chat_batch(backend, [ChatRequest(prompt, max_tokens=4096)] * 3)
     assert chat_batch(backend, [ChatRequest(prompt, max_tokens=2)] * 2)[0].completion_tokens <= 2
+
+
+def test_forced_text_is_appended_without_decoding_and_the_answer_is_the_same_kind(backend):
+    """The judge's forcing: the JSON between the free parts, the rest of a quote once only
+    one line of the item fits, the rest of PASS/REJECT. Fewer decoding steps, and still an
+    answer the grammar allows with quotes from the item."""
+    grammar = answer_grammar(TEXT)
+    plain = [ChatRequest(review(p), grammar=grammar, max_tokens=120) for p in ("strict", "lenient")]
+    unforced = chat_batch(backend, plain)
+    steps_unforced = backend._batched.last_steps
+    forced_requests = [
+        ChatRequest(r.messages, grammar=grammar, max_tokens=120, forcing=answer_forcing(TEXT))
+        for r in plain
+    ]
+    forced = chat_batch(backend, forced_requests)
+    steps_forced = backend._batched.last_steps
+    for answer in forced:
+        data = json.loads(answer.text)
+        assert answer.text.startswith('{"reason": "') and answer.text.endswith('"}')
+        assert data["verdict"] in ("PASS", "REJECT")
+        assert data["evidence"] and all(quote_found(q, TEXT) for q in data["evidence"])
+        assert answer.completion_tokens > steps_forced  # some tokens were never decoded
+    assert [json.loads(a.text)["verdict"] for a in unforced] == [
+        json.loads(a.text)["verdict"] for a in forced
+    ]
+    assert steps_forced < 0.8 * steps_unforced, (steps_forced, steps_unforced)
+
+
+def test_forced_text_the_grammar_refuses_is_not_forced(backend):
+    """Accepting a token the grammar refuses would abort the process: such forcing stops,
+    and the model goes on within its grammar."""
+    grammar = answer_grammar(TEXT)
+    (answer,) = chat_batch(
+        backend,
+        [ChatRequest(review("strict"), grammar=grammar, max_tokens=120, forcing=lambda _: "}}}")],
+    )
+    data = json.loads(answer.text)
+    assert data["verdict"] in ("PASS", "REJECT")

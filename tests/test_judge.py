@@ -271,6 +271,54 @@ def test_the_grammar_constrains_quotes_to_the_items_lines_and_llama_cpp_accepts_
     assert list(schema["properties"]) == ["reason", "evidence", "verdict"]
 
 
+def _write_with_forcing(forcing, free_parts: list[str]) -> tuple[str, int]:
+    """Play a model that writes ``free_parts`` one character at a time wherever the
+    forcing leaves it a choice; (the answer, how many characters were forced)."""
+    written, forced_chars, parts = "", 0, list(free_parts)
+    while True:
+        more = forcing(written)
+        if more is None:
+            return written, forced_chars
+        if more:
+            written += more
+            forced_chars += len(more)
+            continue
+        assert parts, f"the model was asked to choose after {written!r}"
+        written += parts[0][0]
+        parts[0] = parts[0][1:]
+        if not parts[0]:
+            parts.pop(0)
+
+
+def test_forcing_fills_in_everything_the_grammar_leaves_no_choice_about() -> None:
+    text = 'def f(x):\n    """Say "hi" \\ twice."""\n    return x * 2\n    return 中文\n'
+    forcing = core.answer_forcing(text)
+    # the model chooses: its reason and the closing quote, the first letters of a quote
+    # until one line fits, ", " or "]" after a quote, the first letter of the verdict
+    written, forced = _write_with_forcing(forcing, ['Doubles x."', "return x", "]", "R"])
+    data = json.loads(written)
+    assert data == {"reason": "Doubles x.", "evidence": ["return x * 2"], "verdict": "REJECT"}
+    assert forced > len(written) / 2
+    # two quotes, one of them with escapes in its JSON form
+    written, _ = _write_with_forcing(forcing, ['."', "d", ",", "return 中", "]", "P"])
+    assert json.loads(written)["evidence"] == ["def f(x):", "return 中文"]
+    written, _ = _write_with_forcing(forcing, ['."', "\\", "]", "P"])
+    assert json.loads(written)["evidence"] == ['"""Say "hi" \\ twice."""']
+    # every answer it completes is one the grammar's JSON schema accepts
+    core.Answer.model_validate_json(written)
+
+
+def test_forcing_stays_out_of_the_way_of_an_answer_that_left_its_spacing() -> None:
+    forcing = core.answer_forcing("x = 1\n")
+    assert forcing('{"reason":"') == ""  # the model chose no space: nothing is forced
+    assert forcing('{"reason": "a" ,') == ""
+    assert forcing('{"reason": "a\\" still') == ""  # an escaped quote does not close it
+    assert forcing('{"reason": "a",') == ' "evidence": ["'
+    assert forcing('{"reason": "a", "evidence": ["x = 1"], "verdict": "PASS"}') is None
+    free = core.answer_forcing(None)  # quotes not constrained: none is completed
+    assert free('{"reason": "a", "evidence": ["x') == ""
+
+
 def test_prompt_version_changes_with_the_prompt_file() -> None:
     version = core.prompts().version
     assert version.startswith("judge-v1-") and len(version) == len("judge-v1-") + 8

@@ -90,6 +90,10 @@ class ChatRequest:
     # Stop once the answer holds a complete fenced code block (the part a caller uses of a
     # program-writing answer). Only the in-process model honours it; others answer in full.
     until_code_block: bool = False
+    # Given the answer so far, the text its grammar forces next ("" where the model
+    # chooses, None once complete): the in-process model appends it without decoding it
+    # token by token. An optimisation only — other backends ignore it.
+    forcing: Callable[[str], str | None] | None = None
 
 
 def chat_batch(
@@ -105,7 +109,9 @@ def chat_batch(
     if not requests:
         return []
     batch = getattr(backend, "chat_batch", None)
-    if batch is not None and (len(requests) > 1 or requests[0].until_code_block):
+    if batch is not None and (
+        len(requests) > 1 or requests[0].until_code_block or requests[0].forcing is not None
+    ):
         return list(batch(requests, cancelled=cancelled))
     out = []
     for r in requests:
@@ -232,6 +238,7 @@ class LlamaCppBackend:
                             seed=r.seed if r.seed is not None else 0,
                             grammar=grammar,
                             until_code_block=r.until_code_block,
+                            forcing=r.forcing,
                         )
                     )
                 outputs = self._batched.generate(jobs, cancelled=cancelled)

@@ -46,7 +46,12 @@ class Request:
     seed: int = 0
     grammar: str | None = None
     until_code_block: bool = False  # stop once the answer holds a complete ``` block
+    # Given the answer so far, the text that must follow (appended without decoding it
+    # token by token), "" where the model chooses, None when the answer is complete.
+    forcing: Callable[[str], str | None] | None = None
 
+
+_MAX_FORCED = 96  # tokens one sequence may have forced in one step (the batch holds 512)
 
 _BLOCK = re.compile(rb"```[^\n]*\n.*?\n\s*```", re.DOTALL)
 
@@ -62,8 +67,9 @@ class _Sequence:
     def __init__(self, lc: Any, vocab: Any, request: Request) -> None:
         self.lc = lc
         self.request = request
-        self.tokens: list[int] = []
-        self.text = b""  # what the tokens spell, for the stop rule
+        self.tokens: list[int] = []  # the answer's tokens, forced ones included
+        self.text = b""  # what the tokens spell, for the stop rule and the forcing
+        self.prefix: list[int] = []  # forced before the first decoding step
         self.done = False
         params = lc.llama_sampler_chain_default_params()
         self.chain = lc.llama_sampler_chain_init(params)
@@ -122,6 +128,7 @@ class BatchedGenerator:
             raise RuntimeError("llama.cpp could not create a context for batched decoding")
         self.batch = lc.llama_batch_init(512, 0, n_seq)
         self._kept: list[int] = []  # the tokens at positions 0.. of sequence 0, kept
+        self.last_steps = 0  # decoding steps the last batch took (after its prompts)
         self._candidates = np.empty(self.n_vocab, dtype=_TOKEN_DATA)
         self._candidates["id"] = np.arange(self.n_vocab, dtype=np.int32)
 
@@ -189,6 +196,56 @@ class BatchedGenerator:
             raise RuntimeError("the grammar allows no token here")
         return int(candidates["id"][array.selected])
 
+    def _allowed(self, seq: _Sequence, token: int) -> bool:
+        """Whether the sequence's grammar accepts ``token`` next (without accepting it)."""
+        if seq.grammar is None:
+            return True
+        lc = self.lc
+        single = (lc.llama_token_data * 1)(lc.llama_token_data(token, 1.0, 0.0))
+        array = lc.llama_token_data_array(single, 1, -1, False)
+        lc.llama_sampler_apply(seq.grammar, ctypes.byref(array))
+        return not math.isinf(single[0].logit)
+
+    @staticmethod
+    def _complete(seq: _Sequence) -> bool:
+        """Whether the request's forcing says the answer so far is complete."""
+        if seq.request.forcing is None:
+            return False
+        try:
+            return seq.request.forcing(seq.text.decode("utf-8")) is None
+        except Exception:  # inside a character, or a failing forcing: not known complete
+            return False
+
+    def _forced(self, seq: _Sequence, limit: int) -> list[int] | None:
+        """The tokens the request's forcing appends now, each checked against and accepted
+        by the grammar (a token the grammar refuses ends the forcing: accepting it would
+        abort the process), at most ``limit``; None when the answer is complete."""
+        forcing = seq.request.forcing
+        if forcing is None or limit <= 0:
+            return []
+        try:
+            written = seq.text.decode("utf-8")
+        except UnicodeDecodeError:
+            return []  # inside a character: nothing to say yet
+        try:
+            text = forcing(written)
+        except Exception:  # an optimisation only: a failing one forces nothing
+            return []
+        if text is None:
+            return None
+        if not text:
+            return []
+        tokens: list[int] = []
+        for token in self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False):
+            if len(tokens) >= limit or not self._allowed(seq, token):
+                break
+            if seq.grammar is not None:
+                self.lc.llama_sampler_accept(seq.grammar, token)
+            tokens.append(token)
+        if tokens:
+            seq.text += self.llm.detokenize(tokens)
+        return tokens
+
     def generate(
         self, requests: Sequence[Request], cancelled: Callable[[], bool] | None = None
     ) -> list[Output]:
@@ -205,6 +262,28 @@ class BatchedGenerator:
         prompts = [list(r.tokens) for r in requests]
         if not all(prompts):
             raise ValueError("an empty prompt")
+        sequences: list[_Sequence] = []
+        try:
+            for request in requests:
+                sequences.append(_Sequence(lc, self.vocab, request))
+            for seq, prompt in zip(sequences, prompts, strict=True):
+                # what every answer starts with is evaluated with the prompt
+                seq.prefix = self._forced(seq, seq.request.max_tokens - 1) or []
+                prompt.extend(seq.prefix)
+            return self._generate(sequences, prompts, memory, cancelled)
+        finally:
+            for seq in sequences:
+                seq.free()
+
+    def _generate(
+        self,
+        sequences: list[_Sequence],
+        prompts: list[list[int]],
+        memory: Any,
+        cancelled: Callable[[], bool] | None,
+    ) -> list[Output]:
+        lc = self.lc
+        requests = [seq.request for seq in sequences]
         # the common prefix, less one token so every sequence has a tail to sample from
         common = 0
         shortest = min(len(p) for p in prompts)
@@ -229,34 +308,34 @@ class BatchedGenerator:
             reuse = 0
         for s in range(1, self.n_seq):
             lc.llama_memory_seq_rm(memory, s, -1, -1)
-        sequences: list[_Sequence] = []
         ok = False
         try:
-            for request in requests:
-                sequences.append(_Sequence(lc, self.vocab, request))
             if common > reuse:
                 self._feed(prompts[0][reuse:common], reuse, [0])
             for s in range(1, len(requests)):
                 lc.llama_memory_seq_cp(memory, 0, s, -1, -1)
-            # tails: all but the last token of each, then the last tokens together
-            for s, prompt in enumerate(prompts):
-                tail = prompt[common:-1]
-                if tail:
-                    for chunk in range(0, len(tail), 512):
-                        part = tail[chunk : chunk + 512]
-                        for i, token in enumerate(part):
-                            self._put(i, token, common + chunk + i, [s], False)
-                        self._decode(len(part))
+            # the tails, packed into as few decoding calls as the batch allows (one, for
+            # the judge's perspectives); logits for the last token of each
             positions = [len(p) - 1 for p in prompts]
-            for s, prompt in enumerate(prompts):
-                self._put(s, prompt[-1], positions[s], [s], True)
-            self._decode(len(prompts))
-            rows = list(range(len(prompts)))  # batch row of each active sequence's logits
+            body = [(s, pos) for s, p in enumerate(prompts) for pos in range(common, len(p) - 1)]
+            lasts = [(s, len(p) - 1) for s, p in enumerate(prompts)]
+            if len(body) + len(lasts) > 512:  # the last tokens go in the final call
+                for chunk in range(0, len(body), 512):
+                    part = body[chunk : chunk + 512]
+                    for i, (s, pos) in enumerate(part):
+                        self._put(i, prompts[s][pos], pos, [s], False)
+                    self._decode(len(part))
+                body = []
+            for i, (s, pos) in enumerate(body + lasts):
+                self._put(i, prompts[s][pos], pos, [s], i >= len(body))
+            self._decode(len(body) + len(lasts))
+            rows = [len(body) + s for s in range(len(prompts))]  # each sequence's logits row
+            self.last_steps = 0
             active = list(range(len(prompts)))
             while active:
                 if cancelled is not None and cancelled():
                     raise Stopped
-                step: list[int] = []
+                step: list[tuple[int, list[int]]] = []  # (sequence, tokens to evaluate)
                 for row, s in zip(rows, active, strict=True):
                     seq = sequences[s]
                     token = self._sample(seq, row)
@@ -266,36 +345,54 @@ class BatchedGenerator:
                         seq.done = True
                         continue
                     seq.tokens.append(token)
-                    if len(seq.tokens) >= seq.request.max_tokens:
+                    room = seq.request.max_tokens - len(seq.prefix) - len(seq.tokens)
+                    if room <= 0:
                         seq.done = True
                         continue
-                    if seq.request.until_code_block:
+                    if seq.request.until_code_block or seq.request.forcing is not None:
                         seq.text += self.llm.detokenize([token])
-                        if b"```" in seq.text[-12:] and _BLOCK.search(seq.text):
-                            seq.done = True
-                            continue
-                    step.append(s)
+                    if (
+                        seq.request.until_code_block
+                        and b"```" in seq.text[-12:]
+                        and _BLOCK.search(seq.text)
+                    ):
+                        seq.done = True
+                        continue
+                    forced = self._forced(seq, min(room - 1, _MAX_FORCED))
+                    if forced is None:
+                        seq.done = True  # complete: nothing more to decode
+                        continue
+                    seq.tokens.extend(forced)
+                    if forced and self._complete(seq):
+                        seq.done = True  # complete with the forced text: no need to evaluate it
+                        continue
+                    step.append((s, [token, *forced]))
                 if not step:
                     break
-                for i, s in enumerate(step):
-                    positions[s] += 1
-                    self._put(i, sequences[s].tokens[-1], positions[s], [s], True)
-                self._decode(len(step))
-                rows = list(range(len(step)))
-                active = step
+                rows = []
+                index = 0
+                for s, tokens in step:
+                    for i, token in enumerate(tokens):
+                        positions[s] += 1
+                        self._put(index, token, positions[s], [s], i == len(tokens) - 1)
+                        index += 1
+                    rows.append(index - 1)
+                self._decode(index)
+                self.last_steps += 1
+                active = [s for s, _ in step]
             outputs = [
                 Output(
-                    data=self.llm.detokenize(seq.tokens) if seq.tokens else b"",
-                    completion_tokens=len(seq.tokens),
-                    prompt_tokens=len(prompt),
+                    data=self.llm.detokenize(seq.prefix + seq.tokens)
+                    if seq.prefix or seq.tokens
+                    else b"",
+                    completion_tokens=len(seq.prefix) + len(seq.tokens),
+                    prompt_tokens=len(prompt) - len(seq.prefix),
                 )
                 for seq, prompt in zip(sequences, prompts, strict=True)
             ]
             ok = True
             return outputs
         finally:
-            for seq in sequences:
-                seq.free()
             if ok and lc.llama_memory_seq_rm(memory, 0, common, -1):
                 self._kept = prompts[0][:common]
             else:

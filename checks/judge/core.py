@@ -124,6 +124,93 @@ def answer_grammar(text: str | None = None) -> str:
     )
 
 
+_OPEN = '{"reason": "'
+_TO_EVIDENCE = ', "evidence": ["'
+_NEXT_QUOTE = ', "'
+_TO_VERDICT = '], "verdict": "'
+_VERDICTS = ('PASS"}', 'REJECT"}')
+
+
+def _string_end(text: str, start: int) -> int:
+    """Where the JSON string body starting at ``start`` closes (the index of its closing
+    quote), or -1 while it is still open."""
+    i = start
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == '"':
+            return i
+        else:
+            i += 1
+    return -1
+
+
+def _rest_of(scaffold: str, written: str) -> str | None:
+    """What is left of ``scaffold`` after ``written`` (a prefix of it), else None."""
+    return scaffold[len(written) :] if scaffold.startswith(written) else None
+
+
+def answer_forcing(text: str | None = None) -> Callable[[str], str | None]:
+    """For :func:`answer_grammar`'s answers: given what the model wrote so far, the text
+    the grammar leaves no choice about — the JSON between the free parts, the rest of a
+    quote once only one of the item's lines starts that way, the rest of ``PASS`` or
+    ``REJECT`` after its first letter. The in-process model appends it without decoding it
+    token by token (about half of an answer's tokens). None once the answer is complete;
+    an empty string where the model has a choice. Written for the canonical spacing it
+    forces itself; an answer that left it gets nothing forced from then on."""
+    lines = (
+        [json.dumps(line, ensure_ascii=False)[1:-1] for line in quotable_lines(text)]
+        if (text is not None)
+        else []
+    )
+
+    def forced(written: str) -> str | None:
+        if len(written) < len(_OPEN):
+            return _rest_of(_OPEN, written) or ""
+        if not written.startswith(_OPEN):
+            return ""
+        end = _string_end(written, len(_OPEN))
+        if end < 0:
+            return ""  # the reason: the model's own words
+        at = end + 1
+        rest = written[at:]
+        if len(rest) <= len(_TO_EVIDENCE):
+            return _rest_of(_TO_EVIDENCE, rest) or ""
+        if not rest.startswith(_TO_EVIDENCE):
+            return ""
+        at += len(_TO_EVIDENCE)
+        for quote in range(2):
+            end = _string_end(written, at)
+            if end < 0:
+                begun = written[at:]
+                matching = [line for line in lines if line.startswith(begun)]
+                if len(matching) == 1 and len(matching[0]) > len(begun):
+                    return matching[0][len(begun) :] + '"'
+                return ""
+            rest = written[end + 1 :]
+            if quote == 0 and rest.startswith(_NEXT_QUOTE):
+                at = end + 1 + len(_NEXT_QUOTE)
+                continue
+            if quote == 0 and rest and _NEXT_QUOTE.startswith(rest):
+                return _NEXT_QUOTE[len(rest) :]
+            if not rest:
+                return ""  # another quote, or the end of the list: the model's choice
+            if len(rest) <= len(_TO_VERDICT):
+                return _rest_of(_TO_VERDICT, rest) or ""
+            if not rest.startswith(_TO_VERDICT):
+                return ""
+            verdict = rest[len(_TO_VERDICT) :]
+            for word in _VERDICTS:
+                if verdict == word:
+                    return None
+                if verdict and word.startswith(verdict):
+                    return word[len(verdict) :]
+            return ""
+        return ""
+
+    return forced
+
+
 def answer_schema(text: str | None = None) -> dict:
     """The JSON schema of :class:`Answer`; with ``text``, each quote must be one of its lines.
 
@@ -383,7 +470,8 @@ def ask_all(
     stored = {name: cache.get(key) for name, key in keys.items()}
     missing = [name for name, value in stored.items() if value is None]
     if missing:
-        grammar = answer_grammar(subject.text if config.constrain_evidence else None)
+        quoted = subject.text if config.constrain_evidence else None
+        grammar, forcing = answer_grammar(quoted), answer_forcing(quoted)
         requests = [
             ChatRequest(
                 messages_for(subject, path, instructions[name]),
@@ -391,6 +479,7 @@ def ask_all(
                 # enums); llama.cpp in process gets the exact lines as a grammar.
                 schema=answer_schema(None),
                 grammar=grammar,
+                forcing=forcing,
                 max_tokens=config.max_tokens,
                 temperature=0.0,
                 seed=0,
