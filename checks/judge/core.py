@@ -443,7 +443,6 @@ def messages_for(subject: Subject, path: str, instruction: str) -> list[dict[str
         text=text,
         task=subject.task or "",
         question=p.texts[f"{subject.kind}_question"],
-        answer=p.texts["answer"],
         perspective=instruction,
     )
     return [{"role": "system", "content": p.texts["system"]}, {"role": "user", "content": user}]
