@@ -176,12 +176,7 @@ class BatchedGenerator:
     def _sample(self, seq: _Sequence, index: int) -> int:
         lc = self.lc
         token = lc.llama_sampler_sample(seq.chain, self.ctx, index)
-        if seq.grammar is None:
-            return token
-        single = (lc.llama_token_data * 1)(lc.llama_token_data(token, 1.0, 0.0))
-        array = lc.llama_token_data_array(single, 1, -1, False)
-        lc.llama_sampler_apply(seq.grammar, ctypes.byref(array))
-        if not math.isinf(single[0].logit):
+        if self._allowed(seq, token):
             return token
         # the free choice breaks the grammar: constrain the whole vocabulary, sample again
         logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, index), (self.n_vocab,))
@@ -207,30 +202,24 @@ class BatchedGenerator:
         return not math.isinf(single[0].logit)
 
     @staticmethod
-    def _complete(seq: _Sequence) -> bool:
-        """Whether the request's forcing says the answer so far is complete."""
+    def _forcing_says(seq: _Sequence) -> str | None:
+        """What the request's forcing says follows the answer so far: the text, "" for
+        nothing (no forcing, the answer ends inside a character, or the forcing failed:
+        it is an optimisation only), None when the answer is complete."""
         if seq.request.forcing is None:
-            return False
+            return ""
         try:
-            return seq.request.forcing(seq.text.decode("utf-8")) is None
-        except Exception:  # inside a character, or a failing forcing: not known complete
-            return False
+            return seq.request.forcing(seq.text.decode("utf-8"))
+        except Exception:
+            return ""
 
     def _forced(self, seq: _Sequence, limit: int) -> list[int] | None:
         """The tokens the request's forcing appends now, each checked against and accepted
         by the grammar (a token the grammar refuses ends the forcing: accepting it would
         abort the process), at most ``limit``; None when the answer is complete."""
-        forcing = seq.request.forcing
-        if forcing is None or limit <= 0:
+        if limit <= 0:
             return []
-        try:
-            written = seq.text.decode("utf-8")
-        except UnicodeDecodeError:
-            return []  # inside a character: nothing to say yet
-        try:
-            text = forcing(written)
-        except Exception:  # an optimisation only: a failing one forces nothing
-            return []
+        text = self._forcing_says(seq)
         if text is None:
             return None
         if not text:
@@ -363,7 +352,7 @@ class BatchedGenerator:
                         seq.done = True  # complete: nothing more to decode
                         continue
                     seq.tokens.extend(forced)
-                    if forced and self._complete(seq):
+                    if forced and self._forcing_says(seq) is None:
                         seq.done = True  # complete with the forced text: no need to evaluate it
                         continue
                     step.append((s, [token, *forced]))
