@@ -358,7 +358,9 @@ class _FileFacts:
         return nodes
 
 
-def _shifted(findings: list[Finding], rows: int) -> list[Finding]:
+def shifted(findings: list[Finding], rows: int) -> list[Finding]:
+    """``findings`` moved down by ``rows`` lines (up, when negative), their fixes too."""
+
     def span(s: Span) -> Span:
         return Span(
             start=s.start.model_copy(update={"line": s.start.line + rows}),
@@ -554,7 +556,7 @@ class Incremental:
                     placed = entry.placed.get(chunk.first_row)
                 if placed is None:  # moved (never when a message names a line: see `new`)
                     row, there = next(iter(old.placed.items()))
-                    placed = _shifted(there, chunk.first_row - row)
+                    placed = shifted(there, chunk.first_row - row)
                 entry.placed[chunk.first_row] = placed
             findings.extend(placed)
         self._entries = entries_now

@@ -28,7 +28,7 @@ from lsprotocol import types
 
 from referee.checks import review
 from referee.checks.config import Settings
-from referee.checks.engine import check_source
+from referee.checks.engine import check_source, shifted
 from referee.checks.models import Finding
 from referee.server.progress import WorkProgress
 
@@ -231,20 +231,7 @@ class JudgeService:
             if shift is None:
                 continue  # the lines it was about were edited since: stale until the next run
             if shift:
-                finding = finding.model_copy(
-                    update={
-                        "span": finding.span.model_copy(
-                            update={
-                                "start": finding.span.start.model_copy(
-                                    update={"line": finding.span.start.line + shift}
-                                ),
-                                "end": finding.span.end.model_copy(
-                                    update={"line": finding.span.end.line + shift}
-                                ),
-                            }
-                        )
-                    }
-                )
+                (finding,) = shifted([finding], shift)
             diagnostic = ls.diagnostic(finding, lines)
             message = finding.message
             if finding.evidence:

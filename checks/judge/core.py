@@ -158,11 +158,8 @@ def answer_forcing(text: str | None = None) -> Callable[[str], str | None]:
     token by token (about half of an answer's tokens). None once the answer is complete;
     an empty string where the model has a choice. Written for the canonical spacing it
     forces itself; an answer that left it gets nothing forced from then on."""
-    lines = (
-        [json.dumps(line, ensure_ascii=False)[1:-1] for line in quotable_lines(text)]
-        if (text is not None)
-        else []
-    )
+    quotable = quotable_lines(text) if text is not None else []
+    lines = [json.dumps(line, ensure_ascii=False)[1:-1] for line in quotable]
 
     def forced(written: str) -> str | None:
         if len(written) < len(_OPEN):
