@@ -4,6 +4,7 @@
 Not a test: a script whose tables go into docs/benchmarks.md.
 
     python bench/judge.py                          # 1.5B (the default), every set
+    python bench/judge.py --sets tasks --latency-runs 0   # the development set alone
     python bench/judge.py --model qwen2.5-coder-0.5b --sets p1,p4
     python bench/judge.py --labels-out labels.jsonl   # then: referee judge calibrate labels.jsonl
 
@@ -360,7 +361,7 @@ def main() -> None:
     )
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument(
-        "--sets", default="p1,p4,humaneval", help="comma-separated: p1, p4, tasks, humaneval"
+        "--sets", default="p1,p4,tasks,humaneval", help="comma-separated: p1, p4, tasks, humaneval"
     )
     parser.add_argument("--problems", type=int, default=20, help="HumanEval problems (×4 samples)")
     parser.add_argument("--seed", type=int, default=0)
@@ -493,10 +494,14 @@ def main() -> None:
                         )
                         + "\n"
                     )
-    print(
-        f"\nLatency, one changed function of a 150-line file, 3 perspectives: p50 {edit_p50:.1f} s "
-        f"over {args.latency_runs} edits; unchanged re-save p50 {resave_p50 * 1000:.0f} ms."
-    )
+    if args.latency_runs:
+        print(
+            f"\nLatency, one changed function of a 150-line file, 3 perspectives: p50 "
+            f"{edit_p50:.1f} s over {args.latency_runs} edits; unchanged re-save p50 "
+            f"{resave_p50 * 1000:.0f} ms."
+        )
+    else:
+        print("\nLatency: not measured (--latency-runs 0).")
     if args.json_out:
         args.json_out.write_text(
             json.dumps(
