@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "layered-verification-scenarios.json"
 CONTRACTS = ROOT / "docs" / "examples" / "published-contracts.toml"
 TASKS = ROOT / "bench" / "data" / "task-dev.json"
+SETS = ("p1", "p4", "tasks", "humaneval")
 
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -361,7 +362,7 @@ def main() -> None:
     )
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument(
-        "--sets", default="p1,p4,tasks,humaneval", help="comma-separated: p1, p4, tasks, humaneval"
+        "--sets", default=",".join(SETS), help=f"comma-separated, from: {', '.join(SETS)}"
     )
     parser.add_argument("--problems", type=int, default=20, help="HumanEval problems (×4 samples)")
     parser.add_argument("--seed", type=int, default=0)
@@ -371,8 +372,8 @@ def main() -> None:
     parser.add_argument("--json-out", type=Path, help="write every outcome as JSON")
     args = parser.parse_args()
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    if unknown := [s for s in sets if s not in ("p1", "p4", "tasks", "humaneval")]:
-        parser.error(f"unknown set(s) {', '.join(unknown)}: choose from p1, p4, tasks, humaneval")
+    if unknown := [s for s in sets if s not in SETS]:
+        parser.error(f"unknown set(s) {', '.join(unknown)}: choose from {', '.join(SETS)}")
 
     started = time.perf_counter()
     load_started = time.perf_counter()
