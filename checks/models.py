@@ -130,7 +130,7 @@ class Contract(_Config):
     """What a file matched by ``glob`` must contain; every key is optional.
 
     A contract is declared per glob in ``[[tool.referee.contract]]``. Each check it
-    enables is its own rule (REF201–REF208), so it can be selected, ignored, given a
+    enables is its own rule (REF201–REF209), so it can be selected, ignored, given a
     severity or suppressed like any other.
     """
 
@@ -154,6 +154,9 @@ class Contract(_Config):
     expect_heading: StrictBool = False
     required_symbols: list[str] = Field(default_factory=list)
     min_tests: int | None = Field(default=None, ge=0)
+    tests_pass: StrictBool = Field(
+        default=False, description="The file reports a test run, which must have passed."
+    )
     task: str | None = Field(
         default=None, description="What the file is for, in words; read by the L2 judge."
     )

@@ -65,6 +65,8 @@ RULES: tuple[Rule, ...] = (
          contract.contract_required_symbol),
     Rule("REF208", "contract-min-tests", L1, ERR, "fewer tests than the contract requires",
          PYTHON, contract.contract_min_tests),
+    Rule("REF209", "contract-tests-failed", L1, ERR, "the reported test run failed", TEXT,
+         contract.contract_tests_failed),
     # ---- L1 anti-gaming guard: compared with a baseline (git HEAD or --base)
     Rule("REF300", "test-removed", L1, ERR, "a test was removed", PYTHON, guard.test_removed),
     Rule("REF301", "assertion-removed", L1, ERR, "an assertion was removed", PYTHON,

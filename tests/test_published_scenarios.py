@@ -102,3 +102,13 @@ def test_p4_acceptable_edge_cases_are_not_stopped(settings: Settings) -> None:
     assert acceptable, "the data set has acceptable edge cases"
     wrongly_stopped = [s["id"] for s in acceptable if stopping_layer(s, settings) is not None]
     assert wrongly_stopped == []
+
+
+def test_p4_failing_test_log_is_stopped_by_the_tests_pass_contract(settings: Settings) -> None:
+    """The one key referee adds to the prototype's contracts: a log that shows a failing
+    run does not meet "make sure the tests pass", and plain code can read that."""
+    samples = {s["id"]: s for s in _data()["P4"]}
+    failing = samples["E04"]
+    assert "1 failed" in failing["output"] and failing.get("correctish") is False
+    assert stopping_layer(failing, settings) is Layer.L1
+    assert stopping_layer(samples["C04"], settings) is None  # "42 passed, 0 failed"

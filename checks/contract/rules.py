@@ -1,5 +1,5 @@
 """L1 contracts: what a file matched by a glob in ``[[tool.referee.contract]]`` must hold
-(REF201–REF208). Each check is its own rule, so each can be selected, ignored, given a
+(REF201–REF209). Each check is its own rule, so each can be selected, ignored, given a
 severity, or suppressed."""
 
 from __future__ import annotations
@@ -336,3 +336,69 @@ def contract_min_tests(ctx: Context) -> Iterator[Violation]:
                 message=f"{count} test(s); the {_where(contract)} requires at least "
                 f"{contract.min_tests}",
             )
+
+
+# A test runner's way of saying that something failed, case-insensitive. Each needs a count
+# above zero or a runner's FAIL marker, so "0 failed" and "failures=0" are not failures.
+_RUN_FAILED = re.compile(
+    r"(?<![\w.])[1-9]\d*\s+(?:failed|failing|failures?|errors?)\b"  # pytest, jest, mocha, rspec
+    r"|\b(?:failures|errors|failed)\s*[:=]\s*[1-9]"  # unittest, JUnit/Maven
+    r"|\btest result:\s*FAILED\b"  # cargo test
+    r"|^\s*(?:---\s+)?FAIL\b"  # go test
+    r"|\bFAILED\s+\S+::"  # pytest's short summary: FAILED tests/test_x.py::test_y
+    r"|\bBUILD FAILURE\b",  # Maven
+    re.IGNORECASE | re.MULTILINE,
+)
+# A process that exited with a status other than zero.
+_NONZERO_EXIT = re.compile(
+    r"\b(?:exit|return)[ _-]?(?:code|status)\s*[=:]?\s*(?:-\s*)?[1-9]\d*\b"
+    r"|\bexited with (?:code|status)\s+(?:-\s*)?[1-9]\d*\b",
+    re.IGNORECASE,
+)
+
+
+def contract_tests_failed(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    With `tests-pass = true`, flags a test-run report that shows a failure: a count of
+    failed tests or errors above zero (`1 failed`, `Tests: 2 failed`, `5 examples,
+    1 failure`, `FAILED (failures=1)`, `Failures: 1`), a runner's failure marker
+    (`test result: FAILED`, go's `--- FAIL`, `BUILD FAILURE`), or a process that exited
+    with a status other than zero (`exit_code=1`, `exited with code 2`). The first line
+    that shows one is reported. Counts of zero (`0 failed`, `Errors: 0`) are not
+    failures, and a report with no test summary at all is left to the other checks.
+
+    ## Why it matters
+    "Run the tests and make sure they pass" answered with a log of a failing run is the
+    task not done, however much else the log says. Agents report such runs as success:
+    the log has the words a keyword check looks for (`pass`, `exit_code`), and a model
+    reading "3 passed" may stop before ", 1 failed". A run that collected nothing is
+    [empty-test-run](empty-test-run.md) (REF130).
+
+    ## Example
+    ```toml
+    [[tool.referee.contract]]
+    glob = "reports/test-run.md"
+    tests-pass = true
+    ```
+    ```text
+    $ python run_tests.py
+    exit_code=1, stdout: '3 passed, 1 failed'
+    ```
+
+    ## Use instead
+    Fix the failing test or the code under test, run the suite again, and report the run
+    that passed.
+    """
+    if not any(c.tests_pass for c in ctx.contracts):
+        return
+    contract = next(c for c in ctx.contracts if c.tests_pass)
+    for row, line in enumerate(ctx.source.text.splitlines()):
+        match = _RUN_FAILED.search(line) or _NONZERO_EXIT.search(line)
+        if match:
+            yield Violation(
+                span=ctx.source.line_span(row),
+                message=f"test run shows a failure: {match.group(0).strip()!r} "
+                f"(the {_where(contract)} requires passing tests)",
+                evidence=line.strip()[:200],
+            )
+            return
