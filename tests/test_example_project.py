@@ -23,6 +23,7 @@ EXPECTED = {
     ("docs/usage.md", 1, "REF205"),
     ("docs/usage.md", 5, "REF102"),
     ("reports/empty.md", 1, "REF104"),
+    ("reports/release-check.log", 3, "REF209"),
     ("reports/summary.txt", 1, "REF105"),
     ("reports/summary.txt", 1, "REF206"),
     ("reports/test-run.log", 3, "REF130"),
@@ -97,4 +98,4 @@ def test_text_output_is_ruff_like_and_exit_status_is_one() -> None:
     assert path.endswith("docs/changelog.md")
     assert (line, column) == ("1", "1")
     assert rest.startswith(" REF103 ")
-    assert proc.stdout.rstrip().splitlines()[-1].startswith("Found 28 findings")
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("Found 29 findings")

@@ -345,7 +345,7 @@ _RUN_FAILED = re.compile(
     r"|\b(?:failures|errors|failed)\s*[:=]\s*[1-9]"  # unittest, JUnit/Maven
     r"|\btest result:\s*FAILED\b"  # cargo test
     r"|^\s*(?:---\s+)?FAIL\b"  # go test
-    r"|\bFAILED\s+\S+::"  # pytest's short summary: FAILED tests/test_x.py::test_y
+    r"|\bFAILED\s+\S+::\S+"  # pytest's short summary: FAILED tests/test_x.py::test_y
     r"|\bBUILD FAILURE\b",  # Maven
     re.IGNORECASE | re.MULTILINE,
 )
