@@ -338,16 +338,18 @@ def contract_min_tests(ctx: Context) -> Iterator[Violation]:
             )
 
 
-# A test runner's way of saying that something failed, case-insensitive. Each needs a count
-# above zero or a runner's FAIL marker, so "0 failed" and "failures=0" are not failures.
+# A test runner's way of saying that something failed. Each needs a count above zero or a
+# runner's failure marker, so "0 failed" and "failures=0" are not failures. Counts are
+# matched in any case; the markers only in the capitals runners print them in, so that a
+# line of prose starting "Fail" is not one.
 _RUN_FAILED = re.compile(
-    r"(?<![\w.])[1-9]\d*\s+(?:failed|failing|failures?|errors?)\b"  # pytest, jest, mocha, rspec
-    r"|\b(?:failures|errors|failed)\s*[:=]\s*[1-9]"  # unittest, JUnit/Maven
+    r"(?i:(?<![\w.])[1-9]\d*\s+(?:failed|failing|failures?|errors?)\b)"  # pytest, jest, rspec
+    r"|(?i:\b(?:failures|errors|failed)\s*[:=]\s*[1-9])"  # unittest, JUnit/Maven
     r"|\btest result:\s*FAILED\b"  # cargo test
-    r"|^\s*(?:---\s+)?FAIL\b"  # go test
+    r"|^\s*(?:---\s+)?FAIL\b"  # go test, jest
     r"|\bFAILED\s+\S+::\S+"  # pytest's short summary: FAILED tests/test_x.py::test_y
     r"|\bBUILD FAILURE\b",  # Maven
-    re.IGNORECASE | re.MULTILINE,
+    re.MULTILINE,
 )
 # A process that exited with a status other than zero.
 _NONZERO_EXIT = re.compile(
