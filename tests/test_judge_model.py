@@ -114,6 +114,48 @@ def test_a_split_vote_goes_to_a_person_and_the_decision_sticks(tmp_path, model_p
     assert json.loads(referee(root, "review", "list", "--format", "json").stdout) == []
 
 
+BRIEF = """\
+# Cache invalidation options
+
+Three options for the read-heavy catalogue service: expire keys after a TTL (simple,
+bounded staleness), delete the key on every write (fresh reads, more write traffic), or
+publish change events that caches subscribe to (fresh and decoupled, more moving parts).
+We recommend TTL plus delete-on-write for prices.
+"""
+
+
+def test_a_task_contract_is_judged_against_its_task_after_l0_l1(tmp_path, model_path) -> None:
+    """The task path: L0 stops the placeholder, L1 the failing test log, and only the
+    brief that passed both is read by the model, against the contract's task."""
+    root = project(tmp_path, "", model=model_path)
+    with (root / "referee.toml").open("a", encoding="utf-8") as config:
+        config.write(
+            '\n[[contract]]\nglob = "out/*.md"\n'
+            'task = "A short brief on cache invalidation options for a read-heavy service"\n'
+            'required-keywords = ["cache"]\n'
+            '\n[[contract]]\nglob = "out/test-run.log"\ntests-pass = true\n'
+        )
+    out = root / "out"
+    out.mkdir()
+    (out / "brief.md").write_text(BRIEF, encoding="utf-8")
+    (out / "todo.md").write_text("TODO\n", encoding="utf-8")
+    (out / "test-run.log").write_text("exit_code=1, stdout: '3 passed, 1 failed'\n")
+    proc = referee(root, "check", "--judge-all", "--format", "json", "out")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "cannot run" not in proc.stderr, proc.stderr
+    by_file: dict[str, set[str]] = {}
+    for finding in findings(proc):
+        by_file.setdefault(Path(finding["path"]).name, set()).add(finding["code"])
+    assert "REF103" in by_file["todo.md"] and not {"REF401", "REF402"} & by_file["todo.md"]
+    assert by_file["test-run.log"] == {"REF209"}
+    assert not by_file.get("brief.md", set()) - {"REF401", "REF402"}  # only the judge's
+    verdicts = [json.loads(json.loads(p.read_text())["text"]) for p in cached_verdicts(root)]
+    assert len(verdicts) == 3  # three perspectives, all on the brief
+    for answer in verdicts:
+        assert answer["verdict"] in ("PASS", "REJECT")
+        assert all(q.strip() in BRIEF for q in answer["evidence"])
+
+
 def test_the_judge_reads_the_editors_text_from_stdin_not_the_file_on_disk(
     tmp_path, model_path
 ) -> None:
