@@ -135,6 +135,13 @@ def main() -> None:
     metavar="REF",
     help="With --judge: functions unchanged since this git ref are not judged again.",
 )
+@click.option(
+    "--judge-model",
+    metavar="MODEL",
+    default=None,
+    help="The judge's model for this run: a known id (`referee model list`), a GGUF path, or "
+    "the server's model name (default: judge.model). Implies --judge.",
+)
 @_output_option
 def check(
     paths: tuple[Path, ...],
@@ -153,6 +160,7 @@ def check(
     use_judge: bool,
     judge_all: bool,
     base: str,
+    judge_model: str | None,
     output_file: Path | None,
 ) -> None:
     """Run the L0 shape and L1 contract rules on PATHS (default: the current directory).
@@ -168,6 +176,7 @@ def check(
       referee check --select REF11 tests/   # only the assertion rules
       cat notes.md | referee check --stdin-filename notes.md
       referee check --judge src/            # L0/L1, then the local judge on the residual
+      referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
     """
     start = Path(stdin_filename).parent if stdin_filename else (paths[0] if paths else Path("."))
     try:
@@ -176,6 +185,13 @@ def check(
         )
     except ConfigError as exc:
         raise _fail(str(exc)) from None
+    if judge_model is not None:
+        if not judge_model.strip():
+            raise _fail("--judge-model needs a model: a known id, a GGUF path or a model name")
+        judge = settings.config.judge.model_copy(update={"model": judge_model})
+        settings = Settings(
+            settings.config.model_copy(update={"judge": judge}), settings.root, settings.path
+        )
 
     if stdin_filename is not None:
         if paths:
@@ -193,7 +209,7 @@ def check(
         results = runner.run(targets, settings, jobs=jobs, cache=cache)
 
     judge_failed = False
-    if use_judge or judge_all:
+    if use_judge or judge_all or judge_model is not None:
         from referee.server.cli_judge import judge_results
 
         stdin_texts = {stdin_filename: data} if stdin_filename is not None else None

@@ -277,3 +277,22 @@ def test_a_corrupt_model_is_one_clear_message_and_l0_still_reports(tmp_path) -> 
     assert "REF101" in [f["code"] for f in findings(proc)]
     assert "the judge (L2) cannot run" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_judge_model_on_the_command_line_replaces_the_configured_one(tmp_path, model_path) -> None:
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)
+    root = project(tmp_path, "", model=bad)  # the configured model cannot load ...
+    broken = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    assert "the judge (L2) cannot run" in broken.stderr
+    assert str(bad) in broken.stderr
+
+    # ... --judge-model (which implies --judge) runs the judge with another one instead
+    proc = referee(root, "check", "--judge-model", str(model_path), "--format", "json", "mathx.py")
+    assert "cannot run" not in proc.stderr, proc.stderr
+    assert "REF101" in {f["code"] for f in findings(proc)}  # L0 as always
+    assert len(cached_verdicts(root)) == 3  # and three perspectives judged add(), once each
+
+    empty = referee(root, "check", "--judge-model", " ", "mathx.py")
+    assert empty.returncode == 2
+    assert "--judge-model needs a model" in empty.stderr
