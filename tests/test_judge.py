@@ -153,6 +153,24 @@ def test_a_split_vote_is_never_settled_by_majority(tmp_path) -> None:
     assert "perspectives disagree" in decision.reasons[-1]
 
 
+def test_a_person_sees_why_each_perspective_said_what_it_said(tmp_path) -> None:
+    backend = by_perspective(
+        {
+            "strict": answer("REJECT", "return a - b", "return a - b", reason="Subtracts b."),
+            "balanced": answer("PASS", "def add(a, b):", reason="Adds the two numbers."),
+            "lenient": answer("PASS", "def add(a, b):", reason="Adds the two numbers."),
+        }
+    )
+    result = run(tmp_path, backend, text="def add(a, b):\n    return a - b\n")
+    (finding,) = result.findings
+    assert finding.code == "REF402"
+    lines = (finding.evidence or "").splitlines()
+    assert lines[0] == "strict REJECT: Subtracts b. — return a - b"  # each quote once
+    assert lines[1] == "balanced PASS: Adds the two numbers. — def add(a, b):"
+    (item,) = review.read(tmp_path).items.values()
+    assert item.evidence[0] == "strict REJECT: Subtracts b. — 'return a - b'"
+
+
 def test_the_threshold_is_configurable(tmp_path) -> None:
     backend = by_perspective(
         {

@@ -650,10 +650,7 @@ def _review_item(
         if kind == "judge"
         else f"{subject.name}: passed by the judge, sampled for an audit"
     )
-    evidence = [
-        f"{v.perspective} {v.verdict}: " + " | ".join(repr(q) for q in v.evidence)
-        for v in decision.verdicts
-    ]
+    evidence = [said(v, quote=repr) for v in decision.verdicts]
     return review.new_item(
         kind=kind,
         path=path,
@@ -734,6 +731,18 @@ def judge_file(
 # --------------------------------------------------------------------------- findings
 
 
+def said(verdict: JudgeVerdict, quote: Callable[[str], str] = str) -> str:
+    """One perspective's answer on one line, for a person: its verdict, its reason, and its
+    quotes (each once) — ``balanced REJECT: Returns the sum, not the mean. — return s / n``."""
+    line = f"{verdict.perspective} {verdict.verdict}"
+    if verdict.reason:
+        line += f": {verdict.reason}"
+    quotes = list(dict.fromkeys(verdict.evidence))
+    if quotes:
+        line += " — " + " | ".join(quote(q) for q in quotes)
+    return line
+
+
 def finding_for(
     path: str, decision: Decision, severity: Callable[[str, Severity], Severity] | None = None
 ) -> Finding | None:
@@ -741,8 +750,7 @@ def finding_for(
     span = decision.span or Span(start=Location(line=1, column=1), end=Location(line=1, column=1))
     # Underline only the first line of a function: the whole body would drown the editor.
     span = Span(start=span.start, end=Location(line=span.start.line, column=span.start.column + 1))
-    quotes = [f"{v.perspective} {v.verdict}: {' | '.join(v.evidence)}" for v in decision.verdicts]
-    evidence = "\n".join(quotes) or None
+    evidence = "\n".join(said(v) for v in decision.verdicts) or None
     if decision.layer == Layer.L3:
         if decision.outcome != "REJECT":
             return None
