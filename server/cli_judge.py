@@ -216,7 +216,8 @@ def review_show(item_id: str, fmt: str, root: Path | None) -> None:
         for reason in item.reasons:
             out.print(f"  - {escape(reason)}")
     if item.evidence:
-        out.print("\n[bold]Evidence[/]")
+        heading = "Evidence" if item.kind == "arbitration" else "What each perspective said"
+        out.print(f"\n[bold]{heading}[/]")
         for line in item.evidence:
             out.print(f"  - {escape(line)}")
     status = item.decision or "pending"

@@ -543,3 +543,39 @@ def test_pre_commit_hooks_run_existing_commands():
         program, command = hook["entry"].split()
         assert program == "referee"
         assert command in cli.commands
+
+
+def test_review_show_prints_why_and_what_each_perspective_said(invoke, tmp_path: Path):
+    from referee.checks import review
+
+    item = review.new_item(
+        kind="judge",
+        path="src/mathx.py",
+        line=4,
+        subject="mean",
+        content_sha256="ab" * 32,
+        title="mean: the judge could not decide",
+        reasons=["perspectives disagree (strict REJECT, balanced PASS, lenient PASS)"],
+        evidence=["strict REJECT: Divides by n + 1. — 'return sum(xs) / (len(xs) + 1)'"],
+    )
+    review.submit(tmp_path, item)
+    shown = invoke("review", "show", item.id[:6], "--root", str(tmp_path), cwd=tmp_path)
+    assert shown.exit_code == 0, shown.output
+    lines = [line.strip() for line in shown.stdout.splitlines()]
+    assert lines[:2] == [
+        f"mean: the judge could not decide  (judge, id {item.id})",
+        "src/mathx.py:4  mean",
+    ]
+    why = lines.index("Why a person decides")
+    assert lines[why + 1] == "- perspectives disagree (strict REJECT, balanced PASS, lenient PASS)"
+    said = lines.index("What each perspective said")
+    assert lines[said + 1] == f"- {item.evidence[0]}"
+    assert lines[-1] == "Status: pending"
+
+    invoke("review", "reject", item.id[:6], "--by", "ada", "--root", str(tmp_path), cwd=tmp_path)
+    shown = invoke("review", "show", item.id[:6], "--root", str(tmp_path), cwd=tmp_path)
+    assert shown.stdout.splitlines()[-1].startswith("Status: rejected by ada on ")
+
+    missing = invoke("review", "show", "ffffff", "--root", str(tmp_path), cwd=tmp_path)
+    assert missing.exit_code == 2
+    assert "no review item 'ffffff'" in missing.stderr
