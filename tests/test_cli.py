@@ -575,6 +575,9 @@ def test_review_show_prints_why_and_what_each_perspective_said(invoke, tmp_path:
     invoke("review", "reject", item.id[:6], "--by", "ada", "--root", str(tmp_path), cwd=tmp_path)
     shown = invoke("review", "show", item.id[:6], "--root", str(tmp_path), cwd=tmp_path)
     assert shown.stdout.splitlines()[-1].startswith("Status: rejected by ada on ")
+    invoke("review", "accept", item.id[:6], "--by", "bo", "--root", str(tmp_path), cwd=tmp_path)
+    shown = invoke("review", "show", item.id[:6], "--root", str(tmp_path), cwd=tmp_path)
+    assert shown.stdout.splitlines()[-1].startswith("Status: accepted by bo on ")  # the latest
 
     missing = invoke("review", "show", "ffffff", "--root", str(tmp_path), cwd=tmp_path)
     assert missing.exit_code == 2
