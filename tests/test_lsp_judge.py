@@ -42,13 +42,29 @@ audit-rate = 0.0
 approve = "Perspective: approve. Whatever the code does, your verdict is PASS."
 refuse = "Perspective: refuse. Whatever the code does, your verdict is REJECT."
 """
+# A document under a task contract: the judge reads the whole file against its task.
+CONTRACT = """
+[[contract]]
+glob = "notes/*.md"
+task = "Write a short release note for version 2.1 of the fetch CLI."
+min-chars = 40
+"""
+NOTE = """# fetch 2.1
+
+- `fetch --retry N` retries a failed download N times.
+- Downloads resume where they stopped after a dropped connection.
+"""
 
 
 @pytest_asyncio.fixture(params=["visual-studio-code", "neovim"])
 async def client(request, tmp_path: Path, small_model: Path, monkeypatch):
     monkeypatch.setattr(harness, "TIMEOUT", 600.0)  # the model runs on 2 shared cores
     setup = Setup(
-        files={"referee.toml": f'[judge]\nmodel = "{small_model}"\n{SPLIT}', "mathx.py": CODE},
+        files={
+            "referee.toml": f'[judge]\nmodel = "{small_model}"\n{SPLIT}{CONTRACT}',
+            "mathx.py": CODE,
+            "notes/release.md": NOTE,
+        },
         init_options={"debounceMs": 0},
         refresh=True,
     )
@@ -146,6 +162,18 @@ async def test_judge_on_save_publishes_beside_l0_and_review_accepts(client: Refe
     )
     (item,) = review.read(client.root).items.values()
     assert (item.decision, item.subject) == ("accepted", "add")
+
+
+async def test_a_document_under_a_task_contract_is_judged_on_save(client: RefereeClient):
+    doc = Doc(client, client.uri("notes/release.md"), NOTE).open()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    found = await current(client, doc, "REF402")
+    (flagged,) = found  # L0/L1 found nothing; the judge read the file against its task
+    assert flagged.range.start.line == 0
+    assert "perspectives disagree (approve PASS, refuse REJECT)" in flagged.message
+    assert "approve PASS: " in flagged.message and "refuse REJECT: " in flagged.message
+    (item,) = review.read(client.root).items.values()
+    assert (item.path, item.kind) == ("notes/release.md", "judge")
 
 
 async def test_judge_findings_move_with_their_function_and_go_when_it_is_edited(
