@@ -13,6 +13,14 @@ MARKER = re.compile(r"\b(TODO|FIXME|XXX|TBD)\b")
 _STRING_PREFIX = re.compile(r"^[rRbBuUfF]*")
 
 
+def excerpt(text: str, limit: int = 80) -> str:
+    """Code quoted in a message: whitespace runs folded to one space, cut to ``limit``
+    characters with an ellipsis, so a 3,000-character expression does not become the
+    message."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def unwrap(node: Node) -> Node:
     """Strip redundant parentheses: ``((x))`` → ``x``."""
     while node.type == "parenthesized_expression" and node.named_child_count == 1:

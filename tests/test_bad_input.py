@@ -3,6 +3,7 @@ reason (or one finding), the other files are still checked, and nothing is writt
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -205,6 +206,26 @@ def test_deep_but_valid_nesting_is_checked(checked, project: Path):
     assert deep == [
         f"test_deep.py:{row}:{column}: REF111 `True` is always true: the assertion cannot fail"
     ]
+
+
+def test_a_huge_expression_is_quoted_in_the_message_cut_to_one_short_line(
+    checked, invoke, project: Path
+):
+    # A string literal in 10,000 pieces over 10,000 lines compared with itself: the
+    # message quotes its start on one line, cut with an ellipsis; the evidence keeps it all.
+    operand = "(" + "\n        ".join(['"ab"'] * 10_000) + ")"
+    source = f"def test_huge():\n    assert {operand} == {operand}\n"
+    (project / "test_huge.py").write_text(source, encoding="utf-8")
+    result = checked()
+    huge = [line for line in result.stdout.splitlines() if line.startswith("test_huge.py:")]
+    assert len(huge) == 1
+    assert ' REF111 `assert ("ab" "ab" "ab" ' in huge[0]
+    assert "…` compares a literal with itself: the assertion cannot fail" in huge[0]
+    assert len(huge[0]) < 200
+    report = invoke("check", "--no-cache", "--format", "json", "test_huge.py", cwd=project)
+    (finding,) = [f for f in json.loads(report.stdout)["findings"] if f["path"] == "test_huge.py"]
+    assert len(finding["message"]) < 160
+    assert finding["evidence"].count("ab") == 20_000
 
 
 def test_empty_directory_checks_nothing_and_exits_0(invoke, project: Path):

@@ -17,7 +17,14 @@ from typing import Literal
 
 from tree_sitter import Node
 
-from referee.checks.nodes import call_arguments, is_docstring, keyword_argument, statements, unwrap
+from referee.checks.nodes import (
+    call_arguments,
+    excerpt,
+    is_docstring,
+    keyword_argument,
+    statements,
+    unwrap,
+)
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
@@ -248,8 +255,8 @@ def isolate(
     if callee is None or callee.startswith("self."):
         raise NotIsolated(
             "cannot isolate the call under test: "
-            f"`{source.node_text(call_node.child_by_field_name('function'))}` is not a plain "
-            "function name"
+            f"`{excerpt(source.node_text(call_node.child_by_field_name('function')))}` "
+            "is not a plain function name"
         )
     bindings = _Bindings(source, module, fn, indices or {}, node.start_point.row)
     arguments = bindings.arguments(call_node)
@@ -301,7 +308,7 @@ class _Bindings:
                 parts.append(f"{self.source.node_text(name)}={site.text}")
             elif arg.type in ("list_splat", "dictionary_splat", "generator_expression"):
                 raise NotIsolated(
-                    f"cannot isolate the call under test: `{self.source.node_text(arg)}` "
+                    f"cannot isolate the call under test: `{excerpt(self.source.node_text(arg))}` "
                     "is not a literal argument"
                 )
             else:
@@ -318,7 +325,7 @@ class _Bindings:
             if found is not None:
                 return found
         raise NotIsolated(
-            f"cannot isolate the call under test: {what} `{text}` is not a literal, a "
+            f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
             "parametrized value or a literal assigned in the test"
         )
 

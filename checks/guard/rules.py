@@ -31,6 +31,7 @@ from referee.checks.guard.facts import (
 from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
 from referee.checks.ledger import normalized_text_hash
 from referee.checks.models import Certificate, Location, Severity, Span
+from referee.checks.nodes import excerpt
 from referee.checks.rule import Context, Violation
 
 if sys.version_info >= (3, 11):
@@ -239,8 +240,8 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 _Found(
                     "REF303",
                     new.line,
-                    f"in {name}, `{_short(old.text)}` ({_where(guard, before, old.line)}) "
-                    f"was weakened to `{_short(new.text)}`: `{old.op}` -> `{new.op}`",
+                    f"in {name}, `{excerpt(old.text)}` ({_where(guard, before, old.line)}) "
+                    f"was weakened to `{excerpt(new.text)}`: `{old.op}` -> `{new.op}`",
                 )
             )
     helper_calls = sum(1 for a in pool if a.op == "call" and a.silenced is None)
@@ -256,7 +257,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                     _Found(
                         "REF311",
                         renamed.line,
-                        f"in {name}, `{_short(renamed.text)}` is now {renamed.silenced}",
+                        f"in {name}, `{excerpt(renamed.text)}` is now {renamed.silenced}",
                     )
                 )
             elif old.op == "raises":  # e.g. assertRaisesRegex -> pytest.raises
@@ -271,19 +272,20 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
             _Found(
                 "REF301",
                 after.line,
-                f"in {name}, the assertion `{_short(old.text)}` "
+                f"in {name}, the assertion `{excerpt(old.text)}` "
                 f"({_where(guard, before, old.line)}) was removed",
             )
         )
     skipped_before = {canonical(m) for m in before.skips}
     for marker in after.skips:
         if canonical(marker) not in skipped_before:
-            found.append(_Found("REF310", after.line, f"{name} is now skipped: `{_short(marker)}`"))
+            message = f"{name} is now skipped: `{excerpt(marker)}`"
+            found.append(_Found("REF310", after.line, message))
     xfailed_before = {canonical(m) for m in before.xfails}
     for marker in after.xfails:
         if canonical(marker) not in xfailed_before:
             found.append(
-                _Found("REF312", after.line, f"{name} is now expected to fail: `{_short(marker)}`")
+                _Found("REF312", after.line, f"{name} is now expected to fail: `{excerpt(marker)}`")
             )
     if after.strict_false and not before.strict_false and before.xfails:
         found.append(_Found("REF312", after.line, f"{name}'s xfail is no longer strict"))
@@ -317,14 +319,9 @@ def _swallowed(
     return _Found(
         "REF311",
         new.line,
-        f"in {name}, `{_short(new.text)}` ({_where(guard, before, old.line)}) is now "
+        f"in {name}, `{excerpt(new.text)}` ({_where(guard, before, old.line)}) is now "
         f"{new.silenced}",
     )
-
-
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> list[_Found]:
@@ -357,7 +354,7 @@ def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> 
             _Found(
                 "REF302",
                 after.line,
-                f"in `{before.name}`, the parametrized case {_short(old)} ({guard.base}) was "
+                f"in `{before.name}`, the parametrized case {excerpt(old)} ({guard.base}) was "
                 "changed without a certificate",
             )
         )
@@ -438,7 +435,7 @@ def _value_changed(
         _Found(
             "REF302",
             new.line,
-            f"in `{before.name}`, the expected value of `{_short(old.subject)}` changed from "
+            f"in `{before.name}`, the expected value of `{excerpt(old.subject)}` changed from "
             f"{old.expected} ({_where(guard, before, old.line)}) to {new.expected} without "
             "a certificate",
         ),
@@ -455,7 +452,7 @@ def _unbound(certificate: Certificate, test_id: str, text: str) -> str | None:
     if certificate.test_sha256 is None:
         return "has no `test_sha256`, so it is bound to no assertion"
     if certificate.test_sha256 != normalized_text_hash(text):
-        return f"was not issued for `{_short(text)}` (its `test_sha256` differs)"
+        return f"was not issued for `{excerpt(text)}` (its `test_sha256` differs)"
     return None
 
 
@@ -477,7 +474,7 @@ def _compare_raises(
             _Found(
                 "REF305",
                 new.line,
-                f"in {name}, `{_short(old.text)}` ({_where(guard, before, old.line)}) "
+                f"in {name}, `{excerpt(old.text)}` ({_where(guard, before, old.line)}) "
                 f"now accepts any exception: {', '.join(new.raises)}",
             )
         )
@@ -491,7 +488,7 @@ def _compare_raises(
             _Found(
                 "REF306",
                 new.line,
-                f"in {name}, the `match={old.match}` of `{_short(old.text)}` "
+                f"in {name}, the `match={old.match}` of `{excerpt(old.text)}` "
                 f"({_where(guard, before, old.line)}) became `{new.match}`, which "
                 "matches any message",
             )
@@ -501,7 +498,7 @@ def _compare_raises(
             _Found(
                 "REF306",
                 new.line,
-                f"in {name}, the `match={old.match}` of `{_short(old.text)}` "
+                f"in {name}, the `match={old.match}` of `{excerpt(old.text)}` "
                 f"({_where(guard, before, old.line)}) was removed",
             )
         )

@@ -11,6 +11,7 @@ from referee.checks.models import Edit, Fix, Severity
 from referee.checks.nodes import (
     FRESH_OBJECTS,
     call_arguments,
+    excerpt,
     is_literal,
     is_pure,
     literal_truth,
@@ -179,7 +180,7 @@ def _assert_statement_vacuity(
             "REF111",
             fn,
             node,
-            f"`{source.node_text(cond)}` is always true: the assertion cannot fail",
+            f"`{excerpt(source.node_text(cond))}` is always true: the assertion cannot fail",
         )
     comparison = _comparison(node)
     if comparison is None:
@@ -196,7 +197,7 @@ def _assert_statement_vacuity(
                 "REF111",
                 fn,
                 node,
-                f"`{text}` compares a literal with itself: the assertion cannot fail",
+                f"`{excerpt(text)}` compares a literal with itself: the assertion cannot fail",
             )
         return _self_compared(fn, node, op, source.node_text(left))
     return None
@@ -211,7 +212,7 @@ def _assert_call_vacuity(source: SourceFile, fn: Function | None, call: Node) ->
                 "REF111",
                 fn,
                 call,
-                f"`{method}({source.node_text(args[0])})` is "
+                f"`{method}({excerpt(source.node_text(args[0]))})` is "
                 "given a constant: the assertion cannot fail",
             )
         return None
@@ -232,7 +233,7 @@ def _assert_call_vacuity(source: SourceFile, fn: Function | None, call: Node) ->
                 fn,
                 call,
                 f"`{method}` compares the literal "
-                f"`{source.node_text(args[0])}` with itself: the assertion cannot fail",
+                f"`{excerpt(source.node_text(args[0]))}` with itself: the assertion cannot fail",
             )
         return _self_compared(fn, call, _SELF_COMPARE_METHODS[method], source.node_text(args[0]))
     return None
@@ -241,13 +242,17 @@ def _assert_call_vacuity(source: SourceFile, fn: Function | None, call: Node) ->
 def _self_compared(fn: Function | None, node: Node, op: str, operand: str) -> _Vacuous:
     if op == "is":
         return _Vacuous(
-            "REF113", fn, node, f"`{operand}` is compared with itself by identity: always true"
+            "REF113",
+            fn,
+            node,
+            f"`{excerpt(operand)}` is compared with itself by identity: always true",
         )
     return _Vacuous(
         "REF113",
         fn,
         node,
-        f"`{operand}` is compared with itself (`{op}`): true for any value with a reflexive __eq__",
+        f"`{excerpt(operand)}` is compared with itself (`{op}`): "
+        "true for any value with a reflexive __eq__",
         always_warning=True,
     )
 
@@ -255,7 +260,10 @@ def _self_compared(fn: Function | None, node: Node, op: str, operand: str) -> _V
 def _fresh(fn: Function | None, node: Node, positive: bool, fresh: str) -> _Vacuous:
     outcome = "always fails" if positive else "always passes"
     return _Vacuous(
-        "REF114", fn, node, f"identity check against the new object `{fresh}` {outcome}; use `==`"
+        "REF114",
+        fn,
+        node,
+        f"identity check against the new object `{excerpt(fresh)}` {outcome}; use `==`",
     )
 
 

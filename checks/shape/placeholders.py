@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from referee.checks.models import Severity
-from referee.checks.nodes import MARKER, is_docstring, raised_name, statements
+from referee.checks.nodes import MARKER, excerpt, is_docstring, raised_name, statements
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.rule import Context, Violation
 
@@ -213,7 +213,7 @@ def placeholder_marker(ctx: Context) -> Iterator[Violation]:
             if match:
                 yield Violation(
                     span=source.node_span(comment),
-                    message=f"{match.group(1)} marker: {source.node_text(comment).strip()}",
+                    message=f"{match.group(1)} marker: {excerpt(source.node_text(comment), 100)}",
                     evidence=source.node_text(comment),
                 )
         return

@@ -10,6 +10,7 @@ from referee.checks.models import Severity
 from referee.checks.nodes import (
     CATCHES_FAILURES,
     call_arguments,
+    excerpt,
     handler_swallows,
     keyword_argument,
     string_value,
@@ -172,7 +173,7 @@ def skip_without_reason(ctx: Context) -> Iterator[Violation]:
             if _empty_reason(source, call):
                 yield Violation(
                     span=source.node_span(decorator),
-                    message=f"`{source.node_text(decorator)}` skips unconditionally "
+                    message=f"`{excerpt(source.node_text(decorator))}` skips unconditionally "
                     "without a reason",
                     evidence=source.node_text(decorator),
                 )
