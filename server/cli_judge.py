@@ -123,12 +123,16 @@ def judge_results(
 # ---------------------------------------------------------------------------- review
 
 
-def _root(directory: Path | None) -> Path:
+def _settings(directory: Path | None) -> Settings:
     try:
-        return discover(directory or Path(".")).root
+        return discover(directory or Path("."))
     except ConfigError as exc:
         err.print(f"[bold red]referee: error:[/] {escape(str(exc))}", soft_wrap=True)
         raise click.exceptions.Exit(EXIT_USAGE) from None
+
+
+def _root(directory: Path | None) -> Path:
+    return _settings(directory).root
 
 
 _root_option = click.option(
@@ -138,20 +142,38 @@ _root_option = click.option(
 )
 
 
+_all_option = click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Also list decided items and outdated ones (their code has changed since).",
+)
+_format_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+
+
 @click.group(invoke_without_command=True)
+@_all_option
+@_format_option
+@_root_option
 @click.pass_context
-def review_group(ctx: click.Context) -> None:
+def review_group(ctx: click.Context, show_all: bool, fmt: str, root: Path | None) -> None:
     """The L3 review queue: items the judge could not settle, audits, unclear arbitrations.
 
     \b
     Items live in .referee/review.jsonl; a decision sticks until the content changes.
+    Without a command, lists what waits (the options are `list`'s).
     Examples:
       referee review                   # what waits for a person
+      referee review --root examples/demo
       referee review show 3f2a         # one item, with every perspective's evidence
       referee review accept 3f2a       # or: reject
     """
     if ctx.invoked_subcommand is None:
-        ctx.invoke(review_list)
+        ctx.invoke(review_list, show_all=show_all, fmt=fmt, root=root)
+    elif root is not None:  # `referee review --root DIR show ID`
+        ctx.default_map = {name: {"root": root} for name in ("list", "show", "accept", "reject")}
 
 
 def _queue(root: Path) -> review.Queue:
@@ -162,21 +184,40 @@ def _queue(root: Path) -> review.Queue:
 
 
 @review_group.command("list")
-@click.option("--all", "show_all", is_flag=True, help="Also list decided items.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@_all_option
+@_format_option
 @_root_option
 def review_list(show_all: bool = False, fmt: str = "text", root: Path | None = None) -> None:
-    """List the items waiting for review (or all of them)."""
-    queue = _queue(_root(root))
-    items = list(queue.items.values()) if show_all else queue.pending()
+    """List the items waiting for review (or all of them).
+
+    An item is about the code as it was judged; once that code changed (or its file is
+    gone) the item is outdated — hidden here, kept in the file, its id still valid.
+    """
+    from referee.checks.judge.core import outdated
+
+    settings = _settings(root)
+    queue = _queue(settings.root)
+    stale = outdated(queue.pending(), settings)
+    waiting = [i for i in queue.pending() if i.id not in stale]
+    items = list(queue.items.values()) if show_all else waiting
+
+    def status(item: review.ReviewItem) -> str:
+        return item.decision or ("outdated" if item.id in stale else "pending")
+
     if fmt == "json":
-        click.echo(json.dumps([i.model_dump(mode="json") for i in items], indent=2))
+        rows = [{**i.model_dump(mode="json"), "status": status(i)} for i in items]
+        click.echo(json.dumps(rows, indent=2))
         return
+    hidden = (
+        ""
+        if show_all or not stale
+        else f" {len(stale)} outdated (their code has changed since): `referee review list --all`."
+    )
     if not items:
-        click.echo("Nothing waits for review.")
+        click.echo(f"Nothing waits for review.{hidden}")
         return
     table = Table(box=None, pad_edge=False)
-    for column in ("id", "kind", "where", "item", *(["decision"] if show_all else [])):
+    for column in ("id", "kind", "where", "item", *(["status"] if show_all else [])):
         table.add_column(column)
     for item in items:
         table.add_row(
@@ -184,10 +225,10 @@ def review_list(show_all: bool = False, fmt: str = "text", root: Path | None = N
             item.kind,
             f"{item.path}:{item.line}",
             escape(item.title),
-            *([item.decision or "pending"] if show_all else []),
+            *([status(item)] if show_all else []),
         )
     Console(highlight=False, soft_wrap=True).print(table)
-    click.echo(f"\n{len(queue.pending())} waiting. `referee review show ID` for the evidence.")
+    click.echo(f"\n{len(waiting)} waiting. `referee review show ID` for the evidence.{hidden}")
 
 
 def _find(root: Path, item_id: str) -> review.ReviewItem:
@@ -204,7 +245,10 @@ def _find(root: Path, item_id: str) -> review.ReviewItem:
 @_root_option
 def review_show(item_id: str, fmt: str, root: Path | None) -> None:
     """Show one item: why it needs a person, and the quoted evidence."""
-    item = _find(_root(root), item_id)
+    from referee.checks.judge.core import outdated
+
+    settings = _settings(root)
+    item = _find(settings.root, item_id)
     if fmt == "json":
         click.echo(item.model_dump_json(indent=2))
         return
@@ -223,6 +267,8 @@ def review_show(item_id: str, fmt: str, root: Path | None) -> None:
     status = item.decision or "pending"
     if item.decision:
         status += f" by {item.decided_by} on {item.decided}"
+    elif outdated([item], settings):
+        status = "outdated: the code it is about has changed since it was judged"
     out.print(f"\nStatus: {status}")
 
 

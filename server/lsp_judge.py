@@ -271,7 +271,7 @@ class JudgeService:
         return "" if judged is None else f"-j{judged.version}-{len(judged.findings)}"
 
     def pending_reviews(self, ls: RefereeServer) -> int:
-        return sum(len(review.read(root).pending()) for root in project_roots(ls))
+        return sum(len(waiting(settings)) for settings in project_settings(ls).values())
 
     def notify_status(self, ls: RefereeServer) -> None:
         try:
@@ -314,13 +314,28 @@ class JudgeService:
         return actions
 
 
-def project_roots(ls: Any) -> set[Path]:
-    """The project roots of the workspace folders and of the open documents: where review
-    queues live."""
+def project_settings(ls: Any) -> dict[Path, Settings]:
+    """The projects of the workspace folders and of the open documents, by root: where
+    review queues live."""
     # settings_for takes a file: a name inside the folder finds the folder's own project
-    roots = {ls.settings_for(folder / "__referee__").root for folder in ls.folders()}
-    roots.update(ls.settings_for(ls.path_of(uri)).root for uri in list(ls.documents))
-    return roots or {Path.cwd()}
+    found = [ls.settings_for(folder / "__referee__") for folder in ls.folders()]
+    found += [ls.settings_for(ls.path_of(uri)) for uri in list(ls.documents)]
+    projects: dict[Path, Settings] = {}
+    for settings in found:
+        projects.setdefault(settings.root, settings)
+    return projects or {Path.cwd(): Settings(root=Path.cwd())}
+
+
+def waiting(settings: Settings) -> list[review.ReviewItem]:
+    """Pending review items whose code has not changed since (the judge's module loads
+    only when it is needed)."""
+    from referee.checks.judge import core
+
+    return core.waiting(settings)
+
+
+def project_roots(ls: Any) -> set[Path]:
+    return set(project_settings(ls))
 
 
 def _baseline(root: Path, path: Path) -> str | None:
@@ -353,8 +368,9 @@ def register(server: RefereeServer) -> None:
     @server.command("referee.review.list")
     def review_list(ls: Any, *args: Any) -> list[dict[str, Any]]:
         items = []
-        for root in sorted(project_roots(ls)):
-            for item in review.read(root).pending():
+        projects = project_settings(ls)
+        for root in sorted(projects):
+            for item in waiting(projects[root]):
                 data = item.model_dump(mode="json")
                 data["uri"] = (root / item.path).as_uri()
                 items.append(data)

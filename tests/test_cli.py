@@ -545,15 +545,29 @@ def test_pre_commit_hooks_run_existing_commands():
         assert command in cli.commands
 
 
+MEAN = "def mean(xs):\n    return sum(xs) / (len(xs) + 1)\n"
+
+
+def _judged(name: str, text: str) -> str:
+    """The content hash the judge gives function ``name`` of ``text``."""
+    from referee.checks.judge import core
+    from referee.checks.models import Location, Span
+
+    here = Span(start=Location(line=1, column=1), end=Location(line=1, column=1))
+    return core.Subject("function", name, text.rstrip("\n"), here).content_sha256
+
+
 def test_review_show_prints_why_and_what_each_perspective_said(invoke, tmp_path: Path):
     from referee.checks import review
 
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "mathx.py").write_text(MEAN)
     item = review.new_item(
         kind="judge",
         path="src/mathx.py",
         line=4,
         subject="mean",
-        content_sha256="ab" * 32,
+        content_sha256=_judged("mean", MEAN),
         title="mean: the judge could not decide",
         reasons=["perspectives disagree (strict REJECT, balanced PASS, lenient PASS)"],
         evidence=["strict REJECT: Divides by n + 1. — 'return sum(xs) / (len(xs) + 1)'"],
@@ -582,3 +596,59 @@ def test_review_show_prints_why_and_what_each_perspective_said(invoke, tmp_path:
     missing = invoke("review", "show", "ffffff", "--root", str(tmp_path), cwd=tmp_path)
     assert missing.exit_code == 2
     assert "no review item 'ffffff'" in missing.stderr
+
+
+def test_review_list_hides_items_whose_code_changed_and_all_shows_them(invoke, tmp_path: Path):
+    from referee.checks import review
+
+    project, away = tmp_path / "project", tmp_path / "away"  # --root must do the finding
+    project.mkdir()
+    away.mkdir()
+    (project / "mathx.py").write_text(MEAN)
+    items = {
+        name: review.new_item(
+            kind="judge",
+            path="mathx.py",
+            line=1,
+            subject="mean",
+            content_sha256=_judged("mean", text),
+            title=f"mean: the judge could not decide ({name})",
+        )
+        for name, text in [("now", MEAN), ("before", MEAN.replace("+ 1", "+ 2"))]
+    }
+    for item in items.values():
+        review.submit(project, item)
+
+    listed = invoke("review", "--root", str(project), cwd=away)
+    assert listed.exit_code == 0, listed.output
+    assert items["now"].id[:8] in listed.stdout
+    assert items["before"].id[:8] not in listed.stdout
+    assert listed.stdout.rstrip().endswith(
+        "1 waiting. `referee review show ID` for the evidence. 1 outdated (their code has "
+        "changed since): `referee review list --all`."
+    )
+
+    every = invoke("review", "list", "--all", "--root", str(project), cwd=away)
+    ids = {item.id[:8] for item in items.values()}
+    rows = {
+        row[0]: row[-1]
+        for line in every.stdout.splitlines()
+        if (row := line.split())[:1] and row[0] in ids
+    }
+    assert rows == {items["now"].id[:8]: "pending", items["before"].id[:8]: "outdated"}
+
+    report = invoke("review", "--all", "--format", "json", "--root", str(project), cwd=away)
+    statuses = {row["id"]: row["status"] for row in json.loads(report.stdout)}
+    assert statuses == {items["now"].id: "pending", items["before"].id: "outdated"}
+    # the group's --root reaches its commands too
+    shown = invoke("review", "--root", str(project), "show", items["before"].id[:8], cwd=away)
+    assert shown.stdout.splitlines()[-1] == (
+        "Status: outdated: the code it is about has changed since it was judged"
+    )
+
+    (project / "mathx.py").unlink()
+    gone = invoke("review", "--root", str(project), cwd=away)
+    assert gone.stdout.strip() == (
+        "Nothing waits for review. 2 outdated (their code has changed since): "
+        "`referee review list --all`."
+    )

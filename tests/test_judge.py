@@ -386,6 +386,72 @@ def test_a_human_decision_sticks_until_the_content_changes(tmp_path) -> None:
     assert len(review.read(tmp_path).pending()) == 1
 
 
+SPLIT = {
+    "strict": answer("REJECT", "return a + b"),
+    "balanced": answer("PASS", "return a + b"),
+    "lenient": answer("PASS", "return a + b"),
+}
+
+
+def test_an_item_whose_code_changed_is_outdated_and_no_longer_waits(tmp_path) -> None:
+    text = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    source = tmp_path / "mathx.py"
+    source.write_text(text)
+    run(tmp_path, by_perspective(SPLIT), text=text)  # `sub`'s quote is not in it: UNCLEAR too
+    settings = settings_for(tmp_path)
+    items = {i.subject: i for i in review.read(tmp_path).pending()}
+    assert set(items) == {"add", "sub"}
+    assert core.outdated(list(items.values()), settings) == set()
+    assert {i.subject for i in core.waiting(settings)} == {"add", "sub"}
+
+    source.write_text(text.replace("a - b", "b - a") + "\n# a comment outside both\n")
+    assert core.outdated(list(items.values()), settings) == {items["sub"].id}
+    assert [i.subject for i in core.waiting(settings)] == ["add"]
+    assert len(review.read(tmp_path).pending()) == 2  # hidden, not removed
+
+    source.write_text(text)  # reverted: the item applies again
+    assert core.outdated(list(items.values()), settings) == set()
+    source.write_text(text.replace("def add", "def plus"))  # renamed
+    assert core.outdated(list(items.values()), settings) == {items["add"].id}
+    source.unlink()
+    assert core.outdated(list(items.values()), settings) == {items["add"].id, items["sub"].id}
+
+    arbitration = review.new_item(
+        kind="arbitration",
+        path="test_gone.py",
+        line=3,
+        subject="test_gone.py::test_x",
+        content_sha256="cd" * 32,
+        title="Arbitration UNCLEAR: no independent truth",
+    )
+    assert core.outdated([arbitration], settings) == set()  # not the judge's to say
+
+
+def test_a_task_item_is_outdated_when_the_document_or_its_task_changes(tmp_path) -> None:
+    def settings(task: str) -> Settings:
+        contract = [Contract(glob="*.md", task=task)]
+        config = RefereeConfig(contract=contract, judge=JudgeConfig(audit_rate=0.0))
+        return Settings(config=config, root=tmp_path)
+
+    text = "# Release 2.0\n\nNew: faster parsing.\n"
+    (tmp_path / "NOTES.md").write_text(text)
+    backend = by_perspective(
+        {
+            "strict": answer("REJECT", "New: faster parsing."),
+            "balanced": answer("PASS", "New: faster parsing."),
+            "lenient": answer("PASS", "New: faster parsing."),
+        }
+    )
+    source = SourceFile("NOTES.md", text)
+    first = settings("Write a release note")
+    core.judge_file(source, first, "NOTES.md", [], backend, cache=core.VerdictCache(None))
+    (item,) = review.read(tmp_path).pending()
+    assert core.outdated([item], first) == set()
+    assert core.outdated([item], settings("Write a changelog")) == {item.id}
+    (tmp_path / "NOTES.md").write_text(text + "Fixed: a crash.\n")
+    assert core.outdated([item], first) == {item.id}
+
+
 def test_audit_rate_formula_and_deterministic_sampling() -> None:
     assert review.audit_rate(0.05, 1.0, 1.0) == pytest.approx(0.05)
     assert review.audit_rate(0.05, 2.0, 0.5) == pytest.approx(0.05 * 2 / 0.5**1.5)
@@ -408,7 +474,12 @@ def test_audited_passes_enter_the_queue_as_audit_items(tmp_path) -> None:
     (decision,) = result.decisions
     assert (decision.outcome, decision.audit) == ("PASS", True)
     assert [f.code for f in result.findings] == ["REF402"]
-    assert [i.kind for i in review.read(tmp_path).pending()] == ["audit"]
+    (item,) = review.read(tmp_path).pending()
+    assert item.kind == "audit"
+    assert item.reasons == (
+        "3 of 3 perspectives passed it; sampled at an audit rate of 100% "
+        "(audit-rate × risk / agreement^1.5)",
+    )
 
 
 def test_a_corrupt_queue_line_is_reported_and_the_rest_kept(tmp_path) -> None:

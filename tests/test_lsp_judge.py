@@ -164,6 +164,33 @@ async def test_judge_on_save_publishes_beside_l0_and_review_accepts(client: Refe
     assert (item.decision, item.subject) == ("accepted", "add")
 
 
+async def test_an_item_whose_function_was_edited_and_saved_no_longer_counts_as_waiting(
+    client: RefereeClient,
+):
+    doc = Doc(client, client.uri("mathx.py"), CODE).open()
+    await current(client, doc, "REF101")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    await current(client, doc, "REF402")
+    await client.until(
+        lambda: any(s["reviewPending"] == 1 for s in client.statuses), "1 item pending"
+    )
+    (before,) = review.read(client.root).items
+    doc.replace("return a + b", "return b + a")
+    (client.root / "mathx.py").write_text(doc.text)  # what the editor writes before didSave
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    await client.until(
+        lambda: len(review.read(client.root).items) == 2, "the new content queued too"
+    )
+    await client.until(lambda: client.statuses[-1]["judge"] == "idle", "the judge done")
+    # two items in the file, one of them about code that is no longer there
+    assert client.statuses[-1]["reviewPending"] == 1
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="referee.review.list", arguments=[])
+    )
+    (listed,) = [row if isinstance(row, dict) else vars(row) for row in answer]
+    assert listed["id"] != before and listed["subject"] == "add"
+
+
 async def test_a_document_under_a_task_contract_is_judged_on_save(client: RefereeClient):
     doc = Doc(client, client.uri("notes/release.md"), NOTE).open()
     client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))

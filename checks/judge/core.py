@@ -61,7 +61,7 @@ from referee.checks.models import (
     Span,
 )
 from referee.checks.pymodule import PythonModule
-from referee.checks.source import SourceFile
+from referee.checks.source import SourceFile, Unreadable, decode, kind_of
 
 PROMPTS = Path(__file__).with_name("prompts") / "judge-v1.toml"
 MAX_SUBJECT_CHARS = 12_000  # longer text is cut (and the cut is said in the prompt)
@@ -600,6 +600,7 @@ def judge_subjects(
         outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
         layer = Layer.L2
         audit = False
+        rate = 0.0
         if outcome == "PASS":
             rate = review.audit_rate(
                 config.audit_rate, review.risk_for(path, config.risk), agreement
@@ -619,7 +620,7 @@ def judge_subjects(
         )
         if root is not None and (outcome == "UNCLEAR" or audit):
             kind: Literal["judge", "audit"] = "judge" if outcome == "UNCLEAR" else "audit"
-            item = _review_item(kind, path, subject, decision)
+            item = _review_item(kind, path, subject, decision, rate)
             known = queue_state.items.get(item.id)
             if known is not None and known.decision is not None:
                 decision = decision.model_copy(
@@ -643,13 +644,23 @@ def judge_subjects(
 
 
 def _review_item(
-    kind: Literal["judge", "audit"], path: str, subject: Subject, decision: Decision
+    kind: Literal["judge", "audit"],
+    path: str,
+    subject: Subject,
+    decision: Decision,
+    rate: float = 0.0,
 ) -> review.ReviewItem:
-    title = (
-        f"{subject.name}: the judge could not decide"
-        if kind == "judge"
-        else f"{subject.name}: passed by the judge, sampled for an audit"
-    )
+    if kind == "judge":
+        title = f"{subject.name}: the judge could not decide"
+        reasons = list(decision.reasons)
+    else:
+        # The perspectives' reasons are in the evidence, each beside its verdict.
+        title = f"{subject.name}: passed by the judge, sampled for an audit"
+        passed = sum(v.verdict == "PASS" for v in decision.verdicts)
+        reasons = [
+            f"{passed} of {len(decision.verdicts)} perspectives passed it; sampled at an "
+            f"audit rate of {rate * 100:.3g}% (audit-rate × risk / agreement^1.5)"
+        ]
     evidence = [said(v, quote=repr) for v in decision.verdicts]
     return review.new_item(
         kind=kind,
@@ -658,9 +669,79 @@ def _review_item(
         subject=subject.name,
         content_sha256=subject.content_sha256,
         title=title,
-        reasons=list(decision.reasons),
+        reasons=reasons,
         evidence=evidence,
     )
+
+
+def outdated(items: Sequence[review.ReviewItem], settings: Settings) -> set[str]:
+    """The ids of judge and audit items whose content is no longer in the workspace.
+
+    An item is about one function (or one task document) as it was when judged; once the
+    function is edited, renamed or deleted, the file removed, or the document's task
+    changed, a person has nothing left to decide — the next check judges the new content
+    as a new item. Each file is read once. Arbitration items are never outdated here (what
+    they hash is the failing assertion as the test run reported it), nor is an item whose
+    file cannot be analysed now.
+    """
+    by_path: dict[str, list[review.ReviewItem]] = {}
+    for item in items:
+        if item.kind in ("judge", "audit"):
+            by_path.setdefault(item.path, []).append(item)
+    gone: set[str] = set()
+    for path, group in by_path.items():
+        hashes = _current_hashes(settings, path, {item.subject for item in group})
+        if hashes is None:
+            continue
+        gone.update(item.id for item in group if item.content_sha256 not in hashes)
+    return gone
+
+
+def waiting(settings: Settings) -> list[review.ReviewItem]:
+    """The project's pending review items that are not outdated: what a person has left."""
+    queue = review.read(settings.root)
+    pending = queue.pending()
+    stale = outdated(pending, settings)
+    return [item for item in pending if item.id not in stale]
+
+
+def _current_hashes(settings: Settings, relpath: str, names: set[str]) -> set[str] | None:
+    """The content hashes of the subjects ``relpath`` holds now (empty when it is gone;
+    None when it cannot be analysed, so nothing is called outdated on a guess)."""
+    kind = kind_of(relpath)
+    try:
+        data = (settings.root / relpath).read_bytes()
+    except FileNotFoundError:
+        return set()
+    except OSError:
+        return None
+    try:
+        text = decode(data, kind, settings.config.max_file_size)
+    except Unreadable:
+        return set()
+    nowhere = Span(start=Location(line=1, column=1), end=Location(line=1, column=1))
+    hashes: set[str] = set()
+    task = next((c.task for c in settings.contracts_for(relpath) if c.task), None)
+    if task is not None:
+        # A task item's subject is the file's name as the judge was given it.
+        hashes.update(
+            Subject("task", name, text, nowhere, task=task).content_sha256 for name in names
+        )
+    if kind == "python":
+        source = SourceFile(relpath, text, kind)
+        try:
+            functions = PythonModule(source, settings.is_test_file(relpath)).functions
+        except RecursionError:
+            return None
+        for fn in functions:
+            if fn.is_nested:
+                continue
+            qualname = f"{fn.class_.name}.{fn.name}" if fn.class_ else fn.name
+            body = source.node_text(fn.node)
+            hashes.update(
+                Subject(k, qualname, body, nowhere).content_sha256 for k in ("function", "test")
+            )
+    return hashes
 
 
 def review_item_for(path: str, decision: Decision) -> str:
