@@ -123,10 +123,15 @@ def run(args: argparse.Namespace, report: dict[str, Any]) -> None:
         "workbench.secondarySideBar.defaultVisibility": "hidden",
     }
     write_settings(user_dir, settings)
-    # A copy: the run writes workspace settings, and nothing into the repository.
+    # A copy: the run writes workspace settings, and nothing into the repository. Without
+    # .referee/ — a review queue left by an earlier `referee check --judge` there would open
+    # the queue's picker where the run expects "nothing waits for review" — and without
+    # other local state: the workspace as a fresh clone has it.
     workspace = work / Path(args.workspace).name
     shutil.copytree(
-        args.workspace, workspace, ignore=shutil.ignore_patterns("__pycache__", ".vscode")
+        args.workspace,
+        workspace,
+        ignore=shutil.ignore_patterns("__pycache__", ".vscode", ".referee", ".pytest_cache"),
     )
     started = time.monotonic()
     installed = subprocess.run(
