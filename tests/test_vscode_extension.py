@@ -5,8 +5,10 @@ reason to skip. The contributed settings are compared with the server's ClientSe
 the two cannot drift apart.
 
 The end-to-end test runs editors/vscode/scripts/e2e.py: the .vsix in a real VS Code
-(code-server in headless Chromium). It needs code-server, which CI does not install; it runs
-when REFEREE_CODE_SERVER names the directory of ``shared/tools/code-server-setup.sh DIR``.
+(code-server in headless Chromium). It runs when REFEREE_CODE_SERVER names the directory of
+``.ci/code-server.sh DIR`` (``.ci/run`` installs it and sets the variable) and needs the
+``e2e`` extra (playwright); without the variable it is skipped, so the README's test
+command runs everywhere.
 """
 
 from __future__ import annotations

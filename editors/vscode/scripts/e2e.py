@@ -6,7 +6,7 @@ referee's findings are there. Then changes a ``referee.*`` setting while the ser
 and waits for the panel to follow, and takes a screenshot. Prints a JSON report; exits 1
 when a step fails (the report says which, and the screenshot shows it).
 
-Needs: code-server (``shared/tools/code-server-setup.sh DIR``), Debian's ``chromium``, and
+Needs: code-server (``.ci/code-server.sh DIR``), Debian's ``chromium``, and
 the Python ``playwright`` package (``pip install playwright``; its browsers are not used).
 
     python editors/vscode/scripts/e2e.py --code-server DIR --referee .venv/bin/referee \\
@@ -290,7 +290,7 @@ def drive(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--code-server", required=True, help="DIR of code-server-setup.sh")
+    parser.add_argument("--code-server", required=True, help="DIR of .ci/code-server.sh")
     parser.add_argument("--referee", required=True, help="the referee executable to run")
     parser.add_argument("--vsix", default=str(EXTENSION / "referee.vsix"))
     parser.add_argument("--workspace", default=str(ROOT / "examples" / "demo"))
