@@ -37,9 +37,14 @@ cd "$dir"
 [[ -f package.json ]] || echo '{"private": true}' > package.json
 if [[ ! -d node_modules/code-server/lib/vscode/node_modules ]]; then
   npm install --no-audit --no-fund --loglevel=error "code-server@$version"
-  # Newer npm may skip the package's postinstall, which builds VS Code's native modules.
-  (cd node_modules/code-server \
-    && npm_config_user_agent="npm/11 node/$(node --version) linux x64" sh ./postinstall.sh)
+  # Newer npm may skip the package's postinstall, which builds VS Code's native modules. It
+  # lists every file it removes: its log is shown only when it fails.
+  if ! (cd node_modules/code-server \
+    && npm_config_user_agent="npm/11 node/$(node --version) linux x64" sh ./postinstall.sh) \
+    > "$dir/postinstall.log" 2>&1; then
+    tail -n 50 "$dir/postinstall.log" >&2
+    exit 1
+  fi
 fi
 
 mkdir -p bin
