@@ -21,7 +21,7 @@ from referee import __version__
 from referee.checks.config import Settings
 from referee.checks.engine import check_source
 from referee.checks.models import CheckReport, Finding, Severity, SkippedFile, Summary
-from referee.checks.source import SourceFile, Unreadable, decode, kind_of
+from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 24
@@ -32,6 +32,7 @@ class Target:
     path: Path  # where to read it
     display: str  # how to name it in output
     relpath: str  # relative to the project root, for globs
+    named: bool = False  # named by the user, not found by walking a directory
 
 
 @dataclass
@@ -75,11 +76,11 @@ def collect(paths: Sequence[Path], settings: Settings) -> list[Target]:
     targets: list[Target] = []
     seen: set[Path] = set()
     for given in paths:
-        if given.is_file() or not given.exists():
+        if not given.is_dir():  # a file, a pipe (`<(…)`), or a path that does not exist
             resolved = given.resolve()
             if resolved not in seen:
                 seen.add(resolved)
-                targets.append(Target(given, _display(given), settings.relative(given)))
+                targets.append(Target(given, _display(given), settings.relative(given), named=True))
             continue
         walked = [t for t in _walk(given, settings) if t.path.resolve() not in seen]
         seen.update(t.path.resolve() for t in walked)
@@ -111,7 +112,9 @@ def _walk(directory: Path, settings: Settings) -> Iterator[Target]:
 
 def check_file(target: Target, settings: Settings) -> FileResult:
     try:
-        data = target.path.read_bytes()
+        data = read_bytes(target.path, settings.config.max_file_size, named=target.named)
+    except Unreadable as exc:
+        return FileResult(target.display, skipped=exc.reason)
     except FileNotFoundError:
         return FileResult(target.display, skipped="no such file")
     except IsADirectoryError:

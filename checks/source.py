@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import functools
 import io
+import stat
 import tokenize
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Tree
@@ -36,6 +37,28 @@ class Unreadable(Exception):
 def kind_of(path: str) -> str:
     """``python`` for Python sources and stubs, ``text`` for everything else."""
     return "python" if PurePath(path).suffix.lower() in PYTHON_SUFFIXES else "text"
+
+
+def read_bytes(path: Path, max_size: int, *, named: bool = False) -> bytes:
+    """A file's bytes for checking: never more than ``max_size`` (a file past it is
+    :class:`Unreadable` without being read into memory), and never a FIFO, socket or device
+    met while walking a directory — reading one would wait forever. A path the user
+    ``named`` may be one (``referee check <(git show HEAD:x.py)``); it is still read only
+    up to the limit. ``OSError`` (missing, a directory, no permission) passes through.
+    """
+    info = path.stat()
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    if not stat.S_ISREG(info.st_mode):
+        if not named:
+            raise Unreadable("not a regular file (a FIFO, socket or device)")
+    elif info.st_size > max_size:
+        raise Unreadable(f"larger than max-file-size ({info.st_size:,} > {max_size:,} bytes)")
+    with path.open("rb") as handle:
+        data = handle.read(max_size + 1)
+    if len(data) > max_size:
+        raise Unreadable(f"larger than max-file-size (more than {max_size:,} bytes)")
+    return data
 
 
 def decode(data: bytes, kind: str, max_size: int) -> str:

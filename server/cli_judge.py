@@ -13,7 +13,7 @@ from rich.table import Table
 
 from referee.checks import review, runner
 from referee.checks.config import ConfigError, Settings, discover
-from referee.checks.source import SourceFile, Unreadable, decode, kind_of
+from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -87,8 +87,9 @@ def judge_results(
             try:
                 kind = kind_of(result.display)
                 data = (texts or {}).get(result.display)
-                data = data if data is not None else path.read_bytes()
-                text = decode(data, kind, settings.config.max_file_size)
+                limit = settings.config.max_file_size
+                data = data if data is not None else read_bytes(path, limit, named=True)
+                text = decode(data, kind, limit)
             except (OSError, Unreadable):
                 continue
             source = SourceFile(result.display, text, kind)

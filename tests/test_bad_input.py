@@ -64,6 +64,63 @@ def test_file_over_max_file_size_is_skipped_with_a_note(checked, project: Path):
     ]
 
 
+def test_a_huge_file_is_skipped_without_being_read_into_memory(project: Path):
+    """A 4 GiB file (sparse: it costs no disk) under a 1 GiB address-space limit: reading it
+    would fail with MemoryError; its size is known before reading."""
+    import resource
+    import subprocess
+    import sys
+
+    (project / "ok.py").write_text(NEIGHBOUR, encoding="utf-8")
+    with (project / "dump.py").open("wb") as handle:
+        handle.truncate(4 * 2**30)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+    run = subprocess.run(
+        [sys.executable, "-m", "referee", "check", "--no-cache", "."],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stderr
+    assert NEIGHBOUR_LINE in run.stdout.splitlines()
+    assert skip_notes(run.stderr) == [
+        f"referee: skipped dump.py: larger than max-file-size ({4 * 2**30:,} > 2,000,000 bytes)"
+    ]
+
+
+def test_a_fifo_found_in_a_directory_is_skipped_not_waited_on(checked, project: Path):
+    import os
+
+    os.mkfifo(project / "pipe_test.py")  # nothing ever writes to it: reading would block
+    result = checked()
+    assert skip_notes(result.stderr) == [
+        "referee: skipped pipe_test.py: not a regular file (a FIFO, socket or device)"
+    ]
+
+
+def test_a_pipe_named_on_the_command_line_is_read(invoke, project: Path):
+    """`referee check <(git show HEAD:x.py)` names a pipe: the user asked for it."""
+    import os
+    import threading
+
+    os.mkfifo(project / "given.py")
+
+    def write() -> None:
+        with (project / "given.py").open("w") as pipe:
+            pipe.write("def helper() -> int:\n    pass\n")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    result = invoke("check", "--no-cache", "given.py", cwd=project)
+    writer.join(timeout=10)
+    assert "given.py:1:5: REF101 function `helper` is a placeholder" in result.stdout
+
+
 def test_max_file_size_is_configurable(checked, project: Path):
     (project / "referee.toml").write_text("max-file-size = 40\n", encoding="utf-8")
     (project / "big.py").write_text("X = 1\n" * 10, encoding="utf-8")

@@ -12,7 +12,7 @@ from referee.checks.guard import baseline as git
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import TestFacts, squash, test_facts
 from referee.checks.guard.rules import elsewhere_keys
-from referee.checks.source import SourceFile, Unreadable, decode, kind_of
+from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
 PYTEST_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"})
 
@@ -97,8 +97,7 @@ def current_source(path: Path, display: str, deleted: bool, settings: Settings) 
     if deleted:
         return SourceFile(display, "", kind)
     try:
-        return SourceFile(
-            display, decode(path.read_bytes(), kind, settings.config.max_file_size), kind
-        )
+        limit = settings.config.max_file_size
+        return SourceFile(display, decode(read_bytes(path, limit), kind, limit), kind)
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None

@@ -61,7 +61,7 @@ from referee.checks.models import (
     Span,
 )
 from referee.checks.pymodule import PythonModule
-from referee.checks.source import SourceFile, Unreadable, decode, kind_of
+from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
 PROMPTS = Path(__file__).with_name("prompts") / "judge-v1.toml"
 MAX_SUBJECT_CHARS = 12_000  # longer text is cut (and the cut is said in the prompt)
@@ -710,13 +710,12 @@ def _current_hashes(settings: Settings, relpath: str, names: set[str]) -> set[st
     None when it cannot be analysed, so nothing is called outdated on a guess)."""
     kind = kind_of(relpath)
     try:
-        data = (settings.root / relpath).read_bytes()
+        data = read_bytes(settings.root / relpath, settings.config.max_file_size)
+        text = decode(data, kind, settings.config.max_file_size)
     except FileNotFoundError:
         return set()
     except OSError:
         return None
-    try:
-        text = decode(data, kind, settings.config.max_file_size)
     except Unreadable:
         return set()
     nowhere = Span(start=Location(line=1, column=1), end=Location(line=1, column=1))
