@@ -246,13 +246,16 @@ def _emit(report: CheckReport, fmt: str, output_file: Path | None, statistics: b
         console.out(output.sarif(report), highlight=False)
     else:
         output.text(report, console, statistics)
-    if output_file and stream:
-        write_text_atomic(output_file, stream.getvalue())
     for skipped in report.skipped:
         err.print(
             f"[yellow]referee: skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}",
             soft_wrap=True,
         )
+    if output_file and stream:
+        try:
+            write_text_atomic(output_file, stream.getvalue())
+        except OSError as exc:
+            raise _fail(f"cannot write {output_file}: {exc.strerror or exc}") from None
 
 
 @main.command()

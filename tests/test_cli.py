@@ -442,6 +442,24 @@ def test_output_file_receives_the_report_instead_of_stdout(invoke, mixed: Path):
     assert out.read_text(encoding="utf-8") == expected
 
 
+@pytest.mark.parametrize("command", ["check", "guard"])
+def test_an_output_file_that_cannot_be_written_is_one_clear_error(
+    invoke, mixed: Path, command: str
+):
+    if command == "guard":
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+        subprocess.run([*git, "init", "-q"], cwd=mixed, check=True)
+        subprocess.run([*git, "add", "-A"], cwd=mixed, check=True)
+        subprocess.run([*git, "commit", "-qm", "base"], cwd=mixed, check=True)
+    out = mixed / "no-such-dir" / "referee.sarif"
+    result = invoke(command, "--format", "sarif", "-o", str(out), cwd=mixed)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"referee: error: cannot write {out}: No such file or directory"
+    )
+    assert not out.parent.exists()
+
+
 def test_config_option_uses_the_named_file(invoke, mixed: Path):
     write(mixed / "referee.toml", 'select = ["REF102"]\n')
     write(mixed / "ci.toml", 'select = ["REF101"]\n')
