@@ -32,7 +32,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -306,37 +306,36 @@ def subjects(
         return [], notes
     if any(f.code == "REF001" for f in blocked):
         return [], ["does not parse; not judged"]
-    module = PythonModule(source, is_test_file)
     before = _function_texts(baseline, source.path, is_test_file) if baseline is not None else None
     found: list[Subject] = []
-    for fn in module.functions:
-        if fn.is_nested:
+    for subject in _function_subjects(source, is_test_file):
+        if any(_inside(f.span, subject.span) for f in blocked):
+            notes.append(f"{subject.name}: rejected at L0/L1; not judged")
             continue
-        text = source.node_text(fn.node)
-        span = _span_of(source, fn.node)
-        qualname = f"{fn.class_.name}.{fn.name}" if fn.class_ else fn.name
-        if any(_inside(f.span, span) for f in blocked):
-            notes.append(f"{qualname}: rejected at L0/L1; not judged")
+        if before is not None and before.get(subject.name) == _normalized(subject.text):
             continue
-        if before is not None and before.get(qualname) == _normalized(text):
-            continue
-        kind: Literal["function", "test"] = "test" if fn.is_test else "function"
-        found.append(Subject(kind, qualname, text, span))
+        found.append(subject)
     if len(found) > MAX_SUBJECTS:
         notes.append(f"{len(found) - MAX_SUBJECTS} more functions wait for the next run")
         found = found[:MAX_SUBJECTS]
     return found, notes
 
 
+def _function_subjects(source: SourceFile, is_test_file: bool) -> Iterator[Subject]:
+    """Every function the judge reads in a Python file, by qualified name; a nested function
+    is read as part of the one around it."""
+    for fn in PythonModule(source, is_test_file).functions:
+        if fn.is_nested:
+            continue
+        qualname = f"{fn.class_.name}.{fn.name}" if fn.class_ else fn.name
+        kind: Literal["function", "test"] = "test" if fn.is_test else "function"
+        yield Subject(kind, qualname, source.node_text(fn.node), _span_of(source, fn.node))
+
+
 def _function_texts(text: str, path: str, is_test_file: bool) -> dict[str, str]:
-    source = SourceFile(path, text)
-    module = PythonModule(source, is_test_file)
     return {
-        (f"{fn.class_.name}.{fn.name}" if fn.class_ else fn.name): _normalized(
-            source.node_text(fn.node)
-        )
-        for fn in module.functions
-        if not fn.is_nested
+        subject.name: _normalized(subject.text)
+        for subject in _function_subjects(SourceFile(path, text), is_test_file)
     }
 
 
@@ -718,28 +717,21 @@ def _current_hashes(settings: Settings, relpath: str, names: set[str]) -> set[st
         return None
     except Unreadable:
         return set()
-    nowhere = Span(start=Location(line=1, column=1), end=Location(line=1, column=1))
     hashes: set[str] = set()
     task = next((c.task for c in settings.contracts_for(relpath) if c.task), None)
     if task is not None:
         # A task item's subject is the file's name as the judge was given it.
+        nowhere = Span(start=Location(line=1, column=1), end=Location(line=1, column=1))
         hashes.update(
             Subject("task", name, text, nowhere, task=task).content_sha256 for name in names
         )
     if kind == "python":
         source = SourceFile(relpath, text, kind)
         try:
-            functions = PythonModule(source, settings.is_test_file(relpath)).functions
+            found = list(_function_subjects(source, settings.is_test_file(relpath)))
         except RecursionError:
             return None
-        for fn in functions:
-            if fn.is_nested:
-                continue
-            qualname = f"{fn.class_.name}.{fn.name}" if fn.class_ else fn.name
-            body = source.node_text(fn.node)
-            hashes.update(
-                Subject(k, qualname, body, nowhere).content_sha256 for k in ("function", "test")
-            )
+        hashes.update(subject.content_sha256 for subject in found)
     return hashes
 
 
