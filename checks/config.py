@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from referee.checks.models import Contract, RefereeConfig, Severity
 from referee.checks.registry import RULES, matching
@@ -183,6 +183,12 @@ class Settings:
             return path.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
             return path.as_posix()
+
+    def with_sections(self, **sections: BaseModel) -> Settings:
+        """The same project with whole sections of its configuration replaced
+        (``judge=…``, ``arbitration=…``): a command-line option or an editor setting on top
+        of the file. The sections are models already validated."""
+        return Settings(self.config.model_copy(update=sections), self.root, self.path)
 
     def with_overrides(
         self,

@@ -188,9 +188,8 @@ def check(
     if judge_model is not None:
         if not judge_model.strip():
             raise _fail("--judge-model needs a model: a known id, a GGUF path or a model name")
-        judge = settings.config.judge.model_copy(update={"model": judge_model})
-        settings = Settings(
-            settings.config.model_copy(update={"judge": judge}), settings.root, settings.path
+        settings = settings.with_sections(
+            judge=settings.config.judge.model_copy(update={"model": judge_model})
         )
 
     if stdin_filename is not None:
@@ -532,11 +531,7 @@ def arbitrate(
         )
         if isinstance(arbitration.agreement, int) and arbitration.agreement > arbitration.oracles:
             arbitration = arbitration.model_copy(update={"agreement": "all"})
-        settings = Settings(
-            settings.config.model_copy(update={"arbitration": arbitration}),
-            settings.root,
-            settings.path,
-        )
+        settings = settings.with_sections(arbitration=arbitration)
     node_id = f"{settings.relative(test_file)}::{rest}"
     model = engine.LazyModel.from_settings(settings.config.arbitration, settings.config.judge)
     try:

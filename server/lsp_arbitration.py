@@ -81,11 +81,7 @@ class ArbitrationService:
         update: dict[str, Any] = {"oracles": oracles}
         if isinstance(config.agreement, int) and config.agreement > oracles:
             update["agreement"] = "all"
-        return Settings(
-            settings.config.model_copy(update={"arbitration": config.model_copy(update=update)}),
-            settings.root,
-            settings.path,
-        )
+        return settings.with_sections(arbitration=config.model_copy(update=update))
 
     # ------------------------------------------------------------------ tests on save
 

@@ -86,10 +86,7 @@ class JudgeService:
         }
         if not update:
             return settings
-        judge = settings.config.judge.model_copy(update=update)
-        return Settings(
-            settings.config.model_copy(update={"judge": judge}), settings.root, settings.path
-        )
+        return settings.with_sections(judge=settings.config.judge.model_copy(update=update))
 
     # ------------------------------------------------------------------ running
 
