@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from tree_sitter import Node
 
@@ -237,3 +237,75 @@ def handler_passes_on(source: SourceFile, handler: Node) -> bool:
     name = source.node_text(alias).strip()
     body = handler.child_by_field_name("body") or handler.named_children[-1]
     return re.search(rf"\b{re.escape(name)}\b", source.node_text(body)) is not None
+
+
+# Nodes a name is bound through (`a, (b, *c) = ...`), and where it is then bound: a
+# node type that binds whatever it holds, or the field of a node type that binds.
+_TARGET_PARTS = frozenset(
+    {
+        "pattern_list",
+        "tuple_pattern",
+        "list_pattern",
+        "list_splat_pattern",
+        "dictionary_splat_pattern",
+        "tuple",
+        "list",
+        "parenthesized_expression",
+    }
+)
+_BINDS_ALL = frozenset(
+    {
+        "as_pattern",
+        "as_pattern_target",
+        "parameters",
+        "lambda_parameters",
+        "default_parameter",
+        "typed_parameter",
+        "typed_default_parameter",
+        "global_statement",
+        "nonlocal_statement",
+        "delete_statement",
+        "aliased_import",
+        "dotted_name",  # imports and `case` patterns
+        "splat_pattern",
+        "keyword_pattern",
+    }
+)
+_BINDING_FIELDS = {
+    "assignment": "left",
+    "augmented_assignment": "left",
+    "for_statement": "left",
+    "for_in_clause": "left",
+    "named_expression": "name",
+    "function_definition": "name",
+    "class_definition": "name",
+}
+
+
+def binds(node: Node) -> bool:
+    """Whether the identifier ``node`` is (or may be) bound where it stands, not read."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type in _TARGET_PARTS:
+        child, parent = parent, parent.parent
+    if parent is None:
+        return False
+    if parent.type in _BINDS_ALL:
+        return True
+    name = _BINDING_FIELDS.get(parent.type)
+    return name is not None and parent.child_by_field_name(name) == child
+
+
+def binding_counts(source: SourceFile, root: Node, names: Iterable[str]) -> dict[str, int]:
+    """How many places under ``root`` bind each of ``names`` (assignments, ``+=``, loop
+    and ``with`` targets, ``:=``, parameters, imports, ``global``, ``del``, patterns…)."""
+    counts: dict[str, int] = dict.fromkeys(names, 0)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "identifier":
+            name = source.node_text(node)
+            if name in counts and binds(node):
+                counts[name] += 1
+        else:
+            stack.extend(node.children)
+    return counts

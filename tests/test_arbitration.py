@@ -202,8 +202,26 @@ def test_a_literal_assigned_once_in_the_test_is_the_expected_site():
         ("assert f(1) == compute()", "both sides"),
         ("y = other()\n    assert f(1) == y", "the expected value `y` is not a literal"),
         ("assert f(*args) == 1", "is not a literal argument"),
+        ("n = 3\n    n += 1\n    assert f(1) == n", "the expected value `n` is not a literal"),
+        ("w = 'ae'\n    w += 'i'\n    assert f(w) == 3", "argument `w` is not a literal"),
+        ("n = 3\n    if f(0):\n        n = 4\n    assert f(1) == n", "expected value `n`"),
+        ("n = 3\n    [n := 4]\n    assert f(1) == n", "expected value `n`"),
+        ("n = 3\n    for n in [4]:\n        pass\n    assert f(1) == n", "expected value `n`"),
     ],
-    ids=["greater", "two-calls", "no-call", "loop-variable", "computed", "unknown-name", "splat"],
+    ids=[
+        "greater",
+        "two-calls",
+        "no-call",
+        "loop-variable",
+        "computed",
+        "unknown-name",
+        "splat",
+        "augmented-expected",
+        "augmented-argument",
+        "rebound-in-a-branch",
+        "walrus",
+        "loop-target",
+    ],
 )
 def test_what_cannot_be_isolated_is_refused_with_a_reason(body: str, reason: str):
     text = f"def test_x():\n    {body}\n"
@@ -236,6 +254,46 @@ def test_docstring_examples_in_doctest_and_arrow_forms_are_read():
     """
     found = {(call, value) for call, value, _ in docstring_examples(doc, "f")}
     assert found == {('f("ab")', "2"), ('f("abc")', "3"), ("f('x')", "1"), ("f([1, 2])", "[2, 1]")}
+
+
+def test_docstring_examples_of_other_functions_are_not_this_ones():
+    doc = """The mean.
+
+    geometric_mean([1, 4]) -> 2.0 is another function.
+    np.mean([1, 4]) -> 2.5
+    stats.mean([1, 3]) -> 2.0
+    mean([2, 4]) -> 3.0
+    """
+    found = {call for call, _, _ in docstring_examples(doc, "mean")}
+    # the module-qualified calls are read whole; which module is the function's own is
+    # decided against the function's module (np is not stats) when the call is compared
+    assert found == {"np.mean([1, 4])", "stats.mean([1, 3])", "mean([2, 4])"}
+
+
+def test_a_doctest_counts_only_for_the_same_call_with_the_same_types(tmp_path: Path):
+    """``kind(1)``'s example says nothing about ``kind(1.0)``; ``sign(0)``'s nothing
+    about ``sign(1e-13)``; ``np.mean`` and ``geometric_mean`` examples say nothing about
+    ``mean``: each is UNCLEAR (the model writes no oracle), never decided by a doctest."""
+    module = (
+        'def kind(x):\n    """>>> kind(1)\n    \'int\'\n    """\n    return type(x).__name__\n\n\n'
+        'def sign(x):\n    """>>> sign(0)\n    0\n    """\n    return (x > 0) - (x < 0)\n\n\n'
+        "def mean(xs):\n"
+        '    """Mean of xs (geometric_mean([1, 4]) -> 2.0 is another function).\n\n'
+        "    >>> np.mean([1, 4])\n    2.0\n"
+        '    """\n'
+        "    return (xs[0] * xs[-1]) ** 0.5\n"
+    )
+    tests = (
+        "from text import kind, mean, sign\n\n\n"
+        'def test_kind():\n    assert kind(1.0) == "int"\n\n\n'
+        "def test_sign():\n    assert sign(1e-13) == 0\n\n\n"
+        "def test_mean():\n    assert mean([1, 4]) == 2.5\n"
+    )
+    root = project(tmp_path / "p", module, tests)
+    for name in ("test_kind", "test_sign", "test_mean"):
+        verdict = run(root, f"tests/test_text.py::{name}", scripted([""])).verdict
+        assert verdict.verdict == "UNCLEAR", (name, verdict.reason)
+        assert verdict.truth_source != "doctest", name
 
 
 def _results(*values: str | None) -> list[OracleResult]:

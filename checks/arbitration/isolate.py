@@ -18,6 +18,7 @@ from typing import Literal
 from tree_sitter import Node
 
 from referee.checks.nodes import (
+    binding_counts,
     call_arguments,
     excerpt,
     is_docstring,
@@ -331,7 +332,8 @@ class _Bindings:
 
     def _assigned(self, name: str) -> Site | None:
         """The literal of the one ``name = <literal>`` statement in the test's body before
-        the assertion (none if the name is assigned more than once)."""
+        the assertion (none if the name is bound anywhere else in the test: a second
+        assignment, ``+=``, a loop or ``with`` target, ``:=``, a parameter…)."""
         found: list[Node] = []
         for stmt in statements(self.fn.body):
             if stmt.start_point.row >= self.row:
@@ -346,6 +348,8 @@ class _Bindings:
             if left is not None and self.source.node_text(left) == name and right is not None:
                 found.append(unwrap(right))
         if len(found) != 1 or not _literal(self.source.node_text(found[0])):
+            return None
+        if binding_counts(self.source, self.fn.node, [name])[name] != 1:
             return None
         value = found[0]
         return Site(

@@ -167,30 +167,67 @@ def _literal_value(text: str) -> str | None:
     return text
 
 
-def _call_values(call: ast.expr, name: str) -> tuple[list[str], dict[str, str]] | None:
-    """The reprs of a call's literal arguments, when it calls ``name``."""
-    if not isinstance(call, ast.Call):
-        return None
-    func = call.func
-    called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-    if called != name:
+_Call = tuple[list[object], dict[str, object]]
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _calls(func: ast.expr, name: str, module: str | None) -> bool:
+    """Whether ``func`` names the top-level function ``name`` of ``module``: ``name``
+    itself, or ``module.name`` / ``last_part_of_module.name`` — never another object's
+    function of the same name (``np.mean`` is not ``stats.mean``)."""
+    if isinstance(func, ast.Name):
+        return func.id == name
+    if isinstance(func, ast.Attribute) and func.attr == name and module:
+        return _dotted(func.value) in (module, module.rsplit(".", 1)[-1])
+    return False
+
+
+def _call_values(call: ast.expr, name: str, module: str | None = None) -> _Call | None:
+    """The values of a call's literal arguments, when it calls ``name``."""
+    if not isinstance(call, ast.Call) or not _calls(call.func, name, module):
         return None
     try:
-        args = [repr(ast.literal_eval(a)) for a in call.args]
-        kwargs = {k.arg or "**": repr(ast.literal_eval(k.value)) for k in call.keywords}
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg or "**": ast.literal_eval(k.value) for k in call.keywords}
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     return args, kwargs
 
 
-def _same_call(a: tuple[list[str], dict[str, str]], b: tuple[list[str], dict[str, str]]) -> bool:
+def _identical(a: object, b: object) -> bool:
+    """Equal values of the same types all the way down: an example for ``f(1)`` is not
+    one for ``f(1.0)`` or ``f(True)``, nor one for ``f(0)`` evidence about ``f(1e-13)``."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple))
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return a.keys() == b.keys() and all(_identical(a[k], b[k]) for k in a)
+    if isinstance(a, (set, frozenset)):
+        return a == b and all(type(x) in {type(y) for y in b} for x in a)
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))  # nan is the same example
+    return a == b
+
+
+def _same_call(a: _Call, b: _Call) -> bool:
     args_a, kw_a = a
     args_b, kw_b = b
     return (
         len(args_a) == len(args_b)
         and kw_a.keys() == kw_b.keys()
-        and all(sandbox.values_equal(x, y) for x, y in zip(args_a, args_b, strict=True))
-        and all(sandbox.values_equal(kw_a[k], kw_b[k]) for k in kw_a)
+        and all(_identical(x, y) for x, y in zip(args_a, args_b, strict=True))
+        and all(_identical(kw_a[k], kw_b[k]) for k in kw_a)
     )
 
 
@@ -218,9 +255,12 @@ def docstring_examples(docstring: str, name: str) -> list[tuple[str, str, str]]:
         line = raw_line.strip().lstrip("-*•").strip().strip("`")
         if line.startswith(">>>"):
             continue
-        start = line.find(f"{name}(")
-        if start < 0:
+        # ``name(`` standing alone or after its module's name, not the tail of another
+        # name (``geometric_mean(`` is not ``mean(``); _call_values checks the prefix.
+        found_at = re.search(rf"(?<![\w])(?:[A-Za-z_][\w.]*\.)?{re.escape(name)}\(", line)
+        if found_at is None:
             continue
+        start = found_at.start()
         for end in (m.end() for m in re.finditer(r"\)", line[start:])):
             text = line[start : start + end]
             try:
@@ -252,6 +292,7 @@ def doctest_evidence(spec: FunctionSpec, arguments: str) -> OracleResult | None:
     if not spec.docstring_value:
         return None
     ours = _call_values(ast.parse(f"{spec.name}({arguments})", mode="eval").body, spec.name)
+    module = spec.module
     if ours is None:
         return None
     values: list[tuple[str, str]] = []
@@ -260,7 +301,7 @@ def doctest_evidence(spec: FunctionSpec, arguments: str) -> OracleResult | None:
             node = ast.parse(source, mode="eval").body
         except SyntaxError:
             continue
-        theirs = _call_values(node, spec.name)
+        theirs = _call_values(node, spec.name, module)
         if theirs is not None and _same_call(ours, theirs):
             values.append((want, line))
     if not values:

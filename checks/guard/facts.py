@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from referee.checks.nodes import (
+    binding_counts,
     call_arguments,
     handler_swallows,
     keyword_argument,
@@ -428,62 +429,6 @@ def _assertion(
     return None
 
 
-# Nodes a name is bound through (`a, (b, *c) = ...`), and where it is then bound: a
-# node type that binds whatever it holds, or the field of a node type that binds.
-_TARGET_PARTS = frozenset(
-    {
-        "pattern_list",
-        "tuple_pattern",
-        "list_pattern",
-        "list_splat_pattern",
-        "dictionary_splat_pattern",
-        "tuple",
-        "list",
-        "parenthesized_expression",
-    }
-)
-_BINDS_ALL = frozenset(
-    {
-        "as_pattern",
-        "as_pattern_target",
-        "parameters",
-        "lambda_parameters",
-        "default_parameter",
-        "typed_parameter",
-        "typed_default_parameter",
-        "global_statement",
-        "nonlocal_statement",
-        "delete_statement",
-        "aliased_import",
-        "dotted_name",  # imports and `case` patterns
-        "splat_pattern",
-        "keyword_pattern",
-    }
-)
-_BINDING_FIELDS = {
-    "assignment": "left",
-    "augmented_assignment": "left",
-    "for_statement": "left",
-    "for_in_clause": "left",
-    "named_expression": "name",
-    "function_definition": "name",
-    "class_definition": "name",
-}
-
-
-def _binds(node: Node) -> bool:
-    """Whether the identifier ``node`` is (or may be) bound where it stands, not read."""
-    child, parent = node, node.parent
-    while parent is not None and parent.type in _TARGET_PARTS:
-        child, parent = parent, parent.parent
-    if parent is None:
-        return False
-    if parent.type in _BINDS_ALL:
-        return True
-    name = _BINDING_FIELDS.get(parent.type)
-    return name is not None and parent.child_by_field_name(name) == child
-
-
 def _assigned_literals(source: SourceFile, fn: Function) -> dict[str, tuple[str, int]]:
     """The test's locals bound exactly once, by a ``name = <literal>`` statement of its
     body: name -> (the literal, canonical; the byte where that statement ends). An
@@ -505,16 +450,7 @@ def _assigned_literals(source: SourceFile, fn: Function) -> dict[str, tuple[str,
         candidates[source.node_text(left)] = (canonical(value), stmt.end_byte)
     if not candidates:
         return {}
-    bindings: dict[str, int] = dict.fromkeys(candidates, 0)
-    stack = [fn.node]
-    while stack:
-        node = stack.pop()
-        if node.type == "identifier":
-            name = source.node_text(node)
-            if name in bindings and _binds(node):
-                bindings[name] += 1
-        else:
-            stack.extend(node.children)
+    bindings = binding_counts(source, fn.node, candidates)
     return {name: found for name, found in candidates.items() if bindings[name] == 1}
 
 
