@@ -350,6 +350,10 @@ def test_format_value_writes_the_value_like_the_literal_it_replaces():
     assert format_value('"it\'s"', "'x'") == '"it\'s"'
     assert format_value("[1, 'a']", "[]") == "[1, 'a']"
     assert format_value("nan", "0.0") == "float('nan')"
+    assert format_value("'é\\n'", '"x"') == '"é\\n"'
+    # a lone surrogate is written escaped: raw, it could not be saved as UTF-8
+    assert format_value("'\\ud800'", '"x"') == '"\\ud800"'
+    assert format_value("'\\ud800'", '"x"').encode("utf-8")
 
 
 # ------------------------------------------------------------------ verdicts and fixes
@@ -526,6 +530,52 @@ def test_a_doctest_for_the_same_call_decides_and_oracles_are_not_asked(tmp_path:
     verdict = run(root, "tests/test_text.py::test_vowels", model).verdict
     assert verdict.verdict == "TEST_WRONG" and verdict.truth_source == "doctest"
     assert model.calls == []
+
+
+def test_a_test_edit_that_would_still_fail_is_not_certified(tmp_path: Path):
+    """The doctest's 0.3 is within tolerance of what the code gives (0.30000000000000004),
+    so the code is right — but ``== 0.3`` written into the test still fails; a reference's
+    ``Fraction(3, 2)`` written into a module that never imported Fraction fails too.
+    Neither is offered or certified."""
+    module = (
+        "from fractions import Fraction\n\n\n"
+        'def add(a, b):\n    """Add.\n\n    >>> add(0.1, 0.2)\n    0.3\n    """\n'
+        "    return a + b\n\n\n"
+        "def half(x):\n    return Fraction(x, 2)\n"
+    )
+    tests = (
+        "from text import add, half\n\n\n"
+        "def test_add():\n    assert add(0.1, 0.2) == 0.31\n\n\n"
+        "def test_half():\n    assert half(3) == 1.4\n"
+    )
+    config = '[arbitration]\nreferences = { "text:half" = "reference:half" }\n'
+    root = project(tmp_path / "p", module, tests, config)
+    (root / "reference.py").write_text(
+        "from fractions import Fraction\n\n\ndef half(x):\n    return Fraction(x, 2)\n",
+        encoding="utf-8",
+    )
+    for name, written in (("test_add", "0.3"), ("test_half", "Fraction(3, 2)")):
+        result = run(root, f"tests/test_text.py::{name}", None)
+        verdict = result.verdict
+        assert verdict.verdict == "UNCLEAR", (name, verdict.reason)
+        assert f"`{written}` written in still does not pass" in verdict.reason
+        assert verdict.fix is None and result.new_text is None
+    assert not (root / ".referee" / "certificates.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "assertion", ["mean([1, 4]) == pytest.approx(2.5)", "pytest.approx(2.5) == mean([1, 4])"]
+)
+def test_approx_on_either_side_is_the_asserted_value(tmp_path: Path, assertion: str):
+    module = (
+        'def mean(xs):\n    """Arithmetic mean.\n\n    >>> mean([1, 4])\n    2.5\n    """\n'
+        "    return (xs[0] * xs[-1]) ** 0.5\n"
+    )
+    tests = f"import pytest\nfrom text import mean\n\n\ndef test_mean():\n    assert {assertion}\n"
+    root = project(tmp_path / "p", module, tests)
+    verdict = run(root, "tests/test_text.py::test_mean", None).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert (verdict.observation.asserted, verdict.observation.produced) == ("2.5", "2.0")
 
 
 def test_a_call_that_raises_is_source_wrong_when_the_truth_is_the_asserted_value(tmp_path: Path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import math
 import os
 import subprocess
 import time
@@ -20,7 +21,14 @@ from typing import Any
 
 from referee import __version__
 from referee.checks import ledger, review, sandbox
-from referee.checks.arbitration.fix import SourceFix, TestFix, fix_test, sha256_text, source_fix
+from referee.checks.arbitration.fix import (
+    SourceFix,
+    TestFix,
+    fix_test,
+    pytest_counts,
+    sha256_text,
+    source_fix,
+)
 from referee.checks.arbitration.isolate import (
     FunctionSpec,
     Isolated,
@@ -52,6 +60,7 @@ from referee.checks.models import (
     OracleEvidence,
     OracleResult,
 )
+from referee.checks.nodes import excerpt
 from referee.checks.source import SourceFile
 
 __all__ = ["Arbitration", "ArbitrationError", "Cancelled", "LazyModel", "apply", "arbitrate"]
@@ -322,7 +331,7 @@ class _Context:
                 )
                 if refused is not None:
                     return refused
-            return self._test_wrong(isolated, truth, truth_source, history)
+            return self._test_wrong(isolated, truth, truth_source, history, files, say)
         if asserted_ok and not produced_ok:
             return self._source_wrong(
                 isolated,
@@ -442,7 +451,13 @@ class _Context:
     # ------------------------------------------------------------------ the fixes
 
     def _test_wrong(
-        self, isolated: Isolated, truth: str, truth_source: str, history: str | None
+        self,
+        isolated: Isolated,
+        truth: str,
+        truth_source: str,
+        history: str | None,
+        files: _LazyFiles,
+        say: Progress,
     ) -> Arbitration:
         assert self.spec is not None and self.observation is not None
         fixed: TestFix = fix_test(
@@ -452,6 +467,31 @@ class _Context:
             truth,
             (isolated.assertion_start, isolated.assertion_end),
         )
+        # The certificate says the corrected test is right, so the corrected test must pass:
+        # a value compared within a tolerance but written exactly (0.3 for
+        # 0.30000000000000004), or one whose repr names what the module never imported
+        # (Fraction(3, 2)), would otherwise be written, certified, and still fail.
+        say(f"running {self.test_id} with the corrected assertion")
+        limits = sandbox.Limits(
+            timeout_s=self.config.test_timeout,
+            cpu_s=max(1, math.ceil(self.config.test_timeout)),
+            memory_mb=max(self.config.memory_mb, 1024),
+        )
+        run = sandbox.run_pytest(
+            {**files.get(), self.test.path: fixed.new_text},
+            [self.test_id, "-q", "-p", "no:cacheprovider"],
+            limits=limits,
+        )
+        passed, total = pytest_counts(run.message)
+        if not (run.status == "ok" and total and passed == total):
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) equals what the code produced, but "
+                f"the test with `{excerpt(fixed.fix.new_value)}` written in still does not "
+                f"pass ({run.message or run.status}); nothing is certified",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
         certificate = {
             "test_id": self.test_id,
             "call": isolated.call,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
-import json
 import math
 import re
 import textwrap
@@ -91,8 +90,16 @@ def format_value(value: str, old_text: str) -> str:
         return value.strip()
     text = repr(parsed)
     old = old_text.strip()
-    if isinstance(parsed, str) and old.startswith('"') and not old.startswith('"""'):
-        text = json.dumps(parsed, ensure_ascii=False)
+    if (
+        isinstance(parsed, str)
+        and old.startswith('"')
+        and not old.startswith('"""')
+        and text.startswith("'")
+        and "'" not in parsed
+    ):
+        # Python's own escapes (a lone surrogate stays ``\ud800``, which UTF-8 cannot
+        # hold raw), between the double quotes the old literal used.
+        text = f'"{text[1:-1]}"'
     return text
 
 

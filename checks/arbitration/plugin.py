@@ -68,9 +68,11 @@ def _caller() -> tuple[str, int]:
 
 def _record(op: str, left: Any, right: Any) -> None:
     filename, line = _caller()
-    approx = getattr(right, "expected", None) if type(right).__name__.startswith("Approx") else None
-    if approx is not None:
-        op, right = "approx", approx
+    # ``x == pytest.approx(v)`` or ``pytest.approx(v) == x``: the value is v, either side
+    if type(right).__name__.startswith("Approx") and hasattr(right, "expected"):
+        op, right = "approx", right.expected
+    elif type(left).__name__.startswith("Approx") and hasattr(left, "expected"):
+        op, left = "approx", left.expected
     _comparisons.append(
         {"op": op, "left": _repr(left), "right": _repr(right), "file": filename, "line": line}
     )
