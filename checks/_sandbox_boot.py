@@ -246,6 +246,19 @@ def _install_hook(root, processes, netns):
         "subprocess.Popen",
         "pty.spawn",
     }
+    # event: positions of the ``dir_fd`` arguments that the path positions above are
+    # relative to (``os.unlink("x", dir_fd=fd)`` names a file in fd's directory, not here)
+    dir_fd_positions = {
+        "os.remove": {0: 1},
+        "os.rmdir": {0: 1},
+        "os.mkdir": {0: 2},
+        "os.rename": {0: 2, 1: 3},
+        "os.symlink": {1: 2},
+        "os.link": {1: 3},
+        "os.chmod": {0: 2},
+        "os.chown": {0: 3},
+        "os.utime": {0: 3},
+    }
     network_events = {
         "socket.connect",
         "socket.bind",
@@ -256,15 +269,30 @@ def _install_hook(root, processes, netns):
         "socket.gethostbyaddr",
     }
 
-    def inside(path):
+    def inside(path, dir_fd=None):
         if isinstance(path, int):
             return True  # an open file descriptor: how it was opened was checked then
         try:
             path = os.fsdecode(path)
         except TypeError:
             return False
+        if dir_fd is not None and dir_fd != -1 and not os.path.isabs(path):
+            try:  # the directory the descriptor names (readlink raises no audit event)
+                path = os.path.join(os.readlink(f"/proc/self/fd/{int(dir_fd)}"), path)
+            except (OSError, TypeError, ValueError):
+                return False
         resolved = realpath(path)
         return resolved == root or resolved.startswith(prefix) or resolved == os.devnull
+
+    def outside_directory(path):
+        """A directory outside the sandbox: a descriptor of one would let the code name
+        files there relative to it (``dir_fd=``), which the ``open`` event cannot show."""
+        if isinstance(path, int):
+            return False
+        try:
+            return os.path.isdir(path) and not inside(path)
+        except (TypeError, ValueError):
+            return True
 
     def _unix_path(args):
         sock = args[0] if args else None
@@ -300,10 +328,25 @@ def _install_hook(root, processes, netns):
                 deny(f"writing outside the sandbox directory ({path!r})")
             if foreign_proc(path):
                 deny(f"reading another process's {path!r}")
+            if outside_directory(path):
+                deny(f"opening a directory outside the sandbox directory ({path!r})")
         elif event in path_events:
+            fds = dir_fd_positions.get(event, {})
             for position in path_events[event]:
-                if position < len(args) and not inside(args[position]):
+                if position >= len(args):
+                    continue
+                at = fds.get(position)
+                dir_fd = args[at] if at is not None and at < len(args) else None
+                if not inside(args[position], dir_fd):
                     deny(f"{event} outside the sandbox directory ({args[position]!r})")
+        elif event == "sqlite3.connect":
+            database = args[0] if args else None
+            if isinstance(database, bytes):
+                database = os.fsdecode(database)
+            if isinstance(database, str) and database.startswith("file:"):
+                database = database[5:].split("?", 1)[0] or ":memory:"
+            if database not in (":memory:", "") and not inside(database):
+                deny(f"a database outside the sandbox directory ({database!r})")
         elif event == "os.killpg":
             deny("signalling a process group")
         elif event == "os.kill":
@@ -326,6 +369,41 @@ def _install_hook(root, processes, netns):
             deny("starting a process")
 
     sys.addaudithook(hook)
+    _guard_unaudited(inside, deny, processes)
+
+
+def _guard_unaudited(inside, deny, processes):
+    """Functions that create files or processes without raising an audit event, wrapped
+    so that Python code calling them meets the same rules (native code still goes around
+    them, as around the hook)."""
+    import posix
+
+    def checked(original, event):
+        def call(path, *args, dir_fd=None, **kwargs):
+            if not inside(path, dir_fd):
+                deny(f"{event} outside the sandbox directory ({path!r})")
+            if dir_fd is not None:
+                kwargs["dir_fd"] = dir_fd
+            return original(path, *args, **kwargs)
+
+        return call
+
+    for name in ("mkfifo", "mknod"):
+        original = getattr(posix, name, None)
+        if original is not None:
+            wrapped = checked(original, f"os.{name}")
+            setattr(posix, name, wrapped)
+            setattr(os, name, wrapped)
+    if not processes:
+        try:
+            import _posixsubprocess
+        except ImportError:
+            return
+
+        def fork_exec(*args, **kwargs):
+            deny("starting a process")
+
+        _posixsubprocess.fork_exec = fork_exec
 
 
 def _message(exc):

@@ -163,14 +163,81 @@ def test_network_connection_never_arrives(mode: str) -> None:
         "open('inside.txt', 'w').write('x')\nimport os\nos.rename('inside.txt', TARGET)",
         "import os\nos.symlink(TARGET, 'link')\nopen('link', 'w').write('escaped')",
         "import shutil\nopen('inside.txt', 'w').write('x')\nshutil.copyfile('inside.txt', TARGET)",
+        # relative to a descriptor of the target's directory, which the open event hides
+        "import os\nd = os.open(os.path.dirname(TARGET), os.O_RDONLY)\n"
+        "os.close(os.open('escaped.txt', os.O_WRONLY | os.O_CREAT, dir_fd=d))",
+        "import os\nd = os.open(os.path.dirname(TARGET), os.O_RDONLY)\n"
+        "os.mkdir('escaped.txt', dir_fd=d)",
+        "import sqlite3\nsqlite3.connect(TARGET).execute('create table t (x)')",
+        "import sqlite3\nsqlite3.connect('file:' + TARGET + '?mode=rwc', uri=True)",
+        "import os\nos.mkfifo(TARGET)",
+        "import posix\nposix.mknod(TARGET)",
     ],
-    ids=["open", "os.open", "pathlib", "rename", "symlink", "copyfile"],
+    ids=[
+        "open",
+        "os.open",
+        "pathlib",
+        "rename",
+        "symlink",
+        "copyfile",
+        "open-dir_fd",
+        "mkdir-dir_fd",
+        "sqlite3",
+        "sqlite3-uri",
+        "mkfifo",
+        "mknod",
+    ],
 )
 def test_writing_outside_its_directory_is_refused(mode: str, attack: str, tmp_path: Path) -> None:
     target = tmp_path / "escaped.txt"
     result = evaluate(f"TARGET = {str(target)!r}\n{attack}\n", "1", limits=QUICK)
     _not_ok(result, "error")
+    assert "sandbox:" in result.message
     assert not target.exists()
+
+
+def test_removing_outside_through_a_directory_descriptor_is_refused(
+    mode: str, tmp_path: Path
+) -> None:
+    victim = tmp_path / "keep.txt"
+    victim.write_text("kept")
+    attack = (
+        f"import os\nd = os.open({str(tmp_path)!r}, os.O_RDONLY)\nos.unlink('keep.txt', dir_fd=d)\n"
+    )
+    _not_ok(evaluate(attack, "1", limits=QUICK), "error")
+    assert victim.read_text() == "kept"
+
+
+def test_descriptors_and_databases_inside_its_directory_still_work(mode: str) -> None:
+    code = (
+        "import os, sqlite3, shutil\n"
+        "os.mkdir('sub')\n"
+        "d = os.open('sub', os.O_RDONLY)\n"
+        "os.close(os.open('f.txt', os.O_WRONLY | os.O_CREAT, dir_fd=d))\n"
+        "os.unlink('f.txt', dir_fd=d)\n"
+        "os.mkfifo('fifo')\n"
+        "sqlite3.connect('db.sqlite').execute('create table t (x)')\n"
+        "sqlite3.connect(':memory:').execute('select 1')\n"
+        "shutil.rmtree('sub')\n"
+        "def f():\n    return sorted(os.listdir('.'))\n"
+    )
+    result = evaluate(code, "f()", limits=QUICK)
+    assert result.status == "ok", result
+    assert "'db.sqlite'" in result.value and "'fifo'" in result.value
+
+
+def test_the_process_spawner_behind_subprocess_is_refused(mode: str, tmp_path: Path) -> None:
+    """``_posixsubprocess.fork_exec`` starts a process without an audit event."""
+    marker = tmp_path / "ran"
+    code = (
+        "import _posixsubprocess, os\n"
+        "r, w = os.pipe()\n"
+        f"_posixsubprocess.fork_exec(['/bin/touch', {str(marker)!r}], [b'/bin/touch'], True, (),"
+        " None, None, -1, -1, -1, -1, -1, -1, r, w, True, False, 0, None, None, None, -1, None,"
+        " False)\n"
+    )
+    _not_ok(evaluate(code, "1", limits=QUICK), "error")
+    assert not marker.exists()
 
 
 def test_the_parents_environment_is_not_inherited(
