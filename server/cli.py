@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
+import stat
 import sys
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -221,7 +225,8 @@ def check(
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
     report = runner.report(results)
 
-    _emit(report, fmt, output_file, statistics)
+    named = [str(path) for path in paths]
+    _emit(report, fmt, output_file, statistics, checked=[*named, *(r.display for r in results)])
 
     failing = Severity(fail_on).rank
     if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
@@ -230,9 +235,36 @@ def check(
         raise click.exceptions.Exit(EXIT_USAGE)
 
 
-def _emit(report: CheckReport, fmt: str, output_file: Path | None, statistics: bool) -> None:
+def _write_report(path: Path, text: str) -> None:
+    """A regular file (or a new one) is replaced atomically; anything else the user named —
+    ``/dev/stdout``, ``/dev/null``, a FIFO a reader waits on — is written to as it is,
+    never replaced by a regular file."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is None or stat.S_ISREG(mode):
+        write_text_atomic(path, text)
+        return
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _emit(
+    report: CheckReport,
+    fmt: str,
+    output_file: Path | None,
+    statistics: bool,
+    checked: Iterable[str] = (),
+) -> None:
     """Print a report in ``fmt`` to stdout or ``output_file``, skip notes to stderr."""
     # A report file is written whole or not at all (write_text_atomic), never half.
+    if output_file is not None:
+        target = os.path.realpath(output_file)
+        if any(os.path.realpath(path) == target for path in checked):
+            raise _fail(f"-o {output_file} is one of the files being checked; not overwriting it")
     stream = io.StringIO() if output_file else None
     console = (
         Console(file=stream, highlight=False, soft_wrap=True)
@@ -252,7 +284,7 @@ def _emit(report: CheckReport, fmt: str, output_file: Path | None, statistics: b
         )
     if output_file and stream:
         try:
-            write_text_atomic(output_file, stream.getvalue())
+            _write_report(output_file, stream.getvalue())
         except OSError as exc:
             raise _fail(f"cannot write {output_file}: {exc.strerror or exc}") from None
 
@@ -440,7 +472,13 @@ def guard(
         results.append(runner.FileResult(display, findings))
     for problem in plan.ledger_problems:
         err.print(f"[yellow]referee: certificates:[/] {escape(problem)}", soft_wrap=True)
-    _emit(runner.report(results), fmt, output_file, statistics=False)
+    _emit(
+        runner.report(results),
+        fmt,
+        output_file,
+        statistics=False,
+        checked=[*(str(path) for path in paths), *(r.display for r in results)],
+    )
     if any(f.severity is Severity.ERROR for r in results for f in r.findings):
         raise click.exceptions.Exit(EXIT_FINDINGS)
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import jsonschema
@@ -458,6 +461,40 @@ def test_an_output_file_that_cannot_be_written_is_one_clear_error(
         f"referee: error: cannot write {out}: No such file or directory"
     )
     assert not out.parent.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_an_output_file_that_is_a_pipe_is_written_to_not_replaced(invoke, mixed: Path):
+    """``-o`` into a FIFO (or /dev/stdout, /dev/null) writes to it; replacing it with a
+    regular file, as the atomic write of a report file would, leaves its reader hanging
+    and, as root, would replace /dev/null itself."""
+    fifo = mixed / "report.pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text(encoding="utf-8")))
+    reader.start()
+    result = invoke("check", "--format", "json", "-o", str(fifo), cwd=mixed)
+    reader.join(timeout=30)
+    assert not reader.is_alive()
+    assert result.exit_code == 1, result.stderr
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert report_of(received[0]).summary.by_severity[Severity.ERROR] == 1
+
+
+@pytest.mark.parametrize("command", ["check", "guard"])
+def test_an_output_file_that_is_a_checked_file_is_refused(invoke, mixed: Path, command: str):
+    if command == "guard":
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+        subprocess.run([*git, "init", "-q"], cwd=mixed, check=True)
+        subprocess.run([*git, "add", "-A"], cwd=mixed, check=True)
+        subprocess.run([*git, "commit", "-qm", "base"], cwd=mixed, check=True)
+    before = (mixed / "test_error.py").read_text(encoding="utf-8")
+    result = invoke(command, "test_error.py", "-o", "test_error.py", cwd=mixed)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "referee: error: -o test_error.py is one of the files being checked; not overwriting it"
+    )
+    assert (mixed / "test_error.py").read_text(encoding="utf-8") == before
 
 
 def test_config_option_uses_the_named_file(invoke, mixed: Path):
