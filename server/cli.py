@@ -437,7 +437,8 @@ def guard(
     inputs. A change an arbitration certificate covers is reported as information.
 
     \b
-    Exit status: 0 nothing uncertified, 1 weakening found, 2 usage, git or config error.
+    Exit status: 0 nothing uncertified, 1 weakening found, 2 usage, git or config error,
+    or a changed file that could not be compared (too large, not UTF-8, unreadable).
     Examples:
       referee guard                          # working tree against HEAD
       referee guard --base origin/main --format sarif -o guard.sarif
@@ -458,6 +459,11 @@ def guard(
     except baseline.GitError as exc:
         raise _fail(f"guard needs a git repository and a valid --base: {exc}") from None
     wanted = [p.resolve() for p in paths]
+    for named, resolved in zip(paths, wanted, strict=True):
+        if not resolved.exists() and not any(
+            d == resolved or resolved in d.parents for d in plan.deleted
+        ):
+            raise _fail(f"{named}: no such file or directory")
     results = []
     for path, context in sorted(plan.contexts.items()):
         if wanted and not any(path == w or w in path.parents for w in wanted):
@@ -481,6 +487,14 @@ def guard(
     )
     if any(f.severity is Severity.ERROR for r in results for f in r.findings):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+    unread = [r.display for r in results if r.skipped]
+    if unread:
+        # A changed test the guard could not compare is not a test it found unweakened:
+        # padding a file past max-file-size, or breaking its encoding, must not pass.
+        raise _fail(
+            f"{len(unread)} changed file(s) could not be compared with {base}, so the guard "
+            f"cannot pass: {', '.join(unread)}"
+        )
 
 
 # ------------------------------------------------------------------- referee arbitrate

@@ -497,6 +497,48 @@ def test_an_output_file_that_is_a_checked_file_is_refused(invoke, mixed: Path, c
     assert (mixed / "test_error.py").read_text(encoding="utf-8") == before
 
 
+def _committed(root: Path) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=root, check=True)
+
+
+@pytest.mark.parametrize(
+    "tail", [b"#" + b"x" * 3000 + b"\n", b"# \xff\xfe not UTF-8\n"], ids=["padded", "bad-utf8"]
+)
+def test_guard_fails_on_a_changed_test_it_could_not_compare(invoke, project: Path, tail: bytes):
+    """Padding a weakened test past max-file-size (or breaking its encoding) made the guard
+    skip it and pass."""
+    write(project / "referee.toml", "max-file-size = 2000\n")
+    write(project / "test_a.py", "def test_a():\n    assert f() == 1\n")
+    _committed(project)
+    (project / "test_a.py").write_bytes(b"def test_a():\n    pass\n" + tail)
+    result = invoke("guard", cwd=project)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "referee: error: 1 changed file(s) could not be compared with HEAD, so the guard "
+            "cannot pass: test_a.py"
+        )
+    )
+
+
+def test_guard_refuses_a_path_that_does_not_exist(invoke, project: Path):
+    write(project / "test_a.py", "def test_a():\n    assert f() == 1\n")
+    _committed(project)
+    result = invoke("guard", "nonexist.py", cwd=project)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "referee: error: nonexist.py: no such file or directory"
+    )
+    (project / "test_a.py").unlink()  # a deleted test may still be named
+    deleted = invoke("guard", "test_a.py", cwd=project)
+    assert deleted.exit_code == 1 and "REF" in deleted.stdout
+
+
 def test_config_option_uses_the_named_file(invoke, mixed: Path):
     write(mixed / "referee.toml", 'select = ["REF102"]\n')
     write(mixed / "ci.toml", 'select = ["REF101"]\n')
