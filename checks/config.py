@@ -254,11 +254,19 @@ def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
 def load_file(path: Path) -> Settings:
     """Read and validate one configuration file."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(path, None, f"invalid TOML: {exc}") from None
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, None, f"cannot read: {exc}") from None
+    return load_text(text, path)
+
+
+def load_text(text: str, path: Path) -> Settings:
+    """Validate ``text`` as the configuration file ``path`` (its name says which kind; its
+    folder is the project root) — the file as it is, or as it was at a git ref."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, None, f"invalid TOML: {exc}") from None
     if path.name == "pyproject.toml":
         table = raw.get("tool", {}).get("referee", {})
         prefix = "[tool.referee]"

@@ -59,12 +59,21 @@ def _is_suppressed(finding: Finding, table: dict[int, frozenset[str] | None]) ->
     return codes is None or finding.code in codes
 
 
-def _unsuppressed(findings: list[Finding], text: str) -> list[Finding]:
+# The guard's rules (REF300–REF332): a change may not silence them with a comment it adds.
+_GUARD_PREFIX = "REF3"
+
+
+def _unsuppressed(
+    findings: list[Finding], text: str, guard: GuardContext | None = None
+) -> list[Finding]:
     """``findings`` less those a suppression comment on their first line silences; only
-    the lines findings start on are read (the same lines :func:`suppressions` numbers)."""
+    the lines findings start on are read (the same lines :func:`suppressions` numbers).
+    A guard finding is silenced only by a comment line that was already there at the base
+    (the same line, whitespace aside): a weakening must not come with its own waiver."""
     if not findings or "referee:" not in text:
         return findings
     lines = text.splitlines()
+    at_base: set[str] | None = None
     kept = []
     for finding in findings:
         row = finding.span.start.line - 1
@@ -74,7 +83,12 @@ def _unsuppressed(findings: list[Finding], text: str) -> list[Finding]:
             if codes is None or finding.code in {
                 c.strip().upper() for c in codes.split(",") if c.strip()
             }:
-                continue
+                if guard is None or not finding.code.startswith(_GUARD_PREFIX):
+                    continue
+                if at_base is None:
+                    at_base = {line.strip() for line in (guard.baseline or "").splitlines()}
+                if lines[row].strip() in at_base:
+                    continue
         kept.append(finding)
     return kept
 
@@ -152,7 +166,7 @@ def check_source(
         for rule in settings.rules_for(relpath, source.kind)
         if only is None or rule.code in only
     ]
-    return _sort(_unsuppressed(_run(ctx, rules, settings), source.text))
+    return _sort(_unsuppressed(_run(ctx, rules, settings), source.text, guard))
 
 
 def check_text(text: str, path: str, settings: Settings | None = None) -> list[Finding]:
@@ -465,7 +479,7 @@ class Incremental:
         self._aliases = frozenset(alias for f in facts.values() for alias in f.aliases)
         self._globals = (defined, asserting, offered)
         self.rechecked = len(chunks)
-        return _sort(_unsuppressed(local + whole, source.text))
+        return _sort(_unsuppressed(local + whole, source.text, guard))
 
     def _check(
         self,
@@ -566,7 +580,7 @@ class Incremental:
         ctx = _context(source, settings, relpath, guard, whole_module, self.store)
         ctx.memo["chunks"] = chunks
         findings.extend(_run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings))
-        return _sort(_unsuppressed(findings, source.text))
+        return _sort(_unsuppressed(findings, source.text, guard))
 
     def _module(
         self,

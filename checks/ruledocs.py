@@ -88,8 +88,20 @@ Silence one finding with a comment on the line the finding starts on (line 1 for
 about the whole file):
 
 {_suppression(rule)}
-
+{_guard_note(rule)}
 See [configuration](../configuration.md).
+"""
+
+
+def _guard_note(rule: Rule) -> str:
+    """The guard's rules take both ways of silencing them from the base, not the change."""
+    if not rule.code.startswith("REF3"):
+        return ""
+    return """
+Both take effect for `referee guard` only once they are part of the base: the guard reads
+its configuration as it was at `--base`, and honours a suppression comment only on a line
+that was already there. A change cannot waive its own weakening; a person who accepts
+it commits the waiver first.
 """
 
 

@@ -453,6 +453,8 @@ def guard(
             # No configuration file: the repository is the project, wherever PATH points,
             # so test ids and the ledger are the ones CI sees.
             settings = Settings(settings.config, baseline.toplevel(start.resolve()), None)
+        elif config_path is None:
+            settings = _configuration_at_base(settings, base)
         plan = run.plan(settings, base, start)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
@@ -495,6 +497,40 @@ def guard(
             f"{len(unread)} changed file(s) could not be compared with {base}, so the guard "
             f"cannot pass: {', '.join(unread)}"
         )
+
+
+def _configuration_at_base(settings: Settings, base: str) -> Settings:
+    """The guard's configuration as it was at ``base``: a change must not switch off the
+    guard that checks it (``ignore = ["REF3"]``, ``test-files = []``, a tiny
+    ``max-file-size`` added in the same commit). A configuration file new since ``base``
+    gives the defaults. ``--config`` names the file to use as it is."""
+    from referee.checks.config import RefereeConfig, load_text
+    from referee.checks.guard import baseline
+
+    assert settings.path is not None
+    path = settings.path.resolve()
+    root = baseline.toplevel(path.parent)
+    try:
+        relpath = path.relative_to(root).as_posix()
+    except ValueError:  # a configuration outside the repository: git has no past for it
+        return settings
+    then = baseline.read_at(root, baseline.resolve(root, base), [relpath])[relpath]
+    if then is None:
+        err.print(
+            f"[yellow]referee: guard:[/] {escape(relpath)} is new since {escape(base)}; "
+            "the guard runs with the default configuration",
+            soft_wrap=True,
+        )
+        return Settings(RefereeConfig(), root, None)
+    before = load_text(then, settings.path)
+    if before.config == settings.config:  # e.g. a pyproject.toml whose other tables changed
+        return settings
+    err.print(
+        f"[yellow]referee: guard:[/] {escape(relpath)} changed since {escape(base)}; the guard "
+        f"runs with it as it was at {escape(base)}",
+        soft_wrap=True,
+    )
+    return before
 
 
 # ------------------------------------------------------------------- referee arbitrate

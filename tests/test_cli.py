@@ -526,6 +526,77 @@ def test_guard_fails_on_a_changed_test_it_could_not_compare(invoke, project: Pat
     )
 
 
+def _commit_all(root: Path) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "next"], cwd=root, check=True)
+
+
+TWO_ASSERTS = "def test_a():{comment}\n    assert f() == 1\n    assert g() == 2\n"
+ONE_ASSERT = "def test_a():{comment}\n    assert f() == 1\n"
+WAIVER = "  # referee: ignore[REF301]"
+
+
+def test_guard_ignores_a_waiver_added_with_the_weakening_and_honours_an_old_one(
+    invoke, project: Path
+):
+    write(project / "test_a.py", TWO_ASSERTS.format(comment=""))
+    _committed(project)
+    write(project / "test_a.py", ONE_ASSERT.format(comment=WAIVER))
+    added = invoke("guard", cwd=project)
+    assert added.exit_code == 1, added.stdout
+    assert "test_a.py:1:1: REF301" in added.stdout
+
+    write(project / "test_a.py", TWO_ASSERTS.format(comment=WAIVER))
+    _commit_all(project)  # the waiver is now part of the base: a person accepted it
+    write(project / "test_a.py", ONE_ASSERT.format(comment=WAIVER))
+    old = invoke("guard", cwd=project)
+    assert old.exit_code == 0, old.stdout
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "note"),
+    [
+        (None, 'ignore = ["REF3"]\n', "referee.toml is new since HEAD"),
+        ("max-file-size = 100000\n", 'test-files = ["nothing"]\n', "referee.toml changed"),
+        ("max-file-size = 100000\n", "max-file-size = 10\n", "referee.toml changed"),
+    ],
+    ids=["new-file-ignores-the-guard", "no-test-files", "tiny-max-file-size"],
+)
+def test_guard_runs_with_the_configuration_of_the_base(
+    invoke, project: Path, before: str | None, after: str, note: str
+):
+    """A change cannot switch off the guard that checks it by editing referee's config."""
+    write(project / "test_a.py", TWO_ASSERTS.format(comment=""))
+    if before is None:
+        (project / "referee.toml").unlink()
+    else:
+        write(project / "referee.toml", before)
+    _committed(project)
+    write(project / "test_a.py", ONE_ASSERT.format(comment=""))
+    write(project / "referee.toml", after)
+    result = invoke("guard", cwd=project)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "test_a.py:1:1: REF301" in result.stdout
+    assert note in result.stderr
+
+
+def test_guard_uses_an_unchanged_or_equivalent_configuration_silently(invoke, project: Path):
+    (project / "referee.toml").unlink()
+    write(project / "test_a.py", TWO_ASSERTS.format(comment=""))
+    write(
+        project / "pyproject.toml", '[project]\nname = "x"\n\n[tool.referee]\nignore = ["REF301"]\n'
+    )
+    _committed(project)
+    write(project / "test_a.py", ONE_ASSERT.format(comment=""))
+    write(  # another table changed; referee's is the same
+        project / "pyproject.toml", '[project]\nname = "y"\n\n[tool.referee]\nignore = ["REF301"]\n'
+    )
+    result = invoke("guard", cwd=project)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "referee: guard:" not in result.stderr
+
+
 def test_guard_refuses_a_path_that_does_not_exist(invoke, project: Path):
     write(project / "test_a.py", "def test_a():\n    assert f() == 1\n")
     _committed(project)
