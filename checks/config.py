@@ -218,7 +218,7 @@ def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
         error = exc.errors()[0]
         key = _format_loc([prefix, *error["loc"]] if prefix else error["loc"])
         value = error.get("input")
-        problem = error["msg"]
+        problem = error["msg"].removeprefix("Value error, ")
         if error["type"] == "string_pattern_mismatch" and "severity" in error["loc"]:
             problem = f"{value!r} is not a rule code (like REF101)"
         elif error["type"] == "string_pattern_mismatch":

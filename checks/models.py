@@ -8,13 +8,14 @@ server turns into diagnostics, so their field names are part of referee's public
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     StrictBool,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -124,6 +125,17 @@ class _Config(BaseModel):
     model_config = ConfigDict(
         frozen=True, extra="forbid", alias_generator=_kebab, populate_by_name=True
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """``max-file-size = true`` is a mistake, not the number 1 (pydantic's lax mode
+        would read it as 1, and every file would be skipped)."""
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if annotation in (int, float, int | None, float | None):
+                raise ValueError("expected a number, not true/false")
+        return value
 
 
 class Contract(_Config):

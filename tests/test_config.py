@@ -357,6 +357,8 @@ def test_glob_match(relpath: str, pattern: str, matches: bool):
         ('select = ["FOO"]\n', "select[0]", "'FOO' is not a rule code or prefix"),
         ('ignore = ["REF9"]\n', "ignore", "'REF9' matches no rule"),
         ('max-file-size = "big"\n', "max-file-size", "valid integer"),
+        ("max-file-size = true\n", "max-file-size", "expected a number, not true/false"),
+        ("[judge]\ntimeout = false\n", "judge.timeout", "expected a number, not true/false"),
         ('exclude = "build/"\n', "exclude", "valid list"),
         ('[severity]\nREF999 = "error"\n', "severity.REF999", "no such rule"),
         ('[severity]\nREF101 = "loud"\n', "severity.REF101", "'error', 'warning' or 'info'"),
@@ -420,8 +422,7 @@ def test_invalid_command_line_selector_is_an_error_without_a_file():
         ("select = [\n", "referee.toml: invalid TOML: "),
         (
             '[[contract]]\nglob = "*.md"\nrequired-keywords = ["a"]\nmin-keywords = 3\n',
-            "referee.toml: contract[0]: Value error, min-keywords is 3 but required-keywords "
-            "lists only 1",
+            "referee.toml: contract[0]: min-keywords is 3 but required-keywords lists only 1",
         ),
     ],
 )
