@@ -311,6 +311,11 @@ def judge_group() -> None:
     """The L2 judge's tools (the judge itself runs in `referee check --judge` and on save)."""
 
 
+# Every subset of the perspectives is an operating point: 2^12 subsets × thresholds is
+# seconds; 2^22 would be hours.
+MAX_CALIBRATED_PERSPECTIVES = 12
+
+
 @judge_group.command("calibrate")
 @click.argument("labels", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
@@ -340,7 +345,13 @@ def judge_calibrate(labels: Path, cost_ratio: float | None, review_cost: float, 
     ratio = cost_ratio if cost_ratio is not None else _configured_cost_ratio()
     items: list[Labelled] = []
     names: dict[str, None] = {}
-    for number, line in enumerate(labels.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = labels.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        err.print(f"[bold red]referee: error:[/] cannot read {escape(str(labels))}: {reason}")
+        raise click.exceptions.Exit(EXIT_USAGE) from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -351,14 +362,26 @@ def judge_calibrate(labels: Path, cost_ratio: float | None, review_cost: float, 
                 raise ValueError
             if not set(verdicts.values()) <= {"PASS", "REJECT"}:
                 raise ValueError
+            hallucinated = data.get("hallucinated") or []
+            if not isinstance(hallucinated, list) or not all(
+                isinstance(h, str) for h in hallucinated
+            ):
+                raise ValueError
         except (ValueError, KeyError, TypeError, AttributeError):
             err.print(
                 f"[bold red]referee: error:[/] {escape(str(labels))}: line {number}: expected "
-                '{"verdicts": {PERSPECTIVE: "PASS"|"REJECT"}, "label": "good"|"bad"}'
+                '{"verdicts": {PERSPECTIVE: "PASS"|"REJECT"}, "label": "good"|"bad", '
+                '"hallucinated": [PERSPECTIVE, ...]}'
             )
             raise click.exceptions.Exit(EXIT_USAGE) from None
         names.update(dict.fromkeys(verdicts))
-        items.append(Labelled(verdicts, frozenset(data.get("hallucinated") or ()), truth))
+        items.append(Labelled(verdicts, frozenset(hallucinated), truth))
+    if len(names) > MAX_CALIBRATED_PERSPECTIVES:
+        err.print(
+            f"[bold red]referee: error:[/] {len(names)} perspectives; calibrate weighs every "
+            f"subset of them (2^{len(names)}), at most {MAX_CALIBRATED_PERSPECTIVES} are taken"
+        )
+        raise click.exceptions.Exit(EXIT_USAGE)
     complete = [i for i in items if set(i.verdicts) == set(names)]
     if len(complete) != len(items):
         err.print(f"[yellow]referee: {len(items) - len(complete)} items lack a perspective[/]")

@@ -545,6 +545,36 @@ def test_the_cost_ratio_picks_the_operating_point(tmp_path) -> None:
     assert result.exit_code == 2 and "line 1" in result.output
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\x00\n", "cannot read"),
+        (b'{"verdicts": {"strict": "PASS"}, "hallucinated": 5, "label": "good"}\n', "line 1"),
+        (b"[[1]]\n", "line 1"),
+        (
+            json.dumps(
+                {"verdicts": {f"p{i}": "PASS" for i in range(22)}, "label": "good"}
+            ).encode(),
+            "22 perspectives",
+        ),
+    ],
+    ids=["not-utf8", "hallucinated-not-a-list", "not-an-object", "too-many-perspectives"],
+)
+def test_calibrate_refuses_bad_label_files_with_one_line(
+    tmp_path: Path, content: bytes, message: str
+):
+    from click.testing import CliRunner
+
+    from referee.server.cli import main
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_bytes(content)
+    result = CliRunner().invoke(main, ["judge", "calibrate", str(labels)])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert message in result.output
+
+
 def test_backends_without_batching_answer_one_by_one():
     class Recorder:
         identity = "recorder"
