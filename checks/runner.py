@@ -10,6 +10,7 @@ import hashlib
 import multiprocessing
 import os
 import pickle
+import signal
 import subprocess
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -238,6 +239,9 @@ _worker_settings: Settings | None = None
 def _init_worker(settings: Settings) -> None:
     global _worker_settings
     _worker_settings = settings
+    # Ctrl-C reaches the whole process group: the parent stops the run, and the workers
+    # must not each print a KeyboardInterrupt traceback of their own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _check_chunk(targets: list[Target]) -> list[FileResult]:
@@ -273,11 +277,17 @@ def run(
         # Small chunks keep both cores busy to the end; big files are not all in one.
         size = max(1, min(16, len(pending) // (jobs * 8)))
         context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-        with ProcessPoolExecutor(jobs, context, _init_worker, (settings,)) as pool:
+        pool = ProcessPoolExecutor(jobs, context, _init_worker, (settings,))
+        try:
             outputs: Iterable[list[FileResult]] = pool.map(
                 _check_chunk, list(_chunks(pending, size))
             )
             fresh = [result for chunk in outputs for result in chunk]
+        except BaseException:
+            # Interrupted: drop the chunks not started rather than wait for them all.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     else:
         fresh = [check_file(t, settings) for t in pending]
 

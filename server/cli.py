@@ -60,7 +60,23 @@ def _codes(values: tuple[str, ...]) -> list[str]:
     return [c.strip() for value in values for c in value.split(",") if c.strip()]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+
+class _Referee(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # click would say "Aborted!" and exit 1, the code for "findings".
+            err.print("referee: interrupted")
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+
+
+@click.group(
+    cls=_Referee,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, "-V", "--version", prog_name="referee")
 def main() -> None:
     """referee keeps code honest when the same author writes a function and its tests.

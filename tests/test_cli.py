@@ -375,6 +375,36 @@ def test_sarif_reports_skipped_files_as_notifications(invoke, project: Path):
 # ---------------------------------------------------------------------- other options
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_exits_130_with_one_line(project: Path):
+    """click's own handling said "Aborted!" and exited 1 — the code for "findings"."""
+    import signal
+    import time
+
+    # stdin left open: the run waits on it until the interrupt comes
+    process = subprocess.Popen(
+        [sys.executable, "-m", "referee", "check", "--stdin-filename", "x.py"],
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    # Interrupt once it waits in the read (past start-up, where an interrupt would
+    # land in an import): /proc says where it sleeps; elsewhere, give it five seconds.
+    wchan = Path(f"/proc/{process.pid}/wchan")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if wchan.exists() and "pipe_read" in wchan.read_text():
+            break
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err.decode()
+    assert err.decode() == "referee: interrupted\n"
+    assert out == b""
+
+
 def test_stdin_filename_checks_stdin_as_that_path(invoke, project: Path):
     # The file on disk is clean; stdin holds the editor's unsaved text.
     write(project / "src" / "mod.py", CLEAN_MODULE)
