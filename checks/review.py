@@ -73,6 +73,7 @@ class Queue:
 
     items: dict[str, ReviewItem] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    unreadable: bool = False  # the file is there but could not be read at all
 
     def pending(self) -> list[ReviewItem]:
         return [item for item in self.items.values() if item.decision is None]
@@ -99,6 +100,7 @@ def read(root: Path) -> Queue:
         return queue
     except OSError as exc:
         queue.problems.append(f"cannot read {path}: {exc.strerror or exc}")
+        queue.unreadable = True
         return queue
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
@@ -107,13 +109,23 @@ def read(root: Path) -> Queue:
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise ValueError("not an object")
-        except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        except (json.JSONDecodeError, UnicodeDecodeError):
             queue.problems.append(f"{QUEUE}: line {number}: not valid JSON (truncated write?)")
+            continue
+        except ValueError:
+            queue.problems.append(f"{QUEUE}: line {number}: not a JSON object")
             continue
         if record.get("type") == "decision":
             item = queue.items.get(str(record.get("id")))
-            if item is None or record.get("decision") not in ("accepted", "rejected"):
+            decision = record.get("decision")
+            if item is None:
                 queue.problems.append(f"{QUEUE}: line {number}: decision for an unknown item")
+                continue
+            if decision not in ("accepted", "rejected"):
+                queue.problems.append(
+                    f"{QUEUE}: line {number}: decision {decision!r} is neither "
+                    "'accepted' nor 'rejected'"
+                )
                 continue
             queue.items[item.id] = item.model_copy(
                 update={

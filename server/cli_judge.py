@@ -173,14 +173,30 @@ def review_group(ctx: click.Context, show_all: bool, fmt: str, root: Path | None
     """
     if ctx.invoked_subcommand is None:
         ctx.invoke(review_list, show_all=show_all, fmt=fmt, root=root)
-    elif root is not None:  # `referee review --root DIR show ID`
-        ctx.default_map = {name: {"root": root} for name in ("list", "show", "accept", "reject")}
+        return
+    # `referee review --root DIR show ID`, `referee review --all list`: the group's options
+    # reach the subcommands that take them (their own options still win).
+    defaults: dict[str, dict[str, object]] = {
+        name: {} for name in ("list", "show", "accept", "reject")
+    }
+    if root is not None:
+        for options in defaults.values():
+            options["root"] = root
+    if show_all:
+        defaults["list"]["show_all"] = True
+    if fmt != "text":
+        defaults["list"]["fmt"] = fmt
+        defaults["show"]["fmt"] = fmt
+    ctx.default_map = defaults
 
 
 def _queue(root: Path) -> review.Queue:
     queue = review.read(root)
     for problem in queue.problems:
         err.print(f"[yellow]referee: review:[/] {escape(problem)}", soft_wrap=True)
+    if queue.unreadable:
+        # An unreadable queue is not an empty one: "nothing waits" would be a false all-clear.
+        raise click.exceptions.Exit(EXIT_USAGE)
     return queue
 
 

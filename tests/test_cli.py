@@ -796,6 +796,24 @@ def test_review_show_prints_why_and_what_each_perspective_said(invoke, tmp_path:
     assert "no review item 'ffffff'" in missing.stderr
 
 
+def test_an_unreadable_review_queue_is_an_error_not_an_empty_queue(invoke, project: Path):
+    (project / ".referee" / "review.jsonl").mkdir(parents=True)  # not a file
+    result = invoke("review", cwd=project)
+    assert result.exit_code == 2
+    assert "cannot read" in result.stderr and "Is a directory" in result.stderr
+    assert "Nothing waits" not in result.stdout
+
+
+def test_review_queue_lines_that_are_not_items_are_named_for_what_they_are(invoke, project: Path):
+    queue = project / ".referee" / "review.jsonl"
+    queue.parent.mkdir()
+    queue.write_text('[1, 2]\n{"type": "decision", "id": "x", "decision": "maybe"}\n')
+    result = invoke("review", cwd=project)
+    assert result.exit_code == 0
+    assert "line 1: not a JSON object" in result.stderr
+    assert "line 2: decision for an unknown item" in result.stderr
+
+
 def test_review_list_hides_items_whose_code_changed_and_all_shows_them(invoke, tmp_path: Path):
     from referee.checks import review
 
@@ -838,7 +856,11 @@ def test_review_list_hides_items_whose_code_changed_and_all_shows_them(invoke, t
     report = invoke("review", "--all", "--format", "json", "--root", str(project), cwd=away)
     statuses = {row["id"]: row["status"] for row in json.loads(report.stdout)}
     assert statuses == {items["now"].id: "pending", items["before"].id: "outdated"}
-    # the group's --root reaches its commands too
+    # the group's options reach its commands too: --all and --format before `list`
+    grouped = invoke(
+        "review", "--all", "--format", "json", "list", "--root", str(project), cwd=away
+    )
+    assert {row["id"] for row in json.loads(grouped.stdout)} == set(statuses)
     shown = invoke("review", "--root", str(project), "show", items["before"].id[:8], cwd=away)
     assert shown.stdout.splitlines()[-1] == (
         "Status: outdated: the code it is about has changed since it was judged"
