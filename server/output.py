@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from urllib.parse import quote
 
 from rich.console import Console
 from rich.markup import escape
@@ -63,7 +64,9 @@ def as_json(report: CheckReport) -> str:
 
 
 def _uri(path: str) -> str:
-    return Path(path).as_posix()
+    """A relative URI reference, as SARIF requires: ``my test#1.py`` is ``my%20test%231.py``
+    (a raw ``#`` would start a fragment, a raw ``%`` an escape)."""
+    return quote(Path(path).as_posix(), safe="/")
 
 
 def _region(f: Finding) -> dict:

@@ -362,6 +362,15 @@ def test_sarif_uses_posix_uris_and_carries_fixes(invoke, project: Path):
     assert replacement["deletedRegion"]["startLine"] == 2
 
 
+def test_sarif_uris_are_percent_encoded(invoke, project: Path):
+    write(project / "tests" / "my test#1 100%.py", ERROR_MODULE)
+    sarif = json.loads(invoke("check", "--format", "sarif", cwd=project).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
+        "tests/my%20test%231%20100%25.py"
+    )
+
+
 def test_sarif_reports_skipped_files_as_notifications(invoke, project: Path):
     (project / "blob.py").write_bytes(b"\x00\x01binary")
     write(project / "clean.py", CLEAN_MODULE)
