@@ -198,6 +198,10 @@ def check(
       referee check --judge src/            # L0/L1, then the local judge on the residual
       referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
     """
+    if stdin_filename is not None and not stdin_filename.strip():
+        raise _fail(
+            "--stdin-filename needs a file name: it says how to read stdin (x.py, notes.md)"
+        )
     start = Path(stdin_filename).parent if stdin_filename else (paths[0] if paths else Path("."))
     try:
         settings = discover(start, config_path).with_overrides(

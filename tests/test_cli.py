@@ -188,6 +188,14 @@ def test_usage_errors_exit_2(invoke, project: Path, args: tuple[str, ...]):
     assert "REF112" not in result.stdout
 
 
+def test_an_empty_stdin_filename_is_a_usage_error(invoke, project: Path):
+    result = invoke(
+        "check", "--stdin-filename", "", cwd=project, stdin=b"def test_x():\n    pass\n"
+    )
+    assert result.exit_code == 2
+    assert "--stdin-filename needs a file name" in result.stderr
+
+
 def test_paths_and_stdin_filename_together_exit_2(invoke, project: Path):
     write(project / "clean.py", CLEAN_MODULE)
     result = invoke("check", "clean.py", "--stdin-filename", "x.py", cwd=project, stdin="x = 1\n")
