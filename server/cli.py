@@ -825,9 +825,27 @@ def model_path(model_id: str) -> None:
 @model.command("info")
 @_model_argument
 def model_info(model_id: str) -> None:
-    """Show MODEL's file, size, pinned sha256 and the sha256 of the installed file."""
+    """Show MODEL's file, size, pinned sha256 and the sha256 of the installed file (for
+    the path of any GGUF file: its size and sha256; nothing is pinned for it)."""
     from referee.checks.judge import models
 
+    if model_id not in models.MODELS and Path(model_id).expanduser().exists():
+        try:
+            path = models.resolve(model_id)
+            with _byte_progress() as report:
+                digest, size = models.sha256_of(path, progress=report)
+        except (models.ModelError, OSError) as exc:
+            err.print(f"[bold red]referee: error:[/] {escape(str(exc))}", soft_wrap=True)
+            raise click.exceptions.Exit(EXIT_FINDINGS) from None
+        for key, value in [
+            ("model", model_id),
+            ("file", str(path)),
+            ("size", f"{size:,} bytes"),
+            ("sha256", digest),
+            ("state", "a GGUF file; referee pins no hash for it"),
+        ]:
+            click.echo(f"{key + ':':<17}{value}")
+        return
     entry = _known_model(model_id)
     state = models.status(entry)
     verified: str

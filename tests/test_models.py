@@ -465,6 +465,24 @@ def test_model_commands_refuse_an_unknown_model(invoke, tmp_path: Path) -> None:
         assert "no model 'llama-70b'; known models: qwen2.5-coder-1.5b" in result.stderr
 
 
+def test_model_info_of_a_gguf_path_hashes_it_and_refuses_other_files(
+    invoke, tmp_path: Path
+) -> None:
+    import hashlib
+
+    gguf = tmp_path / "other.gguf"
+    gguf.write_bytes(b"GGUF" + b"\0" * 60)
+    result = invoke("model", "info", str(gguf), cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert f"sha256:          {hashlib.sha256(gguf.read_bytes()).hexdigest()}" in result.stdout
+    assert "size:            64 bytes" in result.stdout
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a model")
+    refused = invoke("model", "info", str(notes), cwd=tmp_path)
+    assert refused.exit_code == 1
+    assert "is not a GGUF model file" in refused.stderr
+
+
 def test_model_info_of_a_model_not_installed(invoke, tmp_path: Path) -> None:
     result = invoke("model", "info", "qwen2.5-coder-0.5b", cwd=tmp_path)
     assert result.exit_code == 0
