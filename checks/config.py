@@ -267,8 +267,10 @@ def load_text(text: str, path: Path) -> Settings:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(path, None, f"invalid TOML: {exc}") from None
-    if path.name == "pyproject.toml":
-        table = raw.get("tool", {}).get("referee", {})
+    tool = raw.get("tool")
+    if path.name == "pyproject.toml" or (isinstance(tool, dict) and "referee" in tool):
+        # pyproject-style, whatever the file is called (``--config ci/pyproject.ci.toml``)
+        table = tool.get("referee", {}) if isinstance(tool, dict) else {}
         prefix = "[tool.referee]"
     else:
         table, prefix = raw, ""

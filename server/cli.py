@@ -189,7 +189,8 @@ def check(
     reject; items it cannot settle wait in the review queue (`referee review`).
 
     \b
-    Exit status: 0 nothing at --fail-on level, 1 findings, 2 usage or configuration error.
+    Exit status: 0 nothing at --fail-on level, 1 findings, 2 usage or configuration error
+    (with --judge: also when the judge could not run and nothing else found an error).
     Examples:
       referee check                         # the project around the current directory
       referee check src tests --format sarif -o referee.sarif

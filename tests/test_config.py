@@ -383,6 +383,14 @@ def test_config_error_names_file_key_and_problem(tmp_path: Path, body: str, key:
     assert str(error).startswith(f"{path}: {key}: ")
 
 
+def test_a_pyproject_style_file_of_another_name_is_read_as_one(tmp_path: Path):
+    path = write(
+        tmp_path / "pyproject.ci.toml",
+        '[project]\nname = "x"\n\n[tool.referee]\nselect = ["REF101"]\n',
+    )
+    assert load_file(path).config.select == ["REF101"]
+
+
 def test_invalid_toml_is_a_config_error_naming_the_file(tmp_path: Path):
     path = write(tmp_path / "referee.toml", 'select = ["REF1"\n')
     with pytest.raises(ConfigError) as info:
