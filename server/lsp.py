@@ -269,12 +269,25 @@ class RefereeServer(LanguageServer):
             source._tree = source._tree.copy()
         return source, document.version
 
-    def _compute(self, uri: str, document: Document, source: Any, version: int | None) -> Result:
+    def _compute(
+        self,
+        uri: str,
+        document: Document,
+        source: Any,
+        version: int | None,
+        skip_superseded: bool = False,
+    ) -> Result | None:
+        """The check of ``source`` (``document`` at ``version``). With ``skip_superseded``,
+        None when the document has moved past ``version`` by the time the check could
+        start: while one check runs, the versions typed meanwhile queue on the lock, and
+        checking each of them to the end put the diagnostics seconds behind the typing."""
         path = self.path_of(uri)
         settings = self.settings_for(path)
         relpath = settings.relative(path)
         guard = self.live_guard.context_for(path, settings)
         with document.cache_lock:  # a superseded check may still run on another thread
+            if skip_superseded and document.version != version:
+                return None
             findings = check_source(
                 source,
                 settings,
@@ -306,10 +319,10 @@ class RefereeServer(LanguageServer):
         source, version = self._snapshot(document)
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(
-            self.thread_pool, self._compute, uri, document, source, version
+            self.thread_pool, self._compute, uri, document, source, version, True
         )
         current = self.documents.get(uri)
-        if current is None or current.version != version:
+        if result is None or current is None or current.version != version:
             return None  # a newer version is on its way; never publish an older one
         self.store(uri, result)
         return result
