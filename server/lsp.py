@@ -744,6 +744,26 @@ def _fix_all_edits(ls: RefereeServer, document: Document, result: Result) -> lis
     return edits
 
 
+def _finding_key(finding: Any) -> list[Any]:
+    span = finding.span
+    return [finding.code, span.start.line, span.start.column, span.end.line, span.end.column]
+
+
+def _offered_finding(result: Result, data: dict[str, Any]) -> Any:
+    """The finding a code action was offered for, in the current result: the same code
+    at the same place. A re-check of the same version (the settings changed) may have
+    dropped or reordered findings, so the index alone could name another one."""
+    key = data.get("finding")
+    index = data.get("index")
+    if (
+        isinstance(index, int)
+        and 0 <= index < len(result.findings)
+        and _finding_key(result.findings[index]) == key
+    ):
+        return result.findings[index]
+    return next((f for f in result.findings if _finding_key(f) == key), None)
+
+
 def _action_edit(ls: RefereeServer, data: dict[str, Any]) -> types.WorkspaceEdit | None:
     """The edit a code action's ``data`` describes, against the current document; None if
     the document changed since the action was offered."""
@@ -755,7 +775,9 @@ def _action_edit(ls: RefereeServer, data: dict[str, Any]) -> types.WorkspaceEdit
     if data["action"] == "fixAll":
         edits = _fix_all_edits(ls, document, result)
     else:
-        finding = result.findings[data["index"]]
+        finding = _offered_finding(result, data)
+        if finding is None:  # re-checked since (new settings), and that finding is gone
+            return None
         if data["action"] == "fix" and finding.fix is not None:
             edits = ls.edits(document.text.split("\n"), finding.fix)
         else:
@@ -815,14 +837,14 @@ async def code_action(
                 offer(
                     f"{finding.fix.message} ({finding.code})",
                     types.CodeActionKind.QuickFix.value,
-                    {"action": "fix", "index": index},
+                    {"action": "fix", "index": index, "finding": _finding_key(finding)},
                     diagnostics=[diagnostic],
                     is_preferred=finding.fix.applicability == "safe",
                 )
             offer(
                 f"Ignore {finding.code} on this line",
                 types.CodeActionKind.QuickFix.value,
-                {"action": "ignore", "index": index},
+                {"action": "ignore", "index": index, "finding": _finding_key(finding)},
                 diagnostics=[diagnostic],
             )
         actions.extend(ls.arbitration.code_actions(ls, uri, params))

@@ -935,10 +935,9 @@ def test_a_check_that_could_start_only_after_newer_edits_is_skipped(tmp_path: Pa
     """Versions typed while one check runs queue on the document's lock; checking each of
     them to the end put the diagnostics seconds behind the typing (2,000 lines, an edit
     every 30 ms: 3.8 s). A check whose version is no longer current does not run."""
+    from referee.checks.config import Settings
     from referee.checks.document import Document
     from referee.server.lsp import RefereeServer
-
-    from referee.checks.config import Settings
 
     server = RefereeServer()
     # no client here: no workspace to find settings in, no negotiated position encoding
@@ -955,3 +954,20 @@ def test_a_check_that_could_start_only_after_newer_edits_is_skipped(tmp_path: Pa
     assert current is not None and [f.code for f in current.findings] == ["REF111"]
     # a check the caller needs now (a code action) runs whatever the version
     assert server._compute(uri, document, source, version) is not None
+
+
+def test_a_deferred_code_action_edits_the_finding_it_was_offered_for_or_nothing():
+    """Settings changed between offering and resolving, the version did not: the index
+    into the findings named another finding (or none: IndexError sent to the client)."""
+    from referee.checks.engine import check_text
+    from referee.server.lsp import Result, _finding_key, _offered_finding
+
+    text = "def test_a():\n    assert (x, 'msg')\n\n\ndef test_b():\n    pass\n"
+    before = Result(1, check_text(text, "test_a.py"))
+    codes = [f.code for f in before.findings]
+    assert len(codes) >= 2
+    offered = [{"index": i, "finding": _finding_key(f)} for i, f in enumerate(before.findings)]
+    after = Result(1, before.findings[1:])  # the first finding's rule was ignored since
+    assert _offered_finding(after, offered[0]) is None
+    for data, finding in zip(offered[1:], before.findings[1:], strict=True):
+        assert _offered_finding(after, data) is finding
