@@ -209,6 +209,22 @@ class JudgeService:
         }
         return Judged(version, text, judgement.findings, ids, extents)
 
+    def forget_item(self, ls: RefereeServer, uri: str, item_id: str) -> None:
+        """Drop the finding of review item ``item_id`` from ``uri``'s judge results."""
+        judged = self.results.get(uri)
+        if judged is None or item_id not in judged.review_ids.values():
+            return
+        keep = [i for i in range(len(judged.findings)) if judged.review_ids.get(i) != item_id]
+        renumber = {old: new for new, old in enumerate(keep)}
+        self.results[uri] = Judged(
+            judged.version,
+            judged.text,
+            [judged.findings[i] for i in keep],
+            {renumber[i]: v for i, v in judged.review_ids.items() if i in renumber},
+            {renumber[i]: v for i, v in judged.extents.items() if i in renumber},
+        )
+        ls.publish_all(uri)
+
     # ------------------------------------------------------------------ output
 
     def diagnostics(self, ls: RefereeServer, uri: str) -> list[types.Diagnostic]:
@@ -378,14 +394,21 @@ def register(server: RefereeServer) -> None:
         rest = args[0] if args and isinstance(args[0], list) else args
         uri = rest[1] if len(rest) > 1 else None
         if not isinstance(item_id, str):
-            return {"ok": False, "message": f"referee.review.{decision} needs an item id"}
+            verb = "accept" if decision == "accepted" else "reject"
+            return {"ok": False, "message": f"referee.review.{verb} needs an item id"}
         for root in project_roots(ls):
             try:
                 item = review.decide(root, item_id, decision)  # type: ignore[arg-type]
             except KeyError:
                 continue
             if isinstance(uri, str) and uri in ls.documents:
-                ls.judge.start(ls, uri)  # the decision changes the document's findings
+                if ls.client_settings(ls.path_of(uri)).judge.run == "onSave":
+                    ls.judge.start(ls, uri)  # the decision changes the document's findings
+                else:
+                    # "manual" or "off": no model is loaded for a decision; the item's
+                    # "needs review" diagnostic goes, and the next run the user asks for
+                    # shows what the decision made of it.
+                    ls.judge.forget_item(ls, uri, item.id)
             ls.judge.notify_status(ls)
             return {"ok": True, "id": item.id, "decision": decision}
         return {"ok": False, "message": f"no review item {item_id!r}"}

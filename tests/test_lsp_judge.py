@@ -256,6 +256,21 @@ async def test_manual_mode_judges_only_on_the_command(client: RefereeClient):
     found = await current(client, doc, "REF402")
     assert ("REF402", 5) in codes(found)
 
+    # a decision in manual mode loads no model: the item's diagnostic goes, nothing runs
+    (flagged,) = [d for d in found if d.code == "REF402"]
+    await client.until(lambda: client.statuses[-1]["judge"] == "idle", "the run ended")
+    statuses, progress = len(client.statuses), len(client.progress_requests)
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="referee.review.accept", arguments=[flagged.data["reviewId"], doc.uri]
+        )
+    )
+    assert answer["ok"] if isinstance(answer, dict) else answer.ok
+    after = await current(client, doc, "-REF402")
+    assert ("REF101", 0) in codes(after)
+    assert all(s["judge"] != "running" for s in client.statuses[statuses:])
+    assert len(client.progress_requests) == progress
+
 
 @pytest_asyncio.fixture(params=["visual-studio-code", "neovim"])
 async def no_model_client(request, tmp_path: Path):
