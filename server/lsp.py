@@ -116,6 +116,7 @@ class RefereeServer(LanguageServer):
         self.folder_settings: dict[str, ClientSettings] = {}  # folder path -> settings
         self._project_settings: dict[tuple[str, str | None], Settings] = {}
         self._reported_config_errors: set[str] = set()
+        self._oversize_reported: set[str] = set()  # documents said to be too large
         self.live_guard = LiveGuard()
         self.arbitration = lsp_arbitration.ArbitrationService()  # tests on save
 
@@ -260,7 +261,34 @@ class RefereeServer(LanguageServer):
         document = self.documents.get(uri)
         if document is None:
             return None
+        if self._oversized(uri, document):
+            return Result(document.version, [])
         return self._compute(uri, document, *self._snapshot(document))
+
+    def _oversized(self, uri: str, document: Document) -> bool:
+        """Whether the document is larger than ``max-file-size``: left unchecked, as
+        ``referee check`` skips such a file, and said once. Parsing and checking 67 MB took
+        minutes and 7 GB, and held up every other request meanwhile."""
+        limit = self.settings_for(self.path_of(uri)).config.max_file_size
+        if len(document.text) * 4 <= limit:  # no UTF-8 character takes more than 4 bytes
+            self._oversize_reported.discard(uri)
+            return False
+        size = len(document.text.encode("utf-8", "surrogatepass"))
+        if size <= limit:
+            self._oversize_reported.discard(uri)
+            return False
+        if uri not in self._oversize_reported:
+            self._oversize_reported.add(uri)
+            name = self.path_of(uri).name
+            message = (
+                f"referee: {name} is {size:,} bytes, more than max-file-size ({limit:,}); "
+                "it is not checked"
+            )
+            log.info(message)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Info, message=message)
+            )
+        return True
 
     def _snapshot(self, document: Document) -> tuple[Any, int | None]:
         source = document.source()
@@ -316,6 +344,10 @@ class RefereeServer(LanguageServer):
         document = self.documents.get(uri)
         if document is None:
             return None
+        if self._oversized(uri, document):
+            result = Result(document.version, [])  # and its old diagnostics go
+            self.store(uri, result)
+            return result
         source, version = self._snapshot(document)
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(

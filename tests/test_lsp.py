@@ -971,3 +971,31 @@ def test_a_deferred_code_action_edits_the_finding_it_was_offered_for_or_nothing(
     assert _offered_finding(after, offered[0]) is None
     for data, finding in zip(offered[1:], before.findings[1:], strict=True):
         assert _offered_finding(after, data) is finding
+
+
+SMALL_LIMIT = {"referee.toml": "max-file-size = 400\n"}
+
+
+@pytest.mark.parametrize(
+    "lsp_setup",
+    [
+        pytest.param(Setup(mode="push", files=SMALL_LIMIT), id="push"),
+        pytest.param(Setup(mode="pull", files=SMALL_LIMIT), id="pull"),
+    ],
+)
+async def test_a_document_over_max_file_size_is_not_checked_and_said_once(client: RefereeClient):
+    """As `referee check` skips such a file; parsing and checking 67 MB in the editor took
+    minutes and 7 GB and held up every other request."""
+    doc = sample(client, text=SAMPLE + "#" * 500 + "\n")
+    assert await client.diagnostics_for(doc) == []
+    message = await client.until(
+        lambda: next((m for m in client.messages if "max-file-size" in m.message), None),
+        "window/showMessage about the size",
+    )
+    assert message.type == types.MessageType.Info
+    assert "test_sample.py" in message.message and "(400)" in message.message
+    doc.set_text(SAMPLE + "#" * 600 + "\n")  # still too large: not said again
+    assert await client.diagnostics_for(doc) == []
+    assert len([m for m in client.messages if "max-file-size" in m.message]) == 1
+    doc.set_text(SAMPLE)  # small enough again: checked
+    assert codes(await client.diagnostics_for(doc)) == SAMPLE_CODES
