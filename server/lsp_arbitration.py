@@ -322,6 +322,7 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         isinstance(request, dict)
         and isinstance(request.get("uri"), str)
         and isinstance(request.get("line"), int)
+        and not isinstance(request.get("line"), bool)
     ):
         return {"ok": False, "message": 'referee.arbitrate takes [{"uri": str, "line": int}]'}
     uri, line = request["uri"], request["line"]

@@ -193,3 +193,19 @@ async def test_saving_a_module_runs_the_tests_that_import_it(client: RefereeClie
     (failure,) = await client.until(lambda: failing(client, tests_uri), "the importer's failures")
     assert failure.range.start.line == FAILING_LINE
     assert failing(client, module.uri) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(), ([],), ({"uri": "file:///x.py"},), ({"uri": "file:///x.py", "line": True},), ("x",)],
+    ids=["nothing", "empty-list", "no-line", "line-is-a-bool", "not-an-object"],
+)
+async def test_arbitrate_command_refuses_malformed_arguments(args: tuple):
+    from referee.server.lsp import RefereeServer
+    from referee.server.lsp_arbitration import arbitrate_command
+
+    answer = await arbitrate_command(RefereeServer(), args)
+    assert answer == {
+        "ok": False,
+        "message": 'referee.arbitrate takes [{"uri": str, "line": int}]',
+    }
