@@ -51,9 +51,13 @@ def _suppression(rule: Rule) -> str:
     markdown = f"```markdown\n<!-- referee: ignore[{rule.code}] -->\n```"
     if rule.kinds == PYTHON:
         return python
+    other = (
+        "In Markdown, make it an HTML comment; in TOML, INI and other files with `#` "
+        f"comments, `# referee: ignore[{rule.code}]` on that line:\n\n{markdown}"
+    )
     if rule.kinds == TEXT:
-        return f"In Markdown, make it an HTML comment:\n\n{markdown}"
-    return f"{python}\n\nIn Markdown, make it an HTML comment:\n\n{markdown}"
+        return other
+    return f"{python}\n\n{other}"
 
 
 def page_name(rule: Rule) -> str:
