@@ -204,7 +204,13 @@ class ResultCache:
         if entry is None or stamp is None or entry[:2] != stamp:
             return None
         result = entry[2]
-        return FileResult(target.display, result.findings, result.skipped)
+        # The same file is named differently from another directory (`src/slug.py` from
+        # the project, `slug.py` from src/): its findings carry this run's name for it.
+        findings = [
+            f if f.path == target.display else f.model_copy(update={"path": target.display})
+            for f in result.findings
+        ]
+        return FileResult(target.display, findings, result.skipped)
 
     def put(self, target: Target, result: FileResult) -> None:
         stamp = self._stamp(target.path)

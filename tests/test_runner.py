@@ -167,6 +167,20 @@ def test_cache_through_the_cli_picks_up_an_edit(invoke, project: Path, tmp_path:
     assert result.stdout.startswith("mod.py:1:5: REF101 ")
 
 
+def test_a_cached_result_names_the_file_as_this_run_does(invoke, project: Path):
+    """Cached from the project root (src/mod.py), read from src/: the file is mod.py there,
+    in the text, JSON and SARIF reports alike."""
+    write(project / "src" / "mod.py", MODULES["stub.py"])
+    first = invoke("check", "src", cwd=project)
+    assert first.stdout.startswith("src/mod.py:1:5: REF101 ")
+    again = invoke("check", cwd=project / "src")
+    assert again.stdout.startswith("mod.py:1:5: REF101 "), again.stdout
+    report = CheckReport.model_validate_json(
+        invoke("check", "--format", "json", cwd=project / "src").stdout
+    )
+    assert report.findings and {f.path for f in report.findings} == {"mod.py"}
+
+
 def test_corrupt_cache_file_is_ignored_and_replaced(project: Path, tmp_path: Path):
     write(project / "stub.py", MODULES["stub.py"])
     cache_dir = tmp_path / "cache"
