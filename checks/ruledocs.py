@@ -120,9 +120,11 @@ def render_index() -> str:
 
 Every check referee runs is a rule with a stable code: `REF0xx` for files that cannot be
 analysed and `REF1xx` for the shape of code, documents and test logs (layer L0); `REF2xx`
-for the contracts you declare (layer L1, see [contracts](../contracts.md)). Select, ignore
-and re-grade them by code or code prefix in the [configuration](../configuration.md);
-`referee rule CODE` prints a page in the terminal.
+for the contracts you declare (layer L1, see [contracts](../contracts.md)); `REF3xx` for
+the guard's comparison of tests with a git ref (layer L1, see [CI](../ci.md)); `REF4xx` for
+the judge and the review queue (layers L2 and L3, see [the judge](../judge.md)). Select,
+ignore and re-grade them by code or code prefix in the
+[configuration](../configuration.md); `referee rule CODE` prints a page in the terminal.
 
 These pages are generated from the rules' docstrings: edit the docstring, not the page,
 and run `{REGENERATE}`.

@@ -414,10 +414,11 @@ def show_config(path: Path | None) -> None:
     help="Least severe message sent to the editor's log (window/logMessage).",
 )
 def serve(transport: str, host: str, port: int, log_level: str) -> None:
-    """Run the language server (live L0/L1 diagnostics and quick fixes).
+    """Run the language server: live L0/L1 and guard diagnostics, quick fixes, the L2
+    judge on save, review and arbitration commands.
 
-    Editors start it themselves; see docs/editors.md (Neovim; the VS Code extension is
-    not built yet).
+    Editors start it themselves: the VS Code extension (editors/vscode) and the Neovim
+    set-up in docs/editors.md.
     """
     if transport == "ws":
         try:
