@@ -14,6 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from guard_catalogue.cases import commit_repo
 
 from referee import __version__
 from referee.checks.models import CheckReport, Severity
@@ -356,27 +357,25 @@ def test_sarif_levels_use_note_for_info(invoke, project: Path):
     assert rules["REF101"]["defaultConfiguration"]["level"] == "error"
 
 
-def test_sarif_uses_posix_uris_and_carries_fixes(invoke, project: Path):
-    write(project / "tests" / "test_error.py", ERROR_MODULE)
+@pytest.mark.parametrize(
+    ("name", "uri"),
+    [
+        ("tests/test_error.py", "tests/test_error.py"),
+        # a URI reference: a raw `#` would start a fragment, a raw `%` an escape
+        ("tests/my test#1 100%.py", "tests/my%20test%231%20100%25.py"),
+    ],
+    ids=["posix", "percent-encoded"],
+)
+def test_sarif_uses_posix_uris_and_carries_fixes(invoke, project: Path, name: str, uri: str):
+    write(project / name, ERROR_MODULE)
     sarif = json.loads(invoke("check", "--format", "sarif", cwd=project).stdout)
     (result,) = sarif["runs"][0]["results"]
-    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
-        "tests/test_error.py"
-    )
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == uri
     (fix,) = result["fixes"]
     (change,) = fix["artifactChanges"]
     (replacement,) = change["replacements"]
     assert replacement["insertedContent"]["text"] == 'total == 10, "off"'
     assert replacement["deletedRegion"]["startLine"] == 2
-
-
-def test_sarif_uris_are_percent_encoded(invoke, project: Path):
-    write(project / "tests" / "my test#1 100%.py", ERROR_MODULE)
-    sarif = json.loads(invoke("check", "--format", "sarif", cwd=project).stdout)
-    (result,) = sarif["runs"][0]["results"]
-    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
-        "tests/my%20test%231%20100%25.py"
-    )
 
 
 def test_sarif_reports_skipped_files_as_notifications(invoke, project: Path):
@@ -497,10 +496,7 @@ def test_an_output_file_that_cannot_be_written_is_one_clear_error(
     invoke, mixed: Path, command: str
 ):
     if command == "guard":
-        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-        subprocess.run([*git, "init", "-q"], cwd=mixed, check=True)
-        subprocess.run([*git, "add", "-A"], cwd=mixed, check=True)
-        subprocess.run([*git, "commit", "-qm", "base"], cwd=mixed, check=True)
+        commit_repo(mixed, {})
     out = mixed / "no-such-dir" / "referee.sarif"
     result = invoke(command, "--format", "sarif", "-o", str(out), cwd=mixed)
     assert result.exit_code == 2
@@ -531,10 +527,7 @@ def test_an_output_file_that_is_a_pipe_is_written_to_not_replaced(invoke, mixed:
 @pytest.mark.parametrize("command", ["check", "guard"])
 def test_an_output_file_that_is_a_checked_file_is_refused(invoke, mixed: Path, command: str):
     if command == "guard":
-        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-        subprocess.run([*git, "init", "-q"], cwd=mixed, check=True)
-        subprocess.run([*git, "add", "-A"], cwd=mixed, check=True)
-        subprocess.run([*git, "commit", "-qm", "base"], cwd=mixed, check=True)
+        commit_repo(mixed, {})
     before = (mixed / "test_error.py").read_text(encoding="utf-8")
     result = invoke(command, "test_error.py", "-o", "test_error.py", cwd=mixed)
     assert result.exit_code == 2
@@ -542,13 +535,6 @@ def test_an_output_file_that_is_a_checked_file_is_refused(invoke, mixed: Path, c
         "referee: error: -o test_error.py is one of the files being checked; not overwriting it"
     )
     assert (mixed / "test_error.py").read_text(encoding="utf-8") == before
-
-
-def _committed(root: Path) -> None:
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], cwd=root, check=True)
 
 
 @pytest.mark.parametrize(
@@ -559,7 +545,7 @@ def test_guard_fails_on_a_changed_test_it_could_not_compare(invoke, project: Pat
     skip it and pass."""
     write(project / "referee.toml", "max-file-size = 2000\n")
     write(project / "test_a.py", "def test_a():\n    assert f() == 1\n")
-    _committed(project)
+    commit_repo(project, {})
     (project / "test_a.py").write_bytes(b"def test_a():\n    pass\n" + tail)
     result = invoke("guard", cwd=project)
     assert result.exit_code == 2, result.stdout + result.stderr
@@ -573,12 +559,6 @@ def test_guard_fails_on_a_changed_test_it_could_not_compare(invoke, project: Pat
     )
 
 
-def _commit_all(root: Path) -> None:
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-    subprocess.run([*git, "commit", "-qm", "next"], cwd=root, check=True)
-
-
 TWO_ASSERTS = "def test_a():{comment}\n    assert f() == 1\n    assert g() == 2\n"
 ONE_ASSERT = "def test_a():{comment}\n    assert f() == 1\n"
 WAIVER = "  # referee: ignore[REF301]"
@@ -588,14 +568,14 @@ def test_guard_ignores_a_waiver_added_with_the_weakening_and_honours_an_old_one(
     invoke, project: Path
 ):
     write(project / "test_a.py", TWO_ASSERTS.format(comment=""))
-    _committed(project)
+    commit_repo(project, {})
     write(project / "test_a.py", ONE_ASSERT.format(comment=WAIVER))
     added = invoke("guard", cwd=project)
     assert added.exit_code == 1, added.stdout
     assert "test_a.py:1:1: REF301" in added.stdout
 
     write(project / "test_a.py", TWO_ASSERTS.format(comment=WAIVER))
-    _commit_all(project)  # the waiver is now part of the base: a person accepted it
+    commit_repo(project, {}, "next")  # the waiver is now part of the base: a person accepted it
     write(project / "test_a.py", ONE_ASSERT.format(comment=WAIVER))
     old = invoke("guard", cwd=project)
     assert old.exit_code == 0, old.stdout
@@ -619,7 +599,7 @@ def test_guard_runs_with_the_configuration_of_the_base(
         (project / "referee.toml").unlink()
     else:
         write(project / "referee.toml", before)
-    _committed(project)
+    commit_repo(project, {})
     write(project / "test_a.py", ONE_ASSERT.format(comment=""))
     write(project / "referee.toml", after)
     result = invoke("guard", cwd=project)
@@ -634,7 +614,7 @@ def test_guard_uses_an_unchanged_or_equivalent_configuration_silently(invoke, pr
     write(
         project / "pyproject.toml", '[project]\nname = "x"\n\n[tool.referee]\nignore = ["REF301"]\n'
     )
-    _committed(project)
+    commit_repo(project, {})
     write(project / "test_a.py", ONE_ASSERT.format(comment=""))
     write(  # another table changed; referee's is the same
         project / "pyproject.toml", '[project]\nname = "y"\n\n[tool.referee]\nignore = ["REF301"]\n'
@@ -646,7 +626,7 @@ def test_guard_uses_an_unchanged_or_equivalent_configuration_silently(invoke, pr
 
 def test_guard_refuses_a_path_that_does_not_exist(invoke, project: Path):
     write(project / "test_a.py", "def test_a():\n    assert f() == 1\n")
-    _committed(project)
+    commit_repo(project, {})
     result = invoke("guard", "nonexist.py", cwd=project)
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines()[-1] == (
