@@ -27,6 +27,7 @@ from referee.checks.pymodule import (
     imports_only_unittest,
     merged_ranges,
 )
+from referee.checks.registry import GUARD_CODES
 from referee.checks.rule import Context, Rule, Violation
 from referee.checks.source import SourceFile
 
@@ -59,10 +60,6 @@ def _is_suppressed(finding: Finding, table: dict[int, frozenset[str] | None]) ->
     return codes is None or finding.code in codes
 
 
-# The guard's rules (REF300–REF332): a change may not silence them with a comment it adds.
-_GUARD_PREFIX = "REF3"
-
-
 def _unsuppressed(
     findings: list[Finding], text: str, guard: GuardContext | None = None
 ) -> list[Finding]:
@@ -83,7 +80,8 @@ def _unsuppressed(
             if codes is None or finding.code in {
                 c.strip().upper() for c in codes.split(",") if c.strip()
             }:
-                if guard is None or not finding.code.startswith(_GUARD_PREFIX):
+                # a change may not silence the guard's rules with a comment it adds
+                if guard is None or finding.code not in GUARD_CODES:
                     continue
                 if at_base is None:
                     at_base = {line.strip() for line in (guard.baseline or "").splitlines()}

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from referee.checks.models import Layer, Severity
-from referee.checks.registry import RULES
+from referee.checks.registry import GUARD_CODES, RULES
 from referee.checks.rule import DOCS_BASE_URL, PYTHON, TEXT, Rule
 
 INDEX = "index.md"
@@ -99,7 +99,7 @@ See [configuration](../configuration.md).
 
 def _guard_note(rule: Rule) -> str:
     """The guard's rules take both ways of silencing them from the base, not the change."""
-    if not rule.code.startswith("REF3"):
+    if rule.code not in GUARD_CODES:
         return ""
     return """
 Both take effect for `referee guard` only once they are part of the base: the guard reads

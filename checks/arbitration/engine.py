@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
-import math
 import os
 import subprocess
 import time
@@ -26,6 +25,7 @@ from referee.checks.arbitration.fix import (
     TestFix,
     fix_test,
     pytest_counts,
+    pytest_run_limits,
     sha256_text,
     source_fix,
 )
@@ -472,15 +472,10 @@ class _Context:
         # 0.30000000000000004), or one whose repr names what the module never imported
         # (Fraction(3, 2)), would otherwise be written, certified, and still fail.
         say(f"running {self.test_id} with the corrected assertion")
-        limits = sandbox.Limits(
-            timeout_s=self.config.test_timeout,
-            cpu_s=max(1, math.ceil(self.config.test_timeout)),
-            memory_mb=max(self.config.memory_mb, 1024),
-        )
         run = sandbox.run_pytest(
             {**files.get(), self.test.path: fixed.new_text},
             [self.test_id, "-q", "-p", "no:cacheprovider"],
-            limits=limits,
+            limits=pytest_run_limits(self.config),
         )
         passed, total = pytest_counts(run.message)
         if not (run.status == "ok" and total and passed == total):

@@ -226,6 +226,15 @@ def _future(node: ast.AST) -> bool:
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?)")
 
 
+def pytest_run_limits(config: ArbitrationConfig) -> sandbox.Limits:
+    """The limits of one pytest run in the sandbox (a candidate patch, a corrected test)."""
+    return sandbox.Limits(
+        timeout_s=config.test_timeout,
+        cpu_s=max(1, math.ceil(config.test_timeout)),
+        memory_mb=max(config.memory_mb, 1024),
+    )
+
+
 def pytest_counts(summary: str) -> tuple[int, int]:
     """(passed, run) from pytest's summary line."""
     passed = total = 0
@@ -266,11 +275,7 @@ def source_fix(
     messages = patch_messages(spec, call, produced, truth)
     test_text = "".join(squash(text) for path, text in files.items() if _is_test(settings, path))
     guard = GuardContext(baseline=spec.text, test_text=test_text)
-    limits = sandbox.Limits(
-        timeout_s=config.test_timeout,
-        cpu_s=max(1, math.ceil(config.test_timeout)),
-        memory_mb=max(config.memory_mb, 1024),
-    )
+    limits = pytest_run_limits(config)
 
     # A patch is about as long as the function it rewrites; a model that rambles on is cut.
     max_tokens = min(1024, max(256, len(spec.definition) // 2 + 128))
