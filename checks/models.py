@@ -247,7 +247,18 @@ class JudgeConfig(_Config):
         description="Constrain each quote to be one of the item's lines (where the backend can).",
     )
     max_tokens: int = Field(default=160, ge=16, le=4096)
-    timeout: float = Field(default=120.0, gt=0, description="Seconds per model call (openai).")
+    timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds a model call may go without a sign of life: an HTTP request to "
+        "the server, or the model process (killed after that, as a hang).",
+    )
+    runtime: Literal["auto", "safe", "fast"] = Field(
+        default="auto",
+        description="How the in-process model loads: fast (repacked weight buffers), safe "
+        "(without them: slower, but no crash on AMX CPUs), or auto (safe on CPUs with AMX "
+        "or where fast crashed before).",
+    )
     threads: int | None = Field(
         default=None,
         ge=1,

@@ -904,6 +904,112 @@ def model_list() -> None:
     console.print(f"directory: {models.model_dir()}", soft_wrap=True)
 
 
+# ---------------------------------------------------------------------- referee doctor
+
+
+@main.command()
+@click.option(
+    "--runtime",
+    type=click.Choice(["auto", "safe", "fast"]),
+    default=None,
+    help="Try this runtime instead of judge.runtime (for the in-process model).",
+)
+@click.option(
+    "--judge-model",
+    "judge_model",
+    metavar="MODEL",
+    default=None,
+    help="Try this model instead of judge.model (a known id or a GGUF path).",
+)
+def doctor(runtime: str | None, judge_model: str | None) -> None:
+    """Check that the judge's model runs on this machine: start the model process, load
+    the model, decode a few tokens, and say how fast.
+
+    Prints the CPU and its features that matter (AMX), the runtime mode and why it was
+    chosen, where the model comes from, the load time and tokens per second. The model
+    runs in its own process: if it crashes, this says how, and exits 2.
+
+    \b
+    Exit status: 0 the model answered, 2 it cannot run here (the reason is printed).
+    Examples:
+      referee doctor
+      referee doctor --runtime safe          # the mode that avoids the AMX crash
+    """
+    from referee.checks.judge import models
+    from referee.checks.judge import runtime as runtimes
+    from referee.checks.judge.backend import BackendError, open_backend
+
+    try:
+        settings = discover(Path("."))
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    config = settings.config.judge
+    if runtime is not None:
+        config = config.model_copy(update={"runtime": runtime})
+    if judge_model is not None:
+        config = config.model_copy(update={"model": judge_model})
+
+    def row(key: str, value: str) -> None:
+        click.echo(f"{key + ':':<17}{value}")
+
+    cpu = runtimes.this_cpu()
+    row("cpu", cpu.model or "unknown")
+    row("amx", ", ".join(cpu.amx) if cpu.amx else "no")
+    row("backend", config.backend)
+    if config.backend == "openai":
+        row("server", config.url or "(judge.url is not set)")
+        row("model", config.model)
+    else:
+        choice = runtimes.choose(config.runtime, cpu, runtimes.remembered(cpu))
+        row("runtime", f"{choice.mode} (judge.runtime = {config.runtime}: {choice.why})")
+        try:
+            with _byte_progress() as report:
+                path = models.resolve(config.model, progress=report)
+        except (models.ModelError, OSError) as exc:
+            row("model", config.model)
+            err.print(f"[bold red]referee: doctor:[/] {escape(str(exc))}", soft_wrap=True)
+            raise click.exceptions.Exit(EXIT_USAGE) from None
+        known = models.MODELS.get(config.model)
+        origin = (
+            f"{known.id}, assembled from the package index, sha256 {known.sha256[:16]}… verified"
+            if known is not None
+            else "a GGUF file given by path (no pinned hash)"
+        )
+        row("model", f"{path} ({origin})")
+    started = time.perf_counter()
+    try:
+        backend = open_backend(
+            config.backend,
+            model=config.model,
+            url=config.url,
+            api_key_env=config.api_key_env,
+            threads=config.threads,
+            runtime=config.runtime,
+            timeout=config.timeout,
+        )
+        info = backend.start() if hasattr(backend, "start") else {}
+        loaded = time.perf_counter() - started
+        asked = time.perf_counter()
+        answer = backend.chat(
+            [{"role": "user", "content": "Count from 1 to 20, separated by spaces."}],
+            max_tokens=48,
+            temperature=0.0,
+            seed=0,
+        )
+        took = time.perf_counter() - asked
+    except BackendError as exc:
+        err.print(f"[bold red]referee: doctor:[/] {escape(str(exc))}", soft_wrap=True)
+        raise click.exceptions.Exit(EXIT_USAGE) from None
+    if info:
+        row("process", f"pid {info.get('pid')}, {info.get('mode')} mode")
+        row("load", f"{loaded:.2f} s (model process started and model loaded)")
+    tokens = answer.completion_tokens
+    speed = f"{tokens / took:.1f} tokens/s" if tokens and took > 0 else "?"
+    row("answer", f"{tokens} tokens in {took:.2f} s ({speed}, prompt included)")
+    row("said", repr(answer.text.strip()[:60]))
+    click.echo("ok: the judge's model runs here")
+
+
 # ---------------------------------------------------------------------- referee review
 from referee.server.cli_judge import judge_group, review_group  # noqa: E402
 

@@ -52,18 +52,12 @@ def judge_results(
     ``texts``: file contents that are not on disk (``--stdin-filename``), by display name.
     """
     from referee.checks.judge import core
-    from referee.checks.judge.backend import BackendError, open_backend
+    from referee.checks.judge.backend import BackendError, backend_for
 
     config = settings.config.judge
     try:
         core.perspective_instructions(config)
-        backend = open_backend(
-            config.backend,
-            model=config.model,
-            url=config.url,
-            api_key_env=config.api_key_env,
-            threads=config.threads,
-        )
+        backend = backend_for(config)
     except (BackendError, ValueError) as exc:
         err.print(
             f"[bold red]referee: the judge (L2) cannot run:[/] {escape(str(exc))}\n"
@@ -118,6 +112,16 @@ def judge_results(
                 key=lambda f: (f.span.start.line, f.span.start.column, f.code),
             )
             bar.advance(task)
+            if judgement.crashed is not None:
+                # One line; the item it was judging is UNCLEAR in the report and the queue.
+                unclear = sum(d.outcome == "UNCLEAR" for d in judgement.decisions[-1:])
+                err.print(
+                    f"[bold red]referee: judge:[/] {escape(judgement.crashed)} while judging "
+                    f"{escape(result.display)}; {unclear} item sent to review (`referee review`), "
+                    "the rest not judged; L0/L1 findings are reported as usual.",
+                    soft_wrap=True,
+                )
+                return False
     return True
 
 

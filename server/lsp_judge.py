@@ -29,6 +29,7 @@ from lsprotocol import types
 from referee.checks import review
 from referee.checks.config import Settings
 from referee.checks.engine import check_source, shifted
+from referee.checks.judge.worker import WorkerUnavailable
 from referee.checks.models import Finding
 from referee.server.progress import WorkProgress
 
@@ -57,6 +58,7 @@ class Judged:
     # finding index -> the first and last line (1-based) of what was judged: the diagnostic
     # underlines only the first, but an edit anywhere in the function makes it stale
     extents: dict[int, tuple[int, int]] = field(default_factory=dict)
+    crashed: str | None = None  # the model process died while judging (see WorkerCrashed)
 
 
 class JudgeService:
@@ -66,6 +68,9 @@ class JudgeService:
         self.running: dict[str, tuple[asyncio.Task[None], threading.Event]] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="referee-judge")
         self.unavailable: str | None = None  # why the model cannot be used, once said
+        # The model process crashed and has not answered since: said once (one
+        # window/showMessage per episode, not per save), shown in referee/status.
+        self.model_down: str | None = None
 
     # ------------------------------------------------------------------ settings
 
@@ -141,6 +146,9 @@ class JudgeService:
             )
         except Cancelled:
             return
+        except WorkerUnavailable as exc:  # crashed a moment ago; the back-off runs
+            log.warning("the judge (L2) waits: %s", exc)
+            return
         except Exception as exc:  # the model cannot be used: say so once, L0/L1 go on
             message = f"referee: the judge (L2) cannot run: {exc}"
             if self.unavailable != message:
@@ -152,11 +160,32 @@ class JudgeService:
             return
         finally:
             progress.end()
-        if judged is None or stop.is_set():
+        if judged is None:
+            return
+        if judged.crashed is not None:
+            self._crashed(ls, judged.crashed)
+        elif self.model_down is not None:
+            self.model_down = None
+            log.info("the model process answers again")
+        if stop.is_set() and judged.crashed is None:
             return
         self.unavailable = None
         self.results[uri] = judged
         ls.publish_all(uri)
+
+    def _crashed(self, ls: RefereeServer, reason: str) -> None:
+        """The model process died: one message per episode (not per save); the status
+        says so until the model answers again. The item is already UNCLEAR."""
+        log.warning("%s", reason)
+        if self.model_down is None:
+            ls.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"referee: {reason}. The item it was judging waits for review; "
+                    "L0/L1 go on, and the next save starts a fresh model process.",
+                )
+            )
+        self.model_down = reason
 
     def _judge(
         self,
@@ -169,7 +198,7 @@ class JudgeService:
         report: Any,
     ) -> Judged | None:
         from referee.checks.judge import core
-        from referee.checks.judge.backend import open_backend
+        from referee.checks.judge.backend import backend_for
         from referee.checks.source import SourceFile, kind_of
 
         if stop.is_set():
@@ -178,13 +207,7 @@ class JudgeService:
         relpath = settings.relative(path)
         source = SourceFile(str(path), text, kind_of(str(path)))
         findings = check_source(source, settings, relpath)
-        backend = open_backend(
-            config.backend,
-            model=config.model,
-            url=config.url,
-            api_key_env=config.api_key_env,
-            threads=config.threads,
-        )
+        backend = backend_for(config)
         judgement = core.judge_file(
             source,
             settings,
@@ -207,7 +230,7 @@ class JudgeService:
             for index, decision in enumerate(judgement.finding_decisions)
             if decision.span is not None
         }
-        return Judged(version, text, judgement.findings, ids, extents)
+        return Judged(version, text, judgement.findings, ids, extents, judgement.crashed)
 
     def forget_item(self, ls: RefereeServer, uri: str, item_id: str) -> None:
         """Drop the finding of review item ``item_id`` from ``uri``'s judge results."""
@@ -297,6 +320,8 @@ class JudgeService:
                 "reviewPending": pending,
                 "judge": "running" if self.running else "idle",
                 "arbitration": "idle",
+                "model": "crashed" if self.model_down else "ok",
+                **({"modelMessage": self.model_down} if self.model_down else {}),
             },
         )
 
@@ -366,6 +391,16 @@ def _baseline(root: Path, path: Path) -> str | None:
 def register(server: RefereeServer) -> None:
     """Give ``server`` the judge service and its commands."""
     server.judge = JudgeService()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: Any, *args: Any) -> None:
+        # The model process goes with the session (it also exits by itself when this
+        # process ends, however it ends).
+        from referee.checks.judge.worker import close_all
+
+        for uri in list(ls.judge.running):
+            ls.judge.cancel(uri)
+        close_all()
 
     @server.command("referee.judge.run")
     async def judge_run(ls: Any, *args: Any) -> dict[str, Any]:

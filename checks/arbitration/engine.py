@@ -43,6 +43,7 @@ from referee.checks.arbitration.truth import (
     ArbitrationError,
     Cancelled,
     LazyModel,
+    ModelCrashed,
     ProgramCache,
     Progress,
     agreed_value,
@@ -143,6 +144,9 @@ def arbitrate(
     try:
         return context.decide(backend, say, cancelled, cache_dir)
     except NotIsolated as exc:
+        return context.unclear(str(exc))
+    except ModelCrashed as exc:
+        # No truth was computed: the oracles' or patches' model died. A person decides.
         return context.unclear(str(exc))
 
 

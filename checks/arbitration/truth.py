@@ -49,6 +49,11 @@ class ArbitrationError(Exception):
     message says what to do. Not a verdict."""
 
 
+class ModelCrashed(ArbitrationError):
+    """The model process died while writing oracles or patches: the arbitration is
+    UNCLEAR with this reason, never a verdict."""
+
+
 class LazyModel:
     """The model for oracles and patches, loaded on its first question: when every
     program comes from the cache, arbitration never loads it. ``identity`` (part of every
@@ -62,9 +67,11 @@ class LazyModel:
         url: str | None,
         api_key_env: str | None,
         threads: int | None = None,
+        runtime: str = "auto",
+        timeout: float = 120.0,
     ):
         self.backend, self.model, self.url, self.api_key_env = backend, model, url, api_key_env
-        self.threads = threads
+        self.threads, self.runtime, self.timeout = threads, runtime, timeout
         self._opened: Any = None
         self._lock = threading.Lock()
 
@@ -77,6 +84,8 @@ class LazyModel:
             config.url or judge.url,
             judge.api_key_env,
             judge.threads,
+            judge.runtime,
+            judge.timeout,
         )
 
     @property
@@ -101,22 +110,30 @@ class LazyModel:
                     url=self.url,
                     api_key_env=self.api_key_env,
                     threads=self.threads,
+                    runtime=self.runtime,
+                    timeout=self.timeout,
                 )
         return self._opened
 
     def chat(self, messages: Sequence[dict[str, str]], **kwargs: Any) -> Any:
         from referee.checks.judge.backend import BackendError
+        from referee.checks.judge.worker import WorkerCrashed, WorkerUnavailable
 
         try:
             return self._open().chat(messages, **kwargs)
+        except (WorkerCrashed, WorkerUnavailable) as exc:
+            raise ModelCrashed(str(exc)) from None
         except BackendError as exc:
             raise ArbitrationError(f"arbitration needs its model: {exc}") from None
 
     def chat_batch(self, requests: Sequence[Any], **kwargs: Any) -> list[Any]:
         from referee.checks.judge.backend import BackendError, chat_batch
+        from referee.checks.judge.worker import WorkerCrashed, WorkerUnavailable
 
         try:
             return chat_batch(self._open(), requests, **kwargs)
+        except (WorkerCrashed, WorkerUnavailable) as exc:
+            raise ModelCrashed(str(exc)) from None
         except BackendError as exc:
             raise ArbitrationError(f"arbitration needs its model: {exc}") from None
 

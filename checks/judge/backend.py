@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import threading
@@ -146,6 +147,7 @@ class LlamaCppBackend:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         identity: str | None = None,
+        extra_buffers: bool = True,
     ) -> None:
         try:
             import llama_cpp
@@ -158,12 +160,13 @@ class LlamaCppBackend:
         self._identity = identity or _file_identity(self.path)
         self._lock = threading.Lock()
         try:
-            self._llm = llama_cpp.Llama(
-                model_path=str(self.path),
-                n_ctx=n_ctx,
-                n_threads=n_threads or max(1, os.cpu_count() or 1),
-                verbose=False,
-            )
+            with _model_params(extra_buffers=extra_buffers):
+                self._llm = llama_cpp.Llama(
+                    model_path=str(self.path),
+                    n_ctx=n_ctx,
+                    n_threads=n_threads or max(1, os.cpu_count() or 1),
+                    verbose=False,
+                )
         except (ValueError, RuntimeError, OSError) as exc:
             raise BackendError(
                 f"cannot load the model {self.path}: {exc}. Reinstall it with "
@@ -297,6 +300,36 @@ class LlamaCppBackend:
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
         )
+
+
+_PARAMS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _model_params(*, extra_buffers: bool):
+    """While a model loads: llama.cpp's default model parameters with ``use_extra_bufts``
+    set as asked. ``Llama()`` takes no such argument; it reads the defaults from
+    ``llama_model_default_params``, so that is what is wrapped (under a lock, for the
+    duration of the load only). ``extra_buffers=False`` is the ``safe`` runtime: no
+    repacked (AMX) weight buffers — see :mod:`referee.checks.judge.runtime`."""
+    if extra_buffers:
+        yield
+        return
+    import llama_cpp.llama_cpp as native
+
+    with _PARAMS_LOCK:
+        original = native.llama_model_default_params
+
+        def safe_defaults() -> Any:
+            params = original()
+            params.use_extra_bufts = False
+            return params
+
+        native.llama_model_default_params = safe_defaults
+        try:
+            yield
+        finally:
+            native.llama_model_default_params = original
 
 
 def _file_identity(path: Path) -> str:
@@ -505,12 +538,20 @@ def open_backend(
     api_key_env: str | None = None,
     n_ctx: int = 4096,
     threads: int | None = None,
+    runtime: str = "auto",
+    timeout: float = 120.0,
+    in_process: bool = False,
 ) -> Backend:
-    """The backend a configuration names, loaded once per process and shared.
+    """The backend a configuration names, opened once per process and shared.
+
+    ``llama-cpp`` runs the model in a worker process referee owns
+    (:class:`~referee.checks.judge.worker.WorkerBackend`): a crash of native code there is
+    an error here, never this process's death. ``in_process=True`` loads it in this
+    process instead — only for the worker itself and for measuring the hop.
 
     Raises :class:`BackendError` with one clear sentence when it cannot be used.
     """
-    key = (backend, model, url, api_key_env, n_ctx, threads)
+    key = (backend, model, url, api_key_env, n_ctx, threads, runtime, in_process)
     with _OPEN_LOCK:
         if key in _OPEN:
             return _OPEN[key]
@@ -518,14 +559,47 @@ def open_backend(
             if not url:
                 raise BackendError('judge.backend is "openai" but judge.url is not set')
             api_key = os.environ.get(api_key_env) if api_key_env else None
-            opened: Backend = OpenAIBackend(url, model=model, api_key=api_key)
+            opened: Backend = OpenAIBackend(url, model=model, api_key=api_key, timeout_s=timeout)
         elif backend == "llama-cpp":
             try:
                 path = model_files.resolve(model)
             except model_files.ModelError as exc:
                 raise BackendError(str(exc)) from exc
-            opened = LlamaCppBackend(path, n_ctx=n_ctx, n_threads=threads)
+            if in_process:
+                from referee.checks.judge import runtime as runtimes
+
+                cpu = runtimes.this_cpu()
+                choice = runtimes.choose(runtime, cpu, runtimes.remembered(cpu))  # type: ignore[arg-type]
+                opened = LlamaCppBackend(
+                    path, n_ctx=n_ctx, n_threads=threads, extra_buffers=choice.mode == "fast"
+                )
+            else:
+                from referee.checks.judge.worker import WorkerBackend, WorkerSpec
+
+                # Found, not imported: its native library stays out of this process.
+                if importlib.util.find_spec("llama_cpp") is None:
+                    raise BackendError(
+                        "the judge needs llama-cpp-python: pip install 'referee[judge]' "
+                        '(or set judge.backend = "openai" and judge.url to a model server)'
+                    )
+                opened = WorkerBackend(
+                    WorkerSpec(str(path), n_ctx=n_ctx, threads=threads, setting=runtime),  # type: ignore[arg-type]
+                    timeout_s=timeout,
+                )
         else:
             raise BackendError(f"unknown judge backend {backend!r}: use llama-cpp or openai")
         _OPEN[key] = opened
         return opened
+
+
+def backend_for(config: Any) -> Backend:
+    """:func:`open_backend` for a :class:`~referee.checks.models.JudgeConfig`."""
+    return open_backend(
+        config.backend,
+        model=config.model,
+        url=config.url,
+        api_key_env=config.api_key_env,
+        threads=config.threads,
+        runtime=config.runtime,
+        timeout=config.timeout,
+    )

@@ -50,6 +50,7 @@ from referee.checks.judge.backend import (
     ChatRequest,
     chat_batch,
 )
+from referee.checks.judge.worker import WorkerCrashed
 from referee.checks.models import (
     Decision,
     Finding,
@@ -150,18 +151,28 @@ def _rest_of(scaffold: str, written: str) -> str | None:
     return scaffold[len(written) :] if scaffold.startswith(written) else None
 
 
-def answer_forcing(text: str | None = None) -> Callable[[str], str | None]:
+def answer_forcing(text: str | None = None) -> AnswerForcing:
     """For :func:`answer_grammar`'s answers: given what the model wrote so far, the text
     the grammar leaves no choice about — the JSON between the free parts, the rest of a
     quote once only one of the item's lines starts that way, the rest of ``PASS`` or
     ``REJECT`` after its first letter. The in-process model appends it without decoding it
     token by token (about half of an answer's tokens). None once the answer is complete;
     an empty string where the model has a choice. Written for the canonical spacing it
-    forces itself; an answer that left it gets nothing forced from then on."""
-    quotable = quotable_lines(text) if text is not None else []
-    lines = [json.dumps(line, ensure_ascii=False)[1:-1] for line in quotable]
+    forces itself; an answer that left it gets nothing forced from then on.
 
-    def forced(written: str) -> str | None:
+    An object rather than a closure: it travels to the model process with its request."""
+    quotable = quotable_lines(text) if text is not None else []
+    return AnswerForcing(tuple(json.dumps(line, ensure_ascii=False)[1:-1] for line in quotable))
+
+
+@dataclass(frozen=True)
+class AnswerForcing:
+    """See :func:`answer_forcing`; ``lines`` are the quotable lines, JSON-escaped."""
+
+    lines: tuple[str, ...] = ()
+
+    def __call__(self, written: str) -> str | None:
+        lines = self.lines
         if len(written) < len(_OPEN):
             return _rest_of(_OPEN, written) or ""
         if not written.startswith(_OPEN):
@@ -204,8 +215,6 @@ def answer_forcing(text: str | None = None) -> Callable[[str], str | None]:
                     return word[len(verdict) :]
             return ""
         return ""
-
-    return forced
 
 
 def answer_schema(text: str | None = None) -> dict:
@@ -564,6 +573,9 @@ class FileJudgement:
     finding_decisions: list[Decision] = field(default_factory=list)  # parallel to findings
     notes: list[str] = field(default_factory=list)
     stats: Stats = field(default_factory=Stats)
+    # Set when the model process died while judging this file: the item it was judging is
+    # UNCLEAR with this reason (queued for a person), and the rest were not judged.
+    crashed: str | None = None
 
 
 def judge_subjects(
@@ -593,10 +605,18 @@ def judge_subjects(
             raise Cancelled
         if progress is not None:
             progress(f"{subject.name} ({number}/{len(found)}): {', '.join(instructions)}")
-        verdicts = ask_all(
-            subject, path, instructions, backend, config, cache, result.stats, cancelled
-        )
-        outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
+        try:
+            verdicts = ask_all(
+                subject, path, instructions, backend, config, cache, result.stats, cancelled
+            )
+        except WorkerCrashed as exc:
+            # Never a PASS: the item goes to a person with the reason, the rest wait for
+            # the next run (a fresh model process).
+            result.crashed = str(exc)
+            verdicts = []
+            outcome, agreement, reasons = "UNCLEAR", 0.0, [str(exc)]
+        else:
+            outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
         layer = Layer.L2
         audit = False
         rate = 0.0
@@ -636,6 +656,8 @@ def judge_subjects(
             elif queue and known is None:
                 review.submit(root, item)
         result.decisions.append(decision)
+        if result.crashed is not None:
+            break
     pairs = [(f, d) for d in result.decisions if (f := finding_for(path, d)) is not None]
     result.findings = [f for f, _ in pairs]
     result.finding_decisions = [d for _, d in pairs]

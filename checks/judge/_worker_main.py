@@ -1,0 +1,196 @@
+"""The model worker: ``python -m referee.checks.judge._worker_main``.
+
+Started by :class:`referee.checks.judge.worker.WorkerBackend`, never by hand. It reads
+framed requests on standard input, loads the model on the first (``open``), answers each
+on a private copy of standard output, and exits when standard input closes. Native code
+that prints goes to standard error (file descriptor 1 is pointed there), so nothing but
+answers reaches the parent's pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import json
+import os
+import pickle
+import queue
+import signal
+import sys
+import threading
+import time
+from typing import Any, BinaryIO
+
+from referee.checks.judge.worker import HEADER, MAX_FRAME, TEST_BACKEND_ENV
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the parent dies (the pipe's EOF covers the rest)."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class Wire:
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+        with self.lock:
+            self.out.write(HEADER.pack(len(body)) + body)
+            self.out.flush()
+
+
+def _read_frame(stream: BinaryIO) -> dict[str, Any] | None:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
+        return None
+    (size,) = HEADER.unpack(header)
+    if size > MAX_FRAME:
+        return None
+    body = stream.read(size)
+    if len(body) < size:
+        return None
+    return pickle.loads(body)
+
+
+def _open_backend(spec: Any, mode: str) -> Any:
+    """The model (or, in referee's own tests, the backend ``$REFEREE_WORKER_TEST_BACKEND``
+    names)."""
+    name = os.environ.get(TEST_BACKEND_ENV)
+    if name:
+        module, _, attribute = name.partition(":")
+        return getattr(importlib.import_module(module), attribute)(spec, mode)
+    from pathlib import Path
+
+    from referee.checks.judge.backend import LlamaCppBackend
+
+    return LlamaCppBackend(
+        Path(spec.path),
+        n_ctx=spec.n_ctx,
+        n_threads=spec.threads,
+        identity=spec.identity,
+        extra_buffers=mode == "fast",
+    )
+
+
+def main() -> int:
+    # Answers go to a private descriptor; fd 1 becomes stderr for native prints.
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    stdin = sys.stdin.buffer
+    wire = Wire(out)
+    first = _read_frame(stdin)
+    if first is None or first.get("op") != "open":
+        return 2
+    from referee.checks.judge.backend import BackendError, BatchCancelled, ChatRequest
+
+    started = time.perf_counter()
+    try:
+        backend = _open_backend(first["spec"], first["mode"])
+    except BackendError as exc:
+        wire.send({"op": "error", "message": str(exc)})
+        return 1
+    wire.send(
+        {
+            "op": "ready",
+            "identity": backend.identity,
+            "info": {"load_s": round(time.perf_counter() - started, 3)},
+        }
+    )
+
+    requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    cancelled: set[int] = set()
+
+    def reader() -> None:
+        while True:
+            try:
+                message = _read_frame(stdin)
+            except Exception:
+                message = None
+            if message is None or message.get("op") == "quit":
+                # The parent is gone or done: leave now, whatever the model is doing.
+                os._exit(0)
+            if message.get("op") == "cancel":
+                cancelled.add(message.get("id"))
+                continue
+            requests.put(message)
+
+    threading.Thread(target=reader, daemon=True, name="referee-worker-reader").start()
+
+    while True:
+        message = requests.get()
+        if message is None:
+            return 0
+        request_id = message.get("id")
+        last_beat = [time.monotonic()]
+
+        def stop(request_id: int | None = request_id, last_beat: list[float] = last_beat) -> bool:
+            now = time.monotonic()
+            if now - last_beat[0] >= 1.0:
+                last_beat[0] = now
+                wire.send({"op": "beat", "id": request_id})
+            return request_id in cancelled
+
+        try:
+            op = message.get("op")
+            if op == "ping":
+                generations: list[Any] = []
+            elif op == "chat":
+                g = backend.chat(
+                    message["messages"],
+                    schema=message.get("schema"),
+                    grammar=message.get("grammar"),
+                    max_tokens=message.get("max_tokens", 256),
+                    temperature=message.get("temperature", 0.0),
+                    seed=message.get("seed"),
+                )
+                generations = [g]
+            elif op == "batch":
+                from referee.checks.judge.backend import chat_batch
+
+                batch: list[ChatRequest] = message["requests"]
+                generations = chat_batch(backend, batch, cancelled=stop)
+            else:
+                wire.send({"op": "error", "id": request_id, "message": f"unknown op {op!r}"})
+                continue
+        except BatchCancelled:
+            wire.send({"op": "cancelled", "id": request_id})
+            continue
+        except BackendError as exc:
+            wire.send({"op": "error", "id": request_id, "message": str(exc)})
+            continue
+        except Exception as exc:  # a bug here is an error answer, not a dead worker
+            wire.send({"op": "error", "id": request_id, "message": f"{type(exc).__name__}: {exc}"})
+            continue
+        finally:
+            cancelled.discard(request_id)
+        wire.send(
+            {
+                "op": "answer",
+                "id": request_id,
+                "generations": [
+                    {
+                        "text": g.text,
+                        "prompt_tokens": g.prompt_tokens,
+                        "completion_tokens": g.completion_tokens,
+                    }
+                    for g in generations
+                ],
+            }
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
