@@ -961,7 +961,8 @@ def doctor(runtime: str | None, judge_model: str | None) -> None:
         row("model", config.model)
     else:
         choice = runtimes.choose(config.runtime, cpu, runtimes.remembered(cpu))
-        row("runtime", f"{choice.mode} (judge.runtime = {config.runtime}: {choice.why})")
+        why = choice.why if config.runtime == "auto" else "chosen in the configuration"
+        row("runtime", f"{choice.mode} (judge.runtime = {config.runtime}: {why})")
         try:
             with _byte_progress() as report:
                 path = models.resolve(config.model, progress=report)

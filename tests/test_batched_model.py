@@ -27,7 +27,12 @@ TEXT = '''def is_even(n: int) -> bool:
 
 @pytest.fixture(scope="module")
 def backend(small_model: Path) -> LlamaCppBackend:
-    return LlamaCppBackend(small_model, n_threads=2)
+    # In this process, to reach the decoder's internals: so the runtime this CPU needs (on
+    # AMX, the fast mode would kill the test process; referee itself uses a worker).
+    from referee.checks.judge import runtime
+
+    mode = runtime.choose("auto", runtime.this_cpu()).mode
+    return LlamaCppBackend(small_model, n_threads=2, extra_buffers=mode == "fast")
 
 
 def review(perspective: str) -> list[dict[str, str]]:
@@ -119,7 +124,9 @@ def test_the_threads_setting_reaches_the_model(small_model: Path, tmp_path: Path
     )
     config = load_file(tmp_path / "referee.toml").config.judge
     assert config.threads == 1
-    opened = open_backend(config.backend, model=config.model, threads=config.threads)
+    opened = open_backend(
+        config.backend, model=config.model, threads=config.threads, in_process=True
+    )
     assert opened._llm.context_params.n_threads == 1
     requests = [ChatRequest(review("strict"), max_tokens=3)] * 2
     assert [g.completion_tokens for g in chat_batch(opened, requests)] == [3, 3]

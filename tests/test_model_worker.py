@@ -329,3 +329,58 @@ def test_arbitrate_is_unclear_and_touches_nothing_when_the_model_crashes(
     assert "the model process crashed: signal 11 (SIGSEGV)" in verdict["reason"]
     assert (root / "text.py").read_text() == BUGGY
     assert (root / "tests" / "test_text.py").read_text() == VOWEL_TESTS
+
+
+# ------------------------------------------------------------------ the real model
+
+
+@pytest.mark.model
+def test_the_real_model_answers_from_its_worker_in_safe_mode(small_model: Path):
+    from referee.checks.judge.core import answer_grammar
+
+    text = "def add(a, b):\n    return a - b\n"
+    backend = WorkerBackend(WorkerSpec(str(small_model), threads=2, setting="safe"))
+    try:
+        requests = [
+            ChatRequest(
+                [
+                    {"role": "system", "content": "You review code. Answer with JSON only."},
+                    {"role": "user", "content": f"```python\n{text}```\nDoes it add? ({name})"},
+                ],
+                grammar=answer_grammar(text),
+                forcing=answer_forcing(text),
+                max_tokens=80,
+                seed=0,
+            )
+            for name in ("strict", "lenient")
+        ]
+        answers = backend.chat_batch(requests)
+        for answer in answers:
+            parsed = json.loads(answer.text)
+            assert parsed["verdict"] in ("PASS", "REJECT")
+            assert all(q in text for q in parsed["evidence"])
+        assert backend.info["mode"] == "safe"
+        assert backend.info["extra_buffers"] is False  # llama.cpp was given the safe load
+        assert backend.pid != os.getpid()
+    finally:
+        backend.close()
+
+
+@pytest.mark.model
+def test_doctor_loads_the_real_model_and_says_how_fast(small_model: Path, tmp_path, referee):
+    (tmp_path / "referee.toml").write_text("", encoding="utf-8")
+    done = referee("doctor", "--runtime", "safe", "--judge-model", str(small_model), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "safe mode" in done.stdout and "tokens/s" in done.stdout
+    assert "ok: the judge's model runs here" in done.stdout
+
+
+def test_doctor_exits_2_with_the_reason_when_the_model_crashes(
+    fake_model, tmp_path, referee, monkeypatch
+):
+    monkeypatch.setenv("REFEREE_TEST_FAULT", "segv")
+    (tmp_path / "referee.toml").write_text('[judge]\nruntime = "safe"\n', encoding="utf-8")
+    done = referee("doctor", "--judge-model", str(fake_model), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "the model process crashed: signal 11 (SIGSEGV)" in done.stderr
+    assert "amx:" in done.stdout and "runtime:" in done.stdout

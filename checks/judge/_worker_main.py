@@ -106,7 +106,10 @@ def main() -> int:
         {
             "op": "ready",
             "identity": backend.identity,
-            "info": {"load_s": round(time.perf_counter() - started, 3)},
+            "info": {
+                "load_s": round(time.perf_counter() - started, 3),
+                "extra_buffers": getattr(backend, "extra_buffers", None),
+            },
         }
     )
 

@@ -172,6 +172,8 @@ class LlamaCppBackend:
                 f"cannot load the model {self.path}: {exc}. Reinstall it with "
                 "`referee model install` or point judge.model at a valid GGUF file"
             ) from exc
+        # What llama.cpp was actually given (the safe runtime turns it off).
+        self.extra_buffers = bool(getattr(self._llm.model_params, "use_extra_bufts", True))
         self._grammars: dict[str, Any] = {}
         self._batched: Any = None
         self._formatter: Any = None

@@ -10,6 +10,9 @@ export interface RefereeStatus {
   reviewPending?: number;
   judge?: Activity;
   arbitration?: Activity;
+  /** Whether the model process answers; 'crashed' until it does again. */
+  model?: 'ok' | 'crashed';
+  modelMessage?: string;
 }
 
 /** The fields of `$/progress`'s WorkDoneProgressBegin / Report / End this needs. */
@@ -49,6 +52,10 @@ export function parseStatus(params: unknown): RefereeStatus {
     if (raw[key] === 'idle' || raw[key] === 'running') {
       status[key] = raw[key] as Activity;
     }
+  }
+  if (raw.model === 'ok' || raw.model === 'crashed') {
+    status.model = raw.model;
+    status.modelMessage = raw.model === 'crashed' && typeof raw.modelMessage === 'string' ? raw.modelMessage : undefined;
   }
   return status;
 }
@@ -114,6 +121,12 @@ export class StatusModel {
       text = `${SPINNER} referee: judging`;
     } else {
       text = '$(check) referee';
+    }
+    if (this.status.model === 'crashed') {
+      text += ' $(warning)';
+      lines.push(
+        `${this.status.modelMessage ?? 'The model process crashed'}. L0/L1 go on; the next save starts it again.`,
+      );
     }
     if (this.status.judge === 'running') {
       lines.push('The judge is running.');

@@ -54,6 +54,15 @@ describe('status bar', () => {
     assert.equal(model.view().text, '$(sync~spin) referee: arbitrating $(inbox) 1');
   });
 
+  it('warns while the model process is down, and stops when it answers again', () => {
+    const model = running();
+    model.onStatus({ judge: 'idle', model: 'crashed', modelMessage: 'the model process crashed: signal 11 (SIGSEGV)' });
+    assert.equal(model.view().text, '$(check) referee $(warning)');
+    assert.match(model.view().tooltip, /crashed: signal 11 \(SIGSEGV\)\. L0\/L1 go on/);
+    model.onStatus({ model: 'ok' });
+    assert.equal(model.view().text, '$(check) referee');
+  });
+
   it('keeps what it knew when a notification carries bad fields', () => {
     const model = running();
     model.onStatus({ reviewPending: 2 });
