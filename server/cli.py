@@ -23,7 +23,7 @@ from referee import __version__
 from referee.checks import runner
 from referee.checks.atomic import write_text_atomic
 from referee.checks.config import ConfigError, Settings, discover
-from referee.checks.engine import check_source
+from referee.checks.engine import check_source, unhonoured_waivers
 from referee.checks.models import CheckReport, Severity, json_schema
 from referee.checks.registry import RULES, lookup
 from referee.checks.rule import Rule
@@ -456,7 +456,9 @@ def guard(
     Compares each changed test (and the source and pytest configuration around it) with
     its version at REF, structurally: removed or weakened assertions, changed expected
     values, new skips and xfails, swallowed failures, forged outcomes, special-cased
-    inputs. A change an arbitration certificate covers is reported as information.
+    inputs. A change an arbitration certificate covers is reported as information. A
+    `# referee: ignore[REF3…]` comment counts only on a line that was there at REF; one
+    that does not count is named on stderr.
 
     \b
     Exit status: 0 nothing uncertified, 1 weakening found, 2 usage, git or config error,
@@ -500,6 +502,14 @@ def guard(
             continue
         findings = check_source(source, settings, settings.relative(path), context, GUARD_CODES)
         results.append(runner.FileResult(display, findings))
+        for line, comment in unhonoured_waivers(findings, source.text).items():
+            err.print(
+                f"[yellow]referee: guard:[/] {escape(display)}:{line}: `{escape(comment)}` not "
+                f"honoured: the line is new since {escape(base)}, and a change cannot waive "
+                "its own weakening (a person who accepts it commits the waiver first; a test "
+                "proved wrong gets a certificate from `referee arbitrate`)",
+                soft_wrap=True,
+            )
     for problem in plan.ledger_problems:
         err.print(f"[yellow]referee: certificates:[/] {escape(problem)}", soft_wrap=True)
     _emit(

@@ -573,12 +573,39 @@ def test_guard_ignores_a_waiver_added_with_the_weakening_and_honours_an_old_one(
     added = invoke("guard", cwd=project)
     assert added.exit_code == 1, added.stdout
     assert "test_a.py:1:1: REF301" in added.stdout
+    # Not silently: one note says why the comment did nothing, and what does.
+    assert added.stderr.splitlines() == [
+        "referee: guard: test_a.py:1: `referee: ignore[REF301]` not honoured: the line is new "
+        "since HEAD, and a change cannot waive its own weakening (a person who accepts it "
+        "commits the waiver first; a test proved wrong gets a certificate from "
+        "`referee arbitrate`)"
+    ]
 
     write(project / "test_a.py", TWO_ASSERTS.format(comment=WAIVER))
     commit_repo(project, {}, "next")  # the waiver is now part of the base: a person accepted it
     write(project / "test_a.py", ONE_ASSERT.format(comment=WAIVER))
     old = invoke("guard", cwd=project)
     assert old.exit_code == 0, old.stdout
+    assert old.stderr == ""
+
+
+def test_guard_notes_an_unhonoured_waiver_once_per_comment(invoke, project: Path):
+    write(project / "test_a.py", "def test_a():\n    assert f() == 1\n")
+    write(project / "test_b.py", "def test_b():\n    assert g() == 2\n")
+    commit_repo(project, {})
+    # Two findings start on the waived line (the test's assertion removed, a skip added);
+    # a comment naming another rule is not a waiver of these, and gets no note.
+    write(
+        project / "test_a.py",
+        "import pytest\n\n\n@pytest.mark.skip(reason='later')\n"
+        "def test_a():  # referee: ignore\n    pass\n",
+    )
+    write(project / "test_b.py", "def test_b():  # referee: ignore[REF101]\n    pass\n")
+    result = invoke("guard", cwd=project)
+    assert result.exit_code == 1
+    notes = [line for line in result.stderr.splitlines() if "not honoured" in line]
+    assert len(notes) == 1, result.stderr
+    assert notes[0].startswith("referee: guard: test_a.py:5: `referee: ignore` not honoured: ")
 
 
 @pytest.mark.parametrize(
