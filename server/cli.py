@@ -322,10 +322,7 @@ def rule(code: str | None, show_all: bool, fmt: str) -> None:
         if fmt == "json":
             click.echo(json.dumps([_rule_json(r) for r in RULES], indent=2))
             return
-        table = Table("code", "name", "layer", "severity", "what it flags", box=None)
-        for r in RULES:
-            table.add_row(r.code, r.name, r.layer.value, r.severity.value, r.message)
-        Console().print(table)
+        _rule_table(Console())
         return
     chosen = list(RULES) if show_all else [lookup(code or "")]
     if chosen == [None]:
@@ -342,6 +339,26 @@ def rule(code: str | None, show_all: bool, fmt: str) -> None:
                 f"severity {r.severity.value}.\n\n{r.documentation}"
             )
         )
+
+
+def _rule_table(console: Console) -> None:
+    """Every rule, one a row. In a terminal the descriptions wrap to its width; anywhere
+    else (a pipe, a file) each rule is one whole line, nothing cut: `| grep` finds it."""
+    header = ("code", "name", "layer", "severity", "what it flags")
+    rows = [(r.code, r.name, r.layer.value, r.severity.value, r.message) for r in RULES]
+    if not console.is_terminal:
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+        for row in [header, *rows]:
+            cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+            click.echo("  ".join([*cells, row[4]]))
+        return
+    table = Table(*header, box=None)
+    for column in table.columns[:4]:
+        column.no_wrap = True
+    table.columns[4].overflow = "fold"
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
 
 
 def _rule_json(r: Rule) -> dict:

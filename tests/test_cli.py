@@ -703,6 +703,26 @@ def test_rule_without_argument_lists_every_rule(invoke, tmp_path: Path):
     assert listed == [rule.code for rule in RULES]
 
 
+def test_rule_list_in_a_pipe_is_one_whole_line_per_rule(referee, tmp_path: Path):
+    """Piped (CI logs, `| grep`), names and descriptions are never cut to 80 columns
+    ("tested-function-monkeypa…")."""
+    proc = referee("rule", cwd=tmp_path)
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["code", "name", "layer", "severity", "what", "it", "flags"]
+    assert len(lines) == 1 + len(RULES)
+    for line, rule in zip(lines[1:], RULES, strict=True):
+        code, name, layer, severity, message = line.split(maxsplit=4)
+        assert (code, name, layer, severity, message) == (
+            rule.code,
+            rule.name,
+            rule.layer.value,
+            rule.severity.value,
+            rule.message,
+        )
+    assert "…" not in proc.stdout
+
+
 def test_rule_json_lists_every_rule_with_its_documentation(invoke, tmp_path: Path):
     rules = json.loads(invoke("rule", "--format", "json", cwd=tmp_path).stdout)
     assert [r["code"] for r in rules] == [rule.code for rule in RULES]
