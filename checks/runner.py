@@ -317,6 +317,7 @@ def report(results: Sequence[FileResult]) -> CheckReport:
         summary=Summary(
             files_checked=len(results) - len(skipped),
             files_skipped=len(skipped),
+            files_with_findings=sum(1 for r in results if r.findings),
             findings=len(findings),
             by_severity={s: by_severity.get(s, 0) for s in Severity},
             by_code=dict(sorted(Counter(f.code for f in findings).items())),

@@ -45,7 +45,8 @@ def text(report: CheckReport, console: Console, statistics: bool = False) -> Non
         ]
         console.print(
             f"Found {_count(summary.findings, 'finding')} ({', '.join(parts)}) in "
-            f"{_count(summary.files_checked, 'file')}.",
+            f"{_count(summary.files_with_findings, 'file')}; "
+            f"{_count(summary.files_checked, 'file')} checked.",
             highlight=False,
         )
     else:

@@ -216,7 +216,8 @@ def test_exit_codes_of_the_real_process(referee, mixed: Path):
 def test_text_format_is_path_line_col_code_message(invoke, mixed: Path):
     result = invoke("check", cwd=mixed)
     lines = result.stdout.splitlines()
-    assert lines[-1] == "Found 3 findings (1 error, 1 warning, 1 info) in 4 files."
+    # Counted apart: the files with findings, and the files checked (the fourth is clean).
+    assert lines[-1] == "Found 3 findings (1 error, 1 warning, 1 info) in 3 files; 4 files checked."
     findings = [FINDING_LINE.match(line) for line in lines[:-1]]
     assert all(findings), lines
     report = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
@@ -232,6 +233,14 @@ def test_text_format_is_path_line_col_code_message(invoke, mixed: Path):
     ]
     actual = [(m["path"], int(m["line"]), int(m["col"]), m["code"], m["msg"]) for m in findings]
     assert actual == expected
+
+
+def test_summary_counts_the_files_with_findings_and_the_files_checked(invoke, project: Path):
+    three = "".join(f'    assert (total == {n}, "off")\n' for n in range(3))
+    write(project / "test_three.py", "def test_total(total):\n" + three)
+    write(project / "clean.py", CLEAN_MODULE)
+    result = invoke("check", cwd=project)
+    assert "Found 3 findings (3 errors) in 1 file; 2 files checked." in result.stdout.splitlines()
 
 
 def test_text_format_marks_fixable_findings(invoke, project: Path):
@@ -301,6 +310,7 @@ def test_json_output_round_trips_into_check_report(invoke, mixed: Path):
     ]
     assert report.summary.files_checked == 4
     assert report.summary.files_skipped == 0
+    assert report.summary.files_with_findings == 3
     assert report.summary.by_code == {"REF101": 1, "REF102": 1, "REF112": 1}
     assert report.summary.by_severity == {s: 1 for s in Severity}
     (fixable,) = [f for f in report.findings if f.fix is not None]
