@@ -87,15 +87,29 @@ def main() -> None:
     """
 
 
+_FORMATS = ["text", "json", "sarif", "github"]
+
+
+def _format_option(choices: list[str], help: str | None = None):
+    """``--output-format`` as ruff spells it; ``--format``, referee's first spelling, is the
+    same option."""
+    return click.option(
+        "--output-format",
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default="text",
+        show_default=True,
+        help=help,
+    )
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "sarif"]),
-    default="text",
-    show_default=True,
-    help="Output format. json is the documented schema (`referee schema`).",
+@_format_option(
+    _FORMATS,
+    help="Output format: json is the documented schema (`referee schema`); sarif for code "
+    "scanning; github prints GitHub Actions annotations. --format is the same option.",
 )
 @click.option(
     "--select",
@@ -193,7 +207,8 @@ def check(
     (with --judge: also when the judge could not run and nothing else found an error).
     Examples:
       referee check                         # the project around the current directory
-      referee check src tests --format sarif -o referee.sarif
+      referee check src tests --output-format sarif -o referee.sarif
+      referee check --output-format github  # annotations in GitHub Actions
       referee check --select REF11 tests/   # only the assertion rules
       cat notes.md | referee check --stdin-filename notes.md
       referee check --judge src/            # L0/L1, then the local judge on the residual
@@ -296,6 +311,10 @@ def _emit(
         console.out(output.as_json(report), highlight=False)
     elif fmt == "sarif":
         console.out(output.sarif(report), highlight=False)
+    elif fmt == "github":
+        annotations = output.github(report)
+        if annotations:
+            console.out(annotations, highlight=False)
     else:
         output.text(report, console, statistics)
     for skipped in report.skipped:
@@ -313,8 +332,8 @@ def _emit(
 @main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Print every rule's page.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+@_format_option(
+    ["text", "json"], help="json: the rules as data, for tools. --format is the same option."
 )
 def rule(code: str | None, show_all: bool, fmt: str) -> None:
     """Explain a rule by code or name (`referee rule REF101`), or list every rule."""
@@ -456,12 +475,10 @@ def serve(transport: str, host: str, port: int, log_level: str) -> None:
     metavar="REF",
     help="Compare with this git ref (e.g. the merge base of a pull request).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "sarif"]),
-    default="text",
-    show_default=True,
+@_format_option(
+    _FORMATS,
+    help="Output format, as for `referee check`; github prints GitHub Actions annotations. "
+    "--format is the same option.",
 )
 @_config_option
 @_output_option
@@ -482,7 +499,8 @@ def guard(
     or a changed file that could not be compared (too large, not UTF-8, unreadable).
     Examples:
       referee guard                          # working tree against HEAD
-      referee guard --base origin/main --format sarif -o guard.sarif
+      referee guard --base origin/main --output-format sarif -o guard.sarif
+      referee guard --base origin/main --output-format github   # in GitHub Actions
     """
     from referee.checks.guard import baseline, run
     from referee.checks.registry import GUARD_CODES

@@ -173,6 +173,45 @@ def sarif(report: CheckReport) -> str:
     return json.dumps(document, indent=2)
 
 
+_GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def _github_data(value: str) -> str:
+    """A workflow command's message: ``%``, CR and LF escaped, as the runner unescapes."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_property(value: str) -> str:
+    """A workflow command's property value: also ``:`` and ``,``, which end a value."""
+    return _github_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def _github_command(level: str, properties: dict[str, object], message: str) -> str:
+    props = ",".join(f"{key}={_github_property(str(value))}" for key, value in properties.items())
+    return f"::{level} {props}::{_github_data(message)}"
+
+
+def github(report: CheckReport) -> str:
+    """GitHub Actions workflow commands, one per finding: an annotation on the line in the
+    pull request's diff and in the run's summary. A skipped file is a warning on the file.
+    No summary line: the job's log shows the commands as annotations."""
+    lines = []
+    for f in report.findings:
+        properties = {
+            "file": Path(f.path).as_posix(),
+            "line": f.span.start.line,
+            "col": f.span.start.column,
+            "endLine": f.span.end.line,
+            "endColumn": f.span.end.column,
+            "title": f"{f.code} ({f.name})",
+        }
+        lines.append(_github_command(_GITHUB_LEVEL[f.severity], properties, f.message))
+    for skipped in report.skipped:
+        properties = {"file": Path(skipped.path).as_posix(), "title": "referee: skipped"}
+        lines.append(_github_command("warning", properties, f"skipped: {skipped.reason}"))
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------- arbitration
 
 _VERDICT_STYLE = {"TEST_WRONG": "bold yellow", "SOURCE_WRONG": "bold red", "UNCLEAR": "bold cyan"}
