@@ -34,6 +34,7 @@ class Target:
     display: str  # how to name it in output
     relpath: str  # relative to the project root, for globs
     named: bool = False  # named by the user, not found by walking a directory
+    kind: str = ""  # "python" or "text"; by default from the display name's suffix
 
 
 @dataclass
@@ -126,7 +127,7 @@ def check_file(target: Target, settings: Settings) -> FileResult:
 
 
 def check_bytes(data: bytes, target: Target, settings: Settings) -> FileResult:
-    kind = kind_of(target.display)
+    kind = target.kind or kind_of(target.display)
     try:
         text = decode(data, kind, settings.config.max_file_size)
     except Unreadable as exc:

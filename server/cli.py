@@ -104,8 +104,13 @@ def _format_option(choices: list[str], help: str | None = None):
     )
 
 
+STDIN = "-"
+
+
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument(
+    "paths", nargs=-1, type=click.Path(exists=True, allow_dash=True), metavar="[PATHS]..."
+)
 @_format_option(
     _FORMATS,
     help="Output format: json is the documented schema (`referee schema`); sarif for code "
@@ -125,7 +130,8 @@ def _format_option(choices: list[str], help: str | None = None):
 @click.option(
     "--stdin-filename",
     metavar="PATH",
-    help="Read the file's text from stdin and check it as PATH (for editors).",
+    help="Check standard input as if it were the file PATH: PATH's kind (Python or "
+    "text), configuration and rules apply. Implies `-`.",
 )
 @click.option(
     "--fail-on",
@@ -178,7 +184,7 @@ def _format_option(choices: list[str], help: str | None = None):
 )
 @_output_option
 def check(
-    paths: tuple[Path, ...],
+    paths: tuple[str, ...],
     fmt: str,
     select: tuple[str, ...],
     extend_select: tuple[str, ...],
@@ -197,7 +203,8 @@ def check(
     judge_model: str | None,
     output_file: Path | None,
 ) -> None:
-    """Run the L0 shape and L1 contract rules on PATHS (default: the current directory).
+    """Run the L0 shape and L1 contract rules on PATHS (default: the current directory;
+    `-`: standard input).
 
     With --judge, the L2 judge (a local model, docs/judge.md) then reads what L0/L1 did not
     reject; items it cannot settle wait in the review queue (`referee review`).
@@ -210,6 +217,7 @@ def check(
       referee check src tests --output-format sarif -o referee.sarif
       referee check --output-format github  # annotations in GitHub Actions
       referee check --select REF11 tests/   # only the assertion rules
+      referee check - < test_x.py           # standard input, as Python
       cat notes.md | referee check --stdin-filename notes.md
       referee check --judge src/            # L0/L1, then the local judge on the residual
       referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
@@ -218,7 +226,13 @@ def check(
         raise _fail(
             "--stdin-filename needs a file name: it says how to read stdin (x.py, notes.md)"
         )
-    start = Path(stdin_filename).parent if stdin_filename else (paths[0] if paths else Path("."))
+    use_stdin = stdin_filename is not None or STDIN in paths
+    if STDIN in paths and len(paths) > 1:
+        raise _fail("`-` (standard input) cannot be checked together with other paths")
+    if stdin_filename is not None and paths and paths != (STDIN,):
+        raise _fail("give either PATHS or --stdin-filename, not both")
+    files = [] if use_stdin else [Path(p) for p in paths]
+    start = Path(stdin_filename).parent if stdin_filename else (files[0] if files else Path("."))
     try:
         settings = discover(start, config_path).with_overrides(
             _codes(select), _codes(extend_select), _codes(ignore)
@@ -232,16 +246,17 @@ def check(
             judge=settings.config.judge.model_copy(update={"model": judge_model})
         )
 
-    if stdin_filename is not None:
-        if paths:
-            raise _fail("give either PATHS or --stdin-filename, not both")
+    if use_stdin:
         data = sys.stdin.buffer.read()
-        target = runner.Target(
-            Path(stdin_filename), stdin_filename, settings.relative(Path(stdin_filename))
-        )
+        if stdin_filename is not None:
+            target = runner.Target(
+                Path(stdin_filename), stdin_filename, settings.relative(Path(stdin_filename))
+            )
+        else:  # unnamed, as in ruff: Python, and no test file (name it to make it one)
+            target = runner.Target(Path(STDIN), STDIN, STDIN, kind="python")
         results = [runner.check_bytes(data, target, settings)]
     else:
-        targets = runner.collect(list(paths) or [Path(".")], settings)
+        targets = runner.collect(files or [Path(".")], settings)
         cache = None
         if settings.config.cache and not no_cache:
             cache = runner.ResultCache(runner.default_cache_dir(), settings)
@@ -251,7 +266,7 @@ def check(
     if use_judge or judge_all or judge_model is not None:
         from referee.server.cli_judge import judge_results
 
-        stdin_texts = {stdin_filename: data} if stdin_filename is not None else None
+        stdin_texts = {results[0].display: data} if use_stdin else None
         judge_failed = not judge_results(
             results, settings, judge_all=judge_all, base=base, texts=stdin_texts
         )
@@ -261,8 +276,7 @@ def check(
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
     report = runner.report(results)
 
-    named = [str(path) for path in paths]
-    _emit(report, fmt, output_file, statistics, checked=[*named, *(r.display for r in results)])
+    _emit(report, fmt, output_file, statistics, checked=[*files, *(r.display for r in results)])
 
     failing = Severity(fail_on).rank
     if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
@@ -293,7 +307,7 @@ def _emit(
     fmt: str,
     output_file: Path | None,
     statistics: bool,
-    checked: Iterable[str] = (),
+    checked: Iterable[str | Path] = (),
 ) -> None:
     """Print a report in ``fmt`` to stdout or ``output_file``, skip notes to stderr."""
     # A report file is written whole or not at all (write_text_atomic), never half.

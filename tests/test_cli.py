@@ -529,6 +529,45 @@ def test_stdin_filename_applies_the_configuration_around_that_path(invoke, proje
     assert result.exit_code == 1
 
 
+def test_dash_checks_stdin_as_python(invoke, project: Path):
+    """`referee check -` reads standard input, as ruff does: Python, named `-`."""
+    result = invoke("check", "-", cwd=project, stdin=WARNING_MODULE)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0] == (
+        "-:1:5: REF101 function `helper` is a placeholder: its body is only `pass`"
+    )
+
+
+def test_dash_with_stdin_filename_is_that_file(invoke, project: Path):
+    named = invoke("check", "-", "--stdin-filename", "src/mod.py", cwd=project, stdin=ERROR_MODULE)
+    implied = invoke("check", "--stdin-filename", "src/mod.py", cwd=project, stdin=ERROR_MODULE)
+    assert named.exit_code == implied.exit_code == 1
+    assert named.stdout == implied.stdout
+    assert named.stdout.startswith("src/mod.py:2:5: REF112 ")
+
+
+def test_dash_cannot_be_mixed_with_other_paths(invoke, project: Path):
+    write(project / "clean.py", CLEAN_MODULE)
+    for args in (("-", "clean.py"), ("clean.py", "-"), ("-", "-")):
+        result = invoke("check", *args, cwd=project, stdin=ERROR_MODULE)
+        assert result.exit_code == 2
+        assert result.stderr.strip() == (
+            "referee: error: `-` (standard input) cannot be checked together with other paths"
+        )
+
+
+def test_a_file_named_dash_is_checked_as_a_file(invoke, project: Path):
+    write(project / "-", "TODO: later\n")
+    result = invoke("check", "./-", cwd=project, stdin=ERROR_MODULE)
+    assert result.stdout.startswith("-:1:1: REF102 ")
+
+
+def test_dash_with_the_real_process(referee, project: Path):
+    proc = referee("check", "-", cwd=project, stdin=ERROR_MODULE.encode())
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("-:2:5: REF112 ")
+
+
 def test_stdin_filename_with_the_real_process(referee, project: Path):
     proc = referee("check", "--stdin-filename", "x.py", cwd=project, stdin=b"def f():\n    pass\n")
     assert proc.returncode == 0
