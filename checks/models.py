@@ -102,6 +102,10 @@ class Summary(_Model):
     findings: int
     by_severity: dict[Severity, int]
     by_code: dict[str, int]
+    fixed: int = Field(
+        default=0,
+        description="Fixes applied by `--fix`; `findings` counts only those left after them.",
+    )
 
 
 class CheckReport(_Model):

@@ -24,7 +24,8 @@ from referee.checks import runner
 from referee.checks.atomic import write_text_atomic
 from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.engine import check_source, unhonoured_waivers
-from referee.checks.models import CheckReport, Severity, json_schema
+from referee.checks.fixes import applicable
+from referee.checks.models import CheckReport, Finding, Severity, json_schema
 from referee.checks.registry import RULES, lookup
 from referee.checks.rule import Rule
 from referee.server import output
@@ -117,6 +118,19 @@ STDIN = "-"
     "scanning; github prints GitHub Actions annotations. --format is the same option.",
 )
 @click.option(
+    "--fix",
+    is_flag=True,
+    help="Apply the fixes the findings offer, in place (safe fixes only, unless "
+    "--unsafe-fixes); then report what is left.",
+)
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="With --fix, also apply fixes that may change what the code does (every fix "
+    "referee offers today: a test starts checking, and may fail). Without --fix, mark "
+    "them [*].",
+)
+@click.option(
     "--select",
     multiple=True,
     metavar="CODES",
@@ -145,7 +159,7 @@ STDIN = "-"
     type=click.Choice(_LEVELS),
     default="info",
     show_default=True,
-    help="Report only findings at least this severe.",
+    help="Report (and with --fix, fix) only findings at least this severe.",
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported.")
 @click.option("--statistics", is_flag=True, help="Also print how many findings each rule made.")
@@ -186,6 +200,8 @@ STDIN = "-"
 def check(
     paths: tuple[str, ...],
     fmt: str,
+    fix: bool,
+    unsafe_fixes: bool,
     select: tuple[str, ...],
     extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
@@ -206,8 +222,10 @@ def check(
     """Run the L0 shape and L1 contract rules on PATHS (default: the current directory;
     `-`: standard input).
 
-    With --judge, the L2 judge (a local model, docs/judge.md) then reads what L0/L1 did not
-    reject; items it cannot settle wait in the review queue (`referee review`).
+    With --fix, fixes are written into the files (atomically; a file that changed since
+    it was read is left alone) and the findings left are reported. With --judge, the L2
+    judge (a local model, docs/judge.md) then reads what L0/L1 did not reject; items it
+    cannot settle wait in the review queue (`referee review`).
 
     \b
     Exit status: 0 nothing at --fail-on level, 1 findings, 2 usage or configuration error
@@ -217,8 +235,9 @@ def check(
       referee check src tests --output-format sarif -o referee.sarif
       referee check --output-format github  # annotations in GitHub Actions
       referee check --select REF11 tests/   # only the assertion rules
-      referee check - < test_x.py           # standard input, as Python
+      referee check --fix --unsafe-fixes tests/   # apply every fix referee offers
       cat notes.md | referee check --stdin-filename notes.md
+      referee check --fix - < test_x.py     # the fixed text on stdout, findings on stderr
       referee check --judge src/            # L0/L1, then the local judge on the residual
       referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
     """
@@ -246,6 +265,12 @@ def check(
             judge=settings.config.judge.model_copy(update={"model": judge_model})
         )
 
+    threshold = Severity(min_severity).rank
+
+    def wanted(finding: Finding) -> bool:
+        return finding.severity.rank <= threshold and applicable(finding.fix, unsafe_fixes)
+
+    fixed_text: bytes | None = None
     if use_stdin:
         data = sys.stdin.buffer.read()
         if stdin_filename is not None:
@@ -254,29 +279,61 @@ def check(
             )
         else:  # unnamed, as in ruff: Python, and no test file (name it to make it one)
             target = runner.Target(Path(STDIN), STDIN, STDIN, kind="python")
-        results = [runner.check_bytes(data, target, settings)]
+        if fix:
+            outcome = runner.fix_bytes(data, target, settings, wanted)
+            results = [outcome.result]
+            fixed_text = data if outcome.text is None else outcome.text.encode(outcome.encoding)
+        else:
+            results = [runner.check_bytes(data, target, settings)]
     else:
         targets = runner.collect(files or [Path(".")], settings)
         cache = None
         if settings.config.cache and not no_cache:
             cache = runner.ResultCache(runner.default_cache_dir(), settings)
         results = runner.run(targets, settings, jobs=jobs, cache=cache)
+        if fix:
+            # Before any file is written: a refused -o must leave everything as it was.
+            _refuse_to_overwrite(output_file, [*files, *(t.display for t in targets)])
+            for index, (target, result) in enumerate(zip(targets, results, strict=True)):
+                if any(wanted(f) for f in result.findings):
+                    results[index] = runner.fix_file(target, settings, wanted)
 
     judge_failed = False
     if use_judge or judge_all or judge_model is not None:
         from referee.server.cli_judge import judge_results
 
-        stdin_texts = {results[0].display: data} if use_stdin else None
+        stdin_texts = {results[0].display: fixed_text or data} if use_stdin else None
         judge_failed = not judge_results(
             results, settings, judge_all=judge_all, base=base, texts=stdin_texts
         )
 
-    threshold = Severity(min_severity).rank
     for result in results:
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
     report = runner.report(results)
 
-    _emit(report, fmt, output_file, statistics, checked=[*files, *(r.display for r in results)])
+    for result in results:
+        if result.unfixed:
+            err.print(
+                f"[yellow]referee: not fixed[/] {escape(result.display)}: {escape(result.unfixed)}",
+                soft_wrap=True,
+            )
+    checked = [*files, *(r.display for r in results)]
+    if fixed_text is not None:
+        # As ruff does: the text (fixed, or as it came) on stdout, for an editor's filter;
+        # the report on stderr, unless -o names a file for it.
+        _refuse_to_overwrite(output_file, checked)
+        sys.stdout.buffer.write(fixed_text)
+        sys.stdout.buffer.flush()
+    _emit(
+        report,
+        fmt,
+        output_file,
+        statistics,
+        checked=checked,
+        unsafe_fixes=unsafe_fixes,
+        fixing=fix,
+        to_stderr=fixed_text is not None,
+    )
 
     failing = Severity(fail_on).rank
     if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
@@ -302,24 +359,33 @@ def _write_report(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def _refuse_to_overwrite(output_file: Path | None, checked: Iterable[str | Path]) -> None:
+    if output_file is not None:
+        target = os.path.realpath(output_file)
+        if any(os.path.realpath(path) == target for path in checked):
+            raise _fail(f"-o {output_file} is one of the files being checked; not overwriting it")
+
+
 def _emit(
     report: CheckReport,
     fmt: str,
     output_file: Path | None,
     statistics: bool,
     checked: Iterable[str | Path] = (),
+    *,
+    unsafe_fixes: bool = False,
+    fixing: bool = False,
+    to_stderr: bool = False,
 ) -> None:
-    """Print a report in ``fmt`` to stdout or ``output_file``, skip notes to stderr."""
+    """Print a report in ``fmt`` to stdout (``to_stderr``: stderr) or ``output_file``, skip
+    notes to stderr."""
     # A report file is written whole or not at all (write_text_atomic), never half.
-    if output_file is not None:
-        target = os.path.realpath(output_file)
-        if any(os.path.realpath(path) == target for path in checked):
-            raise _fail(f"-o {output_file} is one of the files being checked; not overwriting it")
+    _refuse_to_overwrite(output_file, checked)
     stream = io.StringIO() if output_file else None
     console = (
         Console(file=stream, highlight=False, soft_wrap=True)
         if stream
-        else Console(highlight=False, soft_wrap=True)
+        else Console(highlight=False, soft_wrap=True, stderr=to_stderr)
     )
     if fmt == "json":
         console.out(output.as_json(report), highlight=False)
@@ -330,7 +396,7 @@ def _emit(
         if annotations:
             console.out(annotations, highlight=False)
     else:
-        output.text(report, console, statistics)
+        output.text(report, console, statistics, unsafe_fixes=unsafe_fixes, fixing=fixing)
     for skipped in report.skipped:
         err.print(
             f"[yellow]referee: skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}",

@@ -217,19 +217,13 @@ def test_text_format_is_path_line_col_code_message(invoke, mixed: Path):
     result = invoke("check", cwd=mixed)
     lines = result.stdout.splitlines()
     # Counted apart: the files with findings, and the files checked (the fourth is clean).
-    assert lines[-1] == "Found 3 findings (1 error, 1 warning, 1 info) in 3 files; 4 files checked."
-    findings = [FINDING_LINE.match(line) for line in lines[:-1]]
+    assert lines[-2] == "Found 3 findings (1 error, 1 warning, 1 info) in 3 files; 4 files checked."
+    assert lines[-1] == "No safe fixes; 1 unsafe fix can be applied with --fix --unsafe-fixes."
+    findings = [FINDING_LINE.match(line) for line in lines[:-2]]
     assert all(findings), lines
     report = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
     expected = [
-        (
-            f.path,
-            f.span.start.line,
-            f.span.start.column,
-            f.code,
-            f"[*] {f.message}" if f.fix is not None else f.message,
-        )
-        for f in report.findings
+        (f.path, f.span.start.line, f.span.start.column, f.code, f.message) for f in report.findings
     ]
     actual = [(m["path"], int(m["line"]), int(m["col"]), m["code"], m["msg"]) for m in findings]
     assert actual == expected
@@ -243,13 +237,19 @@ def test_summary_counts_the_files_with_findings_and_the_files_checked(invoke, pr
     assert "Found 3 findings (3 errors) in 1 file; 2 files checked." in result.stdout.splitlines()
 
 
-def test_text_format_marks_fixable_findings(invoke, project: Path):
+def test_text_format_marks_what_fix_would_fix(invoke, project: Path):
+    # `[*]` means "--fix fixes this with these options", as in ruff: REF112's fix is
+    # unsafe (the test starts checking, and may fail), so it is marked with --unsafe-fixes.
     write(project / "test_error.py", ERROR_MODULE)
-    result = invoke("check", cwd=project)
-    assert result.stdout.splitlines()[0] == (
-        "test_error.py:2:5: REF112 [*] assertion on a non-empty tuple is always true; "
-        "did you mean `assert condition, message`?"
+    message = (
+        "assertion on a non-empty tuple is always true; did you mean `assert condition, message`?"
     )
+    plain = invoke("check", cwd=project).stdout.splitlines()
+    assert plain[0] == f"test_error.py:2:5: REF112 {message}"
+    assert plain[-1] == "No safe fixes; 1 unsafe fix can be applied with --fix --unsafe-fixes."
+    marked = invoke("check", "--unsafe-fixes", cwd=project).stdout.splitlines()
+    assert marked[0] == f"test_error.py:2:5: REF112 [*] {message}"
+    assert marked[-1] == "[*] 1 fixable with --fix."
 
 
 def test_text_output_keeps_brackets_in_paths_and_messages(invoke, project: Path):
@@ -311,6 +311,7 @@ def test_json_output_round_trips_into_check_report(invoke, mixed: Path):
     assert report.summary.files_checked == 4
     assert report.summary.files_skipped == 0
     assert report.summary.files_with_findings == 3
+    assert report.summary.fixed == 0
     assert report.summary.by_code == {"REF101": 1, "REF102": 1, "REF112": 1}
     assert report.summary.by_severity == {s: 1 for s in Severity}
     (fixable,) = [f for f in report.findings if f.fix is not None]
