@@ -219,8 +219,13 @@ def check(
     judge_model: str | None,
     output_file: Path | None,
 ) -> None:
-    """Run the L0 shape and L1 contract rules on PATHS (default: the current directory;
-    `-`: standard input).
+    """Run the L0 shape and L1 contract rules on PATHS: files, and directories with
+    everything below them. Without PATHS: the current directory and everything below it,
+    not the directories above (as ruff does). `-` is standard input.
+
+    The configuration is the nearest referee.toml or [tool.referee] found from the first
+    PATH (from the current directory without PATHS; from --stdin-filename's directory)
+    upward; `referee config` shows which.
 
     With --fix, fixes are written into the files (atomically; a file that changed since
     it was read is left alone) and the findings left are reported. With --judge, the L2
@@ -231,7 +236,7 @@ def check(
     Exit status: 0 nothing at --fail-on level, 1 findings, 2 usage or configuration error
     (with --judge: also when the judge could not run and nothing else found an error).
     Examples:
-      referee check                         # the project around the current directory
+      referee check                         # the current directory and below
       referee check src tests --output-format sarif -o referee.sarif
       referee check --output-format github  # annotations in GitHub Actions
       referee check --select REF11 tests/   # only the assertion rules

@@ -796,6 +796,22 @@ def test_check_without_paths_checks_the_current_directory(invoke, mixed: Path):
     assert implicit.findings == explicit.findings
 
 
+def test_check_from_a_subdirectory_checks_that_subtree_with_the_project_configuration(
+    invoke, project: Path
+):
+    """As in ruff, and as README and --help say: from tests/, tests/ and what is below it,
+    never the project around it; the configuration is still the project's, found upward,
+    and its globs still match from the project root."""
+    write(project / "referee.toml", '[per-file-ignores]\n"tests/legacy/*" = ["REF112"]\n')
+    write(project / "src" / "warning.py", WARNING_MODULE)
+    write(project / "tests" / "test_error.py", ERROR_MODULE)
+    write(project / "tests" / "legacy" / "test_old.py", ERROR_MODULE)
+    result = invoke("check", "--format", "json", cwd=project / "tests")
+    report = report_of(result.stdout)
+    assert report.summary.files_checked == 2
+    assert [(f.path, f.code) for f in report.findings] == [("test_error.py", "REF112")]
+
+
 # ------------------------------------------------------------------------- subcommands
 
 
