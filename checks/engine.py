@@ -91,6 +91,28 @@ def _unsuppressed(
     return kept
 
 
+def unhonoured_waivers(findings: Iterable[Finding], text: str) -> dict[int, str]:
+    """The suppression comments that name a guard finding ``check_source`` kept anyway —
+    a comment on a line that was not at the base, which :func:`_unsuppressed` does not
+    honour: 1-based line → the comment as written (``referee: ignore[REF310]``), once per
+    line however many findings start there."""
+    lines = text.splitlines()
+    found: dict[int, str] = {}
+    for finding in findings:
+        row = finding.span.start.line - 1
+        if finding.code not in GUARD_CODES or not 0 <= row < len(lines):
+            continue
+        match = _SUPPRESSION.search(lines[row])
+        if match is None:
+            continue
+        codes = match.group(1)
+        if codes is None or finding.code in {
+            c.strip().upper() for c in codes.split(",") if c.strip()
+        }:
+            found.setdefault(row + 1, match.group(0))
+    return found
+
+
 def _sort(findings: list[Finding]) -> list[Finding]:
     findings.sort(key=lambda f: (f.span.start.line, f.span.start.column, f.code))
     return findings

@@ -98,9 +98,14 @@ class SkippedFile(_Model):
 class Summary(_Model):
     files_checked: int
     files_skipped: int
+    files_with_findings: int = Field(description="How many of the files checked have findings.")
     findings: int
     by_severity: dict[Severity, int]
     by_code: dict[str, int]
+    fixed: int = Field(
+        default=0,
+        description="Fixes applied by `--fix`; `findings` counts only those left after them.",
+    )
 
 
 class CheckReport(_Model):

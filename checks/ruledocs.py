@@ -105,7 +105,8 @@ def _guard_note(rule: Rule) -> str:
 Both take effect for `referee guard` only once they are part of the base: the guard reads
 its configuration as it was at `--base`, and honours a suppression comment only on a line
 that was already there. A change cannot waive its own weakening; a person who accepts
-it commits the waiver first.
+it commits the waiver first. A comment the guard does not honour is named on stderr
+(`referee: guard: PATH:LINE: … not honoured: the line is new since HEAD …`).
 """
 
 

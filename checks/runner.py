@@ -13,16 +13,25 @@ import pickle
 import signal
 import subprocess
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from referee import __version__
+from referee.checks.atomic import StaleFileError, sha256_bytes, write_text_atomic
 from referee.checks.config import Settings
 from referee.checks.engine import check_source
+from referee.checks.fixes import apply_fixes
 from referee.checks.models import CheckReport, Finding, Severity, SkippedFile, Summary
-from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
+from referee.checks.source import (
+    SourceFile,
+    Unreadable,
+    decode,
+    encoding_of,
+    kind_of,
+    read_bytes,
+)
 
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 24
@@ -34,6 +43,7 @@ class Target:
     display: str  # how to name it in output
     relpath: str  # relative to the project root, for globs
     named: bool = False  # named by the user, not found by walking a directory
+    kind: str = ""  # "python" or "text"; by default from the display name's suffix
 
 
 @dataclass
@@ -41,6 +51,8 @@ class FileResult:
     display: str
     findings: list[Finding] = field(default_factory=list)
     skipped: str | None = None
+    fixed: int = 0  # fixes applied (``referee check --fix``)
+    unfixed: str | None = None  # why fixes found for this file were not written
 
 
 def _display(path: Path) -> str:
@@ -111,22 +123,29 @@ def _walk(directory: Path, settings: Settings) -> Iterator[Target]:
                 yield Target(path, _display(path), relpath)
 
 
-def check_file(target: Target, settings: Settings) -> FileResult:
+def _read(target: Target, settings: Settings) -> bytes | str:
+    """The file's bytes, or why it cannot be checked."""
     try:
-        data = read_bytes(target.path, settings.config.max_file_size, named=target.named)
+        return read_bytes(target.path, settings.config.max_file_size, named=target.named)
     except Unreadable as exc:
-        return FileResult(target.display, skipped=exc.reason)
+        return exc.reason
     except FileNotFoundError:
-        return FileResult(target.display, skipped="no such file")
+        return "no such file"
     except IsADirectoryError:
-        return FileResult(target.display, skipped="is a directory")
+        return "is a directory"
     except OSError as exc:
-        return FileResult(target.display, skipped=f"cannot read: {exc.strerror or exc}")
+        return f"cannot read: {exc.strerror or exc}"
+
+
+def check_file(target: Target, settings: Settings) -> FileResult:
+    data = _read(target, settings)
+    if isinstance(data, str):
+        return FileResult(target.display, skipped=data)
     return check_bytes(data, target, settings)
 
 
 def check_bytes(data: bytes, target: Target, settings: Settings) -> FileResult:
-    kind = kind_of(target.display)
+    kind = target.kind or kind_of(target.display)
     try:
         text = decode(data, kind, settings.config.max_file_size)
     except Unreadable as exc:
@@ -317,8 +336,106 @@ def report(results: Sequence[FileResult]) -> CheckReport:
         summary=Summary(
             files_checked=len(results) - len(skipped),
             files_skipped=len(skipped),
+            files_with_findings=sum(1 for r in results if r.findings),
             findings=len(findings),
             by_severity={s: by_severity.get(s, 0) for s in Severity},
             by_code=dict(sorted(Counter(f.code for f in findings).items())),
+            fixed=sum(r.fixed for r in results),
         ),
     )
+
+
+# ------------------------------------------------------------------------------ fixes
+
+# Passes of fix-then-check per file; ruff allows more, but referee's fixes never cascade.
+MAX_FIX_PASSES = 10
+
+
+@dataclass
+class FixOutcome:
+    result: FileResult  # the findings left after fixing, and how many fixes were applied
+    before: list[Finding]  # the findings of the text as read
+    text: str | None = None  # the fixed text; None when nothing was applied
+    encoding: str = "utf-8"  # how the text was stored: write it back the same way
+
+
+def fix_bytes(
+    data: bytes, target: Target, settings: Settings, wanted: Callable[[Finding], bool]
+) -> FixOutcome:
+    """Check ``data`` and apply the fixes of the findings ``wanted`` accepts; check the
+    new text and repeat while fixes that overlapped wait (at most :data:`MAX_FIX_PASSES`).
+    A pass whose fixes would turn a file that parsed into one that does not is dropped."""
+    kind = target.kind or kind_of(target.display)
+    try:
+        encoding = encoding_of(data, kind)
+        text = decode(data, kind, settings.config.max_file_size)
+    except Unreadable as exc:
+        return FixOutcome(FileResult(target.display, skipped=exc.reason), [])
+    source = SourceFile(target.display, text, kind)
+    try:
+        findings = before = check_source(source, settings, target.relpath)
+    except RecursionError:
+        return FixOutcome(FileResult(target.display, skipped="nested too deeply to analyse"), [])
+    parsed = kind != "python" or not source.tree.root_node.has_error
+    fixed = 0
+    problem = None
+    for _ in range(MAX_FIX_PASSES):
+        step = apply_fixes(text, [f for f in findings if wanted(f)])
+        if step.applied == 0:
+            break
+        candidate = SourceFile(target.display, step.text, kind)
+        if parsed and kind == "python" and candidate.tree.root_node.has_error:
+            problem = "a fix would have made it fail to parse, so that fix was not applied"
+            break
+        try:
+            findings = check_source(candidate, settings, target.relpath)
+        except RecursionError:
+            problem = "the fixed text is nested too deeply to analyse, so it was not written"
+            break
+        text = step.text
+        fixed += step.applied
+    if problem is None and fixed and any(wanted(f) for f in findings):
+        problem = f"fixes were still offered after {MAX_FIX_PASSES} passes; the rest wait"
+    if not fixed:
+        return FixOutcome(FileResult(target.display, before, unfixed=problem), before)
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        reason = f"the fixed text cannot be written in the file's encoding, {encoding}"
+        return FixOutcome(FileResult(target.display, before, unfixed=reason), before)
+    result = FileResult(target.display, findings, fixed=fixed, unfixed=problem)
+    return FixOutcome(result, before, text, encoding)
+
+
+def fix_file(target: Target, settings: Settings, wanted: Callable[[Finding], bool]) -> FileResult:
+    """Read ``target`` again, fix it (:func:`fix_bytes`) and write it back atomically, but
+    only if it still holds what was read: a file changed meanwhile (an editor saved it) is
+    not written, and keeps its findings, with the reason in ``unfixed``."""
+    data = _read(target, settings)
+    if isinstance(data, str):
+        return FileResult(target.display, skipped=data)
+    outcome = fix_bytes(data, target, settings, wanted)
+    if outcome.text is None:
+        return outcome.result
+    if not target.path.is_file():
+        return FileResult(
+            target.display,
+            outcome.before,
+            unfixed="not a regular file (a pipe or a device): fixes are written only to files",
+        )
+    try:
+        write_text_atomic(
+            target.path, outcome.text, expected_sha256=sha256_bytes(data), encoding=outcome.encoding
+        )
+    except StaleFileError:
+        return FileResult(
+            target.display,
+            outcome.before,
+            unfixed="it changed while referee was fixing it, so nothing was written; "
+            "run referee again",
+        )
+    except OSError as exc:
+        return FileResult(
+            target.display, outcome.before, unfixed=f"cannot write it: {exc.strerror or exc}"
+        )
+    return outcome.result

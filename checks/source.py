@@ -7,6 +7,7 @@ rules only ever see decoded text.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import io
 import stat
@@ -71,16 +72,7 @@ def decode(data: bytes, kind: str, max_size: int) -> str:
         raise Unreadable(f"larger than max-file-size ({len(data):,} > {max_size:,} bytes)")
     if b"\0" in data[:_BINARY_SNIFF]:
         raise Unreadable("binary file (contains NUL bytes)")
-    if kind == "python":
-        try:
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        except SyntaxError as exc:
-            if not exc.msg.startswith("invalid or missing encoding declaration"):
-                raise Unreadable(f"bad coding declaration: {exc.msg}") from None
-            # No declaration, and a first or second line that is not UTF-8: say which byte.
-            encoding = "utf-8"
-    else:
-        encoding = "utf-8-sig"
+    encoding = encoding_of(data, kind)
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -90,6 +82,22 @@ def decode(data: bytes, kind: str, max_size: int) -> str:
         ) from None
     except LookupError:
         raise Unreadable(f"unknown encoding {encoding!r} in coding declaration") from None
+
+
+def encoding_of(data: bytes, kind: str) -> str:
+    """The codec :func:`decode` reads ``data`` with; ``text.encode(encoding_of(data, kind))``
+    writes a fixed text back as it was stored: same coding declaration, BOM kept or left
+    out as it was."""
+    if kind == "python":
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as exc:
+            if not exc.msg.startswith("invalid or missing encoding declaration"):
+                raise Unreadable(f"bad coding declaration: {exc.msg}") from None
+            # No declaration, and a first or second line that is not UTF-8: say which byte.
+            encoding = "utf-8"
+        return encoding
+    return "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
 
 
 @functools.cache

@@ -23,8 +23,9 @@ from referee import __version__
 from referee.checks import runner
 from referee.checks.atomic import write_text_atomic
 from referee.checks.config import ConfigError, Settings, discover
-from referee.checks.engine import check_source
-from referee.checks.models import CheckReport, Severity, json_schema
+from referee.checks.engine import check_source, unhonoured_waivers
+from referee.checks.fixes import applicable
+from referee.checks.models import CheckReport, Finding, Severity, json_schema
 from referee.checks.registry import RULES, lookup
 from referee.checks.rule import Rule
 from referee.server import output
@@ -87,15 +88,47 @@ def main() -> None:
     """
 
 
+_FORMATS = ["text", "json", "sarif", "github"]
+
+
+def _format_option(choices: list[str], help: str | None = None):
+    """``--output-format`` as ruff spells it; ``--format``, referee's first spelling, is the
+    same option."""
+    return click.option(
+        "--output-format",
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default="text",
+        show_default=True,
+        help=help,
+    )
+
+
+STDIN = "-"
+
+
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument(
+    "paths", nargs=-1, type=click.Path(exists=True, allow_dash=True), metavar="[PATHS]..."
+)
+@_format_option(
+    _FORMATS,
+    help="Output format: json is the documented schema (`referee schema`); sarif for code "
+    "scanning; github prints GitHub Actions annotations. --format is the same option.",
+)
 @click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "sarif"]),
-    default="text",
-    show_default=True,
-    help="Output format. json is the documented schema (`referee schema`).",
+    "--fix",
+    is_flag=True,
+    help="Apply the fixes the findings offer, in place (safe fixes only, unless "
+    "--unsafe-fixes); then report what is left.",
+)
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="With --fix, also apply fixes that may change what the code does (every fix "
+    "referee offers today: a test starts checking, and may fail). Without --fix, mark "
+    "them [*].",
 )
 @click.option(
     "--select",
@@ -111,7 +144,8 @@ def main() -> None:
 @click.option(
     "--stdin-filename",
     metavar="PATH",
-    help="Read the file's text from stdin and check it as PATH (for editors).",
+    help="Check standard input as if it were the file PATH: PATH's kind (Python or "
+    "text), configuration and rules apply. Implies `-`.",
 )
 @click.option(
     "--fail-on",
@@ -125,7 +159,7 @@ def main() -> None:
     type=click.Choice(_LEVELS),
     default="info",
     show_default=True,
-    help="Report only findings at least this severe.",
+    help="Report (and with --fix, fix) only findings at least this severe.",
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported.")
 @click.option("--statistics", is_flag=True, help="Also print how many findings each rule made.")
@@ -164,8 +198,10 @@ def main() -> None:
 )
 @_output_option
 def check(
-    paths: tuple[Path, ...],
+    paths: tuple[str, ...],
     fmt: str,
+    fix: bool,
+    unsafe_fixes: bool,
     select: tuple[str, ...],
     extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
@@ -183,19 +219,30 @@ def check(
     judge_model: str | None,
     output_file: Path | None,
 ) -> None:
-    """Run the L0 shape and L1 contract rules on PATHS (default: the current directory).
+    """Run the L0 shape and L1 contract rules on PATHS: files, and directories with
+    everything below them. Without PATHS: the current directory and everything below it,
+    not the directories above (as ruff does). `-` is standard input.
 
-    With --judge, the L2 judge (a local model, docs/judge.md) then reads what L0/L1 did not
-    reject; items it cannot settle wait in the review queue (`referee review`).
+    The configuration is the nearest referee.toml or [tool.referee] found from the first
+    PATH (from the current directory without PATHS; from --stdin-filename's directory)
+    upward; `referee config` shows which.
+
+    With --fix, fixes are written into the files (atomically; a file that changed since
+    it was read is left alone) and the findings left are reported. With --judge, the L2
+    judge (a local model, docs/judge.md) then reads what L0/L1 did not reject; items it
+    cannot settle wait in the review queue (`referee review`).
 
     \b
     Exit status: 0 nothing at --fail-on level, 1 findings, 2 usage or configuration error
     (with --judge: also when the judge could not run and nothing else found an error).
     Examples:
-      referee check                         # the project around the current directory
-      referee check src tests --format sarif -o referee.sarif
+      referee check                         # the current directory and below
+      referee check src tests --output-format sarif -o referee.sarif
+      referee check --output-format github  # annotations in GitHub Actions
       referee check --select REF11 tests/   # only the assertion rules
+      referee check --fix --unsafe-fixes tests/   # apply every fix referee offers
       cat notes.md | referee check --stdin-filename notes.md
+      referee check --fix - < test_x.py     # the fixed text on stdout, findings on stderr
       referee check --judge src/            # L0/L1, then the local judge on the residual
       referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
     """
@@ -203,7 +250,13 @@ def check(
         raise _fail(
             "--stdin-filename needs a file name: it says how to read stdin (x.py, notes.md)"
         )
-    start = Path(stdin_filename).parent if stdin_filename else (paths[0] if paths else Path("."))
+    use_stdin = stdin_filename is not None or STDIN in paths
+    if STDIN in paths and len(paths) > 1:
+        raise _fail("`-` (standard input) cannot be checked together with other paths")
+    if stdin_filename is not None and paths and paths != (STDIN,):
+        raise _fail("give either PATHS or --stdin-filename, not both")
+    files = [] if use_stdin else [Path(p) for p in paths]
+    start = Path(stdin_filename).parent if stdin_filename else (files[0] if files else Path("."))
     try:
         settings = discover(start, config_path).with_overrides(
             _codes(select), _codes(extend_select), _codes(ignore)
@@ -217,37 +270,75 @@ def check(
             judge=settings.config.judge.model_copy(update={"model": judge_model})
         )
 
-    if stdin_filename is not None:
-        if paths:
-            raise _fail("give either PATHS or --stdin-filename, not both")
+    threshold = Severity(min_severity).rank
+
+    def wanted(finding: Finding) -> bool:
+        return finding.severity.rank <= threshold and applicable(finding.fix, unsafe_fixes)
+
+    fixed_text: bytes | None = None
+    if use_stdin:
         data = sys.stdin.buffer.read()
-        target = runner.Target(
-            Path(stdin_filename), stdin_filename, settings.relative(Path(stdin_filename))
-        )
-        results = [runner.check_bytes(data, target, settings)]
+        if stdin_filename is not None:
+            target = runner.Target(
+                Path(stdin_filename), stdin_filename, settings.relative(Path(stdin_filename))
+            )
+        else:  # unnamed, as in ruff: Python, and no test file (name it to make it one)
+            target = runner.Target(Path(STDIN), STDIN, STDIN, kind="python")
+        if fix:
+            outcome = runner.fix_bytes(data, target, settings, wanted)
+            results = [outcome.result]
+            fixed_text = data if outcome.text is None else outcome.text.encode(outcome.encoding)
+        else:
+            results = [runner.check_bytes(data, target, settings)]
     else:
-        targets = runner.collect(list(paths) or [Path(".")], settings)
+        targets = runner.collect(files or [Path(".")], settings)
         cache = None
         if settings.config.cache and not no_cache:
             cache = runner.ResultCache(runner.default_cache_dir(), settings)
         results = runner.run(targets, settings, jobs=jobs, cache=cache)
+        if fix:
+            # Before any file is written: a refused -o must leave everything as it was.
+            _refuse_to_overwrite(output_file, [*files, *(t.display for t in targets)])
+            for index, (target, result) in enumerate(zip(targets, results, strict=True)):
+                if any(wanted(f) for f in result.findings):
+                    results[index] = runner.fix_file(target, settings, wanted)
 
     judge_failed = False
     if use_judge or judge_all or judge_model is not None:
         from referee.server.cli_judge import judge_results
 
-        stdin_texts = {stdin_filename: data} if stdin_filename is not None else None
+        stdin_texts = {results[0].display: fixed_text or data} if use_stdin else None
         judge_failed = not judge_results(
             results, settings, judge_all=judge_all, base=base, texts=stdin_texts
         )
 
-    threshold = Severity(min_severity).rank
     for result in results:
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
     report = runner.report(results)
 
-    named = [str(path) for path in paths]
-    _emit(report, fmt, output_file, statistics, checked=[*named, *(r.display for r in results)])
+    for result in results:
+        if result.unfixed:
+            err.print(
+                f"[yellow]referee: not fixed[/] {escape(result.display)}: {escape(result.unfixed)}",
+                soft_wrap=True,
+            )
+    checked = [*files, *(r.display for r in results)]
+    if fixed_text is not None:
+        # As ruff does: the text (fixed, or as it came) on stdout, for an editor's filter;
+        # the report on stderr, unless -o names a file for it.
+        _refuse_to_overwrite(output_file, checked)
+        sys.stdout.buffer.write(fixed_text)
+        sys.stdout.buffer.flush()
+    _emit(
+        report,
+        fmt,
+        output_file,
+        statistics,
+        checked=checked,
+        unsafe_fixes=unsafe_fixes,
+        fixing=fix,
+        to_stderr=fixed_text is not None,
+    )
 
     failing = Severity(fail_on).rank
     if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
@@ -273,31 +364,44 @@ def _write_report(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def _refuse_to_overwrite(output_file: Path | None, checked: Iterable[str | Path]) -> None:
+    if output_file is not None:
+        target = os.path.realpath(output_file)
+        if any(os.path.realpath(path) == target for path in checked):
+            raise _fail(f"-o {output_file} is one of the files being checked; not overwriting it")
+
+
 def _emit(
     report: CheckReport,
     fmt: str,
     output_file: Path | None,
     statistics: bool,
-    checked: Iterable[str] = (),
+    checked: Iterable[str | Path] = (),
+    *,
+    unsafe_fixes: bool = False,
+    fixing: bool = False,
+    to_stderr: bool = False,
 ) -> None:
-    """Print a report in ``fmt`` to stdout or ``output_file``, skip notes to stderr."""
+    """Print a report in ``fmt`` to stdout (``to_stderr``: stderr) or ``output_file``, skip
+    notes to stderr."""
     # A report file is written whole or not at all (write_text_atomic), never half.
-    if output_file is not None:
-        target = os.path.realpath(output_file)
-        if any(os.path.realpath(path) == target for path in checked):
-            raise _fail(f"-o {output_file} is one of the files being checked; not overwriting it")
+    _refuse_to_overwrite(output_file, checked)
     stream = io.StringIO() if output_file else None
     console = (
         Console(file=stream, highlight=False, soft_wrap=True)
         if stream
-        else Console(highlight=False, soft_wrap=True)
+        else Console(highlight=False, soft_wrap=True, stderr=to_stderr)
     )
     if fmt == "json":
         console.out(output.as_json(report), highlight=False)
     elif fmt == "sarif":
         console.out(output.sarif(report), highlight=False)
+    elif fmt == "github":
+        annotations = output.github(report)
+        if annotations:
+            console.out(annotations, highlight=False)
     else:
-        output.text(report, console, statistics)
+        output.text(report, console, statistics, unsafe_fixes=unsafe_fixes, fixing=fixing)
     for skipped in report.skipped:
         err.print(
             f"[yellow]referee: skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}",
@@ -313,8 +417,8 @@ def _emit(
 @main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Print every rule's page.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+@_format_option(
+    ["text", "json"], help="json: the rules as data, for tools. --format is the same option."
 )
 def rule(code: str | None, show_all: bool, fmt: str) -> None:
     """Explain a rule by code or name (`referee rule REF101`), or list every rule."""
@@ -322,10 +426,7 @@ def rule(code: str | None, show_all: bool, fmt: str) -> None:
         if fmt == "json":
             click.echo(json.dumps([_rule_json(r) for r in RULES], indent=2))
             return
-        table = Table("code", "name", "layer", "severity", "what it flags", box=None)
-        for r in RULES:
-            table.add_row(r.code, r.name, r.layer.value, r.severity.value, r.message)
-        Console().print(table)
+        _rule_table(Console())
         return
     chosen = list(RULES) if show_all else [lookup(code or "")]
     if chosen == [None]:
@@ -342,6 +443,26 @@ def rule(code: str | None, show_all: bool, fmt: str) -> None:
                 f"severity {r.severity.value}.\n\n{r.documentation}"
             )
         )
+
+
+def _rule_table(console: Console) -> None:
+    """Every rule, one a row. In a terminal the descriptions wrap to its width; anywhere
+    else (a pipe, a file) each rule is one whole line, nothing cut: `| grep` finds it."""
+    header = ("code", "name", "layer", "severity", "what it flags")
+    rows = [(r.code, r.name, r.layer.value, r.severity.value, r.message) for r in RULES]
+    if not console.is_terminal:
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+        for row in [header, *rows]:
+            cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+            click.echo("  ".join([*cells, row[4]]))
+        return
+    table = Table(*header, box=None)
+    for column in table.columns[:4]:
+        column.no_wrap = True
+    table.columns[4].overflow = "fold"
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
 
 
 def _rule_json(r: Rule) -> dict:
@@ -439,12 +560,10 @@ def serve(transport: str, host: str, port: int, log_level: str) -> None:
     metavar="REF",
     help="Compare with this git ref (e.g. the merge base of a pull request).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "sarif"]),
-    default="text",
-    show_default=True,
+@_format_option(
+    _FORMATS,
+    help="Output format, as for `referee check`; github prints GitHub Actions annotations. "
+    "--format is the same option.",
 )
 @_config_option
 @_output_option
@@ -456,14 +575,17 @@ def guard(
     Compares each changed test (and the source and pytest configuration around it) with
     its version at REF, structurally: removed or weakened assertions, changed expected
     values, new skips and xfails, swallowed failures, forged outcomes, special-cased
-    inputs. A change an arbitration certificate covers is reported as information.
+    inputs. A change an arbitration certificate covers is reported as information. A
+    `# referee: ignore[REF3…]` comment counts only on a line that was there at REF; one
+    that does not count is named on stderr.
 
     \b
     Exit status: 0 nothing uncertified, 1 weakening found, 2 usage, git or config error,
     or a changed file that could not be compared (too large, not UTF-8, unreadable).
     Examples:
       referee guard                          # working tree against HEAD
-      referee guard --base origin/main --format sarif -o guard.sarif
+      referee guard --base origin/main --output-format sarif -o guard.sarif
+      referee guard --base origin/main --output-format github   # in GitHub Actions
     """
     from referee.checks.guard import baseline, run
     from referee.checks.registry import GUARD_CODES
@@ -500,6 +622,14 @@ def guard(
             continue
         findings = check_source(source, settings, settings.relative(path), context, GUARD_CODES)
         results.append(runner.FileResult(display, findings))
+        for line, comment in unhonoured_waivers(findings, source.text).items():
+            err.print(
+                f"[yellow]referee: guard:[/] {escape(display)}:{line}: `{escape(comment)}` not "
+                f"honoured: the line is new since {escape(base)}, and a change cannot waive "
+                "its own weakening (a person who accepts it commits the waiver first; a test "
+                "proved wrong gets a certificate from `referee arbitrate`)",
+                soft_wrap=True,
+            )
     for problem in plan.ledger_problems:
         err.print(f"[yellow]referee: certificates:[/] {escape(problem)}", soft_wrap=True)
     _emit(

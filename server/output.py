@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from referee import __version__
+from referee.checks.fixes import applicable
 from referee.checks.models import ArbitrationVerdict, CheckReport, Finding, Severity
 from referee.checks.registry import BY_CODE, RULES
 
@@ -19,10 +20,19 @@ _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.I
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def text(report: CheckReport, console: Console, statistics: bool = False) -> None:
-    """``path:line:col: CODE message``, one per line, then a summary."""
+def text(
+    report: CheckReport,
+    console: Console,
+    statistics: bool = False,
+    *,
+    unsafe_fixes: bool = False,
+    fixing: bool = False,
+) -> None:
+    """``path:line:col: CODE message``, one per line, then a summary. ``[*]`` marks a
+    finding ``--fix`` would fix with these options (an unsafe fix only with
+    ``unsafe_fixes``); ``fixing``: the run was ``--fix``, and says how many it applied."""
     for f in report.findings:
-        fixable = " [*]" if f.fix is not None else ""
+        fixable = " [*]" if applicable(f.fix, unsafe_fixes) else ""
         console.print(
             f"[bold]{escape(f.path)}[/]:{f.span.start.line}:{f.span.start.column}: "
             f"[{_STYLE[f.severity]}]{f.code}[/]{fixable} {escape(f.message)}",
@@ -37,6 +47,11 @@ def text(report: CheckReport, console: Console, statistics: bool = False) -> Non
                 highlight=False,
             )
     summary = report.summary
+    if fixing and summary.fixed:
+        console.print(
+            f"Fixed {_count(summary.fixed, 'finding')} ({summary.findings} remaining).",
+            highlight=False,
+        )
     if summary.findings:
         parts = [
             _count(summary.by_severity[s], s.value, plural=s is not Severity.INFO)
@@ -45,7 +60,8 @@ def text(report: CheckReport, console: Console, statistics: bool = False) -> Non
         ]
         console.print(
             f"Found {_count(summary.findings, 'finding')} ({', '.join(parts)}) in "
-            f"{_count(summary.files_checked, 'file')}.",
+            f"{_count(summary.files_with_findings, 'file')}; "
+            f"{_count(summary.files_checked, 'file')} checked.",
             highlight=False,
         )
     else:
@@ -53,6 +69,29 @@ def text(report: CheckReport, console: Console, statistics: bool = False) -> Non
             f"[green]All checks passed![/] ({_count(summary.files_checked, 'file')})",
             highlight=False,
         )
+    hint = fix_hint(report, unsafe_fixes, fixing)
+    if hint:
+        console.print(escape(hint), highlight=False, soft_wrap=True)
+
+
+def fix_hint(report: CheckReport, unsafe_fixes: bool, fixing: bool) -> str | None:
+    """What ``--fix`` (and ``--unsafe-fixes``) would do about the findings, as ruff says
+    it: ``[*] 2 fixable with --fix (1 more with --fix --unsafe-fixes).``"""
+    fixes = [f.fix for f in report.findings if f.fix is not None]
+    ready = sum(1 for fix in fixes if applicable(fix, unsafe_fixes))
+    hidden = len(fixes) - ready
+    unsafe = f"{hidden} unsafe {'fix' if hidden == 1 else 'fixes'}"
+    if fixing:
+        if hidden:
+            it = "it" if hidden == 1 else "them"
+            return f"{unsafe} not applied; add --unsafe-fixes to apply {it}."
+        return None
+    if ready:
+        more = f" ({hidden} more with --fix --unsafe-fixes)" if hidden else ""
+        return f"[*] {ready} fixable with --fix{more}."
+    if hidden:
+        return f"No safe fixes; {unsafe} can be applied with --fix --unsafe-fixes."
+    return None
 
 
 def _count(n: int, noun: str, plural: bool = True) -> str:
@@ -170,6 +209,45 @@ def sarif(report: CheckReport) -> str:
         ],
     }
     return json.dumps(document, indent=2)
+
+
+_GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def _github_data(value: str) -> str:
+    """A workflow command's message: ``%``, CR and LF escaped, as the runner unescapes."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_property(value: str) -> str:
+    """A workflow command's property value: also ``:`` and ``,``, which end a value."""
+    return _github_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def _github_command(level: str, properties: dict[str, object], message: str) -> str:
+    props = ",".join(f"{key}={_github_property(str(value))}" for key, value in properties.items())
+    return f"::{level} {props}::{_github_data(message)}"
+
+
+def github(report: CheckReport) -> str:
+    """GitHub Actions workflow commands, one per finding: an annotation on the line in the
+    pull request's diff and in the run's summary. A skipped file is a warning on the file.
+    No summary line: the job's log shows the commands as annotations."""
+    lines = []
+    for f in report.findings:
+        properties = {
+            "file": Path(f.path).as_posix(),
+            "line": f.span.start.line,
+            "col": f.span.start.column,
+            "endLine": f.span.end.line,
+            "endColumn": f.span.end.column,
+            "title": f"{f.code} ({f.name})",
+        }
+        lines.append(_github_command(_GITHUB_LEVEL[f.severity], properties, f.message))
+    for skipped in report.skipped:
+        properties = {"file": Path(skipped.path).as_posix(), "title": "referee: skipped"}
+        lines.append(_github_command("warning", properties, f"skipped: {skipped.reason}"))
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------- arbitration

@@ -216,31 +216,40 @@ def test_exit_codes_of_the_real_process(referee, mixed: Path):
 def test_text_format_is_path_line_col_code_message(invoke, mixed: Path):
     result = invoke("check", cwd=mixed)
     lines = result.stdout.splitlines()
-    assert lines[-1] == "Found 3 findings (1 error, 1 warning, 1 info) in 4 files."
-    findings = [FINDING_LINE.match(line) for line in lines[:-1]]
+    # Counted apart: the files with findings, and the files checked (the fourth is clean).
+    assert lines[-2] == "Found 3 findings (1 error, 1 warning, 1 info) in 3 files; 4 files checked."
+    assert lines[-1] == "No safe fixes; 1 unsafe fix can be applied with --fix --unsafe-fixes."
+    findings = [FINDING_LINE.match(line) for line in lines[:-2]]
     assert all(findings), lines
     report = report_of(invoke("check", "--format", "json", cwd=mixed).stdout)
     expected = [
-        (
-            f.path,
-            f.span.start.line,
-            f.span.start.column,
-            f.code,
-            f"[*] {f.message}" if f.fix is not None else f.message,
-        )
-        for f in report.findings
+        (f.path, f.span.start.line, f.span.start.column, f.code, f.message) for f in report.findings
     ]
     actual = [(m["path"], int(m["line"]), int(m["col"]), m["code"], m["msg"]) for m in findings]
     assert actual == expected
 
 
-def test_text_format_marks_fixable_findings(invoke, project: Path):
-    write(project / "test_error.py", ERROR_MODULE)
+def test_summary_counts_the_files_with_findings_and_the_files_checked(invoke, project: Path):
+    three = "".join(f'    assert (total == {n}, "off")\n' for n in range(3))
+    write(project / "test_three.py", "def test_total(total):\n" + three)
+    write(project / "clean.py", CLEAN_MODULE)
     result = invoke("check", cwd=project)
-    assert result.stdout.splitlines()[0] == (
-        "test_error.py:2:5: REF112 [*] assertion on a non-empty tuple is always true; "
-        "did you mean `assert condition, message`?"
+    assert "Found 3 findings (3 errors) in 1 file; 2 files checked." in result.stdout.splitlines()
+
+
+def test_text_format_marks_what_fix_would_fix(invoke, project: Path):
+    # `[*]` means "--fix fixes this with these options", as in ruff: REF112's fix is
+    # unsafe (the test starts checking, and may fail), so it is marked with --unsafe-fixes.
+    write(project / "test_error.py", ERROR_MODULE)
+    message = (
+        "assertion on a non-empty tuple is always true; did you mean `assert condition, message`?"
     )
+    plain = invoke("check", cwd=project).stdout.splitlines()
+    assert plain[0] == f"test_error.py:2:5: REF112 {message}"
+    assert plain[-1] == "No safe fixes; 1 unsafe fix can be applied with --fix --unsafe-fixes."
+    marked = invoke("check", "--unsafe-fixes", cwd=project).stdout.splitlines()
+    assert marked[0] == f"test_error.py:2:5: REF112 [*] {message}"
+    assert marked[-1] == "[*] 1 fixable with --fix."
 
 
 def test_text_output_keeps_brackets_in_paths_and_messages(invoke, project: Path):
@@ -301,6 +310,8 @@ def test_json_output_round_trips_into_check_report(invoke, mixed: Path):
     ]
     assert report.summary.files_checked == 4
     assert report.summary.files_skipped == 0
+    assert report.summary.files_with_findings == 3
+    assert report.summary.fixed == 0
     assert report.summary.by_code == {"REF101": 1, "REF102": 1, "REF112": 1}
     assert report.summary.by_severity == {s: 1 for s in Severity}
     (fixable,) = [f for f in report.findings if f.fix is not None]
@@ -388,6 +399,74 @@ def test_sarif_reports_skipped_files_as_notifications(invoke, project: Path):
     assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "blob.py"
 
 
+# ----------------------------------------------------------------------- GitHub format
+
+
+def test_github_format_prints_one_workflow_command_per_finding(invoke, mixed: Path):
+    result = invoke("check", "--output-format", "github", cwd=mixed)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        "::notice file=info.py,line=1,col=13,endLine=1,endColumn=25,"
+        "title=REF102 (placeholder-marker)::TODO marker: # TODO: tune",
+        "::error file=test_error.py,line=2,col=5,endLine=2,endColumn=32,"
+        "title=REF112 (tuple-assertion)::assertion on a non-empty tuple is always true; "
+        "did you mean `assert condition, message`?",
+        "::warning file=warning.py,line=1,col=5,endLine=1,endColumn=11,"
+        "title=REF101 (placeholder-body)::function `helper` is a placeholder: its body is "
+        "only `pass`",
+    ]
+
+
+def test_format_is_the_same_option_as_output_format(invoke, mixed: Path):
+    for fmt in ("text", "json", "sarif", "github"):
+        spelled = invoke("check", "--format", fmt, cwd=mixed)
+        assert spelled.stdout == invoke("check", "--output-format", fmt, cwd=mixed).stdout
+    assert "--output-format, --format" in invoke("check", "--help", cwd=mixed).stdout
+
+
+def test_github_format_escapes_what_would_end_a_property_or_the_message(invoke, project: Path):
+    # A comma or colon would end a property's value (file=a,b:c.py reads as file=a), and a
+    # percent sign starts an escape; in the message only the percent sign is special.
+    write(project / "a,b:c.py", "X = 1  # TODO: 100% sure, line\n")
+    result = invoke("check", "--output-format", "github", cwd=project)
+    assert result.stdout.splitlines() == [
+        "::notice file=a%2Cb%3Ac.py,line=1,col=8,endLine=1,endColumn=31,"
+        "title=REF102 (placeholder-marker)::TODO marker: # TODO: 100%25 sure, line"
+    ]
+
+
+def test_github_commands_escape_line_breaks():
+    # No rule's message holds a line break today; one that did must not end the command.
+    from referee.server.output import _github_command
+
+    assert _github_command("error", {"file": "a\nb", "title": "x:y"}, "one\r\ntwo%") == (
+        "::error file=a%0Ab,title=x%3Ay::one%0D%0Atwo%25"
+    )
+
+
+def test_github_format_of_a_clean_run_is_empty_and_of_a_skip_a_warning(invoke, project: Path):
+    write(project / "clean.py", CLEAN_MODULE)
+    assert invoke("check", "--output-format", "github", cwd=project).stdout == ""
+    (project / "blob.py").write_bytes(b"\0\1")
+    result = invoke("check", "--output-format", "github", cwd=project)
+    assert result.stdout.splitlines() == [
+        "::warning file=blob.py,title=referee%3A skipped::skipped: binary file (contains NUL bytes)"
+    ]
+
+
+def test_guard_prints_github_annotations(invoke, project: Path):
+    write(project / "test_a.py", TWO_ASSERTS.format(comment=""))
+    commit_repo(project, {})
+    write(project / "test_a.py", ONE_ASSERT.format(comment=""))
+    result = invoke("guard", "--output-format", "github", cwd=project)
+    assert result.exit_code == 1
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("::error file=test_a.py,line=1,col=1,")
+    assert (
+        ",title=REF301 (assertion-removed)::in `test_a`, the assertion `assert g() == 2` " in line
+    )
+
+
 # ---------------------------------------------------------------------- other options
 
 
@@ -449,6 +528,45 @@ def test_stdin_filename_applies_the_configuration_around_that_path(invoke, proje
     report = report_of(result.stdout)
     assert [(f.code, f.path) for f in report.findings] == [("REF201", "docs/notes.md")]
     assert result.exit_code == 1
+
+
+def test_dash_checks_stdin_as_python(invoke, project: Path):
+    """`referee check -` reads standard input, as ruff does: Python, named `-`."""
+    result = invoke("check", "-", cwd=project, stdin=WARNING_MODULE)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0] == (
+        "-:1:5: REF101 function `helper` is a placeholder: its body is only `pass`"
+    )
+
+
+def test_dash_with_stdin_filename_is_that_file(invoke, project: Path):
+    named = invoke("check", "-", "--stdin-filename", "src/mod.py", cwd=project, stdin=ERROR_MODULE)
+    implied = invoke("check", "--stdin-filename", "src/mod.py", cwd=project, stdin=ERROR_MODULE)
+    assert named.exit_code == implied.exit_code == 1
+    assert named.stdout == implied.stdout
+    assert named.stdout.startswith("src/mod.py:2:5: REF112 ")
+
+
+def test_dash_cannot_be_mixed_with_other_paths(invoke, project: Path):
+    write(project / "clean.py", CLEAN_MODULE)
+    for args in (("-", "clean.py"), ("clean.py", "-"), ("-", "-")):
+        result = invoke("check", *args, cwd=project, stdin=ERROR_MODULE)
+        assert result.exit_code == 2
+        assert result.stderr.strip() == (
+            "referee: error: `-` (standard input) cannot be checked together with other paths"
+        )
+
+
+def test_a_file_named_dash_is_checked_as_a_file(invoke, project: Path):
+    write(project / "-", "TODO: later\n")
+    result = invoke("check", "./-", cwd=project, stdin=ERROR_MODULE)
+    assert result.stdout.startswith("-:1:1: REF102 ")
+
+
+def test_dash_with_the_real_process(referee, project: Path):
+    proc = referee("check", "-", cwd=project, stdin=ERROR_MODULE.encode())
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("-:2:5: REF112 ")
 
 
 def test_stdin_filename_with_the_real_process(referee, project: Path):
@@ -573,12 +691,39 @@ def test_guard_ignores_a_waiver_added_with_the_weakening_and_honours_an_old_one(
     added = invoke("guard", cwd=project)
     assert added.exit_code == 1, added.stdout
     assert "test_a.py:1:1: REF301" in added.stdout
+    # Not silently: one note says why the comment did nothing, and what does.
+    assert added.stderr.splitlines() == [
+        "referee: guard: test_a.py:1: `referee: ignore[REF301]` not honoured: the line is new "
+        "since HEAD, and a change cannot waive its own weakening (a person who accepts it "
+        "commits the waiver first; a test proved wrong gets a certificate from "
+        "`referee arbitrate`)"
+    ]
 
     write(project / "test_a.py", TWO_ASSERTS.format(comment=WAIVER))
     commit_repo(project, {}, "next")  # the waiver is now part of the base: a person accepted it
     write(project / "test_a.py", ONE_ASSERT.format(comment=WAIVER))
     old = invoke("guard", cwd=project)
     assert old.exit_code == 0, old.stdout
+    assert old.stderr == ""
+
+
+def test_guard_notes_an_unhonoured_waiver_once_per_comment(invoke, project: Path):
+    write(project / "test_a.py", "def test_a():\n    assert f() == 1\n")
+    write(project / "test_b.py", "def test_b():\n    assert g() == 2\n")
+    commit_repo(project, {})
+    # Two findings start on the waived line (the test's assertion removed, a skip added);
+    # a comment naming another rule is not a waiver of these, and gets no note.
+    write(
+        project / "test_a.py",
+        "import pytest\n\n\n@pytest.mark.skip(reason='later')\n"
+        "def test_a():  # referee: ignore\n    pass\n",
+    )
+    write(project / "test_b.py", "def test_b():  # referee: ignore[REF101]\n    pass\n")
+    result = invoke("guard", cwd=project)
+    assert result.exit_code == 1
+    notes = [line for line in result.stderr.splitlines() if "not honoured" in line]
+    assert len(notes) == 1, result.stderr
+    assert notes[0].startswith("referee: guard: test_a.py:5: `referee: ignore` not honoured: ")
 
 
 @pytest.mark.parametrize(
@@ -651,6 +796,22 @@ def test_check_without_paths_checks_the_current_directory(invoke, mixed: Path):
     assert implicit.findings == explicit.findings
 
 
+def test_check_from_a_subdirectory_checks_that_subtree_with_the_project_configuration(
+    invoke, project: Path
+):
+    """As in ruff, and as README and --help say: from tests/, tests/ and what is below it,
+    never the project around it; the configuration is still the project's, found upward,
+    and its globs still match from the project root."""
+    write(project / "referee.toml", '[per-file-ignores]\n"tests/legacy/*" = ["REF112"]\n')
+    write(project / "src" / "warning.py", WARNING_MODULE)
+    write(project / "tests" / "test_error.py", ERROR_MODULE)
+    write(project / "tests" / "legacy" / "test_old.py", ERROR_MODULE)
+    result = invoke("check", "--format", "json", cwd=project / "tests")
+    report = report_of(result.stdout)
+    assert report.summary.files_checked == 2
+    assert [(f.path, f.code) for f in report.findings] == [("test_error.py", "REF112")]
+
+
 # ------------------------------------------------------------------------- subcommands
 
 
@@ -674,6 +835,26 @@ def test_rule_without_argument_lists_every_rule(invoke, tmp_path: Path):
     assert result.exit_code == 0
     listed = re.findall(r"^\s*(REF\d{3})\s", result.stdout, re.MULTILINE)
     assert listed == [rule.code for rule in RULES]
+
+
+def test_rule_list_in_a_pipe_is_one_whole_line_per_rule(referee, tmp_path: Path):
+    """Piped (CI logs, `| grep`), names and descriptions are never cut to 80 columns
+    ("tested-function-monkeypa…")."""
+    proc = referee("rule", cwd=tmp_path)
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["code", "name", "layer", "severity", "what", "it", "flags"]
+    assert len(lines) == 1 + len(RULES)
+    for line, rule in zip(lines[1:], RULES, strict=True):
+        code, name, layer, severity, message = line.split(maxsplit=4)
+        assert (code, name, layer, severity, message) == (
+            rule.code,
+            rule.name,
+            rule.layer.value,
+            rule.severity.value,
+            rule.message,
+        )
+    assert "…" not in proc.stdout
 
 
 def test_rule_json_lists_every_rule_with_its_documentation(invoke, tmp_path: Path):

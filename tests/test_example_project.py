@@ -98,4 +98,6 @@ def test_text_output_is_ruff_like_and_exit_status_is_one() -> None:
     assert path.endswith("docs/changelog.md")
     assert (line, column) == ("1", "1")
     assert rest.startswith(" REF103 ")
-    assert proc.stdout.rstrip().splitlines()[-1].startswith("Found 29 findings")
+    summary, hint = proc.stdout.rstrip().splitlines()[-2:]
+    assert summary.startswith("Found 29 findings")
+    assert hint == "No safe fixes; 2 unsafe fixes can be applied with --fix --unsafe-fixes."

@@ -184,7 +184,7 @@ def test_base_names_another_ref(tmp_path: Path) -> None:
     outcome = run_guard(repo, "--base", "upstream")
     assert outcome.rc == 1, outcome.describe()
     assert outcome.codes() == {"REF302"}
-    assert "upstream:" in _errors(outcome)[0]["message"]
+    assert "(line 10 at upstream)" in _errors(outcome)[0]["message"]
 
 
 def test_outside_a_git_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -268,8 +268,12 @@ def test_text_output_names_the_rule_and_the_baseline(tmp_path: Path) -> None:
     write_files(repo, {T: EDITED})
     outcome = run_guard(repo, fmt="text")
     assert outcome.rc == 1
-    assert "tests/test_shop.py:10:1: REF302" in outcome.stdout
-    assert "(HEAD:10)" in outcome.stdout
+    # The old value, the new one, and the line the old one was on at the base, in words
+    # ("HEAD:10" read as git's REV:PATH, and "4 (HEAD:10) to 5" as three values).
+    assert (
+        "tests/test_shop.py:10:1: REF302 in `test_total`, the expected value of "
+        "`total([10, 20])` changed from 30 to 31 without a certificate (line 10 at HEAD)"
+    ) in outcome.stdout.splitlines()
 
 
 def test_paths_restrict_the_check(tmp_path: Path) -> None:

@@ -101,7 +101,9 @@ def _facts(ctx: Context) -> tuple[dict[str, TestFacts], dict[str, TestFacts]]:
 
 
 def _where(guard: GuardContext, facts: TestFacts, line: int | None = None) -> str:
-    return f"{guard.base}:{line or facts.line}"
+    """Where something was at the base, in words: ``line 6 at HEAD`` (``HEAD:6`` read as
+    git's ``REV:PATH``, and a value followed by it as another value)."""
+    return f"line {line or facts.line} at {guard.base}"
 
 
 def _compare(ctx: Context) -> list[_Found]:
@@ -436,8 +438,8 @@ def _value_changed(
             "REF302",
             new.line,
             f"in `{before.name}`, the expected value of `{excerpt(old.subject)}` changed from "
-            f"{old.expected} ({_where(guard, before, old.line)}) to {new.expected} without "
-            "a certificate",
+            f"{old.expected} to {new.expected} without a certificate "
+            f"({_where(guard, before, old.line)})",
         ),
         *mismatched,
     ]
