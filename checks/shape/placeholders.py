@@ -263,7 +263,7 @@ def placeholder_marker(ctx: Context) -> Iterator[Violation]:
 _CLAUSE_START = re.compile(
     r"(?:^|[.!?;:]\s|[。！？；：]|\||<!--|-->|\.\.\s|[(\[（【]|\s[-–—]\s)[\s*_~]*$"
 )
-_LINE_LEAD = re.compile(r"^\s*(?:(?:#{1,6}|[-*+>•]|\d{1,9}[.)]|#\.)\s+)*")
+_LINE_LEAD = re.compile(r"^\s*(?:(?:#{1,6}|[-*+>•]|\d{1,9}[.)]|#\.|\[[ xX]\])\s+)*")
 # ... and is followed by what it is about: "TODO: write", "TODO(ana)", "TBD.", "| TODO |",
 # "FIXME - flaky", "FIXME later". A marker followed by a word that makes it a name for
 # markers ("TODO markers", "TODO tests are skipped", "TODO and FIXME"), or by a slash or
