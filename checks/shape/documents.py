@@ -149,10 +149,17 @@ def _is_heading(lines: list[Line], index: int) -> bool:
     return bool(_HEADING.match(lines[index].text) or _RST_UNDERLINE.match(following))
 
 
+_LABEL = re.compile(r"^.*(?:[:：=→]|=>|->)[\s*_~]*$")
+
+
 def _alone(bare: str, match: re.Match[str]) -> bool:
-    """Whether the phrase is all the line says, list and quote marks, table bars and
-    punctuation aside (a blanked-out quotation is something said)."""
-    rest = _LIST_LEAD.sub("", bare[: match.start()]) + bare[match.end() :]
+    """Whether the phrase is all the line says, or all it says after a label ("Tests:
+    0 passed", "Result → no tests ran"): list and quote marks, table bars and punctuation
+    aside (a blanked-out quotation is something said)."""
+    before = _LIST_LEAD.sub("", bare[: match.start()])
+    if _LABEL.match(before):
+        before = ""
+    rest = before + bare[match.end() :]
     return not any(ch.isalnum() or ch == BLANKED for ch in rest)
 
 
@@ -164,8 +171,8 @@ def _run_output(text: str, markup: str | None) -> list[tuple[int, str]]:
     console session, a log, plain text, no language) and the line says the phrase itself
     or says it in quotes beside a run's marks (an exit code, a duration): a linter's
     message quoting `'0 passed'` is not a run. A line of prose is output only when it
-    bears a run's marks outside any quotation or inline code, or is the phrase alone;
-    a sentence, heading or table row that quotes the phrase is not.
+    bears a run's marks outside any quotation or inline code, or is the phrase alone or
+    after a label; a sentence, heading or table row that quotes the phrase is not.
     """
     lines = document_lines(text, markup)
     if markup is None:
@@ -202,9 +209,10 @@ def empty_test_run(ctx: Context) -> Iterator[Violation]:
     reStructuredText it is a code block that shows output — `console`, `text`, `log`, a
     shell, no language, a `::` literal block — and a line of prose that bears a run's
     marks (an exit code, a duration, `stdout:`, a runner's banner or result line) or says
-    the phrase alone. A sentence, heading or table row that quotes the phrase, a block of
-    source code (`python`, `toml`, ...), and a line that has the phrase only in quotation
-    marks beside no run's marks (a linter's message ending `'0 passed'`) are not output.
+    the phrase alone or after a label (`Tests: 0 passed`). A sentence, heading or table
+    row that quotes the phrase, a block of source code (`python`, `toml`, ...), and a
+    line that has the phrase only in quotation marks beside no run's marks (a linter's
+    message ending `'0 passed'`) are not output.
 
     ## Why it matters
     "The tests pass" is the claim agents most often make, and a run that collected
