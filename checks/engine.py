@@ -29,27 +29,65 @@ from referee.checks.pymodule import (
 )
 from referee.checks.registry import GUARD_CODES
 from referee.checks.rule import Context, Rule, Violation
+from referee.checks.shape.markup import fenced_blocks, split_lines
 from referee.checks.source import SourceFile
 
 # `# referee: ignore` (every rule) or `# referee: ignore[REF101, REF102]` on the line a
-# finding starts on. In Markdown the same words may stand in an HTML comment.
+# finding starts on. In Markdown the same words may stand in an HTML comment, or in the
+# info string of a fenced block's opening line (```` ```text referee: ignore[REF130] ````),
+# where they cover every line of the block.
 _SUPPRESSION = re.compile(r"referee:\s*ignore(?!-)(?:\[([A-Za-z0-9,\s]*)\])?")
+
+
+_FENCE_SUPPRESSION = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n]*referee:\s*ignore", re.MULTILINE)
+
+
+def _codes_on(line: str) -> tuple[bool, frozenset[str] | None]:
+    """Whether ``line`` has a suppression comment, and the codes it names (None: every
+    code)."""
+    match = _SUPPRESSION.search(line)
+    if match is None:
+        return False, frozenset()
+    codes = match.group(1)
+    if codes is None:
+        return True, None
+    return True, frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
+
+
+def _fence_cover(text: str, lines: list[str]) -> dict[int, int]:
+    """0-based row inside a fenced block whose opening line has a suppression comment →
+    that opening row."""
+    if not _FENCE_SUPPRESSION.search(text):
+        return {}
+    return {
+        row: first
+        for first, last in fenced_blocks(lines)
+        if _SUPPRESSION.search(lines[first])
+        for row in range(first + 1, last + 1)
+    }
+
+
+def _commenting(row: int, lines: list[str], cover: dict[int, int]) -> list[int]:
+    """The rows whose suppression comments may apply to a finding on ``row``."""
+    own = [row] if 0 <= row < len(lines) else []
+    return own + ([cover[row]] if row in cover else [])
 
 
 def suppressions(text: str) -> dict[int, frozenset[str] | None]:
     """1-based line → suppressed codes on that line (None: every code)."""
     if "referee:" not in text:
         return {}
+    lines = split_lines(text)
+    cover = _fence_cover(text, lines)
     found: dict[int, frozenset[str] | None] = {}
-    for row, line in enumerate(text.splitlines(), start=1):
-        match = _SUPPRESSION.search(line)
-        if match:
-            codes = match.group(1)
-            found[row] = (
-                None
-                if codes is None
-                else frozenset(c.strip().upper() for c in codes.split(",") if c.strip())
-            )
+    for row in range(len(lines)):
+        named = []
+        for commenting in _commenting(row, lines, cover):
+            has, codes = _codes_on(lines[commenting])
+            if has:
+                named.append(codes)
+        if named:
+            found[row + 1] = None if None in named else frozenset().union(*named)
     return found
 
 
@@ -63,31 +101,31 @@ def _is_suppressed(finding: Finding, table: dict[int, frozenset[str] | None]) ->
 def _unsuppressed(
     findings: list[Finding], text: str, guard: GuardContext | None = None
 ) -> list[Finding]:
-    """``findings`` less those a suppression comment on their first line silences; only
-    the lines findings start on are read (the same lines :func:`suppressions` numbers).
-    A guard finding is silenced only by a comment line that was already there at the base
-    (the same line, whitespace aside): a weakening must not come with its own waiver."""
+    """``findings`` less those a suppression comment on their first line (or on the
+    opening fence of the block it is in) silences; only those lines are read (the rows
+    :func:`suppressions` numbers). A guard finding is silenced only by a comment line that
+    was already there at the base (the same line, whitespace aside): a weakening must not
+    come with its own waiver."""
     if not findings or "referee:" not in text:
         return findings
-    lines = text.splitlines()
+    lines = split_lines(text)
+    cover = _fence_cover(text, lines)
     at_base: set[str] | None = None
     kept = []
     for finding in findings:
-        row = finding.span.start.line - 1
-        match = _SUPPRESSION.search(lines[row]) if 0 <= row < len(lines) else None
-        if match is not None:
-            codes = match.group(1)
-            if codes is None or finding.code in {
-                c.strip().upper() for c in codes.split(",") if c.strip()
-            }:
-                # a change may not silence the guard's rules with a comment it adds
-                if guard is None or finding.code not in GUARD_CODES:
-                    continue
-                if at_base is None:
-                    at_base = {line.strip() for line in (guard.baseline or "").splitlines()}
-                if lines[row].strip() in at_base:
-                    continue
-        kept.append(finding)
+        for row in _commenting(finding.span.start.line - 1, lines, cover):
+            has, codes = _codes_on(lines[row])
+            if not has or (codes is not None and finding.code not in codes):
+                continue
+            # a change may not silence the guard's rules with a comment it adds
+            if guard is None or finding.code not in GUARD_CODES:
+                break
+            if at_base is None:
+                at_base = {line.strip() for line in (guard.baseline or "").splitlines()}
+            if lines[row].strip() in at_base:
+                break
+        else:
+            kept.append(finding)
     return kept
 
 

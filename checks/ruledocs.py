@@ -53,7 +53,9 @@ def _suppression(rule: Rule) -> str:
         return python
     other = (
         "In Markdown, make it an HTML comment; in TOML, INI and other files with `#` "
-        f"comments, `# referee: ignore[{rule.code}]` on that line:\n\n{markdown}"
+        f"comments, `# referee: ignore[{rule.code}]` on that line:\n\n{markdown}\n\n"
+        "In Markdown, the same words after a fenced block's language silence the whole "
+        f"block: ```` ```text referee: ignore[{rule.code}] ````."
     )
     if rule.kinds == TEXT:
         return other

@@ -17,7 +17,7 @@ from referee.checks.config import (
     glob_match,
     load_file,
 )
-from referee.checks.engine import check_text
+from referee.checks.engine import check_text, suppressions
 from referee.checks.models import RefereeConfig, Severity
 from referee.checks.registry import RULES
 
@@ -237,6 +237,35 @@ def test_suppression_in_markdown_html_comment():
     text = "# Notes\n\nTODO: check the numbers <!-- referee: ignore[REF102] -->\nFIXME later\n"
     found = check_text(text, "notes.md")
     assert [(f.code, f.span.start.line) for f in found] == [("REF102", 4)]
+
+
+# A console block in Markdown whose log ran nothing: REF130 on its line 5.
+EMPTY_RUN_FENCE = "# Run\n\n```console{info}\n$ python -m pytest\ncollected 0 items\n```\n"
+
+
+def test_suppression_after_a_fence_language_silences_its_block():
+    unwaived = check_text(EMPTY_RUN_FENCE.format(info=""), "report.md")
+    assert [(f.code, f.span.start.line) for f in unwaived] == [("REF130", 5)]
+    waived = EMPTY_RUN_FENCE.format(info=" referee: ignore[REF130]")
+    assert check_text(waived, "report.md") == []
+    other = EMPTY_RUN_FENCE.format(info=" referee: ignore[REF102]")
+    assert codes(check_text(other, "report.md")) == ["REF130"]
+
+
+def test_fence_suppression_covers_its_block_and_no_more():
+    text = (
+        "```text referee: ignore[REF130]\nlog\n```\nafter\n<!-- referee: ignore[REF102] -->\n"
+        "~~~ referee: ignore\nTODO <!-- referee: ignore[REF1] -->\n~~~\nafter\n"
+    )
+    assert suppressions(text) == {
+        1: {"REF130"},
+        2: {"REF130"},
+        3: {"REF130"},  # the closing fence
+        5: {"REF102"},
+        6: None,
+        7: None,  # the block's "every code" outweighs the line's own list
+        8: None,
+    }
 
 
 def test_hyphenated_lookalike_is_not_a_suppression():

@@ -112,6 +112,21 @@ def test_ruledocs_imports_neither_the_terminal_nor_the_language_server() -> None
     assert out.strip() == "[]"
 
 
+# ------------------------------------------------------------------ referee on its own docs
+
+
+def test_referee_check_passes_on_its_own_readme_and_docs(referee) -> None:
+    """The docs describe what the rules flag (a log that says "0 passed", `TODO`
+    markers) without being flagged: the real command line, on README.md and every page
+    (named one by one: walking docs/ checks no Markdown, which extend-include leaves out),
+    reports nothing, not even at info level."""
+    pages = sorted(p.relative_to(ROOT).as_posix() for p in DOCS.rglob("*.md"))
+    assert len(pages) > 10
+    proc = referee("check", "--fail-on", "info", "README.md", "docs", *pages, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"All checks passed! ({len(pages) + 1} files)" in proc.stdout
+
+
 # ------------------------------------------------------------------ fixes on the rule pages
 
 _FIX_SAMPLES = {

@@ -185,6 +185,16 @@ def test_mock_lookalike_inside_assert_has_no_fix():
     assert finding.fix is None
 
 
+def test_empty_test_run_reads_the_same_words_by_where_they_stand():
+    said = "The run said '0 passed'.\n"
+    assert [f.code for f in check_text(said, "run.log", _only("REF130"))] == ["REF130"]
+    assert check_text(said, "notes.md", _only("REF130")) == []  # a sentence quoting it
+    console = "```console\n$ pytest -q\n0 passed in 0.01s\n```\n"
+    assert [f.span.start.line for f in check_text(console, "notes.md", _only("REF130"))] == [3]
+    source = "```python\nassert out == '0 passed in 0.01s'\n```\n"
+    assert check_text(source, "notes.md", _only("REF130")) == []
+
+
 def test_constant_assertion_is_error_only_when_every_assertion_is_vacuous():
     text = (
         "def test_only_vacuous():\n    assert True\n\n\n"

@@ -147,6 +147,90 @@ def _comparison(node: Node) -> Node | None:
 
 _REFLEXIVE = frozenset({"==", "is", "<=", ">="})
 
+# unittest methods that compare their first two arguments, and the operator that must hold.
+_ORDER_METHODS = {
+    "assertGreater": ">",
+    "assertGreaterEqual": ">=",
+    "assertLess": "<",
+    "assertLessEqual": "<=",
+    "assertNotEqual": "!=",
+    "assertNotEquals": "!=",
+    "assertEqual": "==",
+    "assertEquals": "==",
+}
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_NEVER_NEGATIVE = "a length is never negative"
+
+
+def _number(source: SourceFile, node: Node) -> float | None:
+    """The value of a numeric literal, signed or not (``0``, ``-1``, ``+0.0``)."""
+    node = unwrap(node)
+    sign = 1.0
+    if node.type == "unary_operator":
+        operator = node.child_by_field_name("operator")
+        operand = node.child_by_field_name("argument")
+        if operator is None or operand is None or source.node_text(operator) not in ("-", "+"):
+            return None
+        sign = -1.0 if source.node_text(operator) == "-" else 1.0
+        node = unwrap(operand)
+    if node.type not in ("integer", "float"):
+        return None
+    text = source.node_text(node).replace("_", "").lower()
+    try:
+        return sign * (float(int(text, 0)) if node.type == "integer" else float(text))
+    except ValueError:
+        return None  # 1j: a complex number has no order
+
+
+def _is_len_call(source: SourceFile, node: Node) -> bool:
+    """``len(x)``: the builtin on one positional argument."""
+    node = unwrap(node)
+    callee = node.child_by_field_name("function") if node.type == "call" else None
+    if callee is None or callee.type != "identifier" or source.node_text(callee) != "len":
+        return False
+    arguments = node.child_by_field_name("arguments")
+    named = [a for a in arguments.named_children if a.type != "comment"] if arguments else []
+    return len(named) == 1 and named[0].type not in (
+        "keyword_argument",
+        "list_splat",
+        "dictionary_splat",
+    )
+
+
+def _length_comparison(source: SourceFile, op: str, left: Node, right: Node) -> bool | None:
+    """The answer of ``len(x) OP n`` (or ``n OP len(x)``) when the number alone settles
+    it: a length is 0, 1, 2, ..., so `>= 0` and `> -1` always hold and `< 0` never does.
+    None when the answer depends on ``x``."""
+    if _is_len_call(source, left):
+        number = _number(source, right)
+    elif _is_len_call(source, right):
+        number, op = _number(source, left), _FLIPPED.get(op, "")
+    else:
+        return None
+    if number is None:
+        return None
+    if number < 0 or (number == 0 and op in (">=", "<")):
+        return {">": True, ">=": True, "!=": True, "<": False, "<=": False, "==": False}.get(op)
+    if op in ("==", "!=") and not number.is_integer():
+        return op == "!="
+    return None
+
+
+def _known_truth(source: SourceFile, node: Node) -> tuple[bool, str] | None:
+    """Whether ``node`` is true or false before the test runs, and why when it is not
+    because it is a literal (``len(x) >= 0``: a length is never negative); else None."""
+    node = unwrap(node)
+    if node.type == "not_operator":
+        operand = node.child_by_field_name("argument")
+        found = _known_truth(source, operand) if operand is not None else None
+        return None if found is None else (not found[0], found[1])
+    if node.type == "comparison_operator" and node.named_child_count == 2:
+        left, right = node.named_children
+        answer = _length_comparison(source, _operator(source, node), left, right)
+        return None if answer is None else (answer, _NEVER_NEGATIVE)
+    truth = literal_truth(source, node)
+    return None if truth is None else (truth, "")
+
 
 def _assert_statement_vacuity(
     source: SourceFile, fn: Function | None, node: Node
@@ -175,12 +259,14 @@ def _assert_statement_vacuity(
             "did you mean `assert condition, message`?",
             fix=fix,
         )
-    if literal_truth(source, cond) is True:
+    known = _known_truth(source, cond)
+    if known is not None and known[0]:
+        why = f"{known[1]}, so " if known[1] else ""
         return _Vacuous(
             "REF111",
             fn,
             node,
-            f"`{excerpt(source.node_text(cond))}` is always true: the assertion cannot fail",
+            f"`{excerpt(source.node_text(cond))}` is always true: {why}the assertion cannot fail",
         )
     comparison = _comparison(node)
     if comparison is None:
@@ -207,17 +293,27 @@ def _assert_call_vacuity(source: SourceFile, fn: Function | None, call: Node) ->
     method = _method(source, call)
     args = call_arguments(call)
     if method in _TRUTH_METHODS and args:
-        if literal_truth(source, args[0]) is _TRUTH_METHODS[method]:
-            return _Vacuous(
-                "REF111",
-                fn,
-                call,
-                f"`{method}({excerpt(source.node_text(args[0]))})` is "
-                "given a constant: the assertion cannot fail",
-            )
+        known = _known_truth(source, args[0])
+        if known is not None and known[0] is _TRUTH_METHODS[method]:
+            given = f"`{method}({excerpt(source.node_text(args[0]))})`"
+            if known[1]:
+                message = f"{given} cannot fail: {known[1]}"
+            else:
+                message = f"{given} is given a constant: the assertion cannot fail"
+            return _Vacuous("REF111", fn, call, message)
         return None
     if len(args) < 2:
         return None
+    if method in _ORDER_METHODS and _length_comparison(
+        source, _ORDER_METHODS[method], args[0], args[1]
+    ):
+        compared = ", ".join(source.node_text(a) for a in args[:2])
+        return _Vacuous(
+            "REF111",
+            fn,
+            call,
+            f"`{method}({excerpt(compared)})` cannot fail: {_NEVER_NEGATIVE}",
+        )
     if method in _IDENTITY_METHODS:
         fresh = [a for a in args[:2] if unwrap(a).type in FRESH_OBJECTS]
         if fresh:
@@ -310,9 +406,14 @@ def _report(ctx: Context, code: str) -> Iterator[Violation]:
 
 def constant_assertion(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags an assertion on a constant whose truth is known before the test runs:
+    Flags an assertion whose truth is known before the test runs: one on a constant —
     `assert True`, `assert 1`, `assert "message"`, `assert [x]`, `assert not None`,
-    `self.assertTrue(1)`, `self.assertFalse("")`, `self.assertEqual(3, 3)`.
+    `self.assertTrue(1)`, `self.assertFalse("")`, `self.assertEqual(3, 3)` — and one that
+    compares a length with zero or a negative number so that it holds for every length:
+    `assert len(items) >= 0`, `assert 0 <= len(items)`, `assert not len(items) < 0`,
+    `self.assertFalse(len(items) < 0)`, `self.assertTrue(len(items) > -1)`,
+    `self.assertGreaterEqual(len(items), 0)`. `len(items) > 0` and `len(items) >= 1` are
+    real checks and are not flagged.
 
     Severity: an error when the test's every assertion is vacuous (the test proves
     nothing); a warning when the test also checks something real, or outside a test.
@@ -326,6 +427,10 @@ def constant_assertion(ctx: Context) -> Iterator[Violation]:
     def test_saves():
         save(record)
         assert True
+
+
+    def test_lists_orders():
+        assert len(list_orders()) >= 0
     ```
 
     ## Use instead
@@ -333,6 +438,10 @@ def constant_assertion(ctx: Context) -> Iterator[Violation]:
     def test_saves():
         save(record)
         assert load(record.id) == record
+
+
+    def test_lists_orders():
+        assert len(list_orders()) == 2
     ```
     """
     yield from _report(ctx, "REF111")

@@ -11,6 +11,12 @@ from referee.checks.models import Severity
 from referee.checks.nodes import MARKER, excerpt, is_docstring, raised_name, statements
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.rule import Context, Violation
+from referee.checks.shape.markup import (
+    Line,
+    document_lines,
+    markup_of,
+    unquoted_prose,
+)
 
 _EXEMPT_DECORATORS = frozenset(
     {
@@ -184,10 +190,19 @@ def _name_or_node(fn: Function) -> Node:
 
 def placeholder_marker(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Reports `TODO`, `FIXME`, `XXX` and `TBD` markers: in Python comments, and anywhere in
-    a text document. Information level; a file or function that is *nothing but* a
+    Reports `TODO`, `FIXME`, `XXX` and `TBD` markers: in Python comments, and in the text
+    of a document. Information level; a file or function that is *nothing but* a
     placeholder is an error under `placeholder-document` (REF103) and
     `placeholder-body` (REF101).
+
+    A plain-text file is read line by line, and every marker counts. In Markdown and
+    reStructuredText only a marker that is a note counts: one that starts its line, list
+    item, table cell, comment or sentence, or follows a label's colon, and goes on to say
+    what is left to do or stands alone — `TODO: write this section`, `FIXME later`,
+    `<!-- FIXME(ana): … -->`, `Release date: TBD`, a `| TBD |` cell. Prose that talks
+    about markers ("flags TODO markers", "remove the obsolete TODO", "TODO tests are
+    skipped", "TODO/FIXME"), a marker in inline code or quotation marks, and code blocks
+    (a sample's `# TODO`) are left alone.
 
     ## Why it matters
     A marker is a promise of unfinished work. In a change an agent reports as complete,
@@ -197,6 +212,11 @@ def placeholder_marker(ctx: Context) -> Iterator[Violation]:
     ```python
     def retry(fn):
         return fn()  # TODO: actually retry
+    ```
+    ```markdown
+    ## Upgrading
+
+    TODO: write this section
     ```
 
     ## Use instead
@@ -219,14 +239,81 @@ def placeholder_marker(ctx: Context) -> Iterator[Violation]:
         return
     if is_placeholder_document(source.text):
         return  # REF103 says it louder
-    for row, line in enumerate(source.text.splitlines()):
-        match = MARKER.search(line)
+    markup = markup_of(source.path)
+    lines = document_lines(source.text, markup)
+    unquoted = unquoted_prose(lines, markup) if markup else []
+    for index, line in enumerate(lines):
+        if line.is_code:
+            continue  # a code sample's TODO belongs to the sample
+        match = (
+            MARKER.search(line.text)
+            if markup is None
+            else next(_notes(lines, unquoted, index), None)
+        )
         if match:
             yield Violation(
-                span=source.line_span(row),
-                message=f"{match.group(1)} marker: {line.strip()[:120]}",
-                evidence=line,
+                span=source.line_span(line.row),
+                message=f"{match.group(1)} marker: {line.text.strip()[:120]}",
+                evidence=line.text,
             )
+
+
+# In prose, a marker that is a note starts its clause: the line, a list item, a table cell,
+# a comment, a bracket, or what follows a sentence's end or a label's colon ...
+_CLAUSE_START = re.compile(
+    r"(?:^|[.!?;:]\s|[。！？；：]|\||<!--|-->|\.\.\s|[(\[（【]|\s[-–—]\s)[\s*_~]*$"
+)
+_LINE_LEAD = re.compile(r"^\s*(?:(?:#{1,6}|[-*+>•]|\d{1,9}[.)]|#\.|\[[ xX]\])\s+)*")
+# ... and is followed by what it is about: "TODO: write", "TODO(ana)", "TBD.", "| TODO |",
+# "FIXME - flaky", "FIXME later". A marker followed by a word that makes it a name for
+# markers ("TODO markers", "TODO tests are skipped", "TODO and FIXME"), or by a slash or
+# a comma that lists it ("TODO/FIXME", "TODO, FIXME"), is a word about markers.
+_NOTE_FOLLOWS = re.compile(
+    r"^[*_~]*(?:\s*$|\s*[:：(（)）\]】.。!！?？;；|…>]|\s*[–—]|\s+-\s|\s+(?!(?i:"
+    r"markers?|comments?|notes?|items?|lists?|tests?|tags?|entries|entry|directives?|"
+    r"options?|messages?|statements?|keywords?|words?|lines?|flags?|annotations?|"
+    r"is|are|was|were|and|or|as|means?|counts?)\b)[^\W\d_])"
+)
+_ENDS_CLAUSE = re.compile(r"(?:[.!?;:]|[。！？；：]|<!--|-->)[\s*_~]*$")
+_STARTS_BLOCK = re.compile(r"^\s*(?:#{1,6}\s|[-*+>•|]\s|\d{1,9}[.)]\s|\.\.\s|<!--)")
+
+
+def _continues(lines: list[Line], index: int) -> bool:
+    """Whether line ``index`` continues the paragraph of the line before it."""
+    if index == 0:
+        return False
+    before, line = lines[index - 1], lines[index]
+    return not before.is_code and bool(before.text.strip()) and not _STARTS_BLOCK.match(line.text)
+
+
+def _starts_clause(lines: list[Line], unquoted: list[str], index: int, at: int) -> bool:
+    text = unquoted[index]
+    lead = _LINE_LEAD.match(text)
+    before = text[lead.end() if lead else 0 : at]
+    if before.strip(" \t*_~"):
+        return bool(_CLAUSE_START.search(before))
+    # First on its line: it starts a clause unless the line wraps a sentence ("... a\nTODO").
+    return not _continues(lines, index) or bool(_ENDS_CLAUSE.search(unquoted[index - 1]))
+
+
+def _ends_clause(lines: list[Line], unquoted: list[str], index: int, at: int) -> bool:
+    after = unquoted[index][at:]
+    if after.strip():
+        return bool(_NOTE_FOLLOWS.match(after))
+    # Last on its line: the sentence goes on when the next line continues it in lower case.
+    wrapped = index + 1 < len(lines) and _continues(lines, index + 1)
+    return not (wrapped and unquoted[index + 1].lstrip()[:1].islower())
+
+
+def _notes(lines: list[Line], unquoted: list[str], index: int) -> Iterator[re.Match[str]]:
+    """The markers on line ``index`` of a Markdown or reStructuredText document that are
+    notes the author left, not words in a sentence about markers nor quoted (in inline
+    code or quotation marks); ``unquoted``: the lines with quotations blanked out."""
+    for match in MARKER.finditer(unquoted[index]):
+        if _starts_clause(lines, unquoted, index, match.start()) and _ends_clause(
+            lines, unquoted, index, match.end()
+        ):
+            yield match
 
 
 _PLACEHOLDER_WORDS = re.compile(
