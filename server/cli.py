@@ -303,14 +303,20 @@ def check(
                 if any(wanted(f) for f in result.findings):
                     results[index] = runner.fix_file(target, settings, wanted)
 
-    judge_failed = False
+    judge_failed = interrupted = False
     if use_judge or judge_all or judge_model is not None:
         from referee.server.cli_judge import judge_results
 
         stdin_texts = {results[0].display: fixed_text or data} if use_stdin else None
-        judge_failed = not judge_results(
-            results, settings, judge_all=judge_all, base=base, texts=stdin_texts
-        )
+        try:
+            judge_failed = not judge_results(
+                results, settings, judge_all=judge_all, base=base, texts=stdin_texts
+            )
+        except KeyboardInterrupt:
+            # Whatever happens to the judge, L0/L1's findings (and the judge's so far) are
+            # reported: they cost seconds to find and the user asked for them.
+            err.print("referee: judge interrupted; the findings so far are reported")
+            interrupted = True
 
     for result in results:
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
@@ -340,6 +346,8 @@ def check(
         to_stderr=fixed_text is not None,
     )
 
+    if interrupted:
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
     failing = Severity(fail_on).rank
     if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
         raise click.exceptions.Exit(EXIT_FINDINGS)

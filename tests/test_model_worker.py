@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -384,3 +385,38 @@ def test_doctor_exits_2_with_the_reason_when_the_model_crashes(
     assert done.returncode == 2
     assert "the model process crashed: signal 11 (SIGSEGV)" in done.stderr
     assert "amx:" in done.stdout and "runtime:" in done.stdout
+
+
+def test_ctrl_c_while_the_model_works_still_reports_l0_l1(fake_model, tmp_path, monkeypatch):
+    monkeypatch.setenv("REFEREE_TEST_FAULT", "hang")
+    root = _project(tmp_path / "p", fake_model, {"mathx.py": PLACEHOLDER_AND_REAL})
+    (root / "referee.toml").write_text(
+        f'[judge]\nmodel = "{fake_model}"\nruntime = "safe"\n', encoding="utf-8"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "referee", "check", "--judge-all", "mathx.py"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    worker = None
+    while worker is None and time.monotonic() < deadline:  # wait until the model works
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if ppid == proc.pid and b"_worker_main" in handle.read():
+                        worker = int(entry)
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.1)
+    assert worker is not None
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "REF101" in out and "judge interrupted" in err
+    assert _wait_gone(worker)
