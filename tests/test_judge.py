@@ -592,3 +592,23 @@ def test_backends_without_batching_answer_one_by_one():
     assert recorder.seen == [4, 5]
     with pytest.raises(BatchCancelled):
         chat_batch(recorder, requests, cancelled=lambda: True)
+
+
+def test_a_reason_cut_by_the_grammar_is_shown_as_whole_words():
+    from referee.checks.judge.core import MAX_REASON, parse_answer
+
+    text = "def add(a, b):\n    return a - b\n"
+
+    def reason_of(reason: str) -> str:
+        answer = {"reason": reason[:MAX_REASON], "evidence": ["return a - b"], "verdict": "REJECT"}
+        return parse_answer(json.dumps(answer), "strict", text).reason
+
+    runon = (
+        "It subtracts b from a instead of adding them, so add(2, 3) returns -1 and every "
+        "caller that expects a sum would fail fora"
+    )
+    cut = reason_of(runon)
+    assert cut.endswith("…") and "fora" not in cut and runon.startswith(cut[:-1])
+    first = "Subtracts b from a where the docstring promises the sum of both numbers."
+    assert reason_of(f"{first} It would surprise every caller of this function and more") == first
+    assert reason_of("Subtracts.") == "Subtracts."

@@ -420,3 +420,15 @@ def test_ctrl_c_while_the_model_works_still_reports_l0_l1(fake_model, tmp_path, 
     assert proc.returncode == 130, err
     assert "REF101" in out and "judge interrupted" in err
     assert _wait_gone(worker)
+
+
+def test_a_worker_killed_while_idle_is_replaced_at_once(fake_model):
+    backend = WorkerBackend(WorkerSpec(str(fake_model), setting="safe"), timeout_s=30)
+    backend.start()
+    first = backend.pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)  # as the OOM killer would, between two saves
+    assert _wait_gone(first)
+    assert json.loads(backend.chat_batch(_questions())[0].text)["verdict"] == "PASS"
+    assert backend.pid != first and backend.starts == 2
+    backend.close()

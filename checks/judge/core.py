@@ -509,6 +509,27 @@ def ask_all(
     ]
 
 
+_SENTENCE_END = re.compile(r"[.!?。！？](?=[\s\"')\]]|$)")
+
+
+def whole_sentences(reason: str, limit: int = MAX_REASON) -> str:
+    """A reason as a person reads it: the grammar bounds a reason at ``limit`` characters,
+    so a model that runs on is cut mid-word (``would fail fora``). A reason that reaches
+    the bound without ending a sentence is cut back to its last whole sentence when that
+    keeps most of it, else to its last whole word, with an ellipsis."""
+    reason = " ".join(reason.split())
+    if len(reason) < limit - 2 or _SENTENCE_END.search(reason[-2:]):
+        return reason
+    ends = [m.end() for m in _SENTENCE_END.finditer(reason)]
+    if ends and ends[-1] >= len(reason) // 2:
+        return reason[: ends[-1]]
+    cut = reason.rstrip()
+    space = cut.rfind(" ")
+    if space > 0:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-–—") + "…"
+
+
 def parse_answer(
     text: str, perspective: str, subject_text: str, *, cached: bool = False
 ) -> JudgeVerdict:
@@ -535,7 +556,7 @@ def parse_answer(
         perspective=perspective,
         verdict=answer.verdict,
         evidence=evidence,
-        reason=answer.reason.strip(),
+        reason=whole_sentences(answer.reason),
         hallucinated=hallucinated,
         cached=cached,
     )

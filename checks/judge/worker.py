@@ -190,10 +190,13 @@ class WorkerBackend:
         process = self._process
         if process is not None and process.popen.poll() is None:
             return process
-        if process is not None:  # died between calls
-            self._reap(
-                process, f"the model process exited: {describe_exit(process.popen.returncode)}"
+        if process is not None:
+            # It died while idle (killed for memory, say): nothing was being judged, so no
+            # back-off; the next start is the one that counts if it fails too.
+            log.info(
+                "the model process exited while idle: %s", describe_exit(process.popen.returncode)
             )
+            self._kill(process)
         wait = self._not_before - time.monotonic()
         if wait > 0:
             raise WorkerUnavailable(
