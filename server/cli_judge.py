@@ -61,7 +61,7 @@ def judge_results(
     except (BackendError, ValueError) as exc:
         err.print(
             f"[bold red]referee: the judge (L2) cannot run:[/] {escape(str(exc))}\n"
-            "L0/L1 results are reported below.",
+            "L0/L1 findings are reported as usual.",
             soft_wrap=True,
         )
         return False
@@ -102,8 +102,12 @@ def judge_results(
                     baseline=baselines.get(result.display),
                     progress=show,
                 )
-            except BackendError as exc:
-                err.print(f"[bold red]referee: judge:[/] {escape(str(exc))}", soft_wrap=True)
+            except BackendError as exc:  # e.g. the model process could not load the model
+                err.print(
+                    f"[bold red]referee: the judge (L2) cannot run:[/] {escape(str(exc))}\n"
+                    "L0/L1 findings are reported as usual.",
+                    soft_wrap=True,
+                )
                 return False
             for note in judgement.notes:
                 err.print(f"[dim]referee: judge: {escape(result.display)}: {escape(note)}[/]")
