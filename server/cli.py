@@ -1075,7 +1075,7 @@ def doctor(runtime: str | None, judge_model: str | None) -> None:
     """
     from referee.checks.judge import models
     from referee.checks.judge import runtime as runtimes
-    from referee.checks.judge.backend import BackendError, open_backend
+    from referee.checks.judge.backend import BackendError, backend_for
 
     try:
         settings = discover(Path("."))
@@ -1117,15 +1117,7 @@ def doctor(runtime: str | None, judge_model: str | None) -> None:
         row("model", f"{path} ({origin})")
     started = time.perf_counter()
     try:
-        backend = open_backend(
-            config.backend,
-            model=config.model,
-            url=config.url,
-            api_key_env=config.api_key_env,
-            threads=config.threads,
-            runtime=config.runtime,
-            timeout=config.timeout,
-        )
+        backend = backend_for(config)
         info = backend.start() if hasattr(backend, "start") else {}
         loaded = time.perf_counter() - started
         asked = time.perf_counter()
