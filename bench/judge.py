@@ -11,7 +11,7 @@ Not a test: a script whose tables go into docs/benchmarks.md.
 Sets:
 
 * ``p1``, ``p4``: the published layered-verification scenarios
-  (../shared/data/layered-verification-scenarios.json; P1 8 outputs, P4 30), checked with the
+  (tests/data/layered-verification-scenarios.json; P1 8 outputs, P4 30), checked with the
   prototype's task contracts (docs/examples/published-contracts.toml), each output judged
   against its own task text. P4's "edge" samples count as acceptable when ``correctish``.
 * ``tasks``: 48 task/output pairs written for this project (bench/data/task-dev.json; 24 good,
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "layered-verification-scenarios.json"
+DATA = ROOT / "tests" / "data" / "layered-verification-scenarios.json"
 CONTRACTS = ROOT / "docs" / "examples" / "published-contracts.toml"
 TASKS = ROOT / "bench" / "data" / "task-dev.json"
 SETS = ("p1", "p4", "tasks", "humaneval")

