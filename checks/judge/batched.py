@@ -161,10 +161,19 @@ class BatchedGenerator:
         if status != 0:
             raise RuntimeError(f"llama_decode failed ({status}): the prompts may not fit")
 
-    def _feed(self, tokens: Sequence[int], start: int, seqs: Sequence[int]) -> None:
+    def _feed(
+        self,
+        tokens: Sequence[int],
+        start: int,
+        seqs: Sequence[int],
+        cancelled: Callable[[], bool] | None = None,
+    ) -> None:
         """Evaluate ``tokens`` at positions from ``start`` for ``seqs``, 512 at a time;
-        logits only for the last token."""
+        logits only for the last token. ``cancelled`` is polled between chunks (in the
+        model process it is also the sign of life of a long prompt)."""
         for chunk in range(0, len(tokens), 512):
+            if chunk and cancelled is not None and cancelled():
+                raise Stopped
             part = tokens[chunk : chunk + 512]
             for i, token in enumerate(part):
                 last = chunk + i == len(tokens) - 1
@@ -300,7 +309,7 @@ class BatchedGenerator:
         ok = False
         try:
             if common > reuse:
-                self._feed(prompts[0][reuse:common], reuse, [0])
+                self._feed(prompts[0][reuse:common], reuse, [0], cancelled)
             for s in range(1, len(requests)):
                 lc.llama_memory_seq_cp(memory, 0, s, -1, -1)
             # the tails, packed into as few decoding calls as the batch allows (one, for
@@ -310,6 +319,8 @@ class BatchedGenerator:
             lasts = [(s, len(p) - 1) for s, p in enumerate(prompts)]
             if len(body) + len(lasts) > 512:  # the last tokens go in the final call
                 for chunk in range(0, len(body), 512):
+                    if cancelled is not None and cancelled():
+                        raise Stopped
                     part = body[chunk : chunk + 512]
                     for i, (s, pos) in enumerate(part):
                         self._put(i, prompts[s][pos], pos, [s], False)
