@@ -887,6 +887,9 @@ def _run(job: dict[str, Any], files: dict[str, str], limits: Limits) -> SandboxR
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+        over = watch is not None and _disk_used(watch, 20000) > limits.disk_mb * 1024 * 1024
+        if over and not outcome.stopped:  # what it wrote since the last look
+            outcome.stopped = "disk"
         result = _result(job["mode"], proc.returncode, outcome, limits, started)
         if "pidns" not in result.containment and os.path.isdir("/proc"):
             _sweep(root)
@@ -934,7 +937,7 @@ def _collect(
     disk_cap = limits.disk_mb * 1024 * 1024
     deadline = started + limits.timeout_s
     exited_at: float | None = None
-    next_disk_check = started + 0.2
+    next_disk_check = started + 0.05
     with selectors.DefaultSelector() as selector:
         for fd in buffers:
             os.set_blocking(fd, False)
@@ -945,7 +948,7 @@ def _collect(
                 outcome.stopped = "timeout"
                 break
             if watch is not None and now >= next_disk_check:
-                next_disk_check = now + 0.25
+                next_disk_check = now + 0.05
                 if _disk_used(watch, 20000) > disk_cap:
                     outcome.stopped = "disk"
                     break
@@ -953,7 +956,8 @@ def _collect(
                 exited_at = now
             if exited_at is not None and now - exited_at > _GRACE_S:
                 break  # its children hold the pipes open; the group is killed next
-            for key, _ in selector.select(timeout=min(deadline - now, 0.1)):
+            wait = 0.05 if watch is not None else 0.1
+            for key, _ in selector.select(timeout=min(deadline - now, wait)):
                 fd = key.fd
                 try:
                     data = os.read(fd, 65536)
