@@ -288,7 +288,10 @@ def _build_root(job, proc):
     new = job["stage"]  # an empty directory the parent made; its mount point now
     _mount(libc, "tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4k")
     size = job["limits"]["disk_mb"]
-    owner = job["drop_to"] if os.getuid() == 0 or job["parent_uid"] == 0 else os.getuid()
+    if os.getuid() == 0 or job["parent_uid"] == 0:
+        owner = group = job["drop_to"]
+    else:
+        owner, group = os.getuid(), os.getgid()
     for tmp in job["tmpfs"]:
         os.makedirs(new + tmp, exist_ok=True)
         mode = "1777" if tmp == "/tmp" else "0700"
@@ -298,7 +301,7 @@ def _build_root(job, proc):
             new + tmp,
             "tmpfs",
             MS_NOSUID | MS_NODEV,
-            f"mode={mode},size={size}m,uid={owner},gid={owner}",
+            f"mode={mode},size={size}m,uid={owner},gid={group}",
         )
     for path, kind in job["runtime"]:
         target = new + path
@@ -691,6 +694,11 @@ def _seccomp(programs, containment):
             containment.append("seccomp-nosocket")
 
 
+def _notes(job):
+    """What was planned for this run and did not hold, for the user to read."""
+    return [f"the private view failed: {job['view_error']}"] if job.get("view_error") else []
+
+
 def _refusal(job, containment):
     """Why the code must not run here in strict mode, or None."""
     missing = []
@@ -711,8 +719,7 @@ def _refusal(job, containment):
         missing.append("it would run as root")
     if not missing:
         return None
-    detail = job.get("view_error")
-    return "; ".join(missing) + (f" (the private view failed: {detail})" if detail else "")
+    return "; ".join(missing + _notes(job))
 
 
 # -- the audit hook -----------------------------------------------------------------------
@@ -1137,7 +1144,7 @@ def _contain(job, fd, status_fd):
     if job["strict"]:
         reason = _refusal(job, containment)
         if reason is not None:
-            _send(fd, {"containment": containment})
+            _send(fd, {"containment": containment, "notes": _notes(job)})
             _send(fd, {"refused": reason})
             return None
     else:
@@ -1159,7 +1166,7 @@ def main():
     containment = _contain(job, fd, status_fd)
     if containment is None:
         exit_now(0)
-    _send(fd, {"containment": containment})
+    _send(fd, {"containment": containment, "notes": _notes(job)})
     code = 0
     try:
         if job["mode"] == "evaluate":

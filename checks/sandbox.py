@@ -128,6 +128,11 @@ class SandboxResult(BaseModel):
         "landlock-scoped, seccomp, seccomp-nosocket, memory-total, seatbelt, weak, "
         "audit-hook.",
     )
+    notes: tuple[str, ...] = Field(
+        default=(),
+        description="What was planned for the run and did not hold (a private view the "
+        "kernel refused, say), for the user to read.",
+    )
 
 
 class SandboxError(ValueError):
@@ -984,8 +989,11 @@ def _collect(
     return outcome
 
 
-def _messages(data: bytes) -> tuple[tuple[str, ...], dict[str, Any] | None, str | None]:
+def _messages(
+    data: bytes,
+) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, Any] | None, str | None]:
     containment: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
     result = None
     refused = None
     for line in bytes(data).split(b"\n"):
@@ -997,11 +1005,12 @@ def _messages(data: bytes) -> tuple[tuple[str, ...], dict[str, Any] | None, str 
             continue
         if "containment" in message and not containment:
             containment = tuple(str(item) for item in message["containment"])
+            notes = tuple(str(item)[:300] for item in message.get("notes") or ())
         elif "refused" in message and refused is None:
             refused = str(message["refused"])[:500]
         elif "result" in message:
             result = message
-    return containment, result, refused
+    return containment, notes, result, refused
 
 
 def _monitor_report(data: bytes) -> dict[str, int]:
@@ -1039,7 +1048,7 @@ def _result(
 ) -> SandboxResult:
     stdout = outcome.stdout.decode("utf-8", errors="replace")
     stderr = outcome.stderr.decode("utf-8", errors="replace")
-    containment, reported, refused = _messages(outcome.channel)
+    containment, notes, reported, refused = _messages(outcome.channel)
     if refused is not None:
         return _refused(refused, containment, started)
     monitor = _monitor_report(outcome.status)
@@ -1054,6 +1063,7 @@ def _result(
         "returncode": returncode,
         "duration_s": round(time.monotonic() - started, 4),
         "containment": containment,
+        "notes": notes,
     }
     summary = _pytest_summary(stdout) if mode == "pytest" else None
 

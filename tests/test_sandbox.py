@@ -741,6 +741,12 @@ print(result.model_dump_json())
 """
 
 
+def _gid_of(uid: int) -> int:
+    import pwd
+
+    return pwd.getpwuid(uid).pw_gid
+
+
 def _readable_by_others(path: str) -> bool:
     current = Path(path).resolve()
     for part in [current, *current.parents]:
@@ -853,7 +859,8 @@ class Probe:
 
         extra: dict[str, object] = {}
         if self.uid != os.getuid():
-            extra = {"user": self.uid, "group": self.uid, "extra_groups": []}
+            # the account's own primary group, which need not be numbered like its uid
+            extra = {"user": self.uid, "group": _gid_of(self.uid), "extra_groups": []}
         done = subprocess.run(
             [self.python, "-c", _HARNESS, json.dumps(self.sites)],
             input=json.dumps(request),
@@ -911,7 +918,7 @@ def _offered(uid: int, python: str) -> dict[str, bool]:
     """Whether ``uid`` can make user+mount+net+pid namespaces, and run bubblewrap."""
     extra: dict[str, object] = {}
     if uid != os.getuid():
-        extra = {"user": uid, "group": uid, "extra_groups": []}
+        extra = {"user": uid, "group": _gid_of(uid), "extra_groups": []}
     flags = 0x10000000 | 0x00020000 | 0x40000000 | 0x20000000
     userns = subprocess.run(
         [python, "-S", "-c", f"import ctypes, sys; sys.exit(ctypes.CDLL(None).unshare({flags}))"],
