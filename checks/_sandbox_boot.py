@@ -277,7 +277,7 @@ def _pivot_root(libc, new_root):
 
 def _build_root(job, proc):
     """The child's whole file system: a read-only tmpfs holding the runtime (interpreter,
-    standard library, site-packages, system libraries) bound read-only, four device
+    standard library, site-packages, system libraries) bound read-only, five device
     nodes, a fresh ``/proc`` of this pid namespace when ``proc``, and a size-limited
     writable ``/tmp`` that holds the run directory. No home, no host ``/tmp``, no
     ``/run``. Raises OSError when the kernel refuses a step."""
@@ -593,7 +593,7 @@ def _no_new_privs(containment):
 
 def _landlock(job, containment, proc):
     """Landlock, to the ABI the kernel offers: the runtime read-only, the run directory
-    read-write, four devices, this pid namespace's /proc when ``proc``; TCP bind and
+    read-write, five devices, this pid namespace's /proc when ``proc``; TCP bind and
     connect denied (ABI 4); signals and abstract unix sockets limited to the sandbox
     (ABI 6). Needs no_new_privs."""
     ctypes, libc = _libc()

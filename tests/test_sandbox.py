@@ -757,35 +757,45 @@ def _readable_by_others(path: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def probe_account() -> tuple[int, str, list[str]] | None:
-    """(uid, interpreter, site directories) of an unprivileged user that can run referee,
-    made with useradd when the tests run as root; None when there is no such way here."""
+def probe_account() -> Iterator[tuple[int, str, list[str]] | None]:
+    """(uid, interpreter, site directories) of an unprivileged user that can run referee:
+    the user running the tests, or, when that is root, an account made with useradd for
+    the session (and removed after it); None when there is no such way here."""
     import pwd
     import site as site_module
 
-    sites = [d for d in site_module.getsitepackages() if os.path.isdir(d)]
     if os.getuid() != 0:
-        return os.getuid(), sys.executable, []
-    if not shutil.which("useradd"):
-        return None
+        yield os.getuid(), sys.executable, []
+        return
+    sites = [d for d in site_module.getsitepackages() if os.path.isdir(d)]
+    real = os.path.realpath(sys.executable)
+    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    python = next(
+        (
+            candidate
+            for candidate in (real, f"/usr/bin/{minor}", f"/usr/local/bin/{minor}")
+            if os.path.isfile(candidate)
+            and all(_readable_by_others(p) for p in (candidate, *sites))
+        ),
+        None,
+    )
+    made = False
     try:
         uid = pwd.getpwnam(PROBE_USER).pw_uid
     except KeyError:
-        made = subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PROBE_USER],
-            capture_output=True,
-            check=False,
-        )
-        if made.returncode != 0:
-            return None
-        uid = pwd.getpwnam(PROBE_USER).pw_uid
-    real = os.path.realpath(sys.executable)
-    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for candidate in (real, f"/usr/bin/{minor}", f"/usr/local/bin/{minor}"):
-        readable = [candidate, *sites]
-        if os.path.isfile(candidate) and all(_readable_by_others(p) for p in readable):
-            return uid, candidate, sites
-    return None
+        useradd = ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin"]
+        if python is None or not shutil.which("useradd"):
+            yield None
+            return
+        if subprocess.run([*useradd, PROBE_USER], capture_output=True, check=False).returncode:
+            yield None
+            return
+        uid, made = pwd.getpwnam(PROBE_USER).pw_uid, True
+    try:
+        yield (uid, python, sites) if python is not None else None
+    finally:
+        if made:
+            subprocess.run(["userdel", PROBE_USER], capture_output=True, check=False)
 
 
 @pytest.fixture
