@@ -825,6 +825,10 @@ class Probe:
         if who == "root":
             self.uid, self.python, self.sites = 0, sys.executable, []
             self.child_uid = 65534
+        elif who == "root-readable":  # root, with an interpreter nobody can read
+            assert account is not None
+            _, self.python, self.sites = account
+            self.uid, self.child_uid = 0, 65534
         else:
             assert account is not None
             self.uid, self.python, self.sites = account
@@ -952,7 +956,7 @@ def _offered(uid: int, python: str) -> dict[str, bool]:
 
 
 def _probe_params() -> list[object]:
-    whos = ["root", "user"] if os.getuid() == 0 else ["user"]
+    whos = ["root", "root-readable", "user"] if os.getuid() == 0 else ["user"]
     return [pytest.param((who, plan), id=f"{who}-{plan}") for who in whos for plan in PLANS]
 
 
@@ -961,10 +965,20 @@ def probe(
     request: pytest.FixtureRequest, probe_account: tuple[int, str, list[str]] | None
 ) -> Probe:
     who, plan = request.param
-    if who == "user" and probe_account is None:
+    if who != "root" and probe_account is None:
         pytest.skip("no unprivileged account that can run referee here")
+    if who == "root-readable" and sandbox_module._can_drop_root():
+        pytest.skip("the root runs already use an interpreter nobody can read")
     probe = Probe(who, probe_account, plan)
-    if who == "root":
+    if who == "root-readable":
+        # root starts the child as nobody, which runs bubblewrap or Landlock itself
+        offers = _offered(65534, probe.python)
+        probe.offered = {
+            "bwrap": offers["bwrap"],
+            "namespaces": _offered(0, probe.python)["userns"],
+            "landlock": _KERNEL["landlock"],
+        }[plan]
+    elif who == "root":
         # root runs bubblewrap, or Landlock without namespaces, only as nobody, which must
         # be able to read the interpreter; otherwise the child becomes nobody inside the
         # user namespace it makes
@@ -993,7 +1007,7 @@ def test_the_code_never_runs_as_root(probe: Probe) -> None:
     assert result.status == "ok", result
     uid, euid, gid, groups = result.value_json
     assert 0 not in (uid, euid, gid) and 0 not in groups
-    if probe.who == "root":
+    if probe.who.startswith("root"):
         assert (uid, euid, gid) == (65534, 65534, 65534)
         assert "uid-drop" in result.containment
 
