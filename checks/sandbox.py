@@ -603,6 +603,26 @@ _NAMESPACE_FLAGS = (
     0x40000000,
 )
 _AF_INET, _AF_INET6 = 2, 10
+_METADATA_SYSCALLS = (
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "chown",
+    "fchown",
+    "lchown",
+    "fchownat",
+    "utime",
+    "utimes",
+    "futimesat",
+    "utimensat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+)
 
 
 def _seccomp_module() -> Any:
@@ -646,6 +666,12 @@ def _compile_seccomp(lib: Any, namespaced: bool) -> str:
         flt.add_rule(refuse, "socket")
         flt.add_rule(deny, "setsid")
         flt.add_rule(deny, "setpgid")
+        # On the host's file system Landlock governs contents, not metadata: without a
+        # read-only view, the modes, owners, times and attributes of the user's own files
+        # (a virtual environment in their home) would be the code's to change.
+        for name in _METADATA_SYSCALLS:
+            with contextlib.suppress(ValueError, OSError, RuntimeError):
+                flt.add_rule(deny, name)
     with tempfile.TemporaryFile() as handle:
         flt.export_bpf(handle)
         handle.seek(0)

@@ -1069,6 +1069,13 @@ WRITES_OUTSIDE = {
         "assert fd >= 0, ctypes.get_errno()\n"
     ),
     "mkfifo": "import os\nos.mkfifo(os.path.dirname(VICTIM) + '/new.txt')\n",
+    "chmod": "import os\nos.chmod(VICTIM, 0o777)\n",
+    "utime": "import os\nos.utime(VICTIM, (0, 0))\n",
+    "ctypes-fchmod": (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = os.open(VICTIM, os.O_RDONLY)\n"
+        "assert libc.fchmod(fd, 0o777) == 0, ctypes.get_errno()\n"
+    ),
 }
 
 
@@ -1078,11 +1085,14 @@ def test_writing_outside_fails(probe: Probe, reachable: Path, attack: str) -> No
     victim.write_text("kept")
     _give(victim, probe.child_uid, 0o644)
     _give(reachable, probe.child_uid, 0o755)
+    before = victim.stat()
     code = f"VICTIM = {str(victim)!r}\n{WRITES_OUTSIDE[attack]}"
     result = probe.run(code, "1")
     probe.held(result)
     _not_ok(result, "error")
     assert victim.read_text() == "kept"
+    after = victim.stat()
+    assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
     assert sorted(p.name for p in reachable.iterdir()) == ["victim.txt"]
 
 
@@ -1100,6 +1110,32 @@ def test_without_a_boundary_a_hard_link_writes_outside(
     result = probe.run(code, "1", disable=",".join(MECHANISMS), mode="weak")
     assert result.status == "ok", result
     assert victim.read_text() == "escaped"
+
+
+PLANT = """import os, sys
+
+
+def test_plant():
+    planted = []
+    for directory in sys.path:
+        if directory.endswith(("site-packages", "dist-packages")):
+            try:
+                with open(os.path.join(directory, "referee-planted.pth"), "w") as handle:
+                    handle.write("import os")
+                planted.append(directory)
+            except OSError:
+                pass
+    assert planted == []
+"""
+
+
+def test_nothing_is_planted_in_site_packages(probe: Probe) -> None:
+    """Persistence: a .pth in site-packages would run in every later Python process."""
+    result = probe.run(kind="pytest", files={"test_plant.py": PLANT}, args=["-q"])
+    probe.held(result)
+    assert result.status == "ok", result
+    for directory in {*probe.sites, *sandbox_module._site_dirs()}:
+        assert not (Path(directory) / "referee-planted.pth").exists()
 
 
 def test_a_path_named_unix_socket_does_not_connect(probe: Probe, reachable: Path) -> None:
