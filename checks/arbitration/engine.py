@@ -52,7 +52,6 @@ from referee.checks.arbitration.truth import (
     reference_evidence,
     reference_for,
 )
-from referee.checks.arbitration.truth import limits as sandbox_limits
 from referee.checks.config import DEFAULT_EXCLUDE, Settings, glob_match
 from referee.checks.models import (
     ArbitrationConfig,
@@ -269,7 +268,7 @@ class _Context:
 
         # Every way on from here runs code in the sandbox (a reference, oracles, the test
         # module with a fix); where the sandbox has no kernel boundary, none of it runs.
-        refused = sandbox.boundary_problem(sandbox_limits(self.config))
+        refused = sandbox.boundary_problem(pytest_run_limits(self.config))
         if refused is not None:
             return self.unclear(refused)
 
