@@ -525,7 +525,7 @@ class OracleResult(_Model):
     """What one independent source of truth said about the call under test."""
 
     source: str = Field(description="doctest, reference, oracle-1 … oracle-k.")
-    status: Literal["ok", "error", "timeout", "memory", "output-limit", "killed"]
+    status: Literal["ok", "error", "timeout", "memory", "output-limit", "killed", "refused"]
     value: str | None = Field(default=None, description="repr of its value when status is ok.")
     detail: str = Field(default="", description="Where it came from, or what went wrong.")
     duration_s: float = 0.0

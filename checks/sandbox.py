@@ -1,19 +1,28 @@
 """Running untrusted code — oracle programs, reference implementations, candidate patches.
 
-Every run is a fresh interpreter in a fresh temporary directory, removed afterwards:
+Every run is a fresh interpreter in a fresh, private run directory, removed afterwards.
+On Linux the kernel is the boundary (docs/sandbox.md says what each platform gets):
 
-- a scrubbed environment (``PATH``, ``LANG``, ``PYTHONHASHSEED=0``, ``HOME`` and ``TMPDIR``
-  set to the directory — nothing inherited, so no secrets), stdin closed;
-- its own session and process group, killed as a whole (``os.killpg``) on timeout, when
-  its output passes the cap, and after it exits;
-- inside the child, before any untrusted code (``_sandbox_boot.py``): new user, network
-  and pid namespaces where the kernel allows, resource limits (CPU, address space, file
-  size, processes, no core dumps), and an audit hook that refuses writes outside the
-  directory, signals to other processes, and the network when no namespace could be made;
-- output read incrementally and capped; values come back over a dedicated pipe.
+- bubblewrap when it is installed and works, else user, mount, network, pid, ipc and uts
+  namespaces made by the child itself: the child sees a read-only root holding only the
+  interpreter, its standard library, site-packages and the system libraries, four device
+  nodes, its own ``/proc``, and a size-limited tmpfs with the run directory; no home, no
+  host ``/tmp``, no ``/run``; it never runs as uid 0 (root's child becomes nobody);
+- Landlock (the runtime read-only, the run directory writable, TCP, signals and abstract
+  unix sockets) and a seccomp filter compiled with libseccomp (no ptrace, no
+  process_vm_*, no mount/unshare/setns, no io_uring, bpf, perf or keyrings, no unix or
+  netlink sockets), wherever the kernel offers them, namespaces or not;
+- resource limits per process, a monitor that kills the whole sandbox when its processes
+  together pass the memory limit, and every descendant killed at the end;
+- on macOS a Seatbelt profile (``sandbox-exec``): no writes outside the run directory, no
+  network, no forks unless allowed;
+- last, an audit hook against Python code: defence in depth, not a boundary.
 
-``SandboxResult.containment`` names the mechanisms that were in force for that run.
-A misbehaving program yields a result, never an exception or a hung caller.
+Where no kernel boundary can be had, model-written code does not run: the result is
+``refused`` and says why, unless the weaker mode is allowed (``REFEREE_SANDBOX=weak``, or
+``Limits(sandbox="weak")``). ``SandboxResult.containment`` names the mechanisms that were
+in force for the run. A misbehaving program yields a result, never an exception or a hung
+caller.
 """
 
 from __future__ import annotations
@@ -35,17 +44,32 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Limits", "SandboxResult", "evaluate", "run_pytest", "values_equal"]
+__all__ = [
+    "Limits",
+    "SandboxResult",
+    "boundary_problem",
+    "evaluate",
+    "run_pytest",
+    "seatbelt_profile",
+    "values_equal",
+]
 
-Status = Literal["ok", "error", "timeout", "memory", "output-limit", "killed"]
+Status = Literal["ok", "error", "timeout", "memory", "output-limit", "killed", "refused"]
+
+MODE_ENV = "REFEREE_SANDBOX"  # strict (the default) | weak
+DISABLE_ENV = "REFEREE_SANDBOX_DISABLE"  # bwrap,userns,landlock,seccomp,seatbelt,hook
+NAMESPACES_ENV = "REFEREE_SANDBOX_NAMESPACES"  # 0: the same as disabling bwrap and userns
+MECHANISMS = ("bwrap", "userns", "landlock", "seccomp", "seatbelt", "hook")
 
 _NOBODY = 65534
 _GRACE_S = 0.5  # how long a finished run's pipes may stay open (held by its children)
+_SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 
 
 class Limits(BaseModel):
@@ -55,18 +79,35 @@ class Limits(BaseModel):
 
     timeout_s: float = Field(default=10.0, gt=0, description="Wall-clock limit.")
     cpu_s: int = Field(default=10, ge=1, description="CPU seconds (RLIMIT_CPU).")
-    memory_mb: int = Field(default=512, ge=64, description="Address space (RLIMIT_AS).")
+    memory_mb: int = Field(
+        default=512,
+        ge=64,
+        description="Address space of each process (RLIMIT_AS), and the resident memory of "
+        "all the run's processes together where a pid namespace lets the monitor see them.",
+    )
     file_size_mb: int = Field(default=16, ge=1, description="Largest file (RLIMIT_FSIZE).")
+    disk_mb: int = Field(
+        default=64,
+        ge=1,
+        description="The run directory's size: a tmpfs of this size under bubblewrap or "
+        "namespaces, else checked while it runs.",
+    )
     output_kb: int = Field(
         default=256, ge=1, description="stdout and stderr kept, together; beyond: killed."
     )
     processes: int = Field(
         default=0, ge=0, description="Extra processes allowed (RLIMIT_NPROC where effective)."
     )
+    sandbox: Literal["strict", "weak"] | None = Field(
+        default=None,
+        description="strict: refuse to run without a kernel boundary; weak: run with what "
+        "there is; None: $REFEREE_SANDBOX, else strict.",
+    )
 
 
 class SandboxResult(BaseModel):
-    """How a sandboxed run ended. ``status`` is ``ok`` only for a clean, complete run."""
+    """How a sandboxed run ended. ``status`` is ``ok`` only for a clean, complete run;
+    ``refused`` when there was no kernel boundary to run it in (nothing ran)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -82,8 +123,15 @@ class SandboxResult(BaseModel):
     message: str = Field(description="One line for users: 'timed out after 10 s', ...")
     containment: tuple[str, ...] = Field(
         default=(),
-        description="Mechanisms in force: userns, netns, pidns, rlimits, nproc, "
-        "no-new-privs, uid-drop, audit-hook.",
+        description="Mechanisms in force: bwrap, userns, mountns, netns, pidns, ipcns, "
+        "uid-drop, no-capabilities, rlimits, nproc, no-new-privs, landlock, landlock-tcp, "
+        "landlock-scoped, seccomp, seccomp-nosocket, memory-total, seatbelt, weak, "
+        "audit-hook.",
+    )
+    notes: tuple[str, ...] = Field(
+        default=(),
+        description="What was planned for the run and did not hold (a private view the "
+        "kernel refused, say), for the user to read.",
     )
 
 
@@ -121,6 +169,23 @@ def run_pytest(
         "site": list(_site_dirs()),
     }
     return _run(job, files, limits)
+
+
+def boundary_problem(limits: Limits = Limits()) -> str | None:  # noqa: B008
+    """Why model-written code would be refused here with ``limits`` (the message every such
+    run would carry), or None when it would run. Finds out by running one empty program
+    the way every run is contained; the answer is kept per setting, so callers can ask
+    before they spend anything on a model."""
+    mode = _mode(limits)
+    if mode == "weak":
+        return None
+    return _probe_boundary(mode, _disabled())
+
+
+@functools.lru_cache(maxsize=16)
+def _probe_boundary(mode: str, disabled: frozenset[str]) -> str | None:
+    result = evaluate("", "None", limits=Limits(timeout_s=30, cpu_s=30, sandbox="strict"))
+    return result.message if result.status == "refused" else None
 
 
 # -- values -------------------------------------------------------------------------------
@@ -292,6 +357,47 @@ def _site_dirs() -> tuple[str, ...]:
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=1)
+def _interpreter() -> str:
+    """The interpreter itself, not a virtual environment's link to it: the child starts
+    without ``site`` and is handed the site directories it needs."""
+    return os.path.realpath(sys.executable)
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime() -> tuple[tuple[str, str], ...]:
+    """What the child may read: ``(path, "dir" | "file" | "symlink")`` — the system's
+    libraries, the interpreter, its standard library and site-packages. Nothing else of
+    the host is visible under bubblewrap or namespaces, nor readable under Landlock."""
+    entries: dict[str, str] = {}
+    for top in ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"):
+        if os.path.islink(top):
+            entries[top] = "symlink"
+        elif os.path.isdir(top):
+            entries[top] = "dir"
+    if os.path.isfile("/etc/ld.so.cache"):
+        entries["/etc/ld.so.cache"] = "file"
+    paths = sysconfig.get_paths()
+    for candidate in (
+        os.path.dirname(_interpreter()),
+        sys.base_prefix,
+        sys.base_exec_prefix,
+        paths.get("stdlib"),
+        paths.get("platstdlib"),
+        *_site_dirs(),
+    ):
+        if candidate:
+            real = os.path.realpath(candidate)
+            if os.path.isdir(real):
+                entries.setdefault(real, "dir")
+    kept: list[tuple[str, str]] = []
+    for path in sorted(entries):
+        if any(path.startswith(dir_ + "/") for dir_, kind in kept if kind == "dir"):
+            continue  # an earlier directory holds it already
+        kept.append((path, entries[path]))
+    return tuple(kept)
+
+
 def _world_readable(path: str) -> bool:
     """Whether a user other than us could read ``path`` and every directory above it."""
     current = Path(path).resolve()
@@ -308,15 +414,286 @@ def _world_readable(path: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _can_drop_root() -> bool:
-    """Root runs the child as nobody when nobody can read the interpreter and its paths
-    (root is exempt from RLIMIT_NPROC and owns most of the file system)."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not sys.platform.startswith("linux"):
+    """Root starts the child as nobody when nobody can read the interpreter and its paths;
+    elsewhere (an interpreter under /root) the child becomes nobody inside its own user
+    namespace, or, without one, does not run in strict mode."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or sys.platform == "win32":
         return False
-    paths = [sys.executable, sysconfig.get_paths()["stdlib"], *_site_dirs()]
-    platstdlib = sysconfig.get_paths().get("platstdlib")
-    if platstdlib:
-        paths.append(platstdlib)
+    paths = [_interpreter(), *(path for path, kind in _runtime() if kind != "symlink")]
     return all(_world_readable(path) for path in paths)
+
+
+def _mode(limits: Limits) -> str:
+    if limits.sandbox is not None:
+        return limits.sandbox
+    return "weak" if os.environ.get(MODE_ENV, "").strip().lower() == "weak" else "strict"
+
+
+def _disabled() -> frozenset[str]:
+    """Mechanisms switched off: ``$REFEREE_SANDBOX_DISABLE`` (for kernels where one
+    misbehaves, and to test the others alone), and ``$REFEREE_SANDBOX_NAMESPACES=0``."""
+    names = {
+        name.strip().lower()
+        for name in os.environ.get(DISABLE_ENV, "").split(",")
+        if name.strip().lower() in MECHANISMS
+    }
+    if os.environ.get(NAMESPACES_ENV, "1") == "0":
+        names |= {"bwrap", "userns"}
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=1)
+def _bwrap() -> str | None:
+    """bubblewrap, when it is installed and can make its namespaces here (checked once,
+    with the binds a real run uses)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    path = shutil.which("bwrap") or next(
+        (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap") if os.access(p, os.X_OK)), None
+    )
+    if path is None or (os.geteuid() == 0 and not _can_drop_root()):
+        return None  # root runs bwrap as nobody, who must be able to reach the runtime
+    with tempfile.TemporaryDirectory(prefix="referee-probe-") as directory:
+        command = [
+            *_bwrap_args(path, os.path.realpath(directory), {}, Limits(disk_mb=1)),
+            _interpreter(),
+            "-S",
+            "-c",
+            "pass",
+        ]
+        try:
+            done = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=10,
+                **_as_nobody(),
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return path if done.returncode == 0 else None
+
+
+def _as_nobody() -> dict[str, Any]:
+    if _can_drop_root():
+        return {"user": _NOBODY, "group": _NOBODY, "extra_groups": []}
+    return {}
+
+
+def _plan(disabled: frozenset[str]) -> str:
+    """How the child is contained: ``bwrap``, ``namespaces`` (the child makes them),
+    ``seatbelt`` (macOS) or ``host`` (Landlock and seccomp at most)."""
+    if sys.platform.startswith("linux"):
+        if "bwrap" not in disabled and _bwrap() is not None:
+            return "bwrap"
+        return "host" if "userns" in disabled else "namespaces"
+    if (
+        sys.platform == "darwin"
+        and "seatbelt" not in disabled
+        and os.access(_SANDBOX_EXEC, os.X_OK)
+    ):
+        return "seatbelt"
+    return "host"
+
+
+def _bwrap_args(bwrap: str, root: str, env: dict[str, str], limits: Limits) -> list[str]:
+    """bubblewrap's command line: every namespace, no capabilities, a read-only root with
+    the runtime bound read-only, ``/proc`` of its own pid namespace, a minimal ``/dev``,
+    and a ``/tmp`` of ``limits.disk_mb`` that holds the run directory."""
+    size = str(limits.disk_mb * 1024 * 1024)
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    args.append("--clearenv")
+    for name, value in env.items():
+        args += ["--setenv", name, value]
+    args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
+    if not root.startswith("/tmp/"):
+        args += ["--perms", "0700", "--size", size, "--tmpfs", root]
+    args += ["--perms", "0700", "--dir", root]
+    for path, kind in _runtime():
+        if kind == "symlink":
+            args += ["--symlink", os.readlink(path), path]
+        else:
+            args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--remount-ro", "/"]
+    args += ["--chdir", root, "--"]
+    return args
+
+
+def _seatbelt_quote(path: str) -> str:
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def seatbelt_profile(root: str, readable: Sequence[str], interpreter: str, processes: int) -> str:
+    """The macOS Seatbelt (``sandbox-exec``) profile of one run: nothing is allowed but
+    reading the runtime (``readable``) and the run directory ``root``, writing in
+    ``root``, executing the interpreter, and forking when ``processes`` allows. No network
+    of any kind. Not tested on macOS by referee's own tests (see docs/sandbox.md)."""
+    q = _seatbelt_quote
+    system = ("/System", "/usr/lib", "/usr/share", "/private/var/db/dyld", "/Library/Apple")
+    reads = " ".join(f"(subpath {q(path)})" for path in (*system, *readable, root))
+    devices = " ".join(
+        f"(literal {q('/dev/' + name)})" for name in ("null", "zero", "random", "urandom")
+    )
+    lines = [
+        "(version 1)",
+        "(deny default)",
+        f"(allow process-exec (literal {q(interpreter)}))",
+        "(allow file-read-metadata)",
+        "(allow sysctl-read)",
+        "(allow signal (target same-sandbox))",
+        f"(allow file-read* {reads} {devices})",
+        f'(allow file-write* (subpath {q(root)}) (literal "/dev/null"))',
+        "(deny network*)",
+    ]
+    if processes:
+        lines.insert(3, "(allow process-fork)")
+        lines.insert(4, f"(allow process-exec {reads})")
+    return "\n".join(lines) + "\n"
+
+
+_DENIED_SYSCALLS = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "mount",
+    "umount",
+    "umount2",
+    "unshare",
+    "setns",
+    "pivot_root",
+    "chroot",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "syslog",
+    "quotactl",
+    "name_to_handle_at",
+    "open_by_handle_at",
+)
+_NAMESPACE_FLAGS = (
+    0x00020000,
+    0x02000000,
+    0x04000000,
+    0x08000000,
+    0x10000000,
+    0x20000000,
+    0x40000000,
+)
+_AF_INET, _AF_INET6 = 2, 10
+_METADATA_SYSCALLS = (
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "chown",
+    "fchown",
+    "lchown",
+    "fchownat",
+    "utime",
+    "utimes",
+    "futimesat",
+    "utimensat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+)
+
+
+def _seccomp_module() -> Any:
+    """libseccomp's Python API: its own bindings where installed (Debian's
+    ``python3-seccomp``), else ``pyseccomp``, the same API over ctypes."""
+    try:
+        import seccomp  # type: ignore[import-not-found]
+
+        return seccomp
+    except ImportError:
+        pass
+    try:
+        import pyseccomp  # type: ignore[import-untyped]
+
+        return pyseccomp
+    except (ImportError, OSError):  # OSError: libseccomp.so.2 is not installed
+        return None
+
+
+def _compile_seccomp(lib: Any, namespaced: bool) -> str:
+    import errno
+
+    deny = lib.ERRNO(errno.EPERM)
+    flt = lib.SyscallFilter(lib.ALLOW)
+    for name in _DENIED_SYSCALLS:
+        with contextlib.suppress(ValueError, OSError, RuntimeError):
+            flt.add_rule(deny, name)
+    for flag in _NAMESPACE_FLAGS:  # clone() into new namespaces
+        flt.add_rule(deny, "clone", lib.Arg(0, lib.MASKED_EQ, flag, flag))
+    # clone3 passes its flags in memory a filter cannot read: ENOSYS makes the C library
+    # fall back to clone(), whose flags it can.
+    with contextlib.suppress(ValueError, OSError, RuntimeError):
+        flt.add_rule(lib.ERRNO(errno.ENOSYS), "clone3")
+    refuse = lib.ERRNO(errno.EACCES)
+    if namespaced:  # internet sockets reach nothing in an empty network namespace
+        for family in range(64):
+            if family not in (_AF_INET, _AF_INET6):
+                flt.add_rule(refuse, "socket", lib.Arg(0, lib.EQ, family))
+        flt.add_rule(refuse, "socket", lib.Arg(0, lib.GE, 64))
+    else:  # no socket at all; socketpair() stays; nobody leaves the group killed at the end
+        flt.add_rule(refuse, "socket")
+        flt.add_rule(deny, "setsid")
+        flt.add_rule(deny, "setpgid")
+        # On the host's file system Landlock governs contents, not metadata: without a
+        # read-only view, the modes, owners, times and attributes of the user's own files
+        # (a virtual environment in their home) would be the code's to change.
+        for name in _METADATA_SYSCALLS:
+            with contextlib.suppress(ValueError, OSError, RuntimeError):
+                flt.add_rule(deny, name)
+    with tempfile.TemporaryFile() as handle:
+        flt.export_bpf(handle)
+        handle.seek(0)
+        return handle.read().hex()
+
+
+@functools.lru_cache(maxsize=1)
+def _seccomp_programs() -> dict[str, str] | None:
+    """The two seccomp filters, compiled once by libseccomp into BPF that the child
+    loads with one prctl(); None where libseccomp or its Python API is missing."""
+    if not sys.platform.startswith("linux"):
+        return None
+    lib = _seccomp_module()
+    if lib is None:
+        return None
+    try:
+        return {
+            "namespaced": _compile_seccomp(lib, namespaced=True),
+            "host": _compile_seccomp(lib, namespaced=False),
+        }
+    except (ValueError, OSError, RuntimeError, AttributeError):
+        return None
 
 
 def _environment(directory: str) -> dict[str, str]:
@@ -352,13 +729,13 @@ def _sweep(directory: str) -> None:
                     os.kill(int(name), signal.SIGKILL)
 
 
-def _command(job_path: str) -> list[str]:
+def _command(job_ref: str) -> list[str]:
     # Not -I: it implies -E, which would ignore PYTHONHASHSEED. The environment is built
     # from nothing instead, which is what -E protects against.
     flags = ["-S", "-s", "-u", "-B"]
     if sys.version_info >= (3, 11):
         flags.append("-P")
-    return [sys.executable, *flags, "-c", _boot_source(), job_path]
+    return [_interpreter(), *flags, "-c", _boot_source(), job_ref]
 
 
 def _safe_relative(name: str) -> PurePosixPath:
@@ -366,13 +743,6 @@ def _safe_relative(name: str) -> PurePosixPath:
     if not name or path.is_absolute() or ".." in path.parts or not path.parts:
         raise SandboxError(f"sandbox file name must be a relative path inside it: {name!r}")
     return path
-
-
-def _chown_tree(directory: str, uid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(directory):
-        os.chown(dirpath, uid, uid)
-        for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
 
 
 def _remove_tree(directory: str) -> None:
@@ -410,46 +780,120 @@ def _seconds(value: float) -> str:
     return f"{value:g}"
 
 
+def _refused(reason: str, containment: tuple[str, ...] = (), started: float = 0.0) -> SandboxResult:
+    return SandboxResult(
+        status="refused",
+        message=f"model-written code was not run: {reason}; set {MODE_ENV}=weak to run it "
+        "with weaker protection (docs/sandbox.md)",
+        containment=containment,
+        duration_s=round(time.monotonic() - started, 4) if started else 0.0,
+    )
+
+
+def _platform_refusal(plan: str) -> str | None:
+    if plan == "host" and not sys.platform.startswith("linux"):
+        if sys.platform == "darwin":
+            return f"no kernel sandbox here ({_SANDBOX_EXEC} is missing or switched off)"
+        return f"no kernel sandbox on {sys.platform}"
+    return None
+
+
+def _job_channel(job: dict[str, Any], root: str) -> tuple[str, int]:
+    """Hand the job over in an anonymous memory file where there is one (nothing the code
+    could find on disk), else in a file the child deletes first thing."""
+    data = json.dumps(job).encode("utf-8")
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("referee-job", os.MFD_CLOEXEC)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        return f"fd:{fd}", fd
+    path = os.path.join(root, ".referee-job.json")
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return path, -1
+
+
+def _disk_used(directory: str, cap: int) -> int:
+    """Bytes under ``directory`` (allocated blocks), counting at most ``cap`` entries."""
+    total = seen = 0
+    stack = [directory]
+    while stack and seen < cap:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                seen += 1
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    total += getattr(info, "st_blocks", 0) * 512 or info.st_size
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+    return total
+
+
 def _run(job: dict[str, Any], files: dict[str, str], limits: Limits) -> SandboxResult:
     started = time.monotonic()
-    relative = {_safe_relative(name): text for name, text in files.items()}
+    relative = {_safe_relative(name).as_posix(): text for name, text in files.items()}
     if os.name != "posix":
         return SandboxResult(status="error", message="the sandbox needs a POSIX system")
+    strict = _mode(limits) == "strict"
+    disabled = _disabled()
+    plan = _plan(disabled)
+    problem = _platform_refusal(plan)
+    if problem and strict:
+        return _refused(problem, started=started)
     directory = tempfile.mkdtemp(prefix="referee-sandbox-")
-    read_fd = write_fd = -1
+    stage = ""
+    fds: list[int] = []
     try:
         root = os.path.realpath(directory)
-        for path, text in relative.items():
-            target = Path(root, *path.parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        if plan == "namespaces":  # where the child mounts its new root
+            stage = tempfile.mkdtemp(prefix="referee-stage-")
         read_fd, write_fd = os.pipe()
+        status_read, status_write = os.pipe()
+        fds += [read_fd, write_fd, status_read, status_write]
+        tmpfs = ["/tmp"] if root.startswith("/tmp/") else ["/tmp", root]
         job = {
             **job,
             "root": root,
+            "stage": stage,
+            "files": relative,
             "result_fd": write_fd,
+            "status_fd": status_write,
             "parent_uid": os.getuid(),
-            # REFEREE_SANDBOX_NAMESPACES=0: for kernels where namespaces misbehave, and to
-            # test the audit-hook fallback on kernels where they work.
-            "namespaces": os.environ.get("REFEREE_SANDBOX_NAMESPACES", "1") != "0",
+            "drop_to": _NOBODY,
+            "plan": plan,
+            "strict": strict,
+            "disabled": sorted(disabled),
+            "runtime": [list(entry) for entry in _runtime()],
+            "tmpfs": tmpfs,
+            "seccomp": None if "seccomp" in disabled else _seccomp_programs(),
             "limits": limits.model_dump(),
         }
-        job_path = os.path.join(root, ".referee-job.json")
-        with open(job_path, "w", encoding="utf-8") as handle:
-            json.dump(job, handle)
-        extra: dict[str, Any] = {}
-        if _can_drop_root():
-            _chown_tree(root, _NOBODY)
-            extra = {"user": _NOBODY, "group": _NOBODY, "extra_groups": []}
+        job_ref, job_fd = _job_channel(job, root)
+        if job_fd >= 0:
+            fds.append(job_fd)
+        env = _environment(root)
+        command = _command(job_ref)
+        if _can_drop_root() or (plan == "namespaces" and os.getuid() == 0):
+            os.chown(root, _NOBODY, _NOBODY)  # the code runs as nobody
+        extra = _as_nobody()
+        if plan == "bwrap":
+            bwrap = _bwrap()
+            assert bwrap is not None
+            command = _bwrap_args(bwrap, root, env, limits) + command
+        elif plan == "seatbelt":
+            readable = [path for path, kind in _runtime() if kind != "symlink"]
+            profile = seatbelt_profile(root, readable, _interpreter(), limits.processes)
+            command = [_SANDBOX_EXEC, "-p", profile, *command]
         try:
             proc = subprocess.Popen(
-                _command(job_path),
+                command,
                 cwd=root,
-                env=_environment(root),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(write_fd,),
+                pass_fds=tuple(fd for fd in (write_fd, status_write, job_fd) if fd >= 0),
                 start_new_session=True,
                 close_fds=True,
                 **extra,
@@ -460,10 +904,13 @@ def _run(job: dict[str, Any], files: dict[str, str], limits: Limits) -> SandboxR
                 message=f"sandbox could not start: {exc.strerror or exc}",
                 duration_s=time.monotonic() - started,
             )
-        os.close(write_fd)
-        write_fd = -1
+        for fd in (write_fd, status_write, job_fd):
+            if fd >= 0:
+                os.close(fd)
+                fds.remove(fd)
+        watch = root if plan in ("host", "seatbelt") else None
         try:
-            outcome = _collect(proc, read_fd, limits, started)
+            outcome = _collect(proc, read_fd, status_read, limits, started, watch)
         finally:
             _kill_group(proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -471,16 +918,21 @@ def _run(job: dict[str, Any], files: dict[str, str], limits: Limits) -> SandboxR
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+        over = watch is not None and _disk_used(watch, 20000) > limits.disk_mb * 1024 * 1024
+        if over and not outcome.stopped:  # what it wrote since the last look
+            outcome.stopped = "disk"
         result = _result(job["mode"], proc.returncode, outcome, limits, started)
-        if limits.processes and "pidns" not in result.containment and os.path.isdir("/proc"):
+        if "pidns" not in result.containment and os.path.isdir("/proc"):
             _sweep(root)
         return result
     finally:
-        for fd in (read_fd, write_fd):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         _remove_tree(directory)
+        if stage:
+            with contextlib.suppress(OSError):
+                os.rmdir(stage)
 
 
 class _Outcome:
@@ -488,23 +940,35 @@ class _Outcome:
         self.stdout = bytearray()
         self.stderr = bytearray()
         self.channel = bytearray()
-        self.stopped: str | None = None  # "timeout" / "output-limit": we killed it
+        self.status = bytearray()  # the monitor's report: how the code's process ended
+        self.stopped: str | None = None  # "timeout" / "output-limit" / "disk": we killed it
 
 
-def _collect(proc: subprocess.Popen[bytes], channel: int, limits: Limits, started: float):
-    """Read stdout, stderr and the result channel until they close, the run times out, or
-    its output passes the cap; never hold more than the cap in memory."""
+def _collect(
+    proc: subprocess.Popen[bytes],
+    channel: int,
+    status: int,
+    limits: Limits,
+    started: float,
+    watch: str | None = None,
+) -> _Outcome:
+    """Read stdout, stderr, the result channel and the monitor's report until they close,
+    the run times out, its output passes the cap, or (``watch``: a run directory on the
+    host's disk) the directory passes its size; never hold more than the cap in memory."""
     outcome = _Outcome()
     assert proc.stdout is not None and proc.stderr is not None
     buffers = {
         proc.stdout.fileno(): outcome.stdout,
         proc.stderr.fileno(): outcome.stderr,
         channel: outcome.channel,
+        status: outcome.status,
     }
     output_cap = limits.output_kb * 1024
     channel_cap = _value_cap(limits) * 7 + 65536  # JSON escaping of a capped repr
+    disk_cap = limits.disk_mb * 1024 * 1024
     deadline = started + limits.timeout_s
     exited_at: float | None = None
+    next_disk_check = started + 0.05
     with selectors.DefaultSelector() as selector:
         for fd in buffers:
             os.set_blocking(fd, False)
@@ -514,11 +978,17 @@ def _collect(proc: subprocess.Popen[bytes], channel: int, limits: Limits, starte
             if now >= deadline:
                 outcome.stopped = "timeout"
                 break
+            if watch is not None and now >= next_disk_check:
+                next_disk_check = now + 0.05
+                if _disk_used(watch, 20000) > disk_cap:
+                    outcome.stopped = "disk"
+                    break
             if exited_at is None and _exited(proc):
                 exited_at = now
             if exited_at is not None and now - exited_at > _GRACE_S:
                 break  # its children hold the pipes open; the group is killed next
-            for key, _ in selector.select(timeout=min(deadline - now, 0.1)):
+            wait = 0.05 if watch is not None else 0.1
+            for key, _ in selector.select(timeout=min(deadline - now, wait)):
                 fd = key.fd
                 try:
                     data = os.read(fd, 65536)
@@ -530,10 +1000,12 @@ def _collect(proc: subprocess.Popen[bytes], channel: int, limits: Limits, starte
                 buffer = buffers[fd]
                 if fd == channel:
                     room = channel_cap - len(buffer)
+                elif fd == status:
+                    room = 4096 - len(buffer)
                 else:
                     room = output_cap - len(outcome.stdout) - len(outcome.stderr)
                 buffer += data[: max(room, 0)]
-                if len(data) > room:
+                if len(data) > room and fd != status:
                     outcome.stopped = "output-limit"
                     break
             if outcome.stopped:
@@ -543,10 +1015,14 @@ def _collect(proc: subprocess.Popen[bytes], channel: int, limits: Limits, starte
     return outcome
 
 
-def _messages(channel: bytes) -> tuple[tuple[str, ...], dict[str, Any] | None]:
+def _messages(
+    data: bytes,
+) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, Any] | None, str | None]:
     containment: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
     result = None
-    for line in bytes(channel).split(b"\n"):
+    refused = None
+    for line in bytes(data).split(b"\n"):
         try:
             message = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -555,9 +1031,22 @@ def _messages(channel: bytes) -> tuple[tuple[str, ...], dict[str, Any] | None]:
             continue
         if "containment" in message and not containment:
             containment = tuple(str(item) for item in message["containment"])
+            notes = tuple(str(item)[:300] for item in message.get("notes") or ())
+        elif "refused" in message and refused is None:
+            refused = str(message["refused"])[:500]
         elif "result" in message:
             result = message
-    return containment, result
+    return containment, notes, result, refused
+
+
+def _monitor_report(data: bytes) -> dict[str, int]:
+    report: dict[str, int] = {}
+    for line in bytes(data).split(b"\n"):
+        with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError):
+            message = json.loads(line)
+            if isinstance(message, dict):
+                report.update({k: int(v) for k, v in message.items()})
+    return report
 
 
 _SUMMARY = re.compile(
@@ -585,13 +1074,22 @@ def _result(
 ) -> SandboxResult:
     stdout = outcome.stdout.decode("utf-8", errors="replace")
     stderr = outcome.stderr.decode("utf-8", errors="replace")
-    containment, reported = _messages(outcome.channel)
+    containment, notes, reported, refused = _messages(outcome.channel)
+    if refused is not None:
+        return _refused(refused, containment, started)
+    monitor = _monitor_report(outcome.status)
+    if "wait_status" in monitor:
+        # How the code's process itself ended, as its monitor saw it (under bubblewrap
+        # the process we started is bubblewrap, which reports a signal as 128 + n).
+        with contextlib.suppress(ValueError):
+            returncode = os.waitstatus_to_exitcode(monitor["wait_status"])
     common = {
         "stdout": stdout,
         "stderr": stderr,
         "returncode": returncode,
         "duration_s": round(time.monotonic() - started, 4),
         "containment": containment,
+        "notes": notes,
     }
     summary = _pytest_summary(stdout) if mode == "pytest" else None
 
@@ -602,6 +1100,14 @@ def _result(
         return done("timeout", f"timed out after {_seconds(limits.timeout_s)} s")
     if outcome.stopped == "output-limit":
         return done("output-limit", f"output passed {limits.output_kb} KB; stopped, truncated")
+    if outcome.stopped == "disk":
+        return done("error", f"the run directory passed its disk limit of {limits.disk_mb} MB")
+    if "memory_kb" in monitor:
+        used = monitor["memory_kb"] // 1024
+        return done(
+            "memory",
+            f"its processes together used {used} MB (limit {limits.memory_mb} MB); all killed",
+        )
     if reported is not None:
         kind = reported.get("result")
         message = str(reported.get("message", ""))[:300]

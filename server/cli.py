@@ -1063,9 +1063,10 @@ def doctor(runtime: str | None, judge_model: str | None) -> None:
     """Check that the judge's model runs on this machine: start the model process, load
     the model, decode a few tokens, and say how fast.
 
-    Prints the CPU and its features that matter (AMX), the runtime mode and why it was
-    chosen, where the model comes from, the load time and tokens per second. The model
-    runs in its own process: if it crashes, this says how, and exits 2.
+    Prints the CPU and its features that matter (AMX), what contains arbitration's
+    sandbox here (or why it would refuse to run), the runtime mode and why it was chosen,
+    where the model comes from, the load time and tokens per second. The model runs in
+    its own process: if it crashes, this says how, and exits 2.
 
     \b
     Exit status: 0 the model answered, 2 it cannot run here (the reason is printed).
@@ -1093,6 +1094,13 @@ def doctor(runtime: str | None, judge_model: str | None) -> None:
     cpu = runtimes.this_cpu()
     row("cpu", cpu.model or "unknown")
     row("amx", ", ".join(cpu.amx) if cpu.amx else "no")
+    from referee.checks import sandbox
+
+    contained = sandbox.evaluate("", "None")  # what arbitration's model-written code gets
+    if contained.status == "ok":
+        row("sandbox", ", ".join(contained.containment))
+    else:
+        row("sandbox", contained.message)
     row("backend", config.backend)
     if config.backend == "openai":
         row("server", config.url or "(judge.url is not set)")

@@ -717,3 +717,21 @@ def test_a_cancelled_arbitration_stops_and_queues_nothing(tmp_path: Path):
     with pytest.raises(Cancelled):
         run(root, "tests/test_text.py::test_vowels", model, cancelled=lambda: True)
     assert model.calls == [] and not (root / review.QUEUE).exists()
+
+
+def test_without_a_sandbox_boundary_nothing_runs_and_it_is_unclear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Fail closed: where the sandbox has no kernel boundary, no oracle is written or run,
+    no patch is tried, and the verdict says why and which setting allows the weak mode."""
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    monkeypatch.setenv("REFEREE_SANDBOX_DISABLE", "bwrap,userns,landlock,seccomp")
+    monkeypatch.delenv("REFEREE_SANDBOX", raising=False)
+    model = scripted([ORACLE], [GOOD_PATCH])
+    result = run(root, "tests/test_text.py::test_vowels", model)
+    verdict = result.verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None and result.new_text is None
+    assert verdict.reason.startswith("model-written code was not run: ")
+    assert "REFEREE_SANDBOX=weak" in verdict.reason
+    assert model.calls == []
+    assert (root / "text.py").read_text() == BUGGY

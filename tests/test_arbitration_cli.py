@@ -117,6 +117,21 @@ def test_usage_errors_exit_2_with_a_clear_message(tmp_path: Path, referee):
         assert message in done.stderr, done.stderr
 
 
+def test_without_a_sandbox_boundary_it_says_so_once_and_writes_nothing(
+    tmp_path: Path, referee, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("REFEREE_SANDBOX_DISABLE", "bwrap,userns,landlock,seccomp")
+    monkeypatch.delenv("REFEREE_SANDBOX", raising=False)
+    tests = TESTS.format(expected="4")
+    root = write(tmp_path, {"referee.toml": "", "text.py": DOC, "tests/test_text.py": tests})
+    done = referee("arbitrate", "tests/test_text.py::test_vowels", "--apply", cwd=root)
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    said = [line for line in done.stdout.splitlines() if "model-written code was not run" in line]
+    assert len(said) == 1 and said[0].startswith("UNCLEAR: "), done.stdout
+    assert "REFEREE_SANDBOX=weak" in said[0]
+    assert (root / "tests/test_text.py").read_text(encoding="utf-8") == tests
+
+
 def test_json_verdict_has_the_documented_fields_and_apply_writes_only_the_literal(
     tmp_path: Path, referee
 ):

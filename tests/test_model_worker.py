@@ -385,6 +385,7 @@ def test_doctor_exits_2_with_the_reason_when_the_model_crashes(
     assert done.returncode == 2
     assert "the model process crashed: signal 11 (SIGSEGV)" in done.stderr
     assert "amx:" in done.stdout and "runtime:" in done.stdout
+    assert "sandbox:" in done.stdout and "audit-hook" in done.stdout
 
 
 def test_ctrl_c_while_the_model_works_still_reports_l0_l1(fake_model, tmp_path, monkeypatch):

@@ -7,36 +7,78 @@ switched off (``REFEREE_SANDBOX_NAMESPACES=0``), where the audit hook is what re
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from referee.checks import sandbox as sandbox_module
 from referee.checks.sandbox import (
+    MECHANISMS,
     Limits,
     SandboxError,
     SandboxResult,
+    boundary_problem,
     evaluate,
     run_pytest,
+    seatbelt_profile,
     values_equal,
 )
 
 QUICK = Limits(timeout_s=2.0, cpu_s=2, memory_mb=256, output_kb=64)
 
 
-@pytest.fixture(params=["namespaces", "hook-only"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+@pytest.fixture(params=["kernel", "hook-only"])
+def mode(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    probe_account: tuple[int, str, list[str]] | None,
+) -> str:
+    monkeypatch.delenv("REFEREE_SANDBOX_DISABLE", raising=False)
     if request.param == "hook-only":
+        # what is left without any kernel boundary: allowed only in the weak mode
         monkeypatch.setenv("REFEREE_SANDBOX_NAMESPACES", "0")
+        monkeypatch.setenv("REFEREE_SANDBOX_DISABLE", "landlock,seccomp")
+        monkeypatch.setenv("REFEREE_SANDBOX", "weak")
+        if os.getuid() == 0 and not sandbox_module._can_drop_root():
+            # Nothing would stop the hostile programs but the hook, and they would run as
+            # root: run them as the unprivileged probe account instead.
+            if probe_account is None:
+                pytest.skip("as root, hook-only runs need an unprivileged account")
+            probe = Probe("user", probe_account, "landlock")
+            hook_only = "bwrap,userns,landlock,seccomp"
+
+            def evaluate_as_user(code, call, *, limits=Limits(), files=None):  # noqa: B008
+                return probe.run(
+                    code, call, limits=limits, files=files, disable=hook_only, mode="weak"
+                )
+
+            def run_pytest_as_user(files, args, *, limits=Limits()):  # noqa: B008
+                return probe.run(
+                    kind="pytest",
+                    files=files,
+                    args=args,
+                    limits=limits,
+                    disable=hook_only,
+                    mode="weak",
+                )
+
+            monkeypatch.setitem(globals(), "evaluate", evaluate_as_user)
+            monkeypatch.setitem(globals(), "run_pytest", run_pytest_as_user)
     else:
         monkeypatch.delenv("REFEREE_SANDBOX_NAMESPACES", raising=False)
+        monkeypatch.delenv("REFEREE_SANDBOX", raising=False)
     return request.param
 
 
@@ -188,24 +230,85 @@ def test_network_connection_never_arrives(mode: str) -> None:
         "mknod",
     ],
 )
-def test_writing_outside_its_directory_is_refused(mode: str, attack: str, tmp_path: Path) -> None:
-    target = tmp_path / "escaped.txt"
+def test_writing_outside_its_directory_is_refused(mode: str, attack: str, reachable: Path) -> None:
+    reachable.chmod(0o777)  # only the sandbox stands in the way
+    target = reachable / "escaped.txt"
     result = evaluate(f"TARGET = {str(target)!r}\n{attack}\n", "1", limits=QUICK)
     _not_ok(result, "error")
-    assert "sandbox:" in result.message
+    if mode == "hook-only":
+        assert "sandbox:" in result.message
+    else:  # the hook, or the kernel: the directory is not even there to see
+        assert result.message.startswith(("PermissionError", "FileNotFoundError", "OSError"))
     assert not target.exists()
 
 
 def test_removing_outside_through_a_directory_descriptor_is_refused(
-    mode: str, tmp_path: Path
+    mode: str, reachable: Path
 ) -> None:
-    victim = tmp_path / "keep.txt"
+    reachable.chmod(0o777)
+    victim = reachable / "keep.txt"
     victim.write_text("kept")
-    attack = (
-        f"import os\nd = os.open({str(tmp_path)!r}, os.O_RDONLY)\nos.unlink('keep.txt', dir_fd=d)\n"
-    )
+    attack = f"import os\nd = os.open({str(reachable)!r}, os.O_RDONLY)\n"
+    attack += "os.unlink('keep.txt', dir_fd=d)\n"
     _not_ok(evaluate(attack, "1", limits=QUICK), "error")
     assert victim.read_text() == "kept"
+
+
+HOOK_HOLES = {
+    # the audit hook's known holes (realworld README §3), each closed in the hook itself
+    "hard-link": "import os\nos.link(VICTIM, 'inside')\nopen('inside', 'w').write('escaped')\n",
+    "dir_fd-after-chdir": (
+        "import os\nos.mkdir('sub')\nhere = os.open('.', os.O_RDONLY)\nos.chdir('sub')\n"
+        "up = os.open('..', os.O_RDONLY, dir_fd=here)\n"
+        "name = os.path.relpath(VICTIM, os.path.dirname(os.path.dirname(os.getcwd())))\n"
+        "os.write(os.open(name, os.O_WRONLY | os.O_TRUNC, dir_fd=up), b'escaped')\n"
+    ),
+    "chdir-outside": (
+        "import os\nos.chdir(os.path.dirname(VICTIM))\nopen('victim.txt', 'w').write('escaped')\n"
+    ),
+    "fchmod-read-only-descriptor": "import os\nos.chmod(os.open(VICTIM, os.O_RDONLY), 0o777)\n",
+    "utime-read-only-descriptor": "import os\nos.utime(os.open(VICTIM, os.O_RDONLY), (0, 0))\n",
+    "mkfifo-original": (
+        "import os\nFIFO = os.path.dirname(VICTIM) + '/fifo'\n"
+        "for cell in os.mkfifo.__closure__ or ():\n"
+        "    if getattr(cell.cell_contents, '__name__', '') == 'mkfifo':\n"
+        "        cell.cell_contents(FIFO)\n"
+        "os.mkfifo.__kwdefaults__['_original'](FIFO)\n"
+    ),
+    "hook-neutered-by-gc": "import gc\nfound = gc.get_objects()\n",
+    "hook-code-swapped": "def f():\n    pass\nf.__code__ = (lambda: 1).__code__\n",
+    "reload-posix": "import importlib, posix\nimportlib.reload(posix)\n",
+}
+
+
+@pytest.mark.parametrize("hole", list(HOOK_HOLES), ids=list(HOOK_HOLES))
+def test_the_hooks_known_holes_are_closed(mode: str, hole: str, reachable: Path) -> None:
+    reachable.chmod(0o777)
+    victim = reachable / "victim.txt"
+    victim.write_text("kept")
+    victim.chmod(0o666)
+    before = victim.stat()
+    result = evaluate(f"VICTIM = {str(victim)!r}\n{HOOK_HOLES[hole]}", "1", limits=QUICK)
+    _not_ok(result, "error")
+    if mode == "hook-only":
+        assert "sandbox:" in result.message
+    after = victim.stat()
+    assert victim.read_text() == "kept"
+    assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
+    assert sorted(p.name for p in reachable.iterdir()) == ["victim.txt"]
+
+
+def test_a_unix_socket_given_as_a_plain_int_family_is_refused_by_the_hook(
+    monkeypatch: pytest.MonkeyPatch, reachable: Path
+) -> None:
+    """With a network namespace the hook allows sockets but not path-named unix ones (they
+    reach the host's daemons in any namespace); ``_socket.socket(1, 1)`` has an int family."""
+    monkeypatch.setenv("REFEREE_SANDBOX_DISABLE", "seccomp")  # the hook, not seccomp, refuses
+    monkeypatch.delenv("REFEREE_SANDBOX", raising=False)
+    code = "import _socket\ns = _socket.socket(1, 1)\ns.connect('/nonexistent/agent.sock')\n"
+    result = evaluate(code, "1", limits=QUICK)
+    _not_ok(result, "error")
+    assert result.message == "PermissionError: sandbox: network access is not allowed", result
 
 
 def test_descriptors_and_databases_inside_its_directory_still_work(mode: str) -> None:
@@ -400,7 +503,8 @@ def test_a_value_is_not_held_up_by_threads_or_atexit() -> None:
         "atexit.register(time.sleep, 60)\n"
         "os._exit = None\n"
     )
-    result = evaluate(code, "'done'", limits=QUICK)
+    # a thread is a task RLIMIT_NPROC counts: it needs one process allowed
+    result = evaluate(code, "'done'", limits=QUICK.model_copy(update={"processes": 1}))
     assert (result.status, result.value) == ("ok", "'done'")
     assert result.duration_s < 1.5
 
@@ -453,6 +557,8 @@ def test_a_directory_made_read_only_is_still_removed() -> None:
     code = "import os\nos.makedirs('locked/deep')\nopen('locked/deep/f', 'w').write('x')\n"
     code += "os.chmod('locked/deep', 0o500)\nos.chmod('locked', 0o500)\n"
     result = evaluate(code, "os.getcwd()", limits=QUICK)
+    if "seccomp-nosocket" in result.containment:
+        pytest.skip("without namespaces, seccomp refuses chmod (docs/sandbox.md)")
     assert result.status == "ok", result
     assert not Path(result.value_json).exists()
 
@@ -471,7 +577,7 @@ def test_containment_is_reported() -> None:
 
 def test_namespaces_switched_off_leave_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REFEREE_SANDBOX_NAMESPACES", "0")
-    result = evaluate("", "1", limits=QUICK)
+    result = evaluate("", "1", limits=QUICK.model_copy(update={"sandbox": "weak"}))
     assert "netns" not in result.containment
     assert "audit-hook" in result.containment
 
@@ -602,3 +708,655 @@ def _cmdline_and_environ(pid: int) -> bytes:
         with contextlib.suppress(OSError):
             data += Path(f"/proc/{pid}/{name}").read_bytes()
     return data
+
+
+# -- the kernel boundary ------------------------------------------------------------------
+#
+# Each hostile program below runs with the audit hook switched off, so that what stops it
+# is the kernel alone: bubblewrap, the child's own namespaces, or Landlock and seccomp
+# without namespaces. Each runs in a separate interpreter under an outer bound (RLIMIT_NPROC
+# and RLIMIT_AS set before it starts), as the user running the tests (when not root) and,
+# when root, both as root and as an unprivileged user made for the purpose; as root the
+# sandboxed code itself runs as nobody inside a read-only view. Every target lives under a
+# temporary directory made for the test (reachable by the sandboxed uid, so that nothing
+# but the boundary stands in the way); nothing writes through another process's /proc.
+
+PLANS = {
+    # plan: what REFEREE_SANDBOX_DISABLE switches off to get it, and what proves it held
+    "bwrap": ("hook", "bwrap"),
+    "namespaces": ("bwrap,hook", "mountns"),
+    "landlock": ("bwrap,userns,hook", "landlock"),
+}
+PROBE_USER = "referee-probe"
+_HARNESS = r"""
+import json, site, sys
+for directory in json.loads(sys.argv[1]):
+    site.addsitedir(directory)
+from referee.checks.sandbox import Limits, evaluate, run_pytest
+request = json.load(sys.stdin)
+limits = Limits(**request["limits"])
+if request["kind"] == "pytest":
+    result = run_pytest(request["files"], request["args"], limits=limits)
+else:
+    result = evaluate(request["code"], request["call"], limits=limits, files=request["files"])
+print(result.model_dump_json())
+"""
+
+
+def _gid_of(uid: int) -> int:
+    import pwd
+
+    return pwd.getpwuid(uid).pw_gid
+
+
+def _readable_by_others(path: str) -> bool:
+    current = Path(path).resolve()
+    for part in [current, *current.parents]:
+        mode = part.stat().st_mode
+        if mode & (0o005 if part.is_dir() else 0o004) != (0o005 if part.is_dir() else 0o004):
+            return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def probe_account() -> Iterator[tuple[int, str, list[str]] | None]:
+    """(uid, interpreter, site directories) of an unprivileged user that can run referee:
+    the user running the tests, or, when that is root, an account made with useradd for
+    the session (and removed after it); None when there is no such way here."""
+    import pwd
+    import site as site_module
+
+    if os.getuid() != 0:
+        yield os.getuid(), sys.executable, []
+        return
+    sites = [d for d in site_module.getsitepackages() if os.path.isdir(d)]
+    real = os.path.realpath(sys.executable)
+    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    python = next(
+        (
+            candidate
+            for candidate in (real, f"/usr/bin/{minor}", f"/usr/local/bin/{minor}")
+            if os.path.isfile(candidate)
+            and all(_readable_by_others(p) for p in (candidate, *sites))
+        ),
+        None,
+    )
+    made = False
+    try:
+        uid = pwd.getpwnam(PROBE_USER).pw_uid
+    except KeyError:
+        useradd = ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin"]
+        if python is None or not shutil.which("useradd"):
+            yield None
+            return
+        if subprocess.run([*useradd, PROBE_USER], capture_output=True, check=False).returncode:
+            yield None
+            return
+        uid, made = pwd.getpwnam(PROBE_USER).pw_uid, True
+    try:
+        yield (uid, python, sites) if python is not None else None
+    finally:
+        if made:
+            subprocess.run(["userdel", PROBE_USER], capture_output=True, check=False)
+
+
+@pytest.fixture
+def reachable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A temporary directory the sandboxed uid could reach if nothing stopped it (pytest's
+    own base directory is private to the user running the tests)."""
+    base = Path(tempfile.mkdtemp(prefix="referee-target-"))
+    base.chmod(0o711)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _give(path: Path, uid: int, mode: int) -> None:
+    if os.getuid() == 0:
+        os.chown(path, uid, uid)
+    path.chmod(mode)
+
+
+class Probe:
+    """Runs sandboxed code in a separate, bounded interpreter as one account."""
+
+    def __init__(self, who: str, account: tuple[int, str, list[str]] | None, plan: str) -> None:
+        self.who, self.plan = who, plan
+        self.offered = True
+        if who == "root":
+            self.uid, self.python, self.sites = 0, sys.executable, []
+            self.child_uid = 65534
+        elif who == "root-readable":  # root, with an interpreter nobody can read
+            assert account is not None
+            _, self.python, self.sites = account
+            self.uid, self.child_uid = 0, 65534
+        else:
+            assert account is not None
+            self.uid, self.python, self.sites = account
+            self.child_uid = self.uid
+
+    def run(
+        self,
+        code: str = "",
+        call: str = "None",
+        *,
+        limits: Limits = QUICK,
+        disable: str | None = None,
+        mode: str = "strict",
+        kind: str = "evaluate",
+        files: dict[str, str] | None = None,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> SandboxResult:
+        import json
+        import resource
+
+        request = {
+            "kind": kind,
+            "code": code,
+            "call": call,
+            "files": files or {},
+            "args": args or [],
+            "limits": limits.model_dump(exclude={"sandbox"}),
+        }
+        environment = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            "HOME": tempfile.gettempdir(),
+            "TMPDIR": tempfile.gettempdir(),
+            "REFEREE_SANDBOX_DISABLE": PLANS[self.plan][0] if disable is None else disable,
+            "REFEREE_SANDBOX": mode,
+            **(env or {}),
+        }
+
+        def bound() -> None:  # the outer bound: processes and memory
+            resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
+            resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+        extra: dict[str, object] = {}
+        if self.uid != os.getuid():
+            # the account's own primary group, which need not be numbered like its uid
+            extra = {"user": self.uid, "group": _gid_of(self.uid), "extra_groups": []}
+        done = subprocess.run(
+            [self.python, "-c", _HARNESS, json.dumps(self.sites)],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            env=environment,
+            cwd=tempfile.gettempdir(),
+            timeout=60,
+            preexec_fn=bound,  # a test: no threads started yet
+            check=False,
+            **extra,  # type: ignore[arg-type]
+        )
+        assert done.returncode == 0, done.stderr
+        return SandboxResult.model_validate_json(done.stdout.strip().splitlines()[-1])
+
+    def held(self, result: SandboxResult) -> None:
+        """Fail unless the plan under test is what contained ``result`` where this
+        machine offers it to this account (a broken mechanism must fail the tests, not
+        turn them into refusals); skip where it does not."""
+        proof = PLANS[self.plan][1]
+        if not self.offered:
+            pytest.skip(f"{self.plan} is not offered to {self.who} here")
+        assert result.status != "refused", result
+        assert proof in result.containment, result
+        if self.plan == "landlock":
+            assert "mountns" not in result.containment, result
+        if self.plan == "namespaces":
+            assert "bwrap" not in result.containment, result
+        if _KERNEL["seccomp"]:
+            assert "seccomp" in result.containment, result
+
+
+def _kernel_offers() -> dict[str, bool]:
+    """What this kernel offers, found without referee's sandbox: Landlock's ABI, seccomp,
+    and (per account, below) user namespaces and a working bubblewrap."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    status = Path("/proc/self/status").read_text() if Path("/proc/self/status").exists() else ""
+    import importlib.util
+
+    lib = importlib.util.find_spec("pyseccomp") or importlib.util.find_spec("seccomp")
+    return {"landlock": abi >= 1, "seccomp": "Seccomp:" in status and lib is not None}
+
+
+_KERNEL = (
+    _kernel_offers() if sys.platform.startswith("linux") else {"landlock": False, "seccomp": False}
+)
+
+
+@functools.lru_cache(maxsize=4)
+def _offered(uid: int, python: str) -> dict[str, bool]:
+    """Whether ``uid`` can make user+mount+net+pid namespaces, and run bubblewrap."""
+    extra: dict[str, object] = {}
+    if uid != os.getuid():
+        extra = {"user": uid, "group": _gid_of(uid), "extra_groups": []}
+    flags = 0x10000000 | 0x00020000 | 0x40000000 | 0x20000000
+    userns = subprocess.run(
+        [python, "-S", "-c", f"import ctypes, sys; sys.exit(ctypes.CDLL(None).unshare({flags}))"],
+        capture_output=True,
+        check=False,
+        cwd="/",
+        **extra,  # type: ignore[arg-type]
+    )
+    bwrap = shutil.which("bwrap")
+    works = bwrap is not None and (
+        subprocess.run(
+            [bwrap, "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "true"],
+            capture_output=True,
+            check=False,
+            cwd="/",
+            **extra,  # type: ignore[arg-type]
+        ).returncode
+        == 0
+    )
+    return {"userns": userns.returncode == 0, "bwrap": works}
+
+
+def _probe_params() -> list[object]:
+    whos = ["root", "root-readable", "user"] if os.getuid() == 0 else ["user"]
+    return [pytest.param((who, plan), id=f"{who}-{plan}") for who in whos for plan in PLANS]
+
+
+@pytest.fixture(params=_probe_params())
+def probe(
+    request: pytest.FixtureRequest, probe_account: tuple[int, str, list[str]] | None
+) -> Probe:
+    who, plan = request.param
+    if who != "root" and probe_account is None:
+        pytest.skip("no unprivileged account that can run referee here")
+    if who == "root-readable" and sandbox_module._can_drop_root():
+        pytest.skip("the root runs already use an interpreter nobody can read")
+    probe = Probe(who, probe_account, plan)
+    if who == "root-readable":
+        # root starts the child as nobody, which runs bubblewrap or Landlock itself
+        offers = _offered(65534, probe.python)
+        probe.offered = {
+            "bwrap": offers["bwrap"],
+            "namespaces": _offered(0, probe.python)["userns"],
+            "landlock": _KERNEL["landlock"],
+        }[plan]
+    elif who == "root":
+        # root runs bubblewrap, or Landlock without namespaces, only as nobody, which must
+        # be able to read the interpreter; otherwise the child becomes nobody inside the
+        # user namespace it makes
+        droppable = sandbox_module._can_drop_root()
+        offers = _offered(0, sys.executable)
+        probe.offered = {
+            "bwrap": droppable and offers["bwrap"],
+            "namespaces": offers["userns"],
+            "landlock": droppable and _KERNEL["landlock"],
+        }[plan]
+    else:
+        offers = _offered(probe.uid, probe.python)
+        probe.offered = {
+            "bwrap": offers["bwrap"],
+            "namespaces": offers["userns"],
+            "landlock": _KERNEL["landlock"],
+        }[plan]
+    if not probe.offered:
+        pytest.skip(f"{plan} is not offered to {who} here")
+    return probe
+
+
+def test_the_code_never_runs_as_root(probe: Probe) -> None:
+    result = probe.run("import os\n", "(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())")
+    probe.held(result)
+    assert result.status == "ok", result
+    uid, euid, gid, groups = result.value_json
+    assert 0 not in (uid, euid, gid) and 0 not in groups
+    if probe.who.startswith("root"):
+        assert (uid, euid, gid) == (65534, 65534, 65534)
+        assert "uid-drop" in result.containment
+
+
+def test_a_secret_outside_cannot_be_read(probe: Probe, reachable: Path) -> None:
+    secret = reachable / "secret.txt"
+    secret.write_text("sentinel-c0ffee")
+    _give(secret, probe.child_uid, 0o600)
+    result = probe.run(f"def read():\n    return open({str(secret)!r}).read()\n", "read()")
+    probe.held(result)
+    _not_ok(result, "error")
+    assert "sentinel-c0ffee" not in result.model_dump_json()
+
+
+def test_the_home_directory_is_not_there(probe: Probe) -> None:
+    home = str(Path.home())
+    result = probe.run(f"import os\ndef look():\n    return os.listdir({home!r})\n", "look()")
+    probe.held(result)
+    _not_ok(result, "error")
+
+
+def test_without_a_boundary_the_same_secret_is_read(
+    probe_account: tuple[int, str, list[str]] | None, reachable: Path
+) -> None:
+    """The control: the tests above can fail. With every mechanism off (the weak mode,
+    allowed explicitly), an unprivileged run reads the same secret."""
+    if probe_account is None:
+        pytest.skip("no unprivileged account that can run referee here")
+    probe = Probe("user", probe_account, "landlock")
+    secret = reachable / "secret.txt"
+    secret.write_text("sentinel-c0ffee")
+    _give(secret, probe.child_uid, 0o600)
+    result = probe.run(
+        f"def read():\n    return open({str(secret)!r}).read()\n",
+        "read()",
+        disable=",".join(MECHANISMS),
+        mode="weak",
+    )
+    assert (result.status, result.value_json) == ("ok", "sentinel-c0ffee"), result
+    assert "weak" in result.containment
+
+
+WRITES_OUTSIDE = {
+    "hard-link": "import os\nos.link(VICTIM, 'inside')\nopen('inside', 'w').write('escaped')\n",
+    "dir_fd-after-chdir": (
+        "import os\nos.mkdir('sub')\nd = os.open(os.path.dirname(VICTIM), os.O_RDONLY)\n"
+        "os.chdir('sub')\n"
+        "fd = os.open(os.path.basename(VICTIM), os.O_WRONLY | os.O_TRUNC, dir_fd=d)\n"
+        "os.write(fd, b'escaped')\n"
+    ),
+    "ctypes": (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.open(VICTIM.encode(), 1 | 512)\n"  # O_WRONLY | O_TRUNC
+        "assert fd >= 0, ctypes.get_errno()\nlibc.write(fd, b'escaped', 7)\n"
+    ),
+    "ctypes-new-file": (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.open((os.path.dirname(VICTIM) + '/new.txt').encode(), 1 | 64, 0o644)\n"
+        "assert fd >= 0, ctypes.get_errno()\n"
+    ),
+    "mkfifo": "import os\nos.mkfifo(os.path.dirname(VICTIM) + '/new.txt')\n",
+    "chmod": "import os\nos.chmod(VICTIM, 0o777)\n",
+    "utime": "import os\nos.utime(VICTIM, (0, 0))\n",
+    "ctypes-fchmod": (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = os.open(VICTIM, os.O_RDONLY)\n"
+        "assert libc.fchmod(fd, 0o777) == 0, ctypes.get_errno()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", list(WRITES_OUTSIDE), ids=list(WRITES_OUTSIDE))
+def test_writing_outside_fails(probe: Probe, reachable: Path, attack: str) -> None:
+    victim = reachable / "victim.txt"
+    victim.write_text("kept")
+    _give(victim, probe.child_uid, 0o644)
+    _give(reachable, probe.child_uid, 0o755)
+    before = victim.stat()
+    code = f"VICTIM = {str(victim)!r}\n{WRITES_OUTSIDE[attack]}"
+    result = probe.run(code, "1")
+    probe.held(result)
+    _not_ok(result, "error")
+    assert victim.read_text() == "kept"
+    after = victim.stat()
+    assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
+    assert sorted(p.name for p in reachable.iterdir()) == ["victim.txt"]
+
+
+def test_without_a_boundary_a_hard_link_writes_outside(
+    probe_account: tuple[int, str, list[str]] | None, reachable: Path
+) -> None:
+    """The control for the writes: with nothing in the way, the hard link writes."""
+    if probe_account is None:
+        pytest.skip("no unprivileged account that can run referee here")
+    probe = Probe("user", probe_account, "landlock")
+    victim = reachable / "victim.txt"
+    victim.write_text("kept")
+    _give(victim, probe.child_uid, 0o644)
+    code = f"VICTIM = {str(victim)!r}\n{WRITES_OUTSIDE['hard-link']}"
+    result = probe.run(code, "1", disable=",".join(MECHANISMS), mode="weak")
+    assert result.status == "ok", result
+    assert victim.read_text() == "escaped"
+
+
+PLANT = """import os, sys
+
+
+def test_plant():
+    planted = []
+    for directory in sys.path:
+        if directory.endswith(("site-packages", "dist-packages")):
+            try:
+                with open(os.path.join(directory, "referee-planted.pth"), "w") as handle:
+                    handle.write("import os")
+                planted.append(directory)
+            except OSError:
+                pass
+    assert planted == []
+"""
+
+
+def test_nothing_is_planted_in_site_packages(probe: Probe) -> None:
+    """Persistence: a .pth in site-packages would run in every later Python process."""
+    result = probe.run(kind="pytest", files={"test_plant.py": PLANT}, args=["-q"])
+    probe.held(result)
+    assert result.status == "ok", result
+    for directory in {*probe.sites, *sandbox_module._site_dirs()}:
+        assert not (Path(directory) / "referee-planted.pth").exists()
+
+
+def test_a_path_named_unix_socket_does_not_connect(probe: Probe, reachable: Path) -> None:
+    path = reachable / "agent.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(1)
+        _give(path, probe.child_uid, 0o777)
+        code = (
+            "import _socket\n"
+            "s = _socket.socket(1, 1)\n"  # AF_UNIX, SOCK_STREAM, as plain ints
+            f"s.connect({str(path)!r})\n"
+            "s.send(b'leak')\n"
+        )
+        result = probe.run(code, "1")
+        listener.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    probe.held(result)
+    _not_ok(result, "error")
+
+
+def test_tcp_to_localhost_does_not_connect(probe: Probe) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        code = (
+            "import socket\n"
+            f"connection = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+            "connection.sendall(b'leak')\n"
+        )
+        result = probe.run(code, "1")
+        listener.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    probe.held(result)
+    _not_ok(result, "error")
+
+
+SYSCALLS = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "def call(name, *args):\n"
+    "    result = getattr(libc, name)(*args)\n"
+    "    return result, ctypes.get_errno()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        ("call('ptrace', 0, 0, 0, 0)", "ptrace(PTRACE_TRACEME)"),
+        ("call('unshare', 0x10000000)", "unshare(CLONE_NEWUSER)"),
+        ("call('syscall', 425, 8, 0)", "io_uring_setup"),
+    ],
+    ids=["ptrace", "unshare", "io_uring"],
+)
+def test_seccomp_denies_dangerous_system_calls(probe: Probe, call: str, name: str) -> None:
+    result = probe.run(SYSCALLS, call)
+    probe.held(result)
+    if "seccomp" not in result.containment:
+        pytest.skip("no seccomp here")
+    assert result.status == "ok", result
+    assert result.value_json == [-1, 1], f"{name}: {result.value}"  # EPERM
+    control = probe.run(SYSCALLS, call, disable=PLANS[probe.plan][0] + ",seccomp")
+    assert control.value_json != [-1, 1], f"{name} without seccomp: {control.value}"
+
+
+def test_a_native_fork_bomb_is_bounded_and_leaves_nothing(probe: Probe) -> None:
+    code = (
+        "import ctypes, os, time\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "def bomb():\n"
+        "    started = 0\n"
+        "    for _ in range(1000):\n"
+        "        pid = libc.fork()\n"
+        "        if pid == 0:\n"
+        "            libc.setsid()\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "        if pid < 0:\n"
+        "            break\n"
+        "        started += 1\n"
+        "    return started\n"
+    )
+    before = set(_pids())
+    result = probe.run(code, "bomb()", limits=QUICK.model_copy(update={"timeout_s": 5}))
+    probe.held(result)
+    assert result.status == "ok", result
+    assert result.value_json <= 4, result  # threads of the interpreter aside, none
+    time.sleep(0.3)
+    survivors = [
+        pid
+        for pid in set(_pids()) - before
+        if _uid_of(pid) == probe.child_uid and b"sandbox process runs" in _cmdline_and_environ(pid)
+    ]
+    assert survivors == []
+
+
+def test_processes_together_cannot_pass_the_memory_limit(probe: Probe) -> None:
+    code = (
+        "import os, time\n"
+        "def hog():\n"
+        "    for _ in range(3):\n"
+        "        if os.fork() == 0:\n"
+        "            block = bytearray(150 * 1024 * 1024)\n"
+        "            block[::4096] = b'x' * len(block[::4096])\n"
+        "            time.sleep(30)\n"
+        "            os._exit(0)\n"
+        "    time.sleep(30)\n"
+    )
+    limits = QUICK.model_copy(update={"processes": 3, "timeout_s": 8, "memory_mb": 256})
+    if probe.plan == "landlock":
+        pytest.skip("without a pid namespace the limit is per process (docs/sandbox.md)")
+    result = probe.run(code, "hog()", limits=limits)
+    probe.held(result)
+    _not_ok(result, "memory")
+    assert "together" in result.message
+
+
+def test_the_run_directory_has_a_disk_limit(probe: Probe) -> None:
+    code = (
+        "def fill():\n"
+        "    for n in range(64):\n"
+        "        with open(f'part{n}', 'wb') as f:\n"
+        "            f.write(b'x' * (1024 * 1024))\n"
+    )
+    limits = QUICK.model_copy(update={"disk_mb": 8, "file_size_mb": 2, "timeout_s": 5})
+    result = probe.run(code, "fill()", limits=limits)
+    probe.held(result)
+    _not_ok(result, "error")
+    assert "No space left" in result.message or "disk limit of 8 MB" in result.message
+
+
+def test_without_any_boundary_nothing_runs(probe_account: object, reachable: Path) -> None:
+    """Fail closed: no namespaces, no bubblewrap, no Landlock, no seccomp: the code does
+    not run and the result says why and what setting allows the weaker mode."""
+    marker = reachable / "ran"
+    code = f"open({str(marker)!r}, 'w').write('ran')\n"
+    everything = "bwrap,userns,landlock,seccomp"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("REFEREE_SANDBOX_DISABLE", everything)
+        env.delenv("REFEREE_SANDBOX", raising=False)
+        result = evaluate(code, "1", limits=QUICK)
+        problem = boundary_problem(QUICK)
+    assert result.status == "refused", result
+    assert "REFEREE_SANDBOX=weak" in result.message and "\n" not in result.message
+    assert result.message.startswith("model-written code was not run: ")
+    assert problem == result.message
+    assert not marker.exists()
+
+
+def test_the_weak_mode_runs_what_strict_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_SANDBOX_DISABLE", "bwrap,userns,landlock,seccomp")
+    monkeypatch.setenv("REFEREE_SANDBOX", "weak")
+    result = evaluate("", "6 * 7", limits=QUICK)
+    assert (result.status, result.value) == ("ok", "42"), result
+    assert "weak" in result.containment
+    assert boundary_problem(QUICK) is None
+    strict = QUICK.model_copy(update={"sandbox": "strict"})
+    assert evaluate("", "6 * 7", limits=strict).status == "refused"
+
+
+def test_run_pytest_is_refused_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REFEREE_SANDBOX_DISABLE", "bwrap,userns,landlock,seccomp")
+    monkeypatch.delenv("REFEREE_SANDBOX", raising=False)
+    files = {"test_x.py": "def test_x():\n    assert True\n"}
+    result = run_pytest(files, ["-q"], limits=QUICK)
+    assert result.status == "refused", result
+
+
+def _uid_of(pid: int) -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    return None
+
+
+# -- macOS: the Seatbelt profile ----------------------------------------------------------
+
+
+def test_the_seatbelt_profile_denies_by_default_and_writes_only_the_run_directory() -> None:
+    profile = seatbelt_profile(
+        "/private/var/folders/x/T/referee-sandbox-1",
+        ["/opt/homebrew/Cellar/python@3.12", "/Users/me/project/.venv/lib/python3.12"],
+        "/opt/homebrew/Cellar/python@3.12/bin/python3.12",
+        processes=0,
+    )
+    lines = profile.splitlines()
+    assert lines[:2] == ["(version 1)", "(deny default)"]
+    assert "(deny network*)" in lines
+    writes = [line for line in lines if line.startswith("(allow file-write*")]
+    assert writes == [
+        '(allow file-write* (subpath "/private/var/folders/x/T/referee-sandbox-1") '
+        '(literal "/dev/null"))'
+    ]
+    assert not any("process-fork" in line for line in lines)
+    assert (
+        '(allow process-exec (literal "/opt/homebrew/Cellar/python@3.12/bin/python3.12"))' in lines
+    )
+    assert '(subpath "/Users/me/project/.venv/lib/python3.12")' in profile
+    assert '/Users/me"' not in profile and '(subpath "/Users/me")' not in profile
+
+
+def test_the_seatbelt_profile_allows_forks_only_when_processes_are_allowed() -> None:
+    profile = seatbelt_profile("/tmp/r", ["/usr/local"], "/usr/local/bin/python3", processes=2)
+    assert "(allow process-fork)" in profile.splitlines()
+
+
+def test_the_seatbelt_profile_quotes_paths() -> None:
+    profile = seatbelt_profile('/tmp/a "b"\\c', [], "/usr/bin/python3", processes=0)
+    assert '(subpath "/tmp/a \\"b\\"\\\\c")' in profile
+
+
+def test_macos_without_sandbox_exec_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The only part of the macOS path that runs here: with no Seatbelt, nothing runs."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(sandbox_module, "_SANDBOX_EXEC", "/nonexistent/sandbox-exec")
+    monkeypatch.delenv("REFEREE_SANDBOX", raising=False)
+    result = evaluate("", "1", limits=QUICK)
+    assert result.status == "refused"
+    assert "/nonexistent/sandbox-exec is missing" in result.message

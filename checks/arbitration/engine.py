@@ -266,6 +266,12 @@ class _Context:
         function_relpath = self._relative(function_file)
         files = _LazyFiles(self.root, self.settings)
 
+        # Every way on from here runs code in the sandbox (a reference, oracles, the test
+        # module with a fix); where the sandbox has no kernel boundary, none of it runs.
+        refused = sandbox.boundary_problem(pytest_run_limits(self.config))
+        if refused is not None:
+            return self.unclear(refused)
+
         # --- the truth, from sources that saw neither the body nor the test
         sources: list[OracleResult] = []
         model: Any = None
