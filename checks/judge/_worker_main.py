@@ -150,28 +150,21 @@ def main() -> int:
             op = message.get("op")
             if op == "ping":
                 generations: list[Any] = []
-            elif op == "chat" and hasattr(backend, "chat_batch"):
-                # Through the batched decoder, even alone: it polls between steps, which
-                # is how the parent hears that a slow answer is alive, and how it cancels.
-                single = ChatRequest(
-                    message["messages"],
-                    schema=message.get("schema"),
-                    grammar=message.get("grammar"),
-                    max_tokens=message.get("max_tokens", 256),
-                    temperature=message.get("temperature", 0.0),
-                    seed=message.get("seed"),
-                )
-                generations = backend.chat_batch([single], cancelled=stop)
             elif op == "chat":
-                g = backend.chat(
-                    message["messages"],
-                    schema=message.get("schema"),
-                    grammar=message.get("grammar"),
-                    max_tokens=message.get("max_tokens", 256),
-                    temperature=message.get("temperature", 0.0),
-                    seed=message.get("seed"),
-                )
-                generations = [g]
+                asked = {
+                    "schema": message.get("schema"),
+                    "grammar": message.get("grammar"),
+                    "max_tokens": message.get("max_tokens", 256),
+                    "temperature": message.get("temperature", 0.0),
+                    "seed": message.get("seed"),
+                }
+                if hasattr(backend, "chat_batch"):
+                    # Through the batched decoder, even alone: it polls between steps, which
+                    # is how the parent hears that a slow answer is alive, and how it cancels.
+                    single = ChatRequest(message["messages"], **asked)
+                    generations = backend.chat_batch([single], cancelled=stop)
+                else:
+                    generations = [backend.chat(message["messages"], **asked)]
             elif op == "batch":
                 from referee.checks.judge.backend import chat_batch
 
