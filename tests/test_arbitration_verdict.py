@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from test_arbitration import BUGGY, GOOD_PATCH, LONE_ORACLE, TESTS, project, run, scripted
 
+from referee.checks import review
 from referee.checks.arbitration import fix as fix_module
 from referee.checks.arbitration.capabilities import added_capabilities
 from referee.checks.arbitration.fix import literal_mismatch, unsafe_literal
@@ -299,11 +300,14 @@ def test_a_patch_adding_capabilities_is_refused_before_it_runs_and_the_reason_is
     (patch,) = [p for p in result.verdict.patches if p.origin == "model"]
     assert patch.status == "refused"
     assert patch.capabilities == ("import os (line 1)",)
-    assert "refused before running" in patch.message and "import os" in patch.message
+    assert "import os" in patch.message and "never run" in patch.message
     assert patch.calls_total is None and patch.pytest is None  # it never ran
     assert result.verdict.fix is None and result.new_text is None
     dumped = result.verdict.model_dump(mode="json")
     assert dumped["patches"][-1]["capabilities"] == ["import os (line 1)"]
+    # the person the review queue hands it to sees why
+    (item,) = review.read(root).pending()
+    assert any("refused" in line and "import os" in line for line in item.evidence)
 
 
 @pytest.mark.parametrize(

@@ -224,7 +224,13 @@ class _Context:
             title=title,
             reasons=[verdict.reason],
             evidence=[_evidence_line(r) for r in verdict.oracles]
-            + ([f"produced {verdict.produced}", f"asserted {verdict.asserted}"] if obs else []),
+            + ([f"produced {verdict.produced}", f"asserted {verdict.asserted}"] if obs else [])
+            # why each candidate patch was not offered: refused (and what it added), or
+            # the value referee found wrong
+            + [
+                f"patch {p.candidate} ({p.origin}): {p.status}: {p.message}"
+                for p in verdict.patches
+            ],
         )
         try:
             queued, _ = review.submit(self.root, item)

@@ -439,8 +439,9 @@ def source_fix(
                     candidate=index,
                     origin=origin,
                     status="refused",
-                    message="refused before running: it adds what the original function "
-                    "did not use: " + ", ".join(added),
+                    message="it adds what the original function did not use: "
+                    + ", ".join(added)
+                    + "; never run",
                     capabilities=tuple(added),
                 )
             )
