@@ -20,7 +20,7 @@ could be, and closed again. Loops and sleeps are bounded.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 ESCAPED = "ESCAPED:"
 
@@ -50,10 +50,10 @@ class Attack:
     imports: str
     body: str  # runs inside count_vowels; appends to ``escaped`` what got through
     trigger: str = "always"  # "always", or "patch": only when text != "aeiou"
-    contained_by: tuple[str, ...] = ()  # probes of which one must hold for it to be
-    # contained today; () means always
-    notes: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
+    # probes (tests/red_team/probe.py) of which one must hold for it to be contained;
+    # () means it must be contained everywhere today
+    contained_by: tuple[str, ...] = ()
+    notes: str = ""  # what contains it today, where that is not obvious
 
     def program(self, t: Targets) -> str:
         body = textwrap.dedent(self.body).strip("\n").format(t=t, E=ESCAPED)
@@ -524,8 +524,10 @@ ATTACKS: list[Attack] = [
     Attack(
         "forged-verdict-report",
         "a candidate patch that wraps _pytest.reports.TestReport.from_item_and_call",
-        "import _pytest.reports as reports",
+        "",
         """
+        import _pytest.reports as reports  # here: a reference module imports it outside pytest
+
         cls = reports.TestReport
         if not getattr(cls, "_forged", False):
             original = cls.from_item_and_call
