@@ -534,27 +534,50 @@ class OracleResult(_Model):
 
 
 class PatchResult(_Model):
-    """One candidate patch of the source and how the test module fared against it."""
+    """One candidate patch of the source and how it fared: refused before it ran, or
+    judged by referee on the values it produced for the test module's asserted calls."""
 
     candidate: int = Field(ge=1)
     origin: str = Field(default="model", description="model, or the oracle whose program it is.")
-    status: Literal["passed", "failed", "invalid"]
+    status: Literal["passed", "failed", "invalid", "refused"]
     message: str
+    capabilities: tuple[str, ...] = Field(
+        default=(),
+        description="refused: what the patch would add that the original function did not "
+        "use ('import os (line 3)', 'open() (line 5)'); it never ran.",
+    )
+    calls_verified: int | None = Field(
+        default=None, description="Asserted calls whose value referee compared and found right."
+    )
+    calls_total: int | None = Field(
+        default=None, description="Asserted calls of the test module referee could check by value."
+    )
+    pytest: str | None = Field(
+        default=None,
+        description="pytest's summary from the sandbox that ran the patch: it can refuse a "
+        "patch, never certify one.",
+    )
 
 
 class ArbitrationFix(_Model):
     """The edit arbitration offers: to the test (with a certificate) or to the source."""
 
     side: Literal["test", "source"]
-    title: str = Field(description="'Fix test (certified: 5)' or 'Fix source (passes 3/3 tests)'.")
+    title: str = Field(
+        description="'Fix test (certified: 5)' or 'Fix source (verified 3/3 asserted calls)'."
+    )
     path: str = Field(description="The file edited, relative to the project root.")
     edits: tuple[Edit, ...]
     diff: str = Field(description="The change as a unified diff.")
     content_sha256: str = Field(description="sha256 of the file the edits were computed on.")
     old_value: str | None = Field(default=None, description="Expected value replaced (test).")
     new_value: str | None = Field(default=None, description="Certified value written (test).")
-    tests_passed: int | None = None
-    tests_total: int | None = None
+    calls_verified: int | None = Field(
+        default=None, description="Source: asserted calls referee checked by value and found right."
+    )
+    calls_total: int | None = Field(
+        default=None, description="Source: asserted calls of the test module checked by value."
+    )
 
 
 class ArbitrationVerdict(_Model):

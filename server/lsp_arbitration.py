@@ -7,8 +7,8 @@
 - A code action "Arbitrate this failure" on such a diagnostic runs the command
   ``referee.arbitrate`` with ``[{"uri": str, "line": int}]`` (0-based line): arbitration
   off the event loop, with cancellable work-done progress. It answers with the verdict and,
-  when there is a fix, offers it ("Fix test (certified: …)" / "Fix source (passes N/N
-  tests)"); the fix the user picks is sent as ``workspace/applyEdit`` (undoable in the
+  when there is a fix, offers it ("Fix test (certified: …)" / "Fix source (verified N/N
+  asserted calls)"); the fix the user picks is sent as ``workspace/applyEdit`` (undoable in the
   editor), and a test fix's certificate is written once the edit is applied.
 """
 

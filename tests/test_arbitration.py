@@ -385,7 +385,8 @@ def test_wrong_code_and_right_assertion_is_source_wrong_with_a_patch_passing_the
     assert (verdict.produced, verdict.asserted, verdict.truth) == ("4", "5", "5")
     assert verdict.fix is not None and verdict.fix.side == "source"
     assert verdict.fix.path == "text.py"
-    assert verdict.fix.title == "Fix source (passes 3/3 tests)"
+    assert verdict.fix.title == "Fix source (verified 3/3 asserted calls)"
+    assert (verdict.fix.calls_verified, verdict.fix.calls_total) == (3, 3)
     assert result.new_text is not None and "text.lower()" in result.new_text
     # the oracles' (identical) program came first and failed the module; the model's passed
     assert [(p.origin, p.status) for p in verdict.patches] == [

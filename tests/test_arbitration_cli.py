@@ -236,7 +236,7 @@ def test_count_vowels_story_with_the_real_model(tmp_path: Path, referee, small_m
     assert (verdict["produced"], verdict["asserted"], verdict["truth"]) == ("4", "5", "5")
     fix = verdict["fix"]
     assert fix is not None, verdict["patches"]
-    assert fix["side"] == "source" and fix["tests_passed"] == fix["tests_total"] == 3
+    assert fix["side"] == "source" and fix["calls_verified"] == fix["calls_total"] == 3
     assert verdict["applied"]
     assert (repo / "tests/test_text.py").read_text(encoding="utf-8") == TESTS.format(expected="5")
     rerun = referee("arbitrate", "tests/test_text.py::test_vowels", cwd=repo)

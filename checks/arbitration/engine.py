@@ -24,10 +24,12 @@ from referee.checks.arbitration.fix import (
     SourceFix,
     TestFix,
     fix_test,
+    literal_mismatch,
     pytest_counts,
     pytest_run_limits,
     sha256_text,
     source_fix,
+    unsafe_literal,
 )
 from referee.checks.arbitration.isolate import (
     FunctionSpec,
@@ -52,6 +54,7 @@ from referee.checks.arbitration.truth import (
     reference_evidence,
     reference_for,
 )
+from referee.checks.arbitration.verify import AssertedCall
 from referee.checks.config import DEFAULT_EXCLUDE, Settings, glob_match
 from referee.checks.models import (
     ArbitrationConfig,
@@ -221,7 +224,13 @@ class _Context:
             title=title,
             reasons=[verdict.reason],
             evidence=[_evidence_line(r) for r in verdict.oracles]
-            + ([f"produced {verdict.produced}", f"asserted {verdict.asserted}"] if obs else []),
+            + ([f"produced {verdict.produced}", f"asserted {verdict.asserted}"] if obs else [])
+            # why each candidate patch was not offered: refused (and what it added), or
+            # the value referee found wrong
+            + [
+                f"patch {p.candidate} ({p.origin}): {p.status}: {p.message}"
+                for p in verdict.patches
+            ],
         )
         try:
             queued, _ = review.submit(self.root, item)
@@ -477,10 +486,42 @@ class _Context:
             truth,
             (isolated.assertion_start, isolated.assertion_end),
         )
+        # The value comes from programs (oracles a model wrote, a reference): data, and
+        # data is what gets written — a literal, or a call of a plain name with literal
+        # arguments (Fraction(3, 2)) — never code that does something when the test runs.
+        problem = unsafe_literal(fixed.fix.new_value or "")
+        if problem is not None:
+            return self.unclear(
+                f"the truth ({excerpt(truth)}, from {truth_source}) equals what the code "
+                f"produced, but it is not a value referee writes into a test ({problem}); "
+                "nothing is certified",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
+
+        def still_fails(detail: str) -> Arbitration:
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) equals what the code produced, but "
+                f"the test with `{excerpt(fixed.fix.new_value or '')}` written in still does "
+                f"not pass ({detail}); nothing is certified",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
+
         # The certificate says the corrected test is right, so the corrected test must pass:
         # a value compared within a tolerance but written exactly (0.3 for
         # 0.30000000000000004), or one whose repr names what the module never imported
-        # (Fraction(3, 2)), would otherwise be written, certified, and still fail.
+        # (Fraction(3, 2)), would otherwise be written, certified, and still fail. Where
+        # both are literals referee compares them itself, with the test's operator; then
+        # the corrected test runs in the sandbox — the user's test and the user's code, no
+        # model-written code — which must pass too.
+        mismatch = literal_mismatch(
+            isolated.op, fixed.fix.new_value or "", self.observation.produced
+        )
+        if mismatch is not None:
+            return still_fails(mismatch)
         say(f"running {self.test_id} with the corrected assertion")
         run = sandbox.run_pytest(
             {**files.get(), self.test.path: fixed.new_text},
@@ -489,14 +530,7 @@ class _Context:
         )
         passed, total = pytest_counts(run.message)
         if not (run.status == "ok" and total and passed == total):
-            return self.unclear(
-                f"the truth ({truth}, from {truth_source}) equals what the code produced, but "
-                f"the test with `{excerpt(fixed.fix.new_value)}` written in still does not "
-                f"pass ({run.message or run.status}); nothing is certified",
-                truth=truth,
-                truth_source=truth_source,
-                history=history,
-            )
+            return still_fails(run.message or run.status)
         certificate = {
             "test_id": self.test_id,
             "call": isolated.call,
@@ -565,7 +599,13 @@ class _Context:
             function_relpath,
             self.test.path,
             files.get(),
-            isolated.call,
+            AssertedCall(
+                where=f"{self.test.path}:{isolated.line} ({self.test.name})",
+                function=self.spec.name,
+                arguments=isolated.arguments,
+                expected=truth,
+                op=isolated.op,
+            ),
             obs.produced or f"raises {obs.produced_error}",
             truth,
             backend(),

@@ -2,9 +2,17 @@
 
 A wrong test gets its expected literal replaced by the certified value, written in the
 style of the literal it replaces; nothing else in the file moves. A wrong source gets
-candidate patches from the model; each replaces the function in its module and the whole
-test module runs against it in the sandbox; only a candidate that passes every test is
-offered, and one that special-cases the failing input (the guard's REF330/REF331) never is.
+candidate patches from the model; each replaces the function in its module, and then:
+
+1. a patch that uses a capability the original function did not (files, processes,
+   the network, native code, imports by name, strings run as code, frames — see
+   :mod:`.capabilities`) is refused before anything runs it;
+2. one that special-cases the failing input (the guard's REF330/REF331) is refused too;
+3. referee takes the test module apart into asserted calls and expected values, runs the
+   calls against the patched module in the sandbox, and compares the values itself
+   (:mod:`.verify`): no verdict is read from the process that ran the patch;
+4. pytest runs the whole test module against it in another sandbox run: a failure there
+   refuses the patch, a pass certifies nothing (the patch shared that process).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import ast
 import difflib
 import hashlib
 import math
+import posixpath
 import re
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from referee.checks import sandbox
+from referee.checks.arbitration import verify
+from referee.checks.arbitration.capabilities import added_capabilities
 from referee.checks.arbitration.isolate import FunctionSpec, Site
 from referee.checks.arbitration.truth import (
     Cancelled,
@@ -101,6 +112,83 @@ def format_value(value: str, old_text: str) -> str:
         # hold raw), between the double quotes the old literal used.
         text = f'"{text[1:-1]}"'
     return text
+
+
+_WRITABLE_NODES = (
+    ast.Expression,
+    ast.Constant,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.Dict,
+    ast.UnaryOp,
+    ast.USub,
+    ast.UAdd,
+    ast.BinOp,
+    ast.Add,
+    ast.Sub,
+    ast.Call,
+    ast.Name,
+    ast.Attribute,
+    ast.Load,
+    ast.keyword,
+)
+
+
+def unsafe_literal(text: str) -> str | None:
+    """Why ``text`` is not a value to write into a test, or None when it is: Python
+    literals, ``-x``, ``a + bj``, and calls of plain names with such arguments
+    (``Fraction(3, 2)``, ``float('nan')``, ``datetime.date(2024, 1, 1)``). Names that
+    reach the system (``open``, ``eval``, ``__import__``...) and dunders never are."""
+    from referee.checks.arbitration.capabilities import SYSTEM_NAMES
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "not a Python expression"
+    try:
+        nodes = list(ast.walk(tree))
+    except RecursionError:
+        return "nested too deeply"
+    for node in nodes:
+        if not isinstance(node, _WRITABLE_NODES):
+            return f"it holds {type(node).__name__.lower()} code"
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+        if name is not None and (
+            name.startswith("__") or name in SYSTEM_NAMES or name == "getattr"
+        ):
+            return f"it names `{name}`"
+        if isinstance(node, ast.keyword) and node.arg is None:
+            return "it unpacks keyword arguments"
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.Add, ast.Sub)):
+            return "it computes"
+    return None
+
+
+def literal_mismatch(op: str, written: str, produced: str | None) -> str | None:
+    """When both the value written into the test and the value the code produced are
+    literals: why the test's comparison would still fail (``==`` is Python's, exact;
+    ``approx`` is pytest.approx's), else None."""
+    from referee.checks.arbitration.verify import _approx
+
+    if produced is None:
+        return None
+    try:
+        new, got = ast.literal_eval(written.strip()), ast.literal_eval(produced.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None  # not both literals: the corrected test's run decides
+    try:
+        same = _approx(got, new) if op == "approx" else bool(got == new)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if same:
+        return None
+    relation = "!=" if op == "==" else "is not approx"
+    return f"{excerpt_value(produced)} {relation} {excerpt_value(written)}"
+
+
+def excerpt_value(text: str, limit: int = 40) -> str:
+    return _short(text, limit)
 
 
 @dataclass(frozen=True)
@@ -252,12 +340,23 @@ class SourceFix:
     patches: tuple[PatchResult, ...]
 
 
+def module_functions(text: str) -> frozenset[str]:
+    """Names of a module's top-level functions (what an asserted call may call)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return frozenset()
+    return frozenset(
+        node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
+
+
 def source_fix(
     spec: FunctionSpec,
     module_relpath: str,
     test_relpath: str,
     files: dict[str, str],
-    call: str,
+    failing: verify.AssertedCall,
     produced: str,
     truth: str,
     backend: Any,
@@ -270,12 +369,32 @@ def source_fix(
 ) -> SourceFix:
     """Up to N candidate patches from the model and the programs of the oracles that
     certified the truth (``(source, program)``: independent implementations of the same
-    docstring); each replaces the function and runs against the whole test module in the
-    sandbox. The first that passes every test is the fix."""
-    messages = patch_messages(spec, call, produced, truth)
+    docstring). Each is refused when it adds capabilities or special-cases the input;
+    otherwise referee checks the values it gives for every asserted call of the test
+    module (``failing``, the call under arbitration, first) and then runs the module's
+    tests against it in the sandbox. The first that passes both is the fix."""
+    messages = patch_messages(spec, failing.call, produced, truth)
     test_text = "".join(squash(text) for path, text in files.items() if _is_test(settings, path))
     guard = GuardContext(baseline=spec.text, test_text=test_text)
     limits = pytest_run_limits(config)
+    asserted, untaken = verify.asserted_calls(
+        files.get(test_relpath, ""), test_relpath, spec.module, module_functions(spec.text)
+    )
+    calls = [failing] + [
+        c
+        for c in asserted
+        if not (
+            (c.function, c.arguments) == (failing.function, failing.arguments)
+            and sandbox.values_equal(c.expected, failing.expected)
+        )
+    ]
+    # The patched module runs with the project's code but without its tests or conftest
+    # files: nothing there tells a patch what the tests expect.
+    code_files = {
+        path: text
+        for path, text in files.items()
+        if not _is_test(settings, path) and posixpath.basename(path) != "conftest.py"
+    }
 
     # A patch is about as long as the function it rewrites; a model that rambles on is cut.
     max_tokens = min(1024, max(256, len(spec.definition) // 2 + 128))
@@ -313,6 +432,20 @@ def source_fix(
             )
             continue
         tried.add(new_text)
+        added = added_capabilities(spec.text, new_text, spec.name)
+        if added:
+            patches.append(
+                PatchResult(
+                    candidate=index,
+                    origin=origin,
+                    status="refused",
+                    message="it adds what the original function did not use: "
+                    + ", ".join(added)
+                    + "; never run",
+                    capabilities=tuple(added),
+                )
+            )
+            continue
         cheats = check_source(
             SourceFile(module_relpath, new_text), settings, module_relpath, guard, GUARD_CODES
         )
@@ -325,27 +458,66 @@ def source_fix(
         if cancelled is not None and cancelled():
             raise Cancelled
         if progress is not None:
+            progress(f"checking candidate {index} ({origin}) on {len(calls)} asserted calls")
+        checked = verify.verify(
+            new_text, module_relpath, spec.module, calls, code_files, limits, untaken
+        )
+        counts = {"calls_verified": checked.verified, "calls_total": checked.total}
+        if not checked.passed:
+            patches.append(
+                PatchResult(
+                    candidate=index,
+                    origin=origin,
+                    status="failed",
+                    message=checked.message,
+                    **counts,
+                )
+            )
+            continue
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        if progress is not None:
             progress(f"running {test_relpath} against candidate {index} ({origin})")
         result = sandbox.run_pytest(
             {**files, module_relpath: new_text}, [test_relpath, "-q"], limits=limits
         )
         passed, total = pytest_counts(result.message)
-        status = "passed" if result.status == "ok" and total and passed == total else "failed"
-        patches.append(
-            PatchResult(candidate=index, origin=origin, status=status, message=result.message)
-        )
-        if status == "passed":
-            fix = ArbitrationFix(
-                side="source",
-                title=f"Fix source (passes {passed}/{total} tests)",
-                path=module_relpath,
-                edits=(_minimal_edit(spec.text, new_text),),
-                diff=unified_diff(module_relpath, spec.text, new_text),
-                content_sha256=sha256_text(spec.text),
-                tests_passed=passed,
-                tests_total=total,
+        # pytest ran in the patch's own process: its failure refuses the patch (a patch
+        # that fakes its own failure only refuses itself), its pass proves nothing.
+        if not (result.status == "ok" and total and passed == total):
+            patches.append(
+                PatchResult(
+                    candidate=index,
+                    origin=origin,
+                    status="failed",
+                    message=f"{checked.message}, but the test module does not pass against "
+                    f"it in the sandbox ({result.message})",
+                    pytest=result.message,
+                    **counts,
+                )
             )
-            return SourceFix(fix, new_text, tuple(patches))
+            continue
+        patches.append(
+            PatchResult(
+                candidate=index,
+                origin=origin,
+                status="passed",
+                message=checked.message,
+                pytest=result.message,
+                **counts,
+            )
+        )
+        fix = ArbitrationFix(
+            side="source",
+            title=f"Fix source (verified {checked.verified}/{checked.total} asserted calls)",
+            path=module_relpath,
+            edits=(_minimal_edit(spec.text, new_text),),
+            diff=unified_diff(module_relpath, spec.text, new_text),
+            content_sha256=sha256_text(spec.text),
+            calls_verified=checked.verified,
+            calls_total=checked.total,
+        )
+        return SourceFix(fix, new_text, tuple(patches))
     return SourceFix(None, None, tuple(patches))
 
 
