@@ -27,8 +27,11 @@ from referee.checks.nodes import (
     statements,
     unwrap,
 )
+from referee.checks.guard.normal import canonical, is_constant, parse_expression, unparse
 from referee.checks.pymodule import Class, Function, PythonModule, callee_parts
 from referee.checks.source import SourceFile
+
+__all__ = ["canonical", "squash", "squash_lines", "test_facts", "TestFacts", "Assertion", "Relaxation"]
 
 # unittest methods: name -> (op, which argument is the subject, which the expected)
 _METHODS: dict[str, tuple[str, int, int | None]] = {
@@ -92,27 +95,38 @@ def squash(text: str) -> str:
     return "".join(text.split())
 
 
-@functools.lru_cache(maxsize=8192)
-def canonical(text: str) -> str:
-    """An expression as Python itself would print it: layout, quote style, redundant
-    parentheses and numeric spelling (``1_000``, ``.5``) no longer matter. Text that does
-    not parse on its own keeps its whitespace-free form."""
-    text = text.strip().removeprefix("@").strip()
-    try:
-        return ast.unparse(ast.parse(text, mode="eval"))
-    except (SyntaxError, ValueError, RecursionError):
-        return squash(text)
+def squash_lines(text: str) -> str:
+    """Source text with the whitespace of each line removed, lines kept apart: what
+    ``GuardContext.test_text`` holds (a token at a line's end does not run into the
+    next line's first one)."""
+    return "\n".join(filter(None, (squash(line) for line in text.splitlines()))) + "\n"
 
 
 def _case(text: str) -> str:
     """A parametrize case, canonical; ``pytest.param(a, b, id=..., marks=...)`` reads as
     ``(a, b)``: renaming a case changes nothing it asserts, and its skip and xfail marks
     are counted with the test's."""
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError):
-        return squash(text)
-    node = tree.body
+    values = case_values(text)
+    if values is None:
+        return canonical(text)
+    if len(values) == 1:
+        return values[0]
+    return canonical("(" + ", ".join(values) + ",)")
+
+
+def case_values(text: str) -> list[str] | None:
+    found = _case_values(text)
+    return list(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=16384)
+def _case_values(text: str) -> tuple[str, ...] | None:
+    """A parametrize case's values, each canonical: ``pytest.param(a, b, id=...)`` and
+    ``(a, b)`` and ``[a, b]`` give ``[a, b]``; a single value gives ``[value]``. None when
+    the case is not written out (``*rows``)."""
+    node = parse_expression(text)
+    if node is None:
+        return None
     if (
         isinstance(node, ast.Call)
         and (
@@ -121,10 +135,32 @@ def _case(text: str) -> str:
         )
         and not any(isinstance(a, ast.Starred) for a in node.args)
     ):
-        if len(node.args) == 1:
-            return ast.unparse(node.args[0])
-        return ast.unparse(ast.Tuple(elts=node.args, ctx=ast.Load()))
-    return ast.unparse(tree)
+        items = node.args
+        if len(items) != 1:
+            return tuple(canonical(unparse(i)) for i in items)
+        node = items[0]
+        return (canonical(unparse(node)),)
+    return (canonical(unparse(node)),)
+
+
+def row_values(text: str, width: int) -> list[str] | None:
+    """A case's values for ``width`` argnames: a tuple or list row is spread over them
+    (pytest does not care which of the two it is); None when it cannot be."""
+    values = case_values(text)
+    if values is None:
+        return None
+    if width == 1:
+        if len(values) == 1:
+            return values
+        return [canonical("(" + ", ".join(values) + ",)")]
+    if len(values) == width:
+        return values
+    if len(values) == 1:
+        node = parse_expression(values[0])
+        if isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) == width:
+            if not any(isinstance(e, ast.Starred) for e in node.elts):
+                return [canonical(unparse(e)) for e in node.elts]
+    return None
 
 
 @dataclass(frozen=True)
@@ -137,11 +173,34 @@ class Assertion:
     silenced: str | None = None  # why it can no longer fail, if it cannot
     tolerance: tuple[float | None, float | None] | None = None  # approx (rel, abs)
     raises: tuple[str, ...] = ()  # exception names for raises-style assertions
-    match: str | None = None  # raises(..., match=) pattern
+    match: str | None = None  # raises(..., match=) pattern, canonical
+    alias: str | None = None  # `with pytest.raises(E) as alias:`
 
     @property
     def key(self) -> tuple[str, str, str | None]:
         return (self.subject, self.op, self.expected)
+
+    @property
+    def kind(self) -> str:
+        """What a message calls it: an assertion, a call to a helper that asserts, or a
+        `raise` that fails the test."""
+        if self.op == "call":
+            return "the checking call"
+        if self.op == "raise":
+            return "the `raise`"
+        return "the assertion"
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """A skip or an xfail that applies only sometimes: ``skipif(cond)``, ``xfail(cond)``,
+    ``pytest.importorskip("x")``, a ``pytest.skip()`` inside an ``if``. ``condition`` is
+    canonical (what is compared); ``text`` is how it is written (what is quoted)."""
+
+    kind: str  # "skip" or "xfail"
+    condition: str
+    text: str
+    line: int
 
 
 @dataclass
@@ -159,6 +218,14 @@ class TestFacts:
     body_hash: str = ""
     patched: list[str] = field(default_factory=list)  # names monkeypatched in the test
     calls: frozenset[str] = frozenset()  # names the test calls
+    # The parametrize tables as written out: the argnames, and one row of canonical
+    # values per case (several decorators multiply); None when a table is not literal.
+    argnames: tuple[str, ...] = ()
+    rows: list[tuple[str, ...]] | None = None
+    relaxations: list[Relaxation] = field(default_factory=list)  # conditional skip/xfail
+    params: tuple[str, ...] = ()  # the test function's parameters (fixtures)
+    names: frozenset[str] = frozenset()  # every name the test's text mentions
+    local_names: frozenset[str] = frozenset()  # names the test binds (parameters included)
 
     @property
     def live_assertions(self) -> list[Assertion]:
@@ -179,6 +246,81 @@ def test_facts(source: SourceFile, relpath: str) -> dict[str, TestFacts]:
 def module_marks(source: SourceFile) -> tuple[list[str], list[str]]:
     """(skips, xfails) that the module's ``pytestmark`` gives every test in it."""
     return _marks(source, _pytestmark(source, source.tree.root_node))
+
+
+def module_relaxations(source: SourceFile) -> list[Relaxation]:
+    """Conditional skips and xfails that apply to a whole module or class: a
+    conditional marker in ``pytestmark`` or on a top-level class, a module-level
+    ``pytest.importorskip()``, a module-level ``pytest.skip(..., allow_module_level=True)``
+    under an ``if``. Each one's ``text`` starts with its scope ("" for the module, else
+    the class name) and a NUL."""
+    out: list[Relaxation] = []
+    root = source.tree.root_node
+    text = source.text
+    if not any(word in text for word in ("skip", "xfail", "importorskip", "expectedFailure")):
+        return out
+
+    def add(scope: str, exprs: list[Node]) -> None:
+        for expr in exprs:
+            found = marker(source, expr)
+            if found is not None and found[1] is not None:
+                out.append(
+                    Relaxation(
+                        found[0],
+                        canonical_condition(found[1]),
+                        f"{scope}\0{found[1]}",
+                        expr.start_point.row + 1,
+                    )
+                )
+
+    add("", _pytestmark(source, root))
+    for stmt in root.named_children:
+        node = stmt
+        if stmt.type == "decorated_definition":
+            node = stmt.child_by_field_name("definition") or stmt
+            if node.type == "class_definition":
+                name = node.child_by_field_name("name")
+                add(
+                    source.node_text(name) if name is not None else "?",
+                    [
+                        c.named_children[0]
+                        for c in stmt.named_children
+                        if c.type == "decorator" and c.named_children
+                    ],
+                )
+        if node.type == "class_definition":
+            body = node.child_by_field_name("body")
+            name = node.child_by_field_name("name")
+            if body is not None:
+                add(source.node_text(name) if name is not None else "?", _pytestmark(source, body))
+            continue
+        if stmt.type in ("function_definition", "decorated_definition"):
+            continue
+        statement = source.node_text(stmt)
+        if "importorskip" in statement:
+            for match in re.finditer(r"importorskip\(\s*([^,)]+)", statement):
+                module_name = string_literal(match.group(1).strip())
+                out.append(
+                    Relaxation(
+                        "skip",
+                        f"import {module_name} fails",
+                        f"\0import {module_name} fails",
+                        stmt.start_point.row + 1,
+                    )
+                )
+        elif stmt.type == "if_statement" and re.search(r"\bskip\(", statement):
+            condition = stmt.child_by_field_name("condition")
+            if condition is not None:
+                written = " ".join(source.node_text(condition).split())
+                out.append(
+                    Relaxation(
+                        "skip",
+                        canonical_condition(written),
+                        f"\0{written}",
+                        stmt.start_point.row + 1,
+                    )
+                )
+    return out
 
 
 def facts_of(
@@ -268,24 +410,72 @@ def _class_marks(source: SourceFile, class_node: Node) -> tuple[list[str], list[
 def _marker_kind(source: SourceFile, expr: Node) -> str | None:
     """What a marker does to every test it applies to: "skip" when it skips them
     unconditionally (``skip``, or ``skipif`` on a constant true condition), "xfail" when
-    it expects them to fail, else None."""
+    it expects them to fail unconditionally, else None (a condition: see
+    :func:`marker`)."""
+    found = marker(source, expr)
+    if found is None or found[1] is not None:
+        return None
+    return found[0]
+
+
+def marker(source: SourceFile, expr: Node) -> tuple[str, str | None] | None:
+    """``(kind, condition)`` of a skip or xfail marker: kind "skip" or "xfail";
+    condition None when it always applies, else the condition as written (for
+    ``skipUnless(c)``: ``not (c)``). None for any other marker, and for one whose literal
+    condition makes it never apply."""
     call = expr if expr.type == "call" else None
     target = expr.child_by_field_name("function") if call is not None else expr
     name = source.node_text(target) if target is not None else ""
-    if _XFAIL_DECORATOR.search(name):
-        return "xfail"
-    if not _SKIP_DECORATOR.search(name):
+    xfail = bool(_XFAIL_DECORATOR.search(name))
+    if not xfail and not _SKIP_DECORATOR.search(name):
         return None
-    if not name.endswith(("skipIf", "skipUnless", "skipif")):
-        return "skip"
-    args = call_arguments(call) if call is not None else []
-    if not args:
-        return None
-    truth = literal_truth(source, args[0])
-    if truth is None or unwrap(args[0]).type in ("string", "concatenated_string"):
-        return None  # a real condition (pytest evaluates a string condition)
-    skips = not truth if name.endswith("skipUnless") else truth
-    return "skip" if skips else None
+    kind = "xfail" if xfail else "skip"
+    conditional = xfail or name.endswith(("skipIf", "skipUnless", "skipif"))
+    if not conditional or call is None:
+        return kind, None
+    args = call_arguments(call)
+    condition = args[0] if args else keyword_argument(source, call, "condition")
+    if condition is None:
+        return (kind, None) if xfail else None
+    unless = name.endswith("skipUnless")
+    bare = unwrap(condition)
+    if bare.type not in ("string", "concatenated_string"):
+        truth = literal_truth(source, condition)
+        if truth is not None:
+            applies = not truth if unless else truth
+            return (kind, None) if applies else None
+    text = " ".join(source.node_text(condition).split())
+    if bare.type in ("string", "concatenated_string"):  # pytest evaluates the string
+        value = parse_expression(source.node_text(bare))
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            text = value.value
+    return kind, (f"not ({text})" if unless else text)
+
+
+def marker_key(text: str) -> str:
+    """A skip or xfail marker (or an imperative ``pytest.skip(...)``) as the guard
+    compares it: its reason left out, since rewording why a test is skipped skips
+    nothing more."""
+    text = text.strip().removeprefix("@").strip()
+    prefix = ""
+    if text.startswith("raise "):
+        prefix, text = "raise ", text[6:]
+    node = parse_expression(text)
+    if node is None:
+        return prefix + canonical(text)
+    if isinstance(node, ast.Call):
+        func = unparse(node.func)
+        keywords = [k for k in node.keywords if k.arg not in ("reason", "msg")]
+        args = node.args
+        is_marker = ".mark." in f".{func}"
+        if func.endswith(("skipif", "skipIf", "skipUnless")) or (
+            is_marker and func.endswith("xfail")
+        ):
+            args = args[:1]  # the condition
+        elif re.search(r"(^|\.)(skip|skipTest|xfail|SkipTest|expectedFailure)$", func):
+            args = []  # the reason
+        node = ast.Call(node.func, args, keywords)
+    return prefix + canonical(unparse(node))
 
 
 def _facts_of(
@@ -307,6 +497,8 @@ def _facts_of(
     early_return = next((s for s in fn.statements if s.type == "return_statement"), None)
     literals = _assigned_literals(source, fn)
     for node in module.assertion_nodes(fn):
+        if node.type == "raise_statement" and _in_nested_function(node, fn.node):
+            continue  # a callback that raises is behaviour the test sets up, not a check
         assertion = _assertion(source, node, literals)
         if assertion is None:
             continue
@@ -314,6 +506,7 @@ def _facts_of(
         if why is not None:
             assertion = Assertion(**{**assertion.__dict__, "silenced": why})
         facts.assertions.append(assertion)
+    facts.assertions = _fold_message_checks(facts.assertions)
     _decorators(source, fn, facts, lookup)
     for stmt in fn.statements:
         text = squash(source.node_text(stmt))
@@ -321,8 +514,168 @@ def _facts_of(
             facts.skips.append(source.node_text(stmt).strip())
         if re.match(r"^pytest\.xfail\(", text):
             facts.xfails.append(source.node_text(stmt).strip())
+    facts.relaxations.extend(_imperative_relaxations(source, fn))
     facts.patched = _patched_names(source, fn)
+    facts.params = _parameters(source, fn.node)
+    facts.local_names = frozenset(facts.params) | _bound_names(source, fn.body)
+    facts.names = frozenset(re.findall(r"[A-Za-z_]\w*", source.node_text(fn.node)))
     return facts
+
+
+def _in_nested_function(node: Node, fn: Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent != fn:
+        if parent.type in ("function_definition", "lambda"):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _parameters(source: SourceFile, fn: Node) -> tuple[str, ...]:
+    params = fn.child_by_field_name("parameters")
+    names = []
+    for param in params.named_children if params is not None else ():
+        node = param
+        if node.type in ("default_parameter", "typed_default_parameter", "typed_parameter"):
+            node = node.child_by_field_name("name") or (
+                node.named_children[0] if node.named_children else node
+            )
+        if node.type == "identifier":
+            names.append(source.node_text(node))
+    return tuple(names)
+
+
+def _bound_names(source: SourceFile, body: Node) -> frozenset[str]:
+    """Names a test body binds: assignment, loop and ``with`` targets (nested functions'
+    own bindings included: over-approximation only makes more values "computed")."""
+    text = source.node_text(body)
+    found = set(re.findall(r"^\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)", text, re.MULTILINE))
+    found.update(re.findall(r"\bfor\s+([A-Za-z_]\w*)\s+in\b", text))
+    found.update(re.findall(r"\bas\s+([A-Za-z_]\w*)", text))
+    for params in re.findall(r"\bdef\s+\w+\s*\(([^)]*)\)|\blambda\s*([^:]*):", text):
+        for param in ",".join(params).split(","):
+            name = param.split("=", 1)[0].split(":", 1)[0].strip().lstrip("*")
+            if name.isidentifier():
+                found.add(name)
+    for targets in re.findall(r"^\s*([A-Za-z_][\w, ]*?)\s*=(?!=)", text, re.MULTILINE):
+        found.update(t.strip() for t in targets.split(",") if t.strip().isidentifier())
+    return frozenset(found)
+
+
+_RELAXING_CALLS = frozenset({"skip", "xfail", "importorskip", "skipTest"})
+
+
+def _imperative_relaxations(source: SourceFile, fn: Function) -> list[Relaxation]:
+    """``pytest.skip()`` / ``pytest.xfail()`` / ``self.skipTest()`` under a condition of
+    the test's body, and ``pytest.importorskip()`` anywhere in it."""
+    found = []
+    for name, call in fn.calls:
+        if name not in _RELAXING_CALLS:
+            continue
+        callee = call.child_by_field_name("function")
+        receiver = callee_parts(source, callee)[0] if callee is not None else ""
+        if receiver not in ("pytest", "", "self", "cls"):
+            continue
+        kind = "xfail" if name == "xfail" else "skip"
+        if name == "importorskip":
+            args = call_arguments(call)
+            module_name = source.node_text(args[0]) if args else "?"
+            condition = f"import {string_literal(module_name)} fails"
+            found.append(Relaxation(kind, condition, source.node_text(call), call.start_point.row + 1))
+            continue
+        condition = _enclosing_condition(source, call, fn.body)
+        if condition is not None:
+            found.append(
+                Relaxation(kind, canonical_condition(condition), condition, call.start_point.row + 1)
+            )
+    return found
+
+
+def string_literal(text: str) -> str:
+    node = parse_expression(text)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return text
+
+
+def canonical_condition(text: str) -> str:
+    return canonical(text) if parse_expression(text) is not None else " ".join(text.split())
+
+
+def _enclosing_condition(source: SourceFile, node: Node, body: Node) -> str | None:
+    """The condition under which ``node`` runs, as written, when a statement of the
+    test's body makes it conditional; None when it always runs."""
+    child, parent = node, node.parent
+    while parent is not None and parent != body:
+        kind = parent.type
+        if kind in ("if_statement", "elif_clause", "while_statement"):
+            condition = parent.child_by_field_name("condition")
+            if condition is not None and child != condition:
+                return " ".join(source.node_text(condition).split())
+        if kind == "else_clause" and parent.parent is not None:
+            owner = parent.parent
+            if owner.type == "if_statement":
+                condition = owner.child_by_field_name("condition")
+                if condition is not None:
+                    return f"not ({' '.join(source.node_text(condition).split())})"
+            if owner.type == "try_statement":
+                return f"{_first_line(source, owner)} succeeds"
+        if kind == "except_clause" and parent.parent is not None:
+            caught = " ".join(source.node_text(parent).split(":", 1)[0].split())
+            return f"{_first_line(source, parent.parent)} raises ({caught})"
+        if kind == "conditional_expression":
+            return " ".join(source.node_text(parent).split())
+        if kind == "for_statement":
+            return f"the loop on line {parent.start_point.row + 1} runs"
+        child, parent = parent, parent.parent
+    return None
+
+
+def _first_line(source: SourceFile, try_statement: Node) -> str:
+    body = try_statement.child_by_field_name("body")
+    first = statements(body)[0] if body is not None and statements(body) else None
+    return " ".join(source.node_text(first).split()) if first is not None else ""
+
+
+_MESSAGE_OF = re.compile(r"(?<![\w.])(str|repr)\((?P<a>\w+)(\.value)?\)|(?<![\w.])(?P<b>\w+)\.value\b")
+
+
+def _fold_message_checks(assertions: list[Assertion]) -> list[Assertion]:
+    """``with pytest.raises(E) as e:`` followed by ``assert "x" in str(e.value)`` is
+    ``pytest.raises(E, match="x")``: the message check is folded into the raises
+    assertion (as its ``match``), so rewriting one as the other changes nothing."""
+    if not any(a.op == "raises" and a.alias for a in assertions):
+        return assertions
+    out = list(assertions)
+    dropped: set[int] = set()
+    aliases: dict[str, int] = {}  # the closest `raises(...) as alias` before each check
+    for index, check in enumerate(assertions):
+        if check.op == "raises" and check.alias:
+            aliases[check.alias] = index
+            continue
+        if check.op not in ("in", "==", "matches", "call") or check.silenced is not None:
+            continue
+        if check.op == "call":
+            match = re.match(r"^(\w+)\.match\((.+)\)$", check.subject)
+            if match is None or match.group(1) not in aliases:
+                continue
+            owner, pattern = aliases[match.group(1)], canonical(match.group(2))
+        else:
+            sides = (check.subject, check.expected or "")
+            owner = pattern = None
+            for side, other in (sides, sides[::-1]):
+                found = _MESSAGE_OF.search(side)
+                name = (found.group("a") or found.group("b")) if found else None
+                if name in aliases and is_constant(other):
+                    owner, pattern = aliases[name], other
+                    break
+            if owner is None:
+                continue
+        raises = out[owner]
+        if raises.match is None:
+            out[owner] = Assertion(**{**raises.__dict__, "match": pattern})
+            dropped.add(index)
+    return [a for i, a in enumerate(out) if i not in dropped]
 
 
 def _assertion(
@@ -358,13 +711,12 @@ def _assertion(
                     text,
                     tolerance=tolerance,
                 )
-            return Assertion(
-                canonical(source.node_text(left)),
-                op,
-                expected_of(right) if op == "==" else canonical(source.node_text(right)),
-                line,
-                text,
-            )
+            subject = canonical(source.node_text(left))
+            expected = expected_of(right) if op == "==" else canonical(source.node_text(right))
+            if op in ("==", "!=") and _swapped(subject, expected):
+                # `assert 4 == f(x)`: the constant is the expected side, wherever written
+                subject, expected = canonical(source.node_text(right)), expected_of(left)
+            return Assertion(subject, op, expected, line, text)
         if cond.type == "not_operator":
             inner = cond.child_by_field_name("argument")
             return Assertion(canonical(source.node_text(inner or cond)), "falsy", None, line, text)
@@ -389,34 +741,51 @@ def _assertion(
         args = call_arguments(node)
         if method in _RAISES:
             names = _exception_names(source, args[0]) if args else ()
+            if names == ("None",):
+                return None  # pytest.warns(None) checks nothing (and is gone from pytest 8)
             pattern = keyword_argument(source, node, "match")
             if pattern is None and method.endswith("Regex") and len(args) > 1:
                 pattern = args[1]
-            # assertRaisesRegex is assertRaises with a pattern: the same assertion.
+            # assertRaisesRegex is assertRaises with a pattern: the same assertion, and
+            # pytest.raises the same as assertRaises.
+            family = "warns" if "arn" in method else "raises"
             return Assertion(
-                f"raises:{method.removesuffix('Regex')}",
+                f"raises:{family}",
                 "raises",
                 ",".join(names),
                 line,
                 text,
                 raises=names,
-                match=source.node_text(pattern) if pattern is not None else None,
+                match=canonical(source.node_text(pattern)) if pattern is not None else None,
+                alias=_with_alias(source, node),
             )
         if method in _METHODS and args:
             op, subject_index, expected_index = _METHODS[method]
             if subject_index >= len(args):
                 return None
             expected = None
+            subject = canonical(source.node_text(args[subject_index]))
             if expected_index is not None and expected_index < len(args):
                 value = args[expected_index]
                 if op in ("==", "approx"):
                     expected = expected_of(value)
                 else:
                     expected = canonical(source.node_text(value))
+                if op in ("==", "!=", "approx") and _swapped(subject, expected):
+                    # assertEqual(expected, actual): unittest does not say which is which
+                    subject = canonical(source.node_text(value))
+                    expected = expected_of(args[subject_index])
             elif method in ("assertIsNone", "assertIsNotNone"):
                 expected = "None"
+            if op in ("truthy", "falsy"):
+                inner = _comparison_inside(source, args[subject_index], literals)
+                if inner is not None:  # assertTrue(a == b) is assert a == b
+                    if op == "falsy":
+                        inner = _negated(inner)
+                    if inner is not None:
+                        return Assertion(inner[0], inner[1], inner[2], line, text)
             return Assertion(
-                canonical(source.node_text(args[subject_index])),
+                subject,
                 op,
                 expected,
                 line,
@@ -426,6 +795,53 @@ def _assertion(
         return Assertion(canonical(text), "call", None, line, text)
     if node.type == "raise_statement":
         return Assertion(squash(text), "raise", None, line, text)
+    return None
+
+
+def _swapped(subject: str, expected: str | None) -> bool:
+    """Whether an equality is written with its constant on the left."""
+    return expected is not None and is_constant(subject) and not is_constant(expected)
+
+
+_NEGATED = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "is": "is not", "is not": "is"}
+
+
+def _negated(fact: tuple[str, str, str | None]) -> tuple[str, str, str | None] | None:
+    op = _NEGATED.get(fact[1])
+    return (fact[0], op, fact[2]) if op is not None else None
+
+
+def _comparison_inside(
+    source: SourceFile, node: Node, literals: dict[str, tuple[str, int]] | None
+) -> tuple[str, str, str | None] | None:
+    """``(subject, op, expected)`` of a plain comparison ``a OP b``, for
+    ``assertTrue(a == b)``."""
+    node = unwrap(node)
+    if node.type != "comparison_operator" or node.named_child_count != 2:
+        return None
+    left, right = node.named_children
+    op = " ".join(source.node_text(c) for c in node.children if not c.is_named)
+    if op not in ("==", "!=", "in", "not in", "is", "is not", "<", ">", "<=", ">="):
+        return None
+    subject, expected = canonical(source.node_text(left)), canonical(source.node_text(right))
+    if op == "==" and literals:
+        found = literals.get(source.node_text(unwrap(right)))
+        if found is not None and found[1] <= node.start_byte:
+            expected = found[0]
+    if op in ("==", "!=") and _swapped(subject, expected):
+        subject, expected = expected, subject
+    return subject, op, expected
+
+
+def _with_alias(source: SourceFile, call: Node) -> str | None:
+    """``e`` of ``with pytest.raises(E) as e:``."""
+    parent = call.parent
+    if parent is not None and parent.type == "as_pattern":
+        target = parent.child_by_field_name("alias")
+        if target is None and len(parent.named_children) > 1:
+            target = parent.named_children[-1]
+        if target is not None:
+            return source.node_text(target).strip()
     return None
 
 
@@ -443,9 +859,7 @@ def _assigned_literals(source: SourceFile, fn: Function) -> dict[str, tuple[str,
         if left is None or right is None or left.type != "identifier":
             continue
         value = source.node_text(unwrap(right))
-        try:
-            ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if not is_constant(canonical(value)):
             continue
         candidates[source.node_text(left)] = (canonical(value), stmt.end_byte)
     if not candidates:
@@ -585,12 +999,16 @@ def _keeps_failure(name: str) -> bool:
     return name.startswith("assert") or name == "fail"
 
 
+_MAX_ROWS = 400  # parametrize rows expanded (several tables multiply)
+
+
 def _decorators(
     source: SourceFile, fn: Function, facts: TestFacts, lookup: Callable[[str], Node | None]
 ) -> None:
     parent = fn.node.parent
     if parent is None or parent.type != "decorated_definition":
         return
+    tables: list[tuple[tuple[str, ...], list[tuple[str, ...]] | None]] = []
     for decorator in (c for c in parent.named_children if c.type == "decorator"):
         expr = decorator.named_children[0] if decorator.named_children else None
         if expr is None:
@@ -599,26 +1017,82 @@ def _decorators(
         target = expr.child_by_field_name("function") if call is not None else expr
         name = source.node_text(target) if target is not None else ""
         text = source.node_text(decorator)
-        kind = _marker_kind(source, expr)
-        if kind == "skip":
-            facts.skips.append(text)
-        elif kind == "xfail":
-            facts.xfails.append(text)
+        found = marker(source, expr)
+        if found is not None and found[1] is None:
+            kind = found[0]
+            if kind == "skip":
+                facts.skips.append(text)
+            else:
+                facts.xfails.append(text)
+                strict = keyword_argument(source, call, "strict") if call is not None else None
+                if strict is not None and source.node_text(strict) == "False":
+                    facts.strict_false = True
+        elif found is not None:
+            condition = found[1] or ""
+            facts.relaxations.append(
+                Relaxation(
+                    found[0],
+                    canonical_condition(condition),
+                    condition,
+                    decorator.start_point.row + 1,
+                )
+            )
             strict = keyword_argument(source, call, "strict") if call is not None else None
-            if strict is not None and source.node_text(strict) == "False":
+            if found[0] == "xfail" and strict is not None and source.node_text(strict) == "False":
                 facts.strict_false = True
         elif name.endswith("parametrize") and call is not None:
             args = call_arguments(call)
-            if len(args) >= 2:
-                values = unwrap(args[1])
-                if values.type == "identifier":  # a table kept in a module-level constant
-                    values = lookup(source.node_text(values)) or values
-                if values.type in ("list", "tuple", "set"):
-                    cases = [c for c in values.named_children if c.type != "comment"]
-                    facts.parametrize_cases = (facts.parametrize_cases or 0) + len(cases)
-                    facts.parametrize_values.extend(_case(source.node_text(c)) for c in cases)
+            names_node = args[0] if args else keyword_argument(source, call, "argnames")
+            values = args[1] if len(args) >= 2 else keyword_argument(source, call, "argvalues")
+            if values is None:
+                continue
+            values = unwrap(values)
+            if values.type == "identifier":  # a table kept in a module-level constant
+                values = lookup(source.node_text(values)) or values
+            argnames = _argnames(source, names_node) if names_node is not None else None
+            if values.type in ("list", "tuple", "set"):
+                cases = [c for c in values.named_children if c.type != "comment"]
+                facts.parametrize_cases = (facts.parametrize_cases or 0) + len(cases)
+                facts.parametrize_values.extend(_case(source.node_text(c)) for c in cases)
+                for case in cases:
+                    _case_marks(source, case, facts)
+                rows = None
+                if argnames:
+                    rows = []
                     for case in cases:
-                        _case_marks(source, case, facts)
+                        row = row_values(source.node_text(case), len(argnames))
+                        if row is None:
+                            rows = None
+                            break
+                        rows.append(tuple(row))
+                tables.append((argnames or (), rows))
+            else:
+                tables.append((argnames or (), None))
+    if tables:
+        argnames: tuple[str, ...] = ()
+        rows: list[tuple[str, ...]] | None = [()]
+        for names, table in tables:
+            argnames += names
+            if rows is None or table is None or not names or len(rows) * len(table) > _MAX_ROWS:
+                rows = None
+                continue
+            rows = [r + t for r in rows for t in table]
+        facts.argnames = argnames
+        facts.rows = rows
+
+
+def _argnames(source: SourceFile, node: Node) -> tuple[str, ...] | None:
+    """``"a, b"``, ``("a", "b")`` and ``["a", "b"]`` all give ``("a", "b")``."""
+    expr = parse_expression(source.node_text(node))
+    items: list[ast.expr]
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        names = tuple(n.strip() for n in expr.value.split(",") if n.strip())
+        return names if all(n.isidentifier() for n in names) else None
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        items = expr.elts
+        if all(isinstance(i, ast.Constant) and isinstance(i.value, str) for i in items):
+            return tuple(i.value.strip() for i in items)  # type: ignore[attr-defined]
+    return None
 
 
 def module_value(source: SourceFile, name: str) -> Node | None:
@@ -642,11 +1116,23 @@ def _case_marks(source: SourceFile, case: Node, facts: TestFacts) -> None:
     if marks is None:
         return
     marks = unwrap(marks)
-    skips, xfails = _marks(
-        source, marks.named_children if marks.type in ("list", "tuple") else [marks]
-    )
+    exprs = marks.named_children if marks.type in ("list", "tuple") else [marks]
+    skips, xfails = _marks(source, exprs)
     facts.skips.extend(skips)
     facts.xfails.extend(xfails)
+    label = case_values(source.node_text(case))
+    where = f" (case {', '.join(label)})" if label else ""
+    for expr in exprs:
+        found = marker(source, expr)
+        if found is not None and found[1] is not None:
+            facts.relaxations.append(
+                Relaxation(
+                    found[0],
+                    canonical_condition(found[1]) + where,
+                    found[1] + where,
+                    expr.start_point.row + 1,
+                )
+            )
 
 
 _PATCH = re.compile(

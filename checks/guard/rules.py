@@ -20,19 +20,33 @@ from typing import Any
 
 from tree_sitter import Node
 
+from referee.checks.guard.compare import (
+    Check,
+    changed_columns,
+    checks_of,
+    compare_checks,
+    is_value,
+    row_label,
+    rows_of,
+)
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import (
-    STRENGTH,
     Assertion,
+    Relaxation,
     TestFacts,
     canonical,
+    marker_key,
+    module_relaxations,
     squash,
+    squash_lines,
 )
+from referee.checks.guard.normal import callee, is_constant, unparse
 from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
 from referee.checks.ledger import normalized_text_hash
 from referee.checks.models import Certificate, Location, Severity, Span
-from referee.checks.nodes import excerpt
+from referee.checks.nodes import excerpt, unwrap
 from referee.checks.rule import Context, Violation
+from referee.checks.source import SourceFile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,6 +63,7 @@ def elsewhere_keys(facts: TestFacts) -> list[str]:
     if facts.fingerprint:
         keys.append(f"asserts:{fingerprint_key(facts)}")
     keys.extend(f"assert:{a.key}" for a in facts.assertions)
+    keys.extend(f"assert:{c.key}" for c in checks_of(facts) if c.row is not None)
     return keys
 
 
@@ -141,19 +156,49 @@ def _compare(ctx: Context) -> list[_Found]:
                     present = {
                         k for f in current.values() if f.collected for k in elsewhere_keys(f)
                     }
-                found.extend(_missing_test(guard, before, after, current, present))
+                found.extend(_missing_test(guard, before, after, base, current, present))
         if store is not None:
             store["guard-tests"] = now
+        found.extend(_module_relaxations(ctx))
     ctx.memo["guard"] = found
     if store is not None:
         store["guard-compared"] = (guard, key, found)
     return found
 
 
+def _judge(
+    guard: GuardContext, tests: tuple[TestFacts, ...], code: str, line: int, message: str
+) -> _Found:
+    """A weakening of a check: an error, unless (in the default mode) the code the test
+    exercises changed in the same diff: then a warning that names what changed."""
+    if guard.strict or guard.impact is None:
+        return _Found(code, line, message)
+    names: set[str] = set()
+    for facts in tests:
+        names |= facts.names
+    reason = guard.impact.reason(names)
+    if reason is None:
+        return _Found(code, line, message)
+    return _Found(
+        code,
+        line,
+        f"{message}; changed together with the code it tests ({reason}): an intended "
+        "change? (an error in agent mode)",
+        Severity.WARNING,
+    )
+
+
+def _relaxed(guard: GuardContext, code: str, line: int, message: str) -> _Found:
+    """A skip or xfail that applies under a condition: a warning a reviewer reads (the
+    condition quoted), an error in agent mode."""
+    return _Found(code, line, message, None if guard.strict else Severity.WARNING)
+
+
 def _missing_test(
     guard: GuardContext,
     before: TestFacts,
     after: TestFacts | None,
+    base: dict[str, TestFacts],
     current: dict[str, TestFacts],
     present: set[str],
 ) -> list[_Found]:
@@ -163,9 +208,11 @@ def _missing_test(
         before.fingerprint and f"asserts:{fingerprint_key(before)}" in available
     ):
         return []  # renamed or moved, assertions intact
-    live = before.live_assertions
-    if live and all(f"assert:{a.key}" in available for a in live):
-        return []  # split into several tests, or merged into one
+    live = [c for c in checks_of(before, guard.fixtures) if c.assertion.silenced is None]
+    if live and all(
+        f"assert:{c.key}" in available or guard.counts_now.get(c.key, 0) > 0 for c in live
+    ):
+        return []  # split into several tests, merged into one, or parametrized
     moved = guard.by_name.get(before.name)
     if after is None and moved is not None and moved.id != before.id:
         # Moved to another file and edited there: compare with it, located there.
@@ -191,117 +238,169 @@ def _missing_test(
                 "which pytest does not collect: it no longer runs",
             )
         ]
+    counterpart = _counterpart(guard, before, live, base, current)
+    if counterpart is not None:
+        here = counterpart.id.split("::", 1)[0]
+        where = f"`{counterpart.name}`" + (
+            f" in {here}" if here != before.id.split("::", 1)[0] else ""
+        )
+        return [
+            replace(f, message=f"{f.message} (the test is now {where})")
+            for f in _compare_test(guard, before, counterpart)
+        ]
+    if live and all(
+        squash_lines(c.assertion.text) in guard.test_text for c in live if c.row is None
+    ) and all(c.row is None for c in live):
+        return []  # the same checks, written the same way, in a test file not changed
+    if not live:
+        return [
+            _relaxed(
+                guard,
+                "REF300",
+                1,
+                f"test `{before.name}` ({_where(guard, before)}) was removed; it had no "
+                "assertion (it checked that what it runs does not raise)",
+            )
+        ]
+    missing = [c for c in live if f"assert:{c.key}" not in available]
+    shown = ", ".join(f"`{excerpt(_check_text(c))}`" for c in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
     return [
-        _Found(
+        _judge(
+            guard,
+            (before,),
             "REF300",
             1,
-            f"test `{before.name}` ({_where(guard, before)}) was removed; its "
-            f"{len(live)} assertion(s) are not found in any test now",
+            f"test `{before.name}` ({_where(guard, before)}) was removed; "
+            f"{len(missing)} of its {len(live)} check(s) are made by no test now: {shown}{more}",
         )
     ]
+
+
+def _check_text(check: Check) -> str:
+    """A check as written, or (for one parametrized case) as it reads for that case."""
+    if check.row is None:
+        return check.assertion.text
+    if check.op in ("call", "raise", "truthy", "falsy"):
+        return check.subject
+    return f"{check.subject} {check.op} {check.expected}"
+
+
+def _counterpart(
+    guard: GuardContext,
+    before: TestFacts,
+    live: list[Check],
+    base: dict[str, TestFacts],
+    current: dict[str, TestFacts],
+) -> TestFacts | None:
+    """The new test a removed one most likely became (renamed and edited): the one that
+    makes most of its checks, or calls most of what it called."""
+    keys = {c.key for c in live}
+    callees = {callee(c.subject) for c in live} - {None}
+    candidates = [f for i, f in current.items() if f.collected and i not in base]
+    candidates += [f for i, f in guard.new_tests.items() if i not in current]
+    best, score = None, 0.0
+    for facts in candidates:
+        theirs = checks_of(facts, guard.fixtures)
+        shared = len(keys & {c.key for c in theirs})
+        called = callees & {callee(c.subject) for c in theirs}
+        value = shared + (0.5 * len(called) / max(1, len(callees)) if called else 0)
+        if facts.name == before.name:
+            value += 1
+        if value > score:
+            best, score = facts, value
+    if best is None or (score < 1 and not (callees and score >= 0.5)):
+        return None
+    return best
 
 
 def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> list[_Found]:
     found: list[_Found] = []
     name = f"`{before.name}`"
-    pool = list(after.assertions)
-    remaining: list[Assertion] = []
+    tests = (before, after)
 
-    def take(match) -> Assertion | None:
-        for index, candidate in enumerate(pool):
-            if match(candidate):
-                return pool.pop(index)
-        return None
+    def still_made(key: tuple[str, str, str | None]) -> bool:
+        was = guard.counts_before.get(key, 0)
+        return was > 0 and guard.counts_now.get(key, 0) >= was
 
-    for old in before.live_assertions:
-        new = take(lambda a, old=old: a.key == old.key)
-        if new is None:
-            remaining.append(old)
-        elif new.silenced is not None:
-            found.append(_swallowed(guard, name, before, old, new))
-        elif old.op == "raises":
-            found.extend(_compare_raises(guard, name, before, old, new))
-        elif old.op == "approx":
-            found.extend(_compare_approx(guard, name, before, old, new))
-    unmatched: list[Assertion] = []
-    for old in remaining:
-        new = take(lambda a, old=old: a.subject == old.subject)
-        if new is None:
-            unmatched.append(old)
-            continue
-        if new.silenced is not None:
-            found.append(_swallowed(guard, name, before, old, new))
-        elif old.op == new.op == "raises":
-            found.extend(_compare_raises(guard, name, before, old, new))
-        elif old.op == new.op == "approx" and old.expected == new.expected:
-            found.extend(_compare_approx(guard, name, before, old, new))
-        elif old.op == new.op and old.op in ("==", "is", "approx"):
-            found.extend(_value_changed(guard, before, after.id, old, new))
-        elif STRENGTH.get(new.op, 0) < STRENGTH.get(old.op, 0):
+    changes = compare_checks(before, after, guard.fixtures, still_made)
+    rows_lost = _rows_lost(guard, before, after)
+    changed_rows: dict[int | None, tuple[Check, Check]] = {}
+    reported_rows: set[int] = set()
+    for change in changes:
+        old, new = change.old, change.new
+        if change.code == "REF311" and new is not None:
+            found.append(_swallowed(guard, name, before, old.assertion, new.assertion))
+        elif change.code == "raises" and new is not None:
+            found.extend(_compare_raises(guard, tests, name, before, old.assertion, new.assertion))
+        elif change.code == "approx" and new is not None:
+            found.extend(_compare_approx(guard, tests, name, before, old.assertion, new.assertion))
+        elif change.code == "REF303" and new is not None:
             found.append(
-                _Found(
+                _judge(
+                    guard,
+                    tests,
                     "REF303",
-                    new.line,
-                    f"in {name}, `{excerpt(old.text)}` ({_where(guard, before, old.line)}) "
-                    f"was weakened to `{excerpt(new.text)}`: `{old.op}` -> `{new.op}`",
+                    new.assertion.line,
+                    f"in {name}, `{excerpt(_check_text(old))}` "
+                    f"({_where(guard, before, old.assertion.line)}) was weakened to "
+                    f"`{excerpt(_check_text(new))}`: `{old.op}` -> `{new.op}`",
                 )
             )
-    helper_calls = sum(1 for a in pool if a.op == "call" and a.silenced is None)
-    for old in unmatched:
-        renamed = take(
-            lambda a, old=old: (
-                a.op == old.op and a.expected == old.expected and old.expected is not None
-            )
-        )
-        if renamed is not None:
-            if renamed.silenced is not None:
-                found.append(
-                    _Found(
-                        "REF311",
-                        renamed.line,
-                        f"in {name}, `{excerpt(renamed.text)}` is now {renamed.silenced}",
+        elif change.code == "REF302" and new is not None:
+            if not is_value(old.expected, before) or not (
+                is_value(new.expected, after) or is_constant(old.expected or "")
+            ):
+                continue  # an expected side computed by the test: not a value to compare
+            if old.row is not None or new.row is not None:
+                if old.row not in changed_rows:
+                    changed_rows[old.row] = (old, new)
+                continue
+            found.extend(_value_changed(guard, tests, before, after.id, old, new))
+        elif change.code in ("REF301", "REF307"):
+            if old.row is not None and old.row in rows_lost:
+                if old.row not in reported_rows:
+                    reported_rows.add(old.row)
+                    found.append(
+                        _judge(
+                            guard,
+                            tests,
+                            "REF307",
+                            after.line,
+                            f"in {name}, the parametrized case "
+                            f"{excerpt(row_label(before, old.row, guard.fixtures), 120)} "
+                            f"({guard.base}) was removed",
+                        )
                     )
-                )
-            elif old.op == "raises":  # e.g. assertRaisesRegex -> pytest.raises
-                found.extend(_compare_raises(guard, name, before, old, renamed))
-            elif old.op == "approx":
-                found.extend(_compare_approx(guard, name, before, old, renamed))
-            continue
-        if helper_calls:
-            helper_calls -= 1  # moved into a helper that asserts
-            continue
-        found.append(
-            _Found(
-                "REF301",
-                after.line,
-                f"in {name}, the assertion `{excerpt(old.text)}` "
-                f"({_where(guard, before, old.line)}) was removed",
-            )
-        )
-    skipped_before = {canonical(m) for m in before.skips}
-    for marker in after.skips:
-        if canonical(marker) not in skipped_before:
-            message = f"{name} is now skipped: `{excerpt(marker)}`"
-            found.append(_Found("REF310", after.line, message))
-    xfailed_before = {canonical(m) for m in before.xfails}
-    for marker in after.xfails:
-        if canonical(marker) not in xfailed_before:
+                continue
+            case = row_label(before, old.row, guard.fixtures)
+            in_case = f" (case {excerpt(case, 60)})" if case else ""
             found.append(
-                _Found("REF312", after.line, f"{name} is now expected to fail: `{excerpt(marker)}`")
+                _judge(
+                    guard,
+                    tests,
+                    "REF301",
+                    after.line,
+                    f"in {name}{in_case}, {old.assertion.kind} `{excerpt(_check_text(old))}` "
+                    f"({_where(guard, before, old.assertion.line)}) was removed",
+                )
             )
-    if after.strict_false and not before.strict_false and before.xfails:
-        found.append(_Found("REF312", after.line, f"{name}'s xfail is no longer strict"))
-    if (before.parametrize_cases or 0) > (after.parametrize_cases or 0):
+    for old, new in changed_rows.values():
+        found.extend(_case_changed(guard, tests, before, after, old, new))
+    for row in sorted(rows_lost - reported_rows - set(changed_rows)):
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF307",
                 after.line,
-                f"{name} has {after.parametrize_cases or 0} parametrized case(s), "
-                f"{before.parametrize_cases} at {guard.base}",
+                f"in {name}, the parametrized case "
+                f"{excerpt(row_label(before, row, guard.fixtures), 120)} ({guard.base}) was removed",
             )
         )
-    else:
-        found.extend(_cases_changed(guard, before, after))
+    if not _expandable(guard, before, after):
+        found.extend(_table_changed(guard, tests, before, after))
+    found.extend(_marks_changed(guard, name, before, after))
     for patched in after.patched:
         if patched not in before.patched and patched in after.calls:
             found.append(
@@ -315,6 +414,189 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
     return found
 
 
+def _expandable(guard: GuardContext, before: TestFacts, after: TestFacts) -> bool:
+    """Whether both sides' parametrize tables were read row by row (or neither side has
+    one): then the checks carry the cases, and the tables need no comparison of their own."""
+    old_names, old_rows = rows_of(before, guard.fixtures)
+    new_names, new_rows = rows_of(after, guard.fixtures)
+    if not before.parametrize_values and not old_names:
+        return True
+    return old_rows is not None and (new_rows is not None or not new_names)
+
+
+def _rows_lost(guard: GuardContext, before: TestFacts, after: TestFacts) -> set[int]:
+    """Rows of the base table with no equal row now (columns matched by name, a renamed
+    argname by position), when the table has fewer distinct rows than it had."""
+    old_names, old_rows = rows_of(before, guard.fixtures)
+    new_names, new_rows = rows_of(after, guard.fixtures)
+    if not old_rows or not old_names:
+        return set()
+    new_rows = new_rows or []
+    if len(set(new_rows)) >= len(set(old_rows)):
+        return set()
+    lost = [n for n in old_names if n not in new_names]
+    gained = [n for n in new_names if n not in old_names]
+    mapping = {n: n for n in old_names if n in new_names}
+    if len(lost) == len(gained):
+        mapping.update(zip(lost, gained, strict=True))
+    index = {n: i for i, n in enumerate(new_names)}
+    common = [(i, index[mapping[n]]) for i, n in enumerate(old_names) if n in mapping]
+    now = {tuple(r[j] for _, j in common) for r in new_rows}
+    missing = [i for i, r in enumerate(old_rows) if tuple(r[k] for k, _ in common) not in now]
+    budget = len(set(old_rows)) - len(set(new_rows))
+    if not common:
+        return set(range(len(old_rows))[:budget])
+    return set(missing[:budget])
+
+
+def _case_changed(
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    before: TestFacts,
+    after: TestFacts,
+    old: Check,
+    new: Check,
+) -> list[_Found]:
+    """A parametrized case whose values changed: which columns, from what to what."""
+    columns = changed_columns(before, old.row, after, new.row, guard.fixtures)
+    old_case = _case_text(before, old.row)
+    new_case = _case_text(after, new.row)
+    if old_case is not None and new_case is not None:
+        certified, mismatched = _certified_case(guard, before, after.id, old_case, [new_case])
+        if certified is not None:
+            return [
+                *mismatched,
+                _Found(
+                    "REF302",
+                    after.line,
+                    f"in `{before.name}`, parametrized case {old_case} is now {certified[0]}, "
+                    f"certified by {certified[1]}",
+                    severity=Severity.INFO,
+                ),
+            ]
+    else:
+        mismatched = []
+    label = excerpt(row_label(before, old.row, guard.fixtures), 100)
+    if columns:
+        what = "; ".join(f"`{n}` {_value(a)} -> {_value(b)}" for n, a, b in columns[:3])
+    else:
+        what = f"`{excerpt(old.subject)}` expected {_value(old.expected)} -> {_value(new.expected)}"
+    return [
+        _judge(
+            guard,
+            tests,
+            "REF302",
+            after.line,
+            f"in `{before.name}`, the parametrized case {label} ({guard.base}) changed "
+            f"without a certificate: {what}",
+        ),
+        *[replace(m, line=after.line) for m in mismatched],
+    ]
+
+
+def _value(text: str | None) -> str:
+    """A value quoted in a message: as Python prints it (whitespace inside a string
+    kept, escaped), cut when long."""
+    if text is None:
+        return "nothing"
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _case_text(facts: TestFacts, row: int | None) -> str | None:
+    """The case as written in the table (canonical), when there is one table."""
+    if row is None or facts.rows is None or len(facts.rows) != len(facts.parametrize_values):
+        return None
+    return facts.parametrize_values[row]
+
+
+def _marks_changed(
+    guard: GuardContext, name: str, before: TestFacts, after: TestFacts
+) -> list[_Found]:
+    found = []
+    skipped_before = {marker_key(m) for m in before.skips}
+    for marker in after.skips:
+        if marker_key(marker) not in skipped_before:
+            message = f"{name} is now skipped: `{excerpt(marker)}`"
+            found.append(_Found("REF310", after.line, message))
+    xfailed_before = {marker_key(m) for m in before.xfails}
+    for marker in after.xfails:
+        if marker_key(marker) not in xfailed_before:
+            found.append(
+                _Found("REF312", after.line, f"{name} is now expected to fail: `{excerpt(marker)}`")
+            )
+    if after.strict_false and not before.strict_false and (before.xfails or before.relaxations):
+        found.append(_Found("REF312", after.line, f"{name}'s xfail is no longer strict"))
+    found.extend(_relaxations_changed(guard, name, before.relaxations, after.relaxations))
+    return found
+
+
+def _relaxations_changed(
+    guard: GuardContext,
+    name: str,
+    before: list[Relaxation],
+    after: list[Relaxation],
+    line: int | None = None,
+) -> list[_Found]:
+    """Conditional skips and xfails that are new, or whose condition now holds more
+    often: each a warning (an error in agent mode) that quotes the condition."""
+    found = []
+    old = {(r.kind, r.condition) for r in before}
+    for relaxation in after:
+        if (relaxation.kind, relaxation.condition) in old:
+            continue
+        same_kind = [r for r in before if r.kind == relaxation.kind]
+        if any(_narrower(relaxation.condition, r.condition) for r in same_kind):
+            continue
+        code = "REF310" if relaxation.kind == "skip" else "REF312"
+        verb = "skipped" if relaxation.kind == "skip" else "expected to fail"
+        was = ""
+        if same_kind:
+            was = f" (at {guard.base}: when `{excerpt(same_kind[0].text, 100)}`)"
+        found.append(
+            _relaxed(
+                guard,
+                code,
+                line if line is not None else relaxation.line,
+                f"{name} is now {verb} when `{excerpt(relaxation.text, 120)}`{was}",
+            )
+        )
+    return found
+
+
+def _narrower(new: str, old: str) -> bool:
+    """Whether condition ``new`` holds only where ``old`` does (``old and more``), so
+    the skip applies less often than before."""
+    import ast as _ast
+
+    from referee.checks.guard.normal import parse_expression
+
+    node = parse_expression(new)
+    if isinstance(node, _ast.BoolOp) and isinstance(node.op, _ast.And):
+        return any(canonical(unparse(v)) == old for v in node.values)
+    return False
+
+
+def _module_relaxations(ctx: Context) -> list[_Found]:
+    """Conditional skips and xfails that apply to a whole module or class
+    (``pytestmark``, a class decorator, a module-level ``importorskip``), compared once."""
+    guard = ctx.guard
+    assert guard is not None
+    base = _baseline(ctx)
+    before = module_relaxations(base.source) if base is not None else []
+    after = module_relaxations(ctx.source)
+    found = []
+    for scope in sorted({r.text.split("\0", 1)[0] for r in after}):
+        now = [_strip_scope(r) for r in after if r.text.split("\0", 1)[0] == scope]
+        was = [_strip_scope(r) for r in before if r.text.split("\0", 1)[0] == scope]
+        label = "every test in this module" if scope == "" else f"every test in class `{scope}`"
+        found.extend(_relaxations_changed(guard, label, was, now))
+    return found
+
+
+def _strip_scope(relaxation: Relaxation) -> Relaxation:
+    return replace(relaxation, text=relaxation.text.split("\0", 1)[-1])
+
+
 def _swallowed(
     guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
 ) -> _Found:
@@ -326,9 +608,22 @@ def _swallowed(
     )
 
 
-def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> list[_Found]:
-    """Parametrize cases of the baseline that are no longer in the table (edited, not
-    removed: a shorter table is REF307). Reordering and reformatting change nothing."""
+def _table_changed(
+    guard: GuardContext, tests: tuple[TestFacts, ...], before: TestFacts, after: TestFacts
+) -> list[_Found]:
+    """Parametrize tables the guard could not read row by row: compared by their cases
+    as written (a shorter table is REF307, a case no longer in it REF302)."""
+    if (before.parametrize_cases or 0) > (after.parametrize_cases or 0):
+        return [
+            _judge(
+                guard,
+                tests,
+                "REF307",
+                after.line,
+                f"`{before.name}` has {after.parametrize_cases or 0} parametrized case(s), "
+                f"{before.parametrize_cases} at {guard.base}",
+            )
+        ]
     remaining = list(after.parametrize_values)
     gone = []
     for case in before.parametrize_values:
@@ -353,7 +648,9 @@ def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> 
             )
             continue
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF302",
                 after.line,
                 f"in `{before.name}`, the parametrized case {excerpt(old)} ({guard.base}) was "
@@ -400,19 +697,25 @@ def _substituted(case: str, was: str, now: str) -> set[str]:
     else:
         items = None
     if items is None:
-        return {ast.unparse(replacement)} if ast.unparse(node) == was else set()
+        return {canonical(ast.unparse(replacement))} if canonical(ast.unparse(node)) == was else set()
     out = set()
     for index, item in enumerate(items):
-        if ast.unparse(item) == was:
+        if canonical(ast.unparse(item)) == was:
             items[index] = replacement
-            out.add(ast.unparse(tree))
+            out.add(canonical(ast.unparse(tree)))
             items[index] = item
     return out
 
 
 def _value_changed(
-    guard: GuardContext, before: TestFacts, after_id: str, old: Assertion, new: Assertion
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    before: TestFacts,
+    after_id: str,
+    old_check: Check,
+    new_check: Check,
 ) -> list[_Found]:
+    old, new = old_check.assertion, new_check.assertion
     mismatched: list[_Found] = []
     for certificate in guard.certificates:
         if (
@@ -434,12 +737,14 @@ def _value_changed(
                 )
             ]
     return [
-        _Found(
+        _judge(
+            guard,
+            tests,
             "REF302",
             new.line,
-            f"in `{before.name}`, the expected value of `{excerpt(old.subject)}` changed from "
-            f"{old.expected} to {new.expected} without a certificate "
-            f"({_where(guard, before, old.line)})",
+            f"in `{before.name}`, the expected value of `{excerpt(old_check.subject)}` changed "
+            f"from {_value(old_check.expected)} to {_value(new_check.expected)} without a "
+            f"certificate ({_where(guard, before, old.line)})",
         ),
         *mismatched,
     ]
@@ -467,13 +772,20 @@ def _mismatch(before: TestFacts, certificate: Certificate, problem: str, line: i
 
 
 def _compare_raises(
-    guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    name: str,
+    before: TestFacts,
+    old: Assertion,
+    new: Assertion,
 ) -> list[_Found]:
     found = []
     broad = {"Exception", "BaseException"}
     if set(new.raises) & broad and not set(old.raises) & broad:
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF305",
                 new.line,
                 f"in {name}, `{excerpt(old.text)}` ({_where(guard, before, old.line)}) "
@@ -487,7 +799,9 @@ def _compare_raises(
         and not _matches_anything(old.match)
     ):
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF306",
                 new.line,
                 f"in {name}, the `match={old.match}` of `{excerpt(old.text)}` "
@@ -497,7 +811,9 @@ def _compare_raises(
         )
     if old.match is not None and new.match is None:
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF306",
                 new.line,
                 f"in {name}, the `match={old.match}` of `{excerpt(old.text)}` "
@@ -533,7 +849,12 @@ def _matches_anything(pattern: str) -> bool:
 
 
 def _compare_approx(
-    guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    name: str,
+    before: TestFacts,
+    old: Assertion,
+    new: Assertion,
 ) -> list[_Found]:
     for label, was, now in zip(
         ("rel", "abs"),
@@ -543,7 +864,9 @@ def _compare_approx(
     ):
         if now > was:
             return [
-                _Found(
+                _judge(
+                    guard,
+                    tests,
                     "REF304",
                     new.line,
                     f"in {name}, the approx tolerance {label} went from {was:g} "
@@ -1085,15 +1408,54 @@ def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
                 message=f"new or changed `{match.group(0)}` keeps pytest from collecting "
                 "the files it names",
             )
+    base = _baseline(ctx)
+    old_bodies = base.hook_bodies if base is not None else {}
     for fn in _new_functions(ctx):
-        if fn.name in _FORGING_HOOKS or (
-            fn.name == "pytest_collection_modifyitems" and _DROPS_ITEMS.search(fn.body)
-        ):
+        if fn.name not in _FORGING_HOOKS and fn.name != "pytest_collection_modifyitems":
+            continue
+        now = _forging(fn.name, fn.body)
+        was: set[str] = set()
+        for body in old_bodies.get(fn.name, ()):
+            was |= _forging(fn.name, body)
+        added = sorted(now - was)
+        if added:
             yield Violation(
                 span=_span(fn.line),
                 message=f"new or changed hook `{fn.name}` can change which tests run "
-                "or how they are reported",
+                f"or how they are reported: {', '.join(added)}",
             )
+
+
+# What lets a hook forge an outcome or drop tests, by what it writes or returns.
+_FORGES = {
+    "sets an outcome": re.compile(r"\.(outcome|longrepr|wasxfail|passed|failed|skipped)\s*=[^=]"),
+    "replaces the result": re.compile(r"\bforce_(result|exception)\s*\("),
+    "sets the exit status": re.compile(r"\bexitstatus\s*=[^=]|\b(os\._exit|sys\.exit)\s*\("),
+    "clears the exception": re.compile(r"\bexcinfo\s*=\s*None\b"),
+}
+_RUNS_TEST = re.compile(r"\.runtest\s*\(|runtestprotocol\s*\(|\.obj\s*\(|\bfuncargs\b|\byield\b")
+
+
+def _forging(name: str, body: str) -> set[str]:
+    """The outcome-forging constructs a hook's body holds (see _FORGES)."""
+    found = {label for label, pattern in _FORGES.items() if pattern.search(body)}
+    if name == "pytest_collection_modifyitems":
+        found = set()
+        if _DROPS_ITEMS.search(body) and not re.search(
+            r"items\[:\]\s*=\s*(sorted\(|reversed\(|list\(reversed)", body
+        ):
+            found.add("removes collected items")
+    elif name in ("pytest_pyfunc_call", "pytest_runtest_protocol", "pytest_runtest_call"):
+        if re.search(r"\breturn\s+(True|1|\w+\s+or\s+True)\b", body) and not _RUNS_TEST.search(
+            body
+        ):
+            found.add("reports the test as run without running it")
+    elif name == "pytest_ignore_collect":
+        if re.search(r"\breturn\b(?!\s*(None|False)?\s*$)", body, re.MULTILINE):
+            found.add("keeps files out of collection")
+    elif name == "pytest_report_teststatus":
+        found.add("rewrites how outcomes are reported")
+    return found
 
 
 def exit_in_tests(ctx: Context) -> Iterator[Violation]:
@@ -1123,11 +1485,15 @@ def exit_in_tests(ctx: Context) -> Iterator[Violation]:
         if match:
             yield Violation(
                 span=_span(line + body[: match.start()].count("\n")),
-                message=f"`{match.group(1)}(...)` ends the test run early",
+                message=f"`{match.group(1) or match.group(2)}(...)` ends the test run early",
             )
 
 
-_EXIT = re.compile(r"\b(sys\.exit|os\._exit|exit|quit)\s*\(")
+# `sys.exit(`, `os._exit(`, `pytest.exit(`, or the builtins `exit(` / `quit(` — not a
+# method that happens to be called exit (`ctx.exit()`), nor a definition of one.
+_EXIT = re.compile(
+    r"\b(sys\.exit|os\._exit|pytest\.exit)\s*\(|(?<![\w.])(?<!def )(exit|quit)\s*\("
+)
 _DEFINITIONS = frozenset({"function_definition", "class_definition", "decorated_definition"})
 
 
@@ -1157,16 +1523,16 @@ def _new_module_statements(ctx: Context) -> list[tuple[str, int, str]]:
 
 # ---- the source under test
 
-_SPECIAL_CASE = re.compile(
-    r"^if\s*\(?\s*(?P<name>\w+)\s*(==|is|in)\s*(?P<literal>.+?)\)?\s*:\s*return\s+(?P<ret>.+)$",
-    re.DOTALL,
-)
-
-
 def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a new branch in source code that compares a parameter with a literal that a
-    test uses as input and returns a literal: `if s == "aeiou": return 5`.
+    test uses as input and returns a literal that a test expects:
+    `if s == "aeiou": return 5`.
+
+    Ordinary guards are not flagged: a comparison with `None`, `True`, `False`, `0`, `1`,
+    `-1` or an empty literal (`if header is None: return {}`), or with a name
+    (`if value is UNSET`), and a branch that does more than return. Only the branch is
+    quoted, never the `elif` chain it belongs to.
 
     ## Why it matters
     The function now passes the test for the one input the test tries, and is as wrong
@@ -1188,27 +1554,64 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
         return
     base = _baseline(ctx)
     squashed = base.squashed if base is not None else ""
-    tree = ctx.source.tree
-    stack = [tree.root_node]
+    source = ctx.source
+    stack = [source.tree.root_node]
     while stack:
         node = stack.pop()
         stack.extend(node.named_children)
-        if node.type != "if_statement":
+        if node.type not in ("if_statement", "elif_clause"):
             continue
-        text = ctx.source.node_text(node)
-        match = _SPECIAL_CASE.match(" ".join(text.split()))
-        if match is None or squash(text) in squashed:
+        found = _special_case(source, node)
+        if found is None:
             continue
-        literal = squash(match.group("literal"))
-        returned = match.group("ret").strip()
-        if not re.match(r"^[\"'\d\[\(\{-]|^(True|False|None)$", returned):
+        name, literal, returned, branch = found
+        if squash(branch) in squashed:
             continue
-        if literal and _mentions(guard.test_text, literal):
+        if _mentions(guard.test_text, squash(literal)) and _mentions(
+            guard.test_text, squash(returned)
+        ):
             yield Violation(
                 span=_span(node.start_point.row + 1),
-                message=f"new branch returns `{returned}` for `{match.group('name')}"
-                f" == {match.group('literal').strip()}`, an input a test uses",
+                message=f"new branch `{excerpt(branch, 120)}` returns `{returned}` for "
+                f"`{name} == {literal}`, an input a test uses and the value it expects",
             )
+
+
+_SENTINELS = frozenset({"None", "True", "False", "0", "1", "-1", "''", '""', "[]", "{}", "()", "b''"})
+
+
+def _special_case(source: SourceFile, node: Node) -> tuple[str, str, str, str] | None:
+    """``(parameter, literal, returned, the branch as written)`` of ``if p == <literal>:
+    return <literal>`` (or ``in``/``is``), the literal a specific value; else None."""
+    condition = node.child_by_field_name("condition")
+    block = node.child_by_field_name("consequence")
+    if condition is None or block is None:
+        return None
+    condition = unwrap(condition)
+    if condition.type != "comparison_operator" or condition.named_child_count != 2:
+        return None
+    op = " ".join(source.node_text(c) for c in condition.children if not c.is_named)
+    if op not in ("==", "is", "in"):
+        return None
+    left, right = (unwrap(n) for n in condition.named_children)
+    if left.type != "identifier" and right.type == "identifier" and op == "==":
+        left, right = right, left
+    if left.type != "identifier":
+        return None
+    literal = " ".join(source.node_text(right).split())
+    if right.type in ("identifier", "attribute", "call") or not is_constant(canonical(literal)):
+        return None
+    if canonical(literal) in _SENTINELS or literal in _SENTINELS:
+        return None
+    body = [c for c in block.named_children if c.type != "comment"]
+    if len(body) != 1 or body[0].type != "return_statement" or not body[0].named_children:
+        return None
+    returned = " ".join(source.node_text(body[0].named_children[0]).split())
+    if not is_constant(canonical(returned)):
+        return None
+    head = source.node_text(node)[: block.start_byte - node.start_byte].strip()
+    branch = f"{head} {' '.join(source.node_text(block).split())}"
+    return source.node_text(left), literal, returned, branch
 
 
 def _mentions(test_text: str, literal: str) -> bool:
@@ -1244,8 +1647,8 @@ def always_equal_override(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Compare the fields that define equality.
     """
-    if ctx.guard is None or ctx.source.kind != "python":
-        return
+    if ctx.guard is None or ctx.source.kind != "python" or ctx.in_test_tree:
+        return  # a test-side `ANY`-style helper equal to everything is a testing tool
     new = {(fn.name, fn.line) for fn in _new_functions(ctx)}
     for fn in _functions(ctx):
         if (fn.name, fn.line) in new and fn.constant:
