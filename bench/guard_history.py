@@ -82,9 +82,7 @@ def _git(repo: Path, *args: str) -> str:
 def test_commits(repo: Path, count: int) -> list[tuple[str, str]]:
     """(sha, subject) of the last ``count`` non-merge commits (from HEAD) that change a
     test file and have a parent."""
-    out = _git(
-        repo, "log", "--no-merges", "--format=%x00%H %P%x01%s", "--name-only", "-n", "20000"
-    )
+    out = _git(repo, "log", "--no-merges", "--format=%x00%H %P%x01%s", "--name-only", "-n", "20000")
     found: list[tuple[str, str]] = []
     for record in out.split("\0")[1:]:
         head, _, files = record.partition("\n")
@@ -161,12 +159,17 @@ def run_repo(
     for index in range(max(1, jobs)):
         clone = scratch / f"{name}-{index}"
         if not clone.exists():
-            _git(scratch, "clone", "-q", "--shared", "--no-checkout", str(repo.resolve()), str(clone))
+            _git(
+                scratch, "clone", "-q", "--shared", "--no-checkout", str(repo.resolve()), str(clone)
+            )
         clones.append(clone)
     chunks = [commits[i :: len(clones)] for i in range(len(clones))]
 
     def work(index: int) -> list[Run]:
-        return [_guard(clones[index], name, sha, subject, python, extra) for sha, subject in chunks[index]]
+        return [
+            _guard(clones[index], name, sha, subject, python, extra)
+            for sha, subject in chunks[index]
+        ]
 
     with ThreadPoolExecutor(max_workers=len(clones)) as pool:
         runs = [r for part in pool.map(work, range(len(clones))) for r in part]
@@ -178,7 +181,7 @@ def _percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def summary(runs: list[Run]) -> dict[str, Any]:
@@ -211,21 +214,25 @@ def _codes_text(codes: Counter[str]) -> str:
 
 
 def print_table(per_repo: dict[str, list[Run]]) -> None:
-    print("| project (HEAD) | commits | failed (exit 1) | warned | exit 2 | findings by code "
-          "(E error, W warning, I info) | median s | p90 s |")
+    print(
+        "| project (HEAD) | commits | failed (exit 1) | warned | exit 2 | findings by code "
+        "(E error, W warning, I info) | median s | p90 s |"
+    )
     print("|---|---:|---:|---:|---:|---|---:|---:|")
     total: list[Run] = []
     for name, runs in per_repo.items():
         total.extend(runs)
         s = summary(runs)
+        share = 100 * s["failed"] / max(1, s["commits"])
         print(
-            f"| {name} | {s['commits']} | {s['failed']} ({100 * s['failed'] / max(1, s['commits']):.1f} %) "
+            f"| {name} | {s['commits']} | {s['failed']} ({share:.1f} %) "
             f"| {s['warned']} | {s['errors']} | {_codes_text(s['codes'])} | {s['median']:.2f} "
             f"| {s['p90']:.2f} |"
         )
     s = summary(total)
+    share = 100 * s["failed"] / max(1, s["commits"])
     print(
-        f"| **all** | **{s['commits']}** | **{s['failed']} ({100 * s['failed'] / max(1, s['commits']):.1f} %)** "
+        f"| **all** | **{s['commits']}** | **{s['failed']} ({share:.1f} %)** "
         f"| **{s['warned']}** | **{s['errors']}** | {_codes_text(s['codes'])} | {s['median']:.2f} "
         f"| {s['p90']:.2f} |"
     )
@@ -243,11 +250,18 @@ def print_relaxations(path: Path, per_repo: dict[str, list[Run]]) -> None:
         if run is None:
             continue  # not in the commits measured this time
         found += 1
-        codes = sorted({f"{f['code']} {f['severity']}" for f in run.findings
-                        if f["severity"] in ("warning", "error")})
+        codes = sorted(
+            {
+                f"{f['code']} {f['severity']}"
+                for f in run.findings
+                if f["severity"] in ("warning", "error")
+            }
+        )
         reported += run.reported
-        print(f"| {item['repo']} | {item['commit'][:10]} | {item['what']} | "
-              f"{'reported: ' + ', '.join(codes) if run.reported else '**missed**'} |")
+        print(
+            f"| {item['repo']} | {item['commit'][:10]} | {item['what']} | "
+            f"{'reported: ' + ', '.join(codes) if run.reported else '**missed**'} |"
+        )
     if found:
         print(f"\nRelaxation commits reported: {reported}/{found} = {100 * reported / found:.1f} %")
 
@@ -263,13 +277,25 @@ def print_candidates(per_repo: dict[str, list[Run]], scratch: Path) -> None:
     for name, runs in per_repo.items():
         clone = scratch / f"{name}-0"
         for run in runs:
-            diff = _git(clone, "show", "--format=", "--unified=0", run.commit, "--", "*.py",
-                        "*.ini", "*.cfg", "*.toml")
+            diff = _git(
+                clone,
+                "show",
+                "--format=",
+                "--unified=0",
+                run.commit,
+                "--",
+                "*.py",
+                "*.ini",
+                "*.cfg",
+                "*.toml",
+            )
             added = [ln for ln in diff.splitlines() if marker.search(ln)]
             if _RELAXING.search(run.subject) or added:
                 codes = sorted({f"{f['code']}{f['severity'][0].upper()}" for f in run.findings})
-                print(f"{name} {run.commit[:10]} rc={run.rc} {','.join(codes) or '-'} :: "
-                      f"{run.subject[:90]}")
+                print(
+                    f"{name} {run.commit[:10]} rc={run.rc} {','.join(codes) or '-'} :: "
+                    f"{run.subject[:90]}"
+                )
                 for ln in added[:4]:
                     print(f"      {ln[:150]}")
 
@@ -283,8 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="run the guard in agent mode")
     parser.add_argument("--out", type=Path, help="write every run as JSON lines here")
     parser.add_argument("--relaxations", type=Path, help="JSON list of relaxation commits")
-    parser.add_argument("--candidates", action="store_true",
-                        help="list commits that may relax a test, to read by hand")
+    parser.add_argument(
+        "--candidates",
+        action="store_true",
+        help="list commits that may relax a test, to read by hand",
+    )
     parser.add_argument("--keep", type=Path, help="scratch directory to keep (default: temp)")
     args = parser.parse_args(argv)
     extra = ["--strict"] if args.strict else []
@@ -304,15 +333,23 @@ def main(argv: list[str] | None = None) -> int:
                     for run in runs:
                         out.write(json.dumps(run.__dict__) + "\n")
             s = summary(runs)
-            print(f"{path.resolve().name}: {s['commits']} commits, {s['failed']} failed, "
-                  f"{s['warned']} warned, {s['errors']} exit 2", file=sys.stderr, flush=True)
-        print(f"guard {'--strict ' if args.strict else ''}over real history, "
-              f"{time.perf_counter() - started:.0f} s in all\n")
+            print(
+                f"{path.resolve().name}: {s['commits']} commits, {s['failed']} failed, "
+                f"{s['warned']} warned, {s['errors']} exit 2",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(
+            f"guard {'--strict ' if args.strict else ''}over real history, "
+            f"{time.perf_counter() - started:.0f} s in all\n"
+        )
         print_table(per_repo)
         for runs in per_repo.values():
             for run in runs:
                 if run.rc not in (0, 1):
-                    print(f"exit {run.rc}: {run.repo} {run.commit[:10]}: {run.stderr.strip()[-300:]}")
+                    print(
+                        f"exit {run.rc}: {run.repo} {run.commit[:10]}: {run.stderr.strip()[-300:]}"
+                    )
         if args.relaxations:
             print_relaxations(args.relaxations, {k.split(" ")[0]: v for k, v in per_repo.items()})
         if args.candidates:

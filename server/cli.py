@@ -577,7 +577,7 @@ def serve(transport: str, host: str, port: int, log_level: str) -> None:
     "--strict",
     is_flag=True,
     help="Agent mode: every uncertified weakening is an error, even when the code the test "
-    "exercises changed too (the configuration's guard.mode = \"agent\").",
+    'exercises changed too (the configuration\'s guard.mode = "agent").',
 )
 @_config_option
 @_output_option

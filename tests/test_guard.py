@@ -124,6 +124,53 @@ def test_honest_edit_passes(pair: Pair, tmp_path: Path) -> None:
         assert any(f["code"] == pair.info and "certified by" in f["message"] for f in infos), (
             outcome.describe()
         )
+    warnings = [f for f in outcome.findings if f["severity"] == "warning"]
+    if pair.warn is not None:
+        assert any(
+            f["code"] == pair.warn and (pair.warn_text or "") in f["message"] for f in warnings
+        ), outcome.describe()
+    else:
+        assert not warnings, outcome.describe()
+
+
+@pytest.mark.parametrize("pair", [p for p in CHEATS if not p.gap], ids=lambda p: p.id)
+def test_cheat_is_an_error_in_agent_mode_too(pair: Pair, tmp_path: Path) -> None:
+    """A cheat the default mode catches is an error in agent mode as well."""
+    outcome = run_pair(pair, tmp_path / "repo", None, "--strict")
+    assert outcome.rc == 1, outcome.describe()
+    assert pair.code in outcome.codes("error"), outcome.describe()
+
+
+@pytest.mark.parametrize("pair", [p for p in HONEST if p.warn], ids=lambda p: p.id)
+def test_what_the_default_mode_warns_about_is_an_error_in_agent_mode(
+    pair: Pair, tmp_path: Path
+) -> None:
+    """Agent mode (--strict) keeps every uncertified weakening an error: an intended
+    change and a conditional skip included."""
+    outcome = run_pair(pair, tmp_path / "repo", None, "--strict")
+    assert outcome.rc == 1, outcome.describe()
+    assert pair.warn in outcome.codes("error"), outcome.describe()
+    assert not outcome.codes("warning"), outcome.describe()
+
+
+def test_agent_mode_from_the_configuration(tmp_path: Path) -> None:
+    """`guard.mode = "agent"` in the configuration at the base is agent mode; the same
+    line added by the change under check is not honoured (the base's configuration
+    rules)."""
+    pair = next(p for p in HONEST if p.slug == "skipif-added")
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, **pair.before, "referee.toml": '[guard]\nmode = "agent"\n'})
+    write_files(repo, pair.after)
+    outcome = run_guard(repo)
+    assert outcome.rc == 1, outcome.describe()
+    assert outcome.codes("error") == {"REF310"}
+
+    other = tmp_path / "other"
+    commit_repo(other, {**PROJECT, **pair.before})
+    write_files(other, {**pair.after, "referee.toml": '[guard]\nmode = "agent"\n'})
+    outcome = run_guard(other)
+    assert outcome.rc == 0, outcome.describe()
+    assert outcome.codes("warning") == {"REF310"}
 
 
 # ------------------------------------------------------- expected values kept in a local

@@ -67,7 +67,7 @@ def rows_of(
             if len(base) * len(values) > 400:
                 break
             names = (*names, param)
-            rows = [r + (v,) for r in base for v in values]
+            rows = [(*r, v) for r in base for v in values]
     return names, rows
 
 
@@ -204,9 +204,9 @@ def compare_checks(
         other = None
         if function is not None and check.op in ("==", "is", "approx", "raises"):
             other = take(
-                lambda c, o=check, f=function: c.op == o.op
-                and callee(c.subject) == f
-                and c.assertion.silenced is None
+                lambda c, o=check, f=function: (
+                    c.op == o.op and callee(c.subject) == f and c.assertion.silenced is None
+                )
             )
         if other is not None:  # input and expected value both rewritten
             if (
@@ -251,12 +251,14 @@ def key_counts(tests: Iterable[TestFacts], fixtures: Mapping[str, list[str]] | N
     counts: Counter = Counter()
     for facts in tests:
         if facts.collected:
-            counts.update({c.key for c in checks_of(facts, fixtures) if c.assertion.silenced is None})
+            counts.update(
+                {c.key for c in checks_of(facts, fixtures) if c.assertion.silenced is None}
+            )
     return counts
 
 
 def row_label(facts: TestFacts, row: int | None, fixtures: Mapping[str, list[str]] | None) -> str:
-    names, rows = rows_of(facts, fixtures)
+    rows = rows_of(facts, fixtures)[1]
     if row is None or rows is None or row >= len(rows):
         return ""
     values = rows[row]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from referee.checks.guard.normal import canonical, is_constant, parse_expression, unparse
 from referee.checks.nodes import (
     binding_counts,
     call_arguments,
@@ -27,11 +28,18 @@ from referee.checks.nodes import (
     statements,
     unwrap,
 )
-from referee.checks.guard.normal import canonical, is_constant, parse_expression, unparse
 from referee.checks.pymodule import Class, Function, PythonModule, callee_parts
 from referee.checks.source import SourceFile
 
-__all__ = ["canonical", "squash", "squash_lines", "test_facts", "TestFacts", "Assertion", "Relaxation"]
+__all__ = [
+    "Assertion",
+    "Relaxation",
+    "TestFacts",
+    "canonical",
+    "squash",
+    "squash_lines",
+    "test_facts",
+]
 
 # unittest methods: name -> (op, which argument is the subject, which the expected)
 _METHODS: dict[str, tuple[str, int, int | None]] = {
@@ -157,9 +165,12 @@ def row_values(text: str, width: int) -> list[str] | None:
         return values
     if len(values) == 1:
         node = parse_expression(values[0])
-        if isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) == width:
-            if not any(isinstance(e, ast.Starred) for e in node.elts):
-                return [canonical(unparse(e)) for e in node.elts]
+        if (
+            isinstance(node, (ast.Tuple, ast.List))
+            and len(node.elts) == width
+            and not any(isinstance(e, ast.Starred) for e in node.elts)
+        ):
+            return [canonical(unparse(e)) for e in node.elts]
     return None
 
 
@@ -449,7 +460,114 @@ def marker(source: SourceFile, expr: Node) -> tuple[str, str | None] | None:
         value = parse_expression(source.node_text(bare))
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             text = value.value
+    truth = condition_truth(text)
+    if truth is not None:  # the same on every interpreter and platform: no condition
+        applies = not truth if unless else truth
+        return (kind, None) if applies else None
     return kind, (f"not ({text})" if unless else text)
+
+
+# What a skip condition may read, and the values it takes on the interpreters and
+# platforms a project can run on: a condition true on all of them always applies.
+_VERSIONS = [(3, minor, 0) for minor in range(8, 16)]
+_PLATFORMS = [
+    ("linux", "posix", "Linux"),
+    ("darwin", "posix", "Darwin"),
+    ("win32", "nt", "Windows"),
+]
+_IMPLEMENTATIONS = [("cpython", "CPython"), ("pypy", "PyPy")]
+
+
+def condition_truth(text: str) -> bool | None:
+    """Whether a skip/xfail condition that reads only the interpreter's version, the
+    platform and the implementation is true (or false) on every combination of them
+    (``sys.version_info > (3,)``); None when it depends on them, or reads anything else."""
+    node = parse_expression(text)
+    if node is None:
+        return None
+    results = set()
+    for version in _VERSIONS:
+        for platform, os_name, system in _PLATFORMS:
+            for implementation, python in _IMPLEMENTATIONS:
+                env = {
+                    "sys.version_info": version,
+                    "sys.version_info.major": version[0],
+                    "sys.version_info.minor": version[1],
+                    "sys.platform": platform,
+                    "os.name": os_name,
+                    "platform.system()": system,
+                    "platform.python_implementation()": python,
+                    "sys.implementation.name": implementation,
+                }
+                try:
+                    results.add(bool(_condition(node, env)))
+                except _Unknown:
+                    return None
+                if len(results) > 1:
+                    return None
+    return results.pop() if results else None
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _condition(node: ast.expr, env: dict[str, object]) -> object:
+    text = unparse(node)
+    if text in env:
+        return env[text]
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        return tuple(_condition(e, env) for e in node.elts)
+    if isinstance(node, ast.BoolOp):
+        values = [_condition(v, env) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _condition(node.operand, env)
+    if isinstance(node, ast.Call) and unparse(node.func).endswith(".startswith") and node.args:
+        receiver = _condition(node.func.value, env)  # type: ignore[attr-defined]
+        prefix = _condition(node.args[0], env)
+        if isinstance(receiver, str) and isinstance(prefix, (str, tuple)):
+            return receiver.startswith(prefix)
+        raise _Unknown
+    if isinstance(node, ast.Subscript):
+        container = _condition(node.value, env)
+        index = _condition(node.slice, env) if not isinstance(node.slice, ast.Slice) else None
+        if isinstance(container, tuple) and isinstance(index, int):
+            return container[index]
+        if isinstance(container, tuple) and isinstance(node.slice, ast.Slice):
+            low = _condition(node.slice.lower, env) if node.slice.lower else None
+            high = _condition(node.slice.upper, env) if node.slice.upper else None
+            return container[low:high]  # type: ignore[misc]
+        raise _Unknown
+    if isinstance(node, ast.Compare):
+        left = _condition(node.left, env)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = _condition(right_node, env)
+            compare = _COMPARE.get(type(op))
+            if compare is None:
+                raise _Unknown
+            try:
+                if not compare(left, right):
+                    return False
+            except TypeError:
+                raise _Unknown from None
+            left = right
+        return True
+    raise _Unknown
+
+
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 
 
 def marker_key(text: str) -> str:
@@ -581,12 +699,14 @@ def _imperative_relaxations(source: SourceFile, fn: Function) -> list[Relaxation
             args = call_arguments(call)
             module_name = source.node_text(args[0]) if args else "?"
             condition = f"import {string_literal(module_name)} fails"
-            found.append(Relaxation(kind, condition, source.node_text(call), call.start_point.row + 1))
+            found.append(Relaxation(kind, condition, condition, call.start_point.row + 1))
             continue
         condition = _enclosing_condition(source, call, fn.body)
         if condition is not None:
             found.append(
-                Relaxation(kind, canonical_condition(condition), condition, call.start_point.row + 1)
+                Relaxation(
+                    kind, canonical_condition(condition), condition, call.start_point.row + 1
+                )
             )
     return found
 
@@ -637,7 +757,9 @@ def _first_line(source: SourceFile, try_statement: Node) -> str:
     return " ".join(source.node_text(first).split()) if first is not None else ""
 
 
-_MESSAGE_OF = re.compile(r"(?<![\w.])(str|repr)\((?P<a>\w+)(\.value)?\)|(?<![\w.])(?P<b>\w+)\.value\b")
+_MESSAGE_OF = re.compile(
+    r"(?<![\w.])(str|repr)\((?P<a>\w+)(\.value)?\)|(?<![\w.])(?P<b>\w+)\.value\b"
+)
 
 
 def _fold_message_checks(assertions: list[Assertion]) -> list[Assertion]:
@@ -649,7 +771,8 @@ def _fold_message_checks(assertions: list[Assertion]) -> list[Assertion]:
     out = list(assertions)
     dropped: set[int] = set()
     aliases: dict[str, int] = {}  # the closest `raises(...) as alias` before each check
-    for index, check in enumerate(assertions):
+    in_order = sorted(range(len(assertions)), key=lambda i: assertions[i].line)
+    for index, check in ((i, assertions[i]) for i in in_order):
         if check.op == "raises" and check.alias:
             aliases[check.alias] = index
             continue

@@ -32,12 +32,44 @@ from referee.checks.source import SourceFile
 # Files whose change may change what the code under test does, besides Python ones.
 _CODE_SUFFIXES = frozenset(
     {
-        ".pyx", ".pxd", ".pxi", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".rs", ".go",
-        ".js", ".ts", ".java", ".jinja", ".jinja2", ".j2", ".tmpl", ".sql", ".so",
+        ".pyx",
+        ".pxd",
+        ".pxi",
+        ".pyi",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".rs",
+        ".go",
+        ".js",
+        ".ts",
+        ".java",
+        ".jinja",
+        ".jinja2",
+        ".j2",
+        ".tmpl",
+        ".sql",
+        ".so",
     }
 )
-_DATA_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".csv", ".xml", ".txt", ".ini",
-                            ".cfg", ".html", ".bin", ".dat"})
+_DATA_SUFFIXES = frozenset(
+    {
+        ".json",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".csv",
+        ".xml",
+        ".txt",
+        ".ini",
+        ".cfg",
+        ".html",
+        ".bin",
+        ".dat",
+    }
+)
 _PINS = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|[^/]*\.lock|Cargo\.toml)$")
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 
@@ -84,7 +116,7 @@ def dependencies_changed(before: str | None, after: str | None, name: str) -> bo
             if not parser.has_section("options"):
                 return None
             return parser.get("options", "install_requires", fallback=None)
-        except Exception:  # noqa: BLE001 - an unreadable file pins nothing we can read
+        except Exception:
             return None
 
     return deps(before) != deps(after)
@@ -96,19 +128,124 @@ def dependencies_changed(before: str | None, after: str | None, name: str) -> bo
 _GENERIC = frozenset(
     {name for name in dir(builtins) if not name.startswith("_") or name.startswith("__")}
     | {
-        "self", "cls", "get", "set", "name", "value", "values", "items", "keys", "append",
-        "extend", "update", "copy", "run", "call", "send", "read", "write", "close", "start",
-        "stop", "format", "join", "split", "strip", "replace", "add", "remove", "pop", "clear",
-        "index", "count", "find", "load", "loads", "dump", "dumps", "encode", "decode", "data",
-        "text", "path", "main", "init", "setup", "teardown", "result", "response", "request",
-        "config", "args", "kwargs", "key", "default", "options", "params", "kind", "type",
-        "func", "fn", "obj", "item", "other", "x", "y", "test", "wrapper", "inner", "cb",
-        "callback", "handler", "process", "execute", "apply", "render", "build", "create",
-        "make", "new", "reset", "flush", "exit", "enter", "error", "warn", "log", "info",
-        "debug", "to_dict", "from_dict", "validate", "check", "match", "search", "sub",
+        "self",
+        "cls",
+        "get",
+        "set",
+        "name",
+        "value",
+        "values",
+        "items",
+        "keys",
+        "append",
+        "extend",
+        "update",
+        "copy",
+        "run",
+        "call",
+        "send",
+        "read",
+        "write",
+        "close",
+        "start",
+        "stop",
+        "format",
+        "join",
+        "split",
+        "strip",
+        "replace",
+        "add",
+        "remove",
+        "pop",
+        "clear",
+        "index",
+        "count",
+        "find",
+        "load",
+        "loads",
+        "dump",
+        "dumps",
+        "encode",
+        "decode",
+        "data",
+        "text",
+        "path",
+        "main",
+        "init",
+        "setup",
+        "teardown",
+        "result",
+        "response",
+        "request",
+        "config",
+        "args",
+        "kwargs",
+        "key",
+        "default",
+        "options",
+        "params",
+        "kind",
+        "type",
+        "func",
+        "fn",
+        "obj",
+        "item",
+        "other",
+        "x",
+        "y",
+        "test",
+        "wrapper",
+        "inner",
+        "cb",
+        "callback",
+        "handler",
+        "process",
+        "execute",
+        "apply",
+        "render",
+        "build",
+        "create",
+        "make",
+        "new",
+        "reset",
+        "flush",
+        "exit",
+        "enter",
+        "error",
+        "warn",
+        "log",
+        "info",
+        "debug",
+        "to_dict",
+        "from_dict",
+        "validate",
+        "check",
+        "match",
+        "search",
+        "sub",
     }
 )
-_DUNDERS = frozenset(f"__{n}__" for n in ("init", "call", "enter", "exit", "eq", "repr", "str", "hash", "iter", "next", "getattr", "setattr", "getitem", "len", "new", "post_init"))
+_DUNDERS = frozenset(
+    f"__{n}__"
+    for n in (
+        "init",
+        "call",
+        "enter",
+        "exit",
+        "eq",
+        "repr",
+        "str",
+        "hash",
+        "iter",
+        "next",
+        "getattr",
+        "setattr",
+        "getitem",
+        "len",
+        "new",
+        "post_init",
+    )
+)
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _DEPTH = 3
 _MAX_FILES = 400
@@ -124,7 +261,7 @@ def _definitions(text: str, path: str) -> dict[str, tuple[str, frozenset[str]]]:
     definition per statement text, known by the names they bind."""
     try:
         module = PythonModule(SourceFile(path, text), is_test_file=False)
-    except Exception:  # noqa: BLE001 - an unparsable file defines nothing we can name
+    except Exception:
         return {}
     out: dict[str, tuple[str, frozenset[str]]] = {}
     source = module.source
@@ -136,9 +273,11 @@ def _definitions(text: str, path: str) -> dict[str, tuple[str, frozenset[str]]]:
         names = {fn.name} | ({fn.class_.name} if fn.class_ is not None else set())
         if fn.class_ is not None and (fn.name in _GENERIC or fn.name.startswith("__")):
             names = {fn.class_.name}  # `open` of FlaskClient: known by FlaskClient
-        node = fn.node.parent if fn.node.parent is not None and fn.node.parent.type == (
-            "decorated_definition"
-        ) else fn.node
+        node = (
+            fn.node.parent
+            if fn.node.parent is not None and fn.node.parent.type == ("decorated_definition")
+            else fn.node
+        )
         out[f"def {qual}"] = (source.node_text(node), frozenset(names))
     for cls in module.classes:
         if cls.nested:
@@ -157,9 +296,12 @@ def _definitions(text: str, path: str) -> dict[str, tuple[str, frozenset[str]]]:
         if stmt.type in ("function_definition", "class_definition", "decorated_definition"):
             continue
         text = source.node_text(stmt)
-        if stmt.type in ("comment", "import_statement", "import_from_statement", "future_import_statement") or (
-            stmt.type == "expression_statement" and text[:1] in "\"'"
-        ):
+        if stmt.type in (
+            "comment",
+            "import_statement",
+            "import_from_statement",
+            "future_import_statement",
+        ) or (stmt.type == "expression_statement" and text[:1] in "\"'"):
             continue  # a comment, a docstring, an import: no behaviour of its own
         left = text.split("=", 1)[0] if "=" in text else text
         bound = frozenset(_WORD.findall(left)) - {"import", "from", "as", "if", "else", "try"}
@@ -254,9 +396,7 @@ class Impact:
             args += ["-e", word]
         args += ["--", "*.py"]
         try:
-            proc = subprocess.run(
-                args, cwd=self.repo, capture_output=True, timeout=60, check=False
-            )
+            proc = subprocess.run(args, cwd=self.repo, capture_output=True, timeout=60, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return []
         paths = proc.stdout.decode("utf-8", "surrogateescape").splitlines()

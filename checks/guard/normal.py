@@ -221,9 +221,12 @@ def _binop(node: ast.BinOp, left: Any, right: Any) -> Any:
     op = node.op
     if isinstance(op, ast.Mult):
         for seq, times in ((left, right), (right, left)):
-            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(times, int):
-                if _size(seq) * max(times, 0) > MAX_VALUE:
-                    raise _NotConstant
+            if (
+                isinstance(seq, (str, bytes, list, tuple))
+                and isinstance(times, int)
+                and _size(seq) * max(times, 0) > MAX_VALUE
+            ):
+                raise _NotConstant
         return _check(left * right)
     if isinstance(op, ast.Pow):
         if not isinstance(right, (int, float)) or abs(right) > 256:
@@ -280,7 +283,7 @@ def constant_text(node: ast.AST) -> str | None:
         value = _evaluate(node, [500])
     except _NotConstant:
         return None
-    except Exception:  # noqa: BLE001 - any error evaluating means "not a constant"
+    except Exception:
         return None
     try:
         return _dump(value)
@@ -327,9 +330,14 @@ def _module_qualified(node: ast.Attribute) -> bool:
         if not value.attr[:1].islower():
             return False
         value = value.value
-    return isinstance(value, ast.Name) and value.id[:1].islower() and value.id not in (
-        "self",
-        "cls",
+    return (
+        isinstance(value, ast.Name)
+        and value.id[:1].islower()
+        and value.id
+        not in (
+            "self",
+            "cls",
+        )
     )
 
 
@@ -375,7 +383,13 @@ def _format_as_fstring(node: ast.Call) -> ast.JoinedStr | None:
                 expr = node.args[int(field)]
             else:
                 expr = keywords[field]
-            parts.append((text, expr, {"r": ord("r"), "s": ord("s"), "a": ord("a")}.get(conversion or "", -1)))
+            parts.append(
+                (
+                    text,
+                    expr,
+                    {"r": ord("r"), "s": ord("s"), "a": ord("a")}.get(conversion or "", -1),
+                )
+            )
     except (ValueError, IndexError, KeyError):
         return None
     return _fstring(parts)
@@ -409,7 +423,9 @@ def _percent_as_fstring(node: ast.BinOp) -> ast.JoinedStr | None:
     return _fstring(parts)
 
 
-_STRING = re.compile(r"""(?s)[rRbBuUfF]{0,2}('''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""")
+_STRING = re.compile(
+    r"""(?s)[rRbBuUfF]{0,2}('''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")"""
+)
 
 
 def _fold_outside_strings(text: str) -> str:
@@ -519,9 +535,7 @@ def callee(text: str) -> str | None:
             if isinstance(func, ast.Name):
                 return func.id
             node = func
-        elif isinstance(node, (ast.Attribute, ast.Subscript)):
-            node = node.value
-        elif isinstance(node, ast.Await):
+        elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Await)):
             node = node.value
         else:
             return None

@@ -9,17 +9,16 @@ arbitration; a certified change is reported as information.
 from __future__ import annotations
 
 import ast
-import configparser
 import operator
 import re
 import shlex
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tree_sitter import Node
 
+from referee.checks.guard import pytestconfig
 from referee.checks.guard.compare import (
     Check,
     changed_columns,
@@ -40,18 +39,13 @@ from referee.checks.guard.facts import (
     squash,
     squash_lines,
 )
-from referee.checks.guard.normal import callee, is_constant, unparse
 from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
+from referee.checks.guard.normal import callee, is_constant, unparse
 from referee.checks.ledger import normalized_text_hash
 from referee.checks.models import Certificate, Location, Severity, Span
 from referee.checks.nodes import excerpt, unwrap
 from referee.checks.rule import Context, Violation
 from referee.checks.source import SourceFile
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 def fingerprint_key(facts: TestFacts) -> str:
@@ -248,9 +242,11 @@ def _missing_test(
             replace(f, message=f"{f.message} (the test is now {where})")
             for f in _compare_test(guard, before, counterpart)
         ]
-    if live and all(
-        squash_lines(c.assertion.text) in guard.test_text for c in live if c.row is None
-    ) and all(c.row is None for c in live):
+    if (
+        live
+        and all(squash_lines(c.assertion.text) in guard.test_text for c in live if c.row is None)
+        and all(c.row is None for c in live)
+    ):
         return []  # the same checks, written the same way, in a test file not changed
     if not live:
         return [
@@ -395,7 +391,8 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 "REF307",
                 after.line,
                 f"in {name}, the parametrized case "
-                f"{excerpt(row_label(before, row, guard.fixtures), 120)} ({guard.base}) was removed",
+                f"{excerpt(row_label(before, row, guard.fixtures), 120)} ({guard.base}) "
+                "was removed",
             )
         )
     if not _expandable(guard, before, after):
@@ -551,16 +548,25 @@ def _relaxations_changed(
         verb = "skipped" if relaxation.kind == "skip" else "expected to fail"
         was = ""
         if same_kind:
-            was = f" (at {guard.base}: when `{excerpt(same_kind[0].text, 100)}`)"
+            was = f" (at {guard.base}: when {_condition_text(same_kind[0].text)})"
         found.append(
             _relaxed(
                 guard,
                 code,
                 line if line is not None else relaxation.line,
-                f"{name} is now {verb} when `{excerpt(relaxation.text, 120)}`{was}",
+                f"{name} is now {verb} when {_condition_text(relaxation.text)}{was}",
             )
         )
     return found
+
+
+def _condition_text(text: str) -> str:
+    """A skip's condition in a message: ``import numpy fails`` reads "`import numpy`
+    fails", anything else is quoted whole (one line, cut when long)."""
+    match = re.fullmatch(r"import (\S+) fails(.*)", text)
+    if match:
+        return f"`import {match.group(1)}` fails{match.group(2)}"
+    return f"`{excerpt(text, 120)}`"
 
 
 def _narrower(new: str, old: str) -> bool:
@@ -697,7 +703,9 @@ def _substituted(case: str, was: str, now: str) -> set[str]:
     else:
         items = None
     if items is None:
-        return {canonical(ast.unparse(replacement))} if canonical(ast.unparse(node)) == was else set()
+        return (
+            {canonical(ast.unparse(replacement))} if canonical(ast.unparse(node)) == was else set()
+        )
     out = set()
     for index, item in enumerate(items):
         if canonical(ast.unparse(item)) == was:
@@ -1217,29 +1225,20 @@ _COLLECTION_KEYS = (
 )
 
 
-def _pytest_settings(name: str, text: str) -> dict[str, str] | None:
-    """The pytest settings a configuration file holds (None if it holds none)."""
-    try:
-        if name == "pyproject.toml":
-            table = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options")
-            if table is None:
-                return None
-            return {k: " ".join(v) if isinstance(v, list) else str(v) for k, v in table.items()}
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read_string(text)
-    except (tomllib.TOMLDecodeError, configparser.Error):
-        return None
-    section = {"setup.cfg": "tool:pytest"}.get(name, "pytest")
-    return dict(parser[section]) if parser.has_section(section) else None
-
-
 def test_config_tampered(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a change to pytest's configuration (`pyproject.toml`'s
-    `[tool.pytest.ini_options]`, `pytest.ini`, `setup.cfg`, `tox.ini`) that runs fewer
-    tests: `addopts` gaining `-k`, `-m`, `--deselect`, `--ignore`, `--ignore-glob` or
+    `[tool.pytest.ini_options]` or `[tool.pytest]`, `pytest.ini`, `.pytest.ini`,
+    `setup.cfg`'s `[tool:pytest]` or legacy `[pytest]`, `tox.ini`'s `[pytest]`) that runs
+    fewer tests: `addopts` gaining `-k`, `-m`, `--deselect`, `--ignore`, `--ignore-glob` or
     `-p`, or a changed `testpaths`, `python_files`, `python_classes`,
-    `python_functions` or `norecursedirs`.
+    `python_functions` or `norecursedirs`; and a tox environment whose `commands` now run
+    pytest with one of those options.
+
+    The settings compared are those in effect, read as pytest reads them (the first of
+    those files that has a pytest section): moving the configuration from one file to
+    another with the same effect is not flagged, and neither is pytest 9's
+    `strict = true` replacing `xfail_strict = true`.
 
     `testpaths` and `python_files`/`_classes`/`_functions` are flagged when an entry is
     removed (adding one runs more tests), `norecursedirs` when one is added, a changed
@@ -1260,32 +1259,69 @@ def test_config_tampered(ctx: Context) -> Iterator[Violation]:
     """
     guard = ctx.guard
     name = ctx.relpath.rsplit("/", 1)[-1]
-    if guard is None or name not in ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"):
+    if guard is None or name not in pytestconfig.CONFIG_FILES:
         return
-    now = _pytest_settings(name, ctx.source.text) or {}
-    before = _pytest_settings(name, guard.baseline or "") or {}
-    added = _deselecting_options(now.get("addopts", "")) - _deselecting_options(
-        before.get("addopts", "")
-    )
-    for option in sorted(added):
-        yield Violation(
-            span=_span(_line_of(ctx.source.text, option.split(" ", 1)[0])),
-            message=f"pytest addopts now include `{option}` ({guard.base} did "
-            "not): fewer tests run",
+    text = ctx.source.text
+    before, now = _settings_compared(ctx, name)
+    if before is not None and now is not None:
+        added = _deselecting_options(now.get("addopts", "")) - _deselecting_options(
+            before.get("addopts", "")
         )
-    if _true(before.get("xfail_strict")) and not _true(now.get("xfail_strict")):
-        yield Violation(
-            span=_span(_line_of(ctx.source.text, "xfail_strict")),
-            message=f"pytest `xfail_strict` is no longer true ({guard.base}: "
-            f"{before.get('xfail_strict')!r}): an xfail test that passes no longer fails the run",
-        )
-    for key in _COLLECTION_KEYS:
-        if _narrowed(key, before.get(key), now.get(key)):
+        for option in sorted(added):
             yield Violation(
-                span=_span(_line_of(ctx.source.text, key)),
-                message=f"pytest `{key}` changed from {before.get(key)!r} "
-                f"({guard.base}) to {now.get(key)!r}: which tests run changed",
+                span=_span(_line_of(text, option.split(" ", 1)[0])),
+                message=f"pytest addopts now include `{option}` ({guard.base} did "
+                "not): fewer tests run",
             )
+        if pytestconfig.xfail_strict(before) and not pytestconfig.xfail_strict(now):
+            was = before.get("xfail_strict", before.get("strict"))
+            yield Violation(
+                span=_span(_line_of(text, "strict")),
+                message=f"pytest `xfail_strict` is no longer true ({guard.base}: {was!r}): an "
+                "xfail test that passes no longer fails the run",
+            )
+        for key in _COLLECTION_KEYS:
+            if _narrowed(key, before.get(key), now.get(key)):
+                yield Violation(
+                    span=_span(_line_of(text, key)),
+                    message=f"pytest `{key}` changed from {before.get(key)!r} "
+                    f"({guard.base}) to {now.get(key)!r}: which tests run changed",
+                )
+    if name == "tox.ini":
+        old_envs = pytestconfig.tox_pytest_arguments(guard.baseline or "")
+        for env, arguments in pytestconfig.tox_pytest_arguments(text).items():
+            was = _deselecting_options(old_envs.get(env, old_envs.get("testenv", "")))
+            for option in sorted(_deselecting_options(arguments) - was):
+                yield Violation(
+                    span=_span(_line_of(text, option.split(" ", 1)[-1])),
+                    message=f"tox `[{env}]` now runs pytest with `{option}` ({guard.base} "
+                    "did not): fewer tests run",
+                )
+
+
+def _settings_compared(
+    ctx: Context, name: str
+) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """The pytest settings to compare for this configuration file, at the base and now:
+    the settings in effect for the project (whichever file holds them, so settings moved
+    from pytest.ini to pyproject.toml with the same effect compare equal), compared on
+    the file that holds them now; (None, None) for a file not in effect on either side.
+    Without the project's picture (a file outside the root, a check without a plan)
+    the file's own settings are compared."""
+    guard = ctx.guard
+    assert guard is not None
+    own_now = pytestconfig.settings_of(name, ctx.source.text)
+    own_before = pytestconfig.settings_of(name, guard.baseline or "") if guard.baseline else None
+    if "/" in ctx.relpath or (guard.pytest_before is None and guard.pytest_now is None):
+        return own_before or {}, own_now or {}
+    before_file, before = guard.pytest_before or (None, {})
+    now_file, now = guard.pytest_now or (None, {})
+    if now_file == name and own_now is not None:
+        now = own_now  # the text being checked (an editor's unsaved one) is the one in effect
+    owner = now_file or before_file
+    if owner != name:
+        return None, None
+    return dict(before), dict(now)
 
 
 def _deselecting_options(addopts: str) -> set[str]:
@@ -1306,10 +1342,6 @@ def _deselecting_options(addopts: str) -> set[str]:
 
 
 _ATTACHED = re.compile(r"^-[kmp]\S")  # -k'not slow', -pno:randomly: the value attached
-
-
-def _true(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in ("true", "1", "yes", "on")
 
 
 # pytest's values for the collection settings a configuration leaves out.
@@ -1427,10 +1459,18 @@ def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
 
 
 # What lets a hook forge an outcome or drop tests, by what it writes or returns.
+# Making an outcome worse (`report.outcome = "failed"`, a non-zero exit status) is
+# a stricter conftest, not a forged one.
 _FORGES = {
-    "sets an outcome": re.compile(r"\.(outcome|longrepr|wasxfail|passed|failed|skipped)\s*=[^=]"),
+    "sets an outcome": re.compile(
+        r"\.outcome\s*=(?!=)(?!\s*[\"']failed[\"'])|\.(longrepr|excinfo)\s*=\s*None\b"
+        r"|\.wasxfail\s*=(?!=)"
+    ),
     "replaces the result": re.compile(r"\bforce_(result|exception)\s*\("),
-    "sets the exit status": re.compile(r"\bexitstatus\s*=[^=]|\b(os\._exit|sys\.exit)\s*\("),
+    "sets the exit status": re.compile(
+        r"\bexitstatus\s*=(?!=)(?!\s*(?:[1-9]|(?:pytest\.)?ExitCode\.(?!OK)))"
+        r"|\b(os\._exit|sys\.exit)\s*\(\s*0?\s*\)"
+    ),
     "clears the exception": re.compile(r"\bexcinfo\s*=\s*None\b"),
 }
 _RUNS_TEST = re.compile(r"\.runtest\s*\(|runtestprotocol\s*\(|\.obj\s*\(|\bfuncargs\b|\byield\b")
@@ -1491,9 +1531,7 @@ def exit_in_tests(ctx: Context) -> Iterator[Violation]:
 
 # `sys.exit(`, `os._exit(`, `pytest.exit(`, or the builtins `exit(` / `quit(` — not a
 # method that happens to be called exit (`ctx.exit()`), nor a definition of one.
-_EXIT = re.compile(
-    r"\b(sys\.exit|os\._exit|pytest\.exit)\s*\(|(?<![\w.])(?<!def )(exit|quit)\s*\("
-)
+_EXIT = re.compile(r"\b(sys\.exit|os\._exit|pytest\.exit)\s*\(|(?<![\w.])(?<!def )(exit|quit)\s*\(")
 _DEFINITIONS = frozenset({"function_definition", "class_definition", "decorated_definition"})
 
 
@@ -1522,6 +1560,7 @@ def _new_module_statements(ctx: Context) -> list[tuple[str, int, str]]:
 
 
 # ---- the source under test
+
 
 def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
     """## What it does
@@ -1577,7 +1616,9 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
             )
 
 
-_SENTINELS = frozenset({"None", "True", "False", "0", "1", "-1", "''", '""', "[]", "{}", "()", "b''"})
+_SENTINELS = frozenset(
+    {"None", "True", "False", "0", "1", "-1", "''", '""', "[]", "{}", "()", "b''"}
+)
 
 
 def _special_case(source: SourceFile, node: Node) -> tuple[str, str, str, str] | None:

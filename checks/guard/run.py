@@ -62,7 +62,9 @@ def guard_settings(settings: Settings, *configs: tuple[str, dict[str, str]] | No
                     extra.append(glob)
     if not extra:
         return settings
-    config = settings.config.model_copy(update={"test_files": [*settings.config.test_files, *extra]})
+    config = settings.config.model_copy(
+        update={"test_files": [*settings.config.test_files, *extra]}
+    )
     return replace(settings, config=config)
 
 
@@ -134,13 +136,16 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
             source_changes[path] = (old_text, None if change.deleted else current.get(path))
         elif impact.other_change(path):
             others.append(path)
-        elif PurePosixPath(path).name in ("pyproject.toml", "setup.cfg") and "/" not in path:
-            if impact.dependencies_changed(
+        elif (
+            PurePosixPath(path).name in ("pyproject.toml", "setup.cfg")
+            and "/" not in path
+            and impact.dependencies_changed(
                 before.get(change.old_path) if change.old_path else None,
                 None if change.deleted else _read_or_none(repo / path),
                 PurePosixPath(path).name,
-            ):
-                others.append(f"{path} (dependencies)")
+            )
+        ):
+            others.append(f"{path} (dependencies)")
     effect = impact.Impact(repo, source_changes, others, is_test, lambda: tracked)
 
     shared = GuardContext(
