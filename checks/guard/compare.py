@@ -162,7 +162,18 @@ def compare_checks(
         if found is None:
             unmatched.append(check)
             continue
-        live = next((c for c in found if c.assertion.silenced is None), None)
+        # Of several equal checks, the counterpart is the one written alike (the same
+        # `match=`, tolerance and exceptions), then the nearest.
+        live = min(
+            (c for c in found if c.assertion.silenced is None),
+            key=lambda c, o=check: (
+                (c.assertion.match, c.assertion.tolerance, c.assertion.raises)
+                != (o.assertion.match, o.assertion.tolerance, o.assertion.raises),
+                c.row != o.row,
+                abs(c.assertion.line - o.assertion.line),
+            ),
+            default=None,
+        )
         if live is None:
             changes.append(Change("REF311", check, found[0]))
         elif check.op in ("raises", "approx"):
@@ -229,7 +240,19 @@ def compare_checks(
             changes.append(Change("REF307", check))
         else:
             changes.append(Change("REF301", check))
+    # What the test checks now that it did not: a removal next to as many new checks,
+    # in a test that stopped calling something, is a test rewritten (see rules.py).
+    changes.extend(
+        Change("gained", c)
+        for c in pool
+        if c.assertion.silenced is None and c.op not in ("call", "raise") and not _trivial(c)
+    )
     return changes
+
+
+def _trivial(check: Check) -> bool:
+    """A check that cannot fail whatever the code does: a constant asserted."""
+    return check.op in ("truthy", "falsy") and is_constant(check.subject)
 
 
 def _same_subject(old: Check, new: Check) -> list[Change]:

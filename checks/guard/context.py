@@ -40,6 +40,15 @@ class GuardContext:
     # base and now: configuration moved between files is compared as one.
     pytest_before: tuple[str, Mapping[str, str]] | None = None
     pytest_now: tuple[str, Mapping[str, str]] | None = None
+    # The project's test modules now (paths from the repository root), and the test
+    # modules' text at the base (as test_text is now): what a new deselection can reach.
+    test_files: tuple[str, ...] = ()
+    base_test_text: str = ""
+    # The changed test files' facts as the plan read them: relpath -> (text, facts);
+    # a check of the same text uses them instead of computing them again.
+    current_tests: Mapping[str, tuple[str, Mapping[str, TestFacts]]] = field(
+        default_factory=dict
+    )
 
     @property
     def strict(self) -> bool:

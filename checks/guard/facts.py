@@ -107,7 +107,11 @@ def squash_lines(text: str) -> str:
     """Source text with the whitespace of each line removed, lines kept apart: what
     ``GuardContext.test_text`` holds (a token at a line's end does not run into the
     next line's first one)."""
-    return "\n".join(filter(None, (squash(line) for line in text.splitlines()))) + "\n"
+    return _BLANK_LINES.sub("\n", _SPACES.sub("", text)).strip("\n") + "\n"
+
+
+_SPACES = re.compile(r"[^\S\n]+")
+_BLANK_LINES = re.compile(r"\n{2,}")
 
 
 def _case(text: str) -> str:
@@ -135,6 +139,13 @@ def _case_values(text: str) -> tuple[str, ...] | None:
     node = parse_expression(text)
     if node is None:
         return None
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Call)
+        and ".mark." in f".{unparse(node.func.func)}"
+        and len(node.args) == 1
+    ):
+        node = node.args[0]  # pytest < 4: pytest.mark.skipif(...)((a, b)) marks a case
     if (
         isinstance(node, ast.Call)
         and (
@@ -461,15 +472,16 @@ def marker(source: SourceFile, expr: Node) -> tuple[str, str | None] | None:
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             text = value.value
     truth = condition_truth(text)
-    if truth is not None:  # the same on every interpreter and platform: no condition
-        applies = not truth if unless else truth
-        return (kind, None) if applies else None
+    if truth is not None and truth != unless:
+        return kind, None  # it holds on every Python 3 and platform: no condition at all
+    # (a condition that never holds on them is still reported: it may have held on an
+    # interpreter the project supported when the change was made)
     return kind, (f"not ({text})" if unless else text)
 
 
 # What a skip condition may read, and the values it takes on the interpreters and
 # platforms a project can run on: a condition true on all of them always applies.
-_VERSIONS = [(3, minor, 0) for minor in range(8, 16)]
+_VERSIONS = [(3, minor, 0) for minor in range(16)]
 _PLATFORMS = [
     ("linux", "posix", "Linux"),
     ("darwin", "posix", "Darwin"),
@@ -668,7 +680,8 @@ def _bound_names(source: SourceFile, body: Node) -> frozenset[str]:
     own bindings included: over-approximation only makes more values "computed")."""
     text = source.node_text(body)
     found = set(re.findall(r"^\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)", text, re.MULTILINE))
-    found.update(re.findall(r"\bfor\s+([A-Za-z_]\w*)\s+in\b", text))
+    for targets in re.findall(r"\bfor\s+([\w\s,()\[\]]+?)\s+in\b", text):
+        found.update(t for t in re.split(r"[\s,()\[\]]+", targets) if t.isidentifier())
     found.update(re.findall(r"\bas\s+([A-Za-z_]\w*)", text))
     for params in re.findall(r"\bdef\s+\w+\s*\(([^)]*)\)|\blambda\s*([^:]*):", text):
         for param in ",".join(params).split(","):
@@ -1141,6 +1154,12 @@ def _decorators(
         name = source.node_text(target) if target is not None else ""
         text = source.node_text(decorator)
         found = marker(source, expr)
+        if found is None and expr.type == "identifier":
+            # `skip_py314 = pytest.mark.skipif(...)` at module level, `@skip_py314` here
+            value = lookup(source.node_text(expr))
+            if value is not None and value.type == "call":
+                found = marker(source, value)
+                call = value
         if found is not None and found[1] is None:
             kind = found[0]
             if kind == "skip":

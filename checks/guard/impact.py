@@ -247,7 +247,7 @@ _DUNDERS = frozenset(
     )
 )
 _WORD = re.compile(r"[A-Za-z_]\w*")
-_DEPTH = 3
+_DEPTH = 4
 _MAX_FILES = 400
 
 
@@ -278,7 +278,10 @@ def _definitions(text: str, path: str) -> dict[str, tuple[str, frozenset[str]]]:
             if fn.node.parent is not None and fn.node.parent.type == ("decorated_definition")
             else fn.node
         )
-        out[f"def {qual}"] = (source.node_text(node), frozenset(names))
+        key = f"def {qual}"
+        while key in out:  # a property's getter and setter, overloads: each its own
+            key += "'"
+        out[key] = (source.node_text(node), frozenset(names))
     for cls in module.classes:
         if cls.nested:
             continue
@@ -320,11 +323,20 @@ def changed_names(before: str | None, after: str | None, path: str) -> dict[str,
         if was is not None and now is not None and squash(was[0]) == squash(now[0]):
             continue
         names = (old.get(key) or new.get(key) or ("", frozenset()))[1]
-        label = key if not key.startswith("stmt ") else "a module-level statement"
+        label = key.rstrip("'") if not key.startswith("stmt ") else "a module-level statement"
+        if names & {"__getattr__", "__dir__"} and key.startswith("def __"):
+            names = names | {_module_name(path)}  # `attr.__title__` goes through it
         for name in names:
             if name not in _GENERIC:
                 out.setdefault(name, label)
     return out
+
+
+def _module_name(path: str) -> str:
+    """The name a module is imported by (its last part): ``src/attr/__init__.py`` is
+    ``attr``, ``pkg/util.py`` is ``util``."""
+    pure = PurePosixPath(path)
+    return pure.parent.name if pure.stem == "__init__" else pure.stem
 
 
 class Impact:
@@ -370,19 +382,18 @@ class Impact:
                     except (OSError, UnicodeDecodeError):
                         text = ""
                     parsed[path] = _definitions(text, path)
-                for key, (body, names) in parsed[path].items():
-                    if not key.startswith("def "):
-                        continue
+                for _key, (body, names) in parsed[path].items():
                     mentioned = {
                         w for w in _words(body) & frontier if w not in _GENERIC and w[:2] != "__"
                     }
                     if not mentioned:
                         continue
                     via = sorted(mentioned)[0]
-                    for name in names - _GENERIC - _DUNDERS:
+                    for name in names - _DUNDERS:
                         if name not in reach:
                             reach[name] = f"`{name}` reaches {reach[via]}"
-                            found.add(name)
+                            if name not in _GENERIC:  # a `get` is reached, never followed
+                                found.add(name)
             frontier = found
         return reach
 

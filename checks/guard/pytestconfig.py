@@ -115,7 +115,9 @@ def is_pytest_file(relpath: str, patterns: list[str], testpaths: list[str]) -> b
     return False
 
 
-_PYTEST_COMMAND = re.compile(r"(^|[\s/])(py\.test|pytest)(\s|$)|-m\s+pytest\b")
+# Where pytest's own arguments start in a command line: after `pytest`, `py.test`
+# (a path to either included) or `python -m pytest`.
+_PYTEST_COMMAND = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?=\s|$)|-m\s+pytest(?=\s|$)")
 
 
 def tox_pytest_arguments(text: str) -> dict[str, str]:
@@ -133,8 +135,9 @@ def tox_pytest_arguments(text: str) -> dict[str, str]:
         commands = parser.get(section, "commands", fallback="")
         lines = []
         for line in commands.replace("\\\n", " ").splitlines():
-            if _PYTEST_COMMAND.search(line):
-                lines.append(line.strip())
+            match = _PYTEST_COMMAND.search(line)
+            if match:
+                lines.append(line[match.end() :].strip())
         if lines:
             out[section] = " ".join(lines)
     return out

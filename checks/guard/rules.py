@@ -9,6 +9,7 @@ arbitration; a certified change is reported as information.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import operator
 import re
 import shlex
@@ -40,7 +41,7 @@ from referee.checks.guard.facts import (
     squash_lines,
 )
 from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
-from referee.checks.guard.normal import callee, is_constant, unparse
+from referee.checks.guard.normal import callee, is_constant, parse_expression, unparse
 from referee.checks.ledger import normalized_text_hash
 from referee.checks.models import Certificate, Location, Severity, Span
 from referee.checks.nodes import excerpt, unwrap
@@ -101,10 +102,13 @@ def _facts(ctx: Context) -> tuple[dict[str, TestFacts], dict[str, TestFacts]]:
     cached = ctx.memo.get("guard-facts")
     if cached is None:
         base = _baseline(ctx)
-        cached = (
-            base.tests if base is not None else {},
-            _current(ctx).tests(ctx.source, ctx.relpath, ctx.memo.get("chunks")),  # type: ignore[arg-type]
-        )
+        guard = ctx.guard
+        planned = guard.current_tests.get(ctx.relpath) if guard is not None else None
+        if planned is not None and planned[0] == ctx.source.text:
+            now = dict(planned[1])  # read by the plan from the same text
+        else:
+            now = _current(ctx).tests(ctx.source, ctx.relpath, ctx.memo.get("chunks"))  # type: ignore[arg-type]
+        cached = (base.tests if base is not None else {}, now)
         ctx.memo["guard-facts"] = cached
     return cached  # type: ignore[return-value]
 
@@ -320,6 +324,14 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
         return was > 0 and guard.counts_now.get(key, 0) >= was
 
     changes = compare_checks(before, after, guard.fixtures, still_made)
+    gained = [c.old for c in changes if c.code == "gained"]
+    removed = [c for c in changes if c.code == "REF301"]
+    # A test rewritten against another API (a private helper replaced by the public
+    # one): it no longer calls something it called, and makes at least half as many new
+    # checks as it lost. Its removals are warnings in the default mode,
+    # errors in agent mode.
+    stopped = sorted(before.calls - after.calls)
+    rewritten = bool(removed) and bool(stopped) and bool(gained) and 2 * len(gained) >= len(removed)
     rows_lost = _rows_lost(guard, before, after)
     changed_rows: dict[int | None, tuple[Check, Check]] = {}
     reported_rows: set[int] = set()
@@ -348,7 +360,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 is_value(new.expected, after) or is_constant(old.expected or "")
             ):
                 continue  # an expected side computed by the test: not a value to compare
-            if old.row is not None or new.row is not None:
+            if old.row is not None:
                 if old.row not in changed_rows:
                     changed_rows[old.row] = (old, new)
                 continue
@@ -371,16 +383,24 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 continue
             case = row_label(before, old.row, guard.fixtures)
             in_case = f" (case {excerpt(case, 60)})" if case else ""
-            found.append(
-                _judge(
-                    guard,
-                    tests,
-                    "REF301",
-                    after.line,
-                    f"in {name}{in_case}, {old.assertion.kind} `{excerpt(_check_text(old))}` "
-                    f"({_where(guard, before, old.assertion.line)}) was removed",
-                )
+            message = (
+                f"in {name}{in_case}, {old.assertion.kind} `{excerpt(_check_text(old))}` "
+                f"({_where(guard, before, old.assertion.line)}) was removed"
             )
+            if rewritten and not guard.strict and change.code == "REF301":
+                found.append(
+                    _Found(
+                        "REF301",
+                        after.line,
+                        f"{message}; the test no longer calls `{stopped[0]}` and makes "
+                        f"{len(gained)} new check(s) instead, e.g. "
+                        f"`{excerpt(_check_text(gained[0]), 60)}`: rewritten? (an error in "
+                        "agent mode)",
+                        Severity.WARNING,
+                    )
+                )
+                continue
+            found.append(_judge(guard, tests, "REF301", after.line, message))
     for old, new in changed_rows.values():
         found.extend(_case_changed(guard, tests, before, after, old, new))
     for row in sorted(rows_lost - reported_rows - set(changed_rows)):
@@ -572,12 +592,8 @@ def _condition_text(text: str) -> str:
 def _narrower(new: str, old: str) -> bool:
     """Whether condition ``new`` holds only where ``old`` does (``old and more``), so
     the skip applies less often than before."""
-    import ast as _ast
-
-    from referee.checks.guard.normal import parse_expression
-
     node = parse_expression(new)
-    if isinstance(node, _ast.BoolOp) and isinstance(node.op, _ast.And):
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
         return any(canonical(unparse(v)) == old for v in node.values)
     return False
 
@@ -895,9 +911,16 @@ def _report(ctx: Context, code: str) -> Iterator[Violation]:
 
 def test_removed(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a test that existed at the baseline and is gone, when its assertions are not
-    found in any test now. Renaming a test, moving it to another file, and splitting or
-    merging tests keep the assertions and are not flagged.
+    Flags a test that existed at the baseline and is gone, when its checks are not made
+    by any test now. Renaming a test, moving it to another file, splitting, merging or
+    parametrizing tests keep the checks and are not flagged; nor is deleting a duplicate
+    whose copy lives in a test file the change did not touch. A test renamed and edited
+    is compared with the new test it became (REF301/REF302/… name it).
+
+    A warning, not an error, in the default mode when the code the test exercised
+    changed in the same diff (the feature went with its test), or when the test had no
+    assertion at all; an error in agent mode. The message lists the checks no test
+    makes any more.
 
     ## Why it matters
     Deleting the red test is the bluntest way to make a suite pass.
@@ -915,9 +938,17 @@ def test_removed(ctx: Context) -> Iterator[Violation]:
 
 def assertion_removed(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags an assertion that a test had at the baseline and no longer has. An assertion
-    whose subject was renamed, or that moved into a helper the test calls, is not
-    flagged.
+    Flags an assertion (or a call to a helper that asserts, or a `raise` that fails the
+    test) that a test had at the baseline and no longer has. Not flagged: the same check
+    in another form (`assert 4 == f(x)` for `assert f(x) == 4`, `assertEqual` for
+    `assert ==`, `raises(match=)` for `assert "x" in str(e.value)`), a check moved to
+    another test of the change (it is still made as often as before), into a helper
+    the test calls, or into a parametrize table, and an assertion whose subject was
+    rewritten with its expected value kept.
+
+    A warning in the default mode when the code the test exercises changed in the same
+    diff, or when the test was rewritten against another API (it stopped calling
+    something and makes at least half as many new checks); an error in agent mode.
 
     ## Why it matters
     A test that still runs but checks less is harder to spot than a deleted one.
@@ -944,9 +975,24 @@ def expected_value_changed(ctx: Context) -> Iterator[Violation]:
     new value) is reported as information: "certified by …".
 
     A value changed inside a `@pytest.mark.parametrize` table (without removing the
-    case) is the same change; reordering cases or renaming `pytest.param` ids is not.
+    case) is the same change, and the message names the columns that changed;
+    reordering, deduplicating or wrapping cases in `pytest.param(..., id=)`, renaming an
+    argname, adding a column and moving the table to a parametrized fixture are not.
     So is a value changed in a local the test assigns a literal to once and compares
     with (`==`, `assertEqual`, `pytest.approx`); renaming the local is not.
+
+    Values are compared as the values they evaluate to when they are constants:
+    `u"x"` and `"x"`, `"a" "b"` and `"ab"`, `"a b".split()` and `["a", "b"]`,
+    `"{}:{}".format(h, p)` and `f"{h}:{p}"`, `flask.Markup` and `Markup` are the same.
+    An expected side computed from the test's own variables or fixtures is not a value
+    and is not compared.
+
+    In the default mode the change is a warning when the code the test exercises
+    changed in the same diff — the function it calls, or one that function reaches
+    (found by name, a few calls deep), or a non-Python file the code may live in:
+    "changed together with the code it tests (`parse` (def parse in src/p.py)
+    changed): an intended change?". With nothing it exercises changed it is an error:
+    that is the cheat. In agent mode every uncertified change is an error.
 
     ## Why it matters
     Rewriting the expected value to whatever the code returns turns every test green and
@@ -974,7 +1020,9 @@ def comparison_weakened(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags an assertion on the same subject whose comparison now pins the value down less:
     `==` became `in`, `>=`, `<=`, `!=`, `is not None` or a bare truth test. Strengthening
-    (`>` to `==`) is not flagged.
+    (`>` to `==`) is not flagged. In a parametrized test each case is compared.
+    A warning in the default mode when the code the test exercises changed in the same
+    diff; an error otherwise, and always in agent mode.
 
     ## Why it matters
     `assert total == 90` fails for a wrong total; `assert total >= 0` passes for almost
@@ -1062,10 +1110,15 @@ def raises_match_removed(ctx: Context) -> Iterator[Violation]:
 
 def parametrize_cases_removed(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a `@pytest.mark.parametrize` test with fewer cases than at the baseline.
+    Flags a `@pytest.mark.parametrize` case that is gone: the table has fewer distinct
+    cases than at the baseline, and this one has no counterpart now. Each removed case
+    is named. Removing an exact duplicate, renaming an argname, adding a column and
+    moving the table to a parametrized fixture (`@pytest.fixture(params=[...])`) remove
+    nothing.
 
     Tables kept in a module constant (`CASES = [...]` used as
-    `@pytest.mark.parametrize("x, y", CASES)`) are read too.
+    `@pytest.mark.parametrize("x, y", CASES)`) are read too. A warning in the default
+    mode when the code the test exercises changed in the same diff.
 
     ## Why it matters
     Deleting the failing case from a table is deleting a test.
@@ -1137,13 +1190,20 @@ def certificate_mismatch(ctx: Context) -> Iterator[Violation]:
 def skip_added(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a test that is skipped now and was not at the baseline: `@pytest.mark.skip`,
-    `@unittest.skip`, `pytest.skip()`, `self.skipTest()`, `raise SkipTest`. Conditional
-    skips (`skipif`, `skipUnless`) are not flagged.
+    `@unittest.skip`, `pytest.skip()`, `self.skipTest()`, `raise SkipTest` — an error.
 
     Unconditional forms count wherever they are written: `skipif(True)`,
     `skipUnless(False)`, a module- or class-level `pytestmark`, a class decorator, and
-    `pytest.param(..., marks=pytest.mark.skip)`. A condition the guard would have to
-    evaluate (`skipif(sys.version_info > (3,))`) is read as conditional: a known gap.
+    `pytest.param(..., marks=pytest.mark.skip)`. A condition that reads only the Python
+    version, the platform and the implementation and holds on all of them
+    (`skipif(sys.version_info > (3,))`) is unconditional too.
+
+    A skip that applies only sometimes is a warning that quotes its condition (an error
+    in agent mode): a new or widened `skipif(cond)` / `skipUnless(cond)`,
+    `pytest.importorskip("x")` in a test or at module level, a `pytest.skip()` under an
+    `if`, an `else` or an `except`, and a conditional mark on a case, a class or
+    `pytestmark`: "`test_a` is now skipped when `sys.platform == "win32"`". A condition
+    narrowed (`cond and more`) is not flagged; a reworded `reason=` is not a new skip.
 
     ## Why it matters
     A skipped test reports nothing, and CI stays green.
@@ -1190,9 +1250,12 @@ def xfail_added(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a test newly marked as expected to fail (`@pytest.mark.xfail`,
     `@unittest.expectedFailure`, `pytest.xfail()`), or an xfail that became
-    `strict=False` (so an unexpected pass no longer fails the run).
+    `strict=False` (so an unexpected pass no longer fails the run) — an error.
 
-    xfail marks are read in the same places as skips (see `skip-added`).
+    xfail marks are read in the same places as skips (see `skip-added`), and as there,
+    an xfail under a condition (`xfail(sys.platform == "win32")`, a `pytest.xfail()`
+    inside an `if` or a `try`'s `else`) is a warning quoting the condition (an error in
+    agent mode). Rewording an xfail's `reason=` changes nothing.
 
     ## Why it matters
     An xfail turns a red test into a yellow one that nobody reads.
@@ -1268,6 +1331,8 @@ def test_config_tampered(ctx: Context) -> Iterator[Violation]:
             before.get("addopts", "")
         )
         for option in sorted(added):
+            if not _deselects_existing(guard, option):
+                continue
             yield Violation(
                 span=_span(_line_of(text, option.split(" ", 1)[0])),
                 message=f"pytest addopts now include `{option}` ({guard.base} did "
@@ -1281,22 +1346,64 @@ def test_config_tampered(ctx: Context) -> Iterator[Violation]:
                 "xfail test that passes no longer fails the run",
             )
         for key in _COLLECTION_KEYS:
-            if _narrowed(key, before.get(key), now.get(key)):
-                yield Violation(
-                    span=_span(_line_of(text, key)),
-                    message=f"pytest `{key}` changed from {before.get(key)!r} "
-                    f"({guard.base}) to {now.get(key)!r}: which tests run changed",
-                )
+            if not _narrowed(key, before.get(key), now.get(key)):
+                continue
+            lost = _no_longer_collected(guard.test_files, key, before, now)
+            if lost == []:
+                continue  # every test module is collected as before
+            which = f": {lost[0]} is no longer collected" if lost else ": which tests run changed"
+            yield Violation(
+                span=_span(_line_of(text, key)),
+                message=f"pytest `{key}` changed from {before.get(key)!r} "
+                f"({guard.base}) to {now.get(key)!r}{which}",
+            )
     if name == "tox.ini":
         old_envs = pytestconfig.tox_pytest_arguments(guard.baseline or "")
         for env, arguments in pytestconfig.tox_pytest_arguments(text).items():
             was = _deselecting_options(old_envs.get(env, old_envs.get("testenv", "")))
             for option in sorted(_deselecting_options(arguments) - was):
+                if not _deselects_existing(guard, option):
+                    continue
                 yield Violation(
                     span=_span(_line_of(text, option.split(" ", 1)[-1])),
                     message=f"tox `[{env}]` now runs pytest with `{option}` ({guard.base} "
                     "did not): fewer tests run",
                 )
+
+
+_EXPRESSION_WORDS = frozenset({"and", "or", "not"})
+
+
+def _deselects_existing(guard: GuardContext, option: str) -> bool:
+    """Whether a new deselecting option can leave out a test that existed at the base:
+    `-m` naming a marker some test used, `-k` a word some test's text holds, `--deselect`
+    a test that was there, `--ignore` a path that held test files. With no picture of
+    the base's tests (a check without a plan) every such option counts."""
+    text = guard.base_test_text
+    if not text:
+        return True
+    flag, _, value = option.partition(" ")
+    if not value and len(flag) > 2 and flag[:2] in ("-k", "-m"):
+        flag, value = flag[:2], flag[2:]
+    value = value.strip("'\"")
+    if flag == "-m":
+        names = set(re.findall(r"[A-Za-z_]\w*", value)) - _EXPRESSION_WORDS
+        return any(f"mark.{name}" in text for name in names)
+    if flag == "-k":
+        words = set(re.findall(r"[A-Za-z_]\w*", value)) - _EXPRESSION_WORDS
+        lowered = text.lower()
+        return any(word.lower() in lowered for word in words)
+    if flag == "--deselect" or flag.startswith("--deselect="):
+        target = value or flag.partition("=")[2]
+        name = target.rsplit("::", 1)[-1].split("[", 1)[0]
+        return f"def{name}(" in text or "::" not in target
+    if flag.startswith("--ignore"):
+        target = (value or flag.partition("=")[2]).rstrip("/")
+        return not guard.test_files or any(
+            p == target or p.startswith(target + "/") or fnmatch.fnmatch(p, target)
+            for p in guard.test_files
+        )
+    return True
 
 
 def _settings_compared(
@@ -1372,6 +1479,24 @@ def _narrowed(key: str, before: str | None, now: str | None) -> bool:
     return bool(old - new)
 
 
+def _no_longer_collected(
+    test_files: tuple[str, ...], key: str, before: dict[str, str], now: dict[str, str]
+) -> list[str] | None:
+    """The project's test modules that pytest collected with the ``before`` settings and
+    does not with ``now``'s (`testpaths`, `python_files`); None when the guard cannot
+    tell (no list of test files, or another setting)."""
+    if not test_files or key not in ("testpaths", "python_files"):
+        return None
+    old_patterns, old_paths = pytestconfig.test_file_patterns(before)
+    new_patterns, new_paths = pytestconfig.test_file_patterns(now)
+    return sorted(
+        path
+        for path in test_files
+        if pytestconfig.is_pytest_file(path, old_patterns, old_paths)
+        and not pytestconfig.is_pytest_file(path, new_patterns, new_paths)
+    )
+
+
 def _line_of(text: str, needle: str) -> int:
     for number, line in enumerate(text.splitlines(), start=1):
         if needle in line:
@@ -1408,13 +1533,18 @@ def _new_functions(ctx: Context) -> list[FunctionText]:
 
 def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a new or changed pytest hook in `conftest.py` (or a plugin module) that can
-    forge outcomes or drop tests: `pytest_runtest_makereport`, `pytest_runtest_call`,
-    `pytest_pyfunc_call`, `pytest_runtest_protocol`, `pytest_report_teststatus`,
-    `pytest_sessionfinish`, or a `pytest_collection_modifyitems` that removes items.
+    Flags a new or changed pytest hook in `conftest.py` (or a plugin module) whose edit
+    adds a way to forge outcomes or drop tests: `pytest_runtest_makereport` (or
+    `_call`, `_setup`, …) setting an outcome to anything but `"failed"`, clearing
+    `longrepr`/`excinfo`, setting `wasxfail` or forcing a result; `pytest_pyfunc_call`,
+    `pytest_runtest_protocol` or `pytest_runtest_call` returning `True` without running
+    the test; `pytest_sessionfinish` setting a zero exit status; a
+    `pytest_collection_modifyitems` that removes items (sorting them does not); a
+    `pytest_report_teststatus`. A hook that only makes the run stricter (records the
+    report on the item, fails the session on a warning) is not flagged.
 
-    Also flagged: `collect_ignore`, `collect_ignore_glob` and `pytest_ignore_collect`
-    added to a conftest.
+    Also flagged: `collect_ignore`, `collect_ignore_glob` and a `pytest_ignore_collect`
+    that returns something, added to a conftest.
 
     ## Why it matters
     Ten lines in `conftest.py` can report every failure as a pass.
@@ -1500,10 +1630,11 @@ def _forging(name: str, body: str) -> set[str]:
 
 def exit_in_tests(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a new `sys.exit(...)`, `os._exit(...)` or `exit(...)` in a test module or
-    `conftest.py`.
+    Flags a new `sys.exit(...)`, `os._exit(...)`, `pytest.exit(...)` or builtin
+    `exit(...)` / `quit(...)` in a test module or `conftest.py`.
 
-    Module-level calls count too; an `if __name__ == "__main__":` block is exempt.
+    Module-level calls count too; an `if __name__ == "__main__":` block is exempt, and
+    so is a method that happens to be called `exit` (`ctx.exit()`, `def exit(self)`).
 
     ## Why it matters
     `os._exit(0)` ends the test process with success before the failures are reported.
@@ -1616,9 +1747,23 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
             )
 
 
-_SENTINELS = frozenset(
-    {"None", "True", "False", "0", "1", "-1", "''", '""', "[]", "{}", "()", "b''"}
-)
+def _specific(literal: str) -> bool:
+    """Whether a literal singles out one input: not a sentinel (`None`, a boolean, an
+    empty value), a small number or a token of one or two characters (`"0"`, `"y"`)
+    that ordinary parsing code compares with."""
+    node = parse_expression(literal)
+    if not isinstance(node, ast.Constant):
+        return isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set)) and bool(
+            getattr(node, "elts", None) or getattr(node, "keys", None)
+        )
+    value = node.value
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return not -2 <= value <= 2
+    if isinstance(value, (str, bytes)):
+        return len(value.strip()) > 2
+    return True
 
 
 def _special_case(source: SourceFile, node: Node) -> tuple[str, str, str, str] | None:
@@ -1642,7 +1787,7 @@ def _special_case(source: SourceFile, node: Node) -> tuple[str, str, str, str] |
     literal = " ".join(source.node_text(right).split())
     if right.type in ("identifier", "attribute", "call") or not is_constant(canonical(literal)):
         return None
-    if canonical(literal) in _SENTINELS or literal in _SENTINELS:
+    if not _specific(canonical(literal)):
         return None
     body = [c for c in block.named_children if c.type != "comment"]
     if len(body) != 1 or body[0].type != "return_statement" or not body[0].named_children:
@@ -1673,7 +1818,9 @@ def _mentions(test_text: str, literal: str) -> bool:
 def always_equal_override(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a new `__eq__` that always returns `True` (or `__ne__` that always returns
-    `False`, or a constant `__hash__`).
+    `False`, or a constant `__hash__`) in the code under test. A test-side helper equal
+    to everything (a `mock.ANY` of the project's own, in a test module, `conftest.py` or
+    a test directory) is a testing tool and is not flagged.
 
     ## Why it matters
     An object equal to everything makes every `assert result == expected` pass.

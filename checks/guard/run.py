@@ -105,9 +105,12 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
     elsewhere: dict[str, str] = {}
     by_name: dict[str, TestFacts] = {}
     now_tests: list[TestFacts] = []
+    current_tests: dict[str, tuple[str, dict[str, TestFacts]]] = {}
     for path, text in current.items():
         if is_test(path) and path.endswith(".py"):
-            for facts in test_facts(SourceFile(path, text), path).values():
+            found_tests = test_facts(SourceFile(path, text), path)
+            current_tests[path] = (text, found_tests)
+            for facts in found_tests.values():
                 if facts.collected:
                     now_tests.append(facts)
                     by_name.setdefault(facts.name, facts)
@@ -121,7 +124,16 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
         base_tests.extend(live.baseline(old, old, "python", before[old] or "").tests.values())
     base_ids = {t.id for t in base_tests}
     new_tests = {t.id: t for t in now_tests if t.id not in base_ids}
-    test_text = "".join(squash_lines(text) for path, text in texts.items() if is_test(path))
+    squashed = {path: squash_lines(text) for path, text in texts.items() if is_test(path)}
+    test_text = "".join(squashed.values())
+    changed_tests = {c.path for c in changes if is_test(c.path)}
+    base_test_text = "".join(
+        text for path, text in squashed.items() if path not in changed_tests
+    ) + "".join(
+        squash_lines(before.get(c.old_path) or "")
+        for c in changes
+        if c.old_path and is_test(c.old_path)
+    )
 
     source_changes = {}
     others = []
@@ -163,6 +175,9 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
         impact=effect,
         pytest_before=pytest_before,
         pytest_now=pytest_now,
+        test_files=tuple(sorted(p for p in texts if is_test(p))),
+        base_test_text=base_test_text,
+        current_tests=current_tests,
     )
     result = GuardPlan(repo, base, shared, ledger_problems=found.problems, settings=settings)
     for change in changes:
