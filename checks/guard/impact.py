@@ -389,6 +389,8 @@ class Impact:
                     if not mentioned:
                         continue
                     via = sorted(mentioned)[0]
+                    if "__getattr__" in names and "." not in _key:
+                        names = names | {_module_name(path)}  # the module's attributes
                     for name in names - _DUNDERS:
                         if name not in reach:
                             reach[name] = f"`{name}` reaches {reach[via]}"
