@@ -46,9 +46,7 @@ class GuardContext:
     base_test_text: str = ""
     # The changed test files' facts as the plan read them: relpath -> (text, facts);
     # a check of the same text uses them instead of computing them again.
-    current_tests: Mapping[str, tuple[str, Mapping[str, TestFacts]]] = field(
-        default_factory=dict
-    )
+    current_tests: Mapping[str, tuple[str, Mapping[str, TestFacts]]] = field(default_factory=dict)
 
     @property
     def strict(self) -> bool:

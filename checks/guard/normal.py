@@ -440,6 +440,21 @@ def _fold_outside_strings(text: str) -> str:
     return "".join(out)
 
 
+def one_line(text: str, limit: int = 80) -> str:
+    """Code quoted in a message: whitespace runs outside string literals folded to one
+    space (inside them kept: `"a  b"` is not `"a b"`; a newline shown as `\\n`), cut to
+    ``limit`` characters."""
+    pieces = []
+    last = 0
+    for match in _STRING.finditer(text):
+        pieces.append(re.sub(r"\s+", " ", text[last : match.start()]))
+        pieces.append(match.group(0).replace("\n", "\\n"))
+        last = match.end()
+    pieces.append(re.sub(r"\s+", " ", text[last:]))
+    folded = re.sub(r"([(\[{]) | ([)\]}])", r"\1\2", "".join(pieces).strip())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
 def parse_expression(text: str) -> ast.expr | None:
     """``text`` as an expression (a multi-line implicit concatenation included)."""
     text = text.strip()

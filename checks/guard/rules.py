@@ -41,10 +41,10 @@ from referee.checks.guard.facts import (
     squash_lines,
 )
 from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
-from referee.checks.guard.normal import callee, is_constant, parse_expression, unparse
+from referee.checks.guard.normal import callee, is_constant, one_line, parse_expression, unparse
 from referee.checks.ledger import normalized_text_hash
 from referee.checks.models import Certificate, Location, Severity, Span
-from referee.checks.nodes import excerpt, unwrap
+from referee.checks.nodes import unwrap
 from referee.checks.rule import Context, Violation
 from referee.checks.source import SourceFile
 
@@ -263,7 +263,7 @@ def _missing_test(
             )
         ]
     missing = [c for c in live if f"assert:{c.key}" not in available]
-    shown = ", ".join(f"`{excerpt(_check_text(c))}`" for c in missing[:3])
+    shown = ", ".join(f"`{one_line(_check_text(c))}`" for c in missing[:3])
     more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
     return [
         _judge(
@@ -350,9 +350,9 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                     tests,
                     "REF303",
                     new.assertion.line,
-                    f"in {name}, `{excerpt(_check_text(old))}` "
+                    f"in {name}, `{one_line(_check_text(old))}` "
                     f"({_where(guard, before, old.assertion.line)}) was weakened to "
-                    f"`{excerpt(_check_text(new))}`: `{old.op}` -> `{new.op}`",
+                    f"`{one_line(_check_text(new))}`: `{old.op}` -> `{new.op}`",
                 )
             )
         elif change.code == "REF302" and new is not None:
@@ -376,15 +376,15 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                             "REF307",
                             after.line,
                             f"in {name}, the parametrized case "
-                            f"{excerpt(row_label(before, old.row, guard.fixtures), 120)} "
+                            f"{one_line(row_label(before, old.row, guard.fixtures), 120)} "
                             f"({guard.base}) was removed",
                         )
                     )
                 continue
             case = row_label(before, old.row, guard.fixtures)
-            in_case = f" (case {excerpt(case, 60)})" if case else ""
+            in_case = f" (case {one_line(case, 60)})" if case else ""
             message = (
-                f"in {name}{in_case}, {old.assertion.kind} `{excerpt(_check_text(old))}` "
+                f"in {name}{in_case}, {old.assertion.kind} `{one_line(_check_text(old))}` "
                 f"({_where(guard, before, old.assertion.line)}) was removed"
             )
             if rewritten and not guard.strict and change.code == "REF301":
@@ -394,7 +394,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                         after.line,
                         f"{message}; the test no longer calls `{stopped[0]}` and makes "
                         f"{len(gained)} new check(s) instead, e.g. "
-                        f"`{excerpt(_check_text(gained[0]), 60)}`: rewritten? (an error in "
+                        f"`{one_line(_check_text(gained[0]), 60)}`: rewritten? (an error in "
                         "agent mode)",
                         Severity.WARNING,
                     )
@@ -411,7 +411,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 "REF307",
                 after.line,
                 f"in {name}, the parametrized case "
-                f"{excerpt(row_label(before, row, guard.fixtures), 120)} ({guard.base}) "
+                f"{one_line(row_label(before, row, guard.fixtures), 120)} ({guard.base}) "
                 "was removed",
             )
         )
@@ -493,11 +493,13 @@ def _case_changed(
             ]
     else:
         mismatched = []
-    label = excerpt(row_label(before, old.row, guard.fixtures), 100)
+    label = one_line(row_label(before, old.row, guard.fixtures), 100)
     if columns:
         what = "; ".join(f"`{n}` {_value(a)} -> {_value(b)}" for n, a, b in columns[:3])
     else:
-        what = f"`{excerpt(old.subject)}` expected {_value(old.expected)} -> {_value(new.expected)}"
+        what = (
+            f"`{one_line(old.subject)}` expected {_value(old.expected)} -> {_value(new.expected)}"
+        )
     return [
         _judge(
             guard,
@@ -533,13 +535,15 @@ def _marks_changed(
     skipped_before = {marker_key(m) for m in before.skips}
     for marker in after.skips:
         if marker_key(marker) not in skipped_before:
-            message = f"{name} is now skipped: `{excerpt(marker)}`"
+            message = f"{name} is now skipped: `{one_line(marker)}`"
             found.append(_Found("REF310", after.line, message))
     xfailed_before = {marker_key(m) for m in before.xfails}
     for marker in after.xfails:
         if marker_key(marker) not in xfailed_before:
             found.append(
-                _Found("REF312", after.line, f"{name} is now expected to fail: `{excerpt(marker)}`")
+                _Found(
+                    "REF312", after.line, f"{name} is now expected to fail: `{one_line(marker)}`"
+                )
             )
     if after.strict_false and not before.strict_false and (before.xfails or before.relaxations):
         found.append(_Found("REF312", after.line, f"{name}'s xfail is no longer strict"))
@@ -586,7 +590,7 @@ def _condition_text(text: str) -> str:
     match = re.fullmatch(r"import (\S+) fails(.*)", text)
     if match:
         return f"`import {match.group(1)}` fails{match.group(2)}"
-    return f"`{excerpt(text, 120)}`"
+    return f"`{one_line(text, 120)}`"
 
 
 def _narrower(new: str, old: str) -> bool:
@@ -625,7 +629,7 @@ def _swallowed(
     return _Found(
         "REF311",
         new.line,
-        f"in {name}, `{excerpt(new.text)}` ({_where(guard, before, old.line)}) is now "
+        f"in {name}, `{one_line(new.text)}` ({_where(guard, before, old.line)}) is now "
         f"{new.silenced}",
     )
 
@@ -675,7 +679,7 @@ def _table_changed(
                 tests,
                 "REF302",
                 after.line,
-                f"in `{before.name}`, the parametrized case {excerpt(old)} ({guard.base}) was "
+                f"in `{before.name}`, the parametrized case {one_line(old)} ({guard.base}) was "
                 "changed without a certificate",
             )
         )
@@ -766,7 +770,7 @@ def _value_changed(
             tests,
             "REF302",
             new.line,
-            f"in `{before.name}`, the expected value of `{excerpt(old_check.subject)}` changed "
+            f"in `{before.name}`, the expected value of `{one_line(old_check.subject)}` changed "
             f"from {_value(old_check.expected)} to {_value(new_check.expected)} without a "
             f"certificate ({_where(guard, before, old.line)})",
         ),
@@ -783,7 +787,7 @@ def _unbound(certificate: Certificate, test_id: str, text: str) -> str | None:
     if certificate.test_sha256 is None:
         return "has no `test_sha256`, so it is bound to no assertion"
     if certificate.test_sha256 != normalized_text_hash(text):
-        return f"was not issued for `{excerpt(text)}` (its `test_sha256` differs)"
+        return f"was not issued for `{one_line(text)}` (its `test_sha256` differs)"
     return None
 
 
@@ -812,7 +816,7 @@ def _compare_raises(
                 tests,
                 "REF305",
                 new.line,
-                f"in {name}, `{excerpt(old.text)}` ({_where(guard, before, old.line)}) "
+                f"in {name}, `{one_line(old.text)}` ({_where(guard, before, old.line)}) "
                 f"now accepts any exception: {', '.join(new.raises)}",
             )
         )
@@ -828,7 +832,7 @@ def _compare_raises(
                 tests,
                 "REF306",
                 new.line,
-                f"in {name}, the `match={old.match}` of `{excerpt(old.text)}` "
+                f"in {name}, the `match={old.match}` of `{one_line(old.text)}` "
                 f"({_where(guard, before, old.line)}) became `{new.match}`, which "
                 "matches any message",
             )
@@ -840,7 +844,7 @@ def _compare_raises(
                 tests,
                 "REF306",
                 new.line,
-                f"in {name}, the `match={old.match}` of `{excerpt(old.text)}` "
+                f"in {name}, the `match={old.match}` of `{one_line(old.text)}` "
                 f"({_where(guard, before, old.line)}) was removed",
             )
         )
@@ -1742,7 +1746,7 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
         ):
             yield Violation(
                 span=_span(node.start_point.row + 1),
-                message=f"new branch `{excerpt(branch, 120)}` returns `{returned}` for "
+                message=f"new branch `{one_line(branch, 120)}` returns `{returned}` for "
                 f"`{name} == {literal}`, an input a test uses and the value it expects",
             )
 

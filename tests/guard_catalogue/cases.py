@@ -3458,6 +3458,22 @@ HONEST: list[Pair] = [
         {"pytest.ini": "[pytest]\nxfail_strict = true\n", T: BASIC},
         {"pytest.ini": "[pytest]\nstrict = true\n"},
     ),
+    _honest(
+        "nested-helper-named-like-a-method",  # flask c17f379390: 129 false REF301
+        "helper",
+        {
+            T: "from shop import lookup\n\n\ndef test_nested():\n    def get():\n"
+            "        assert lookup({1: 2}, 1) == 2\n\n    get()\n\n\n"
+            "def test_table():\n    table = {1: 2}\n    table.get(1)\n"
+            "    assert lookup(table, 1) == 2\n"
+        },
+        {
+            T: "from shop import lookup\n\n\ndef test_nested():\n"
+            "    assert lookup({1: 2}, 1) == 2\n\n\n"
+            "def test_table():\n    table = {1: 2}\n    table.get(1)\n"
+            "    assert lookup(table, 1) == 2\n"
+        },
+    ),
     # ---- behaviour changed on purpose: the code under test changed in the same diff
     _honest(
         "expected-value-changed-with-its-function",
