@@ -970,8 +970,12 @@ def _comparison_inside(
 
 
 def _with_alias(source: SourceFile, call: Node) -> str | None:
-    """``e`` of ``with pytest.raises(E) as e:``."""
+    """``e`` of ``with pytest.raises(E) as e:`` (or of ``e = pytest.raises(E, f, x)``)."""
     parent = call.parent
+    if parent is not None and parent.type == "assignment":
+        left = parent.child_by_field_name("left")
+        if left is not None and left.type == "identifier":
+            return source.node_text(left)
     if parent is not None and parent.type == "as_pattern":
         target = parent.child_by_field_name("alias")
         if target is None and len(parent.named_children) > 1:

@@ -72,6 +72,7 @@ _DATA_SUFFIXES = frozenset(
 )
 _PINS = re.compile(r"(^|/)(requirements[^/]*\.(txt|in)|[^/]*\.lock|Cargo\.toml)$")
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
+_TEST_NAME = re.compile(r"(.*/)?(test_[^/]*|[^/]*_test)\.py$")
 
 
 def other_change(path: str) -> bool:
@@ -247,7 +248,7 @@ _DUNDERS = frozenset(
     )
 )
 _WORD = re.compile(r"[A-Za-z_]\w*")
-_DEPTH = 4
+_DEPTH = 6
 _MAX_FILES = 400
 
 
@@ -267,7 +268,9 @@ def _definitions(text: str, path: str) -> dict[str, tuple[str, frozenset[str]]]:
     source = module.source
     in_tests = any(part in _TEST_DIRS for part in PurePosixPath(path).parts[:-1])
     for fn in module.functions:
-        if fn.parent is not None or (in_tests and fn.name.startswith("test")):
+        if fn.parent is not None or (
+            (in_tests or _TEST_NAME.match(path)) and fn.name.startswith("test")
+        ):
             continue  # a nested function is part of its encloser's text; a test is no code
         qual = f"{fn.class_.name}.{fn.name}" if fn.class_ is not None else fn.name
         names = {fn.name} | ({fn.class_.name} if fn.class_ is not None else set())
@@ -307,6 +310,7 @@ def _definitions(text: str, path: str) -> dict[str, tuple[str, frozenset[str]]]:
         ) or (stmt.type == "expression_statement" and text[:1] in "\"'"):
             continue  # a comment, a docstring, an import: no behaviour of its own
         left = text.split("=", 1)[0] if "=" in text else text
+        left = left.split(":", 1)[0]  # `X: TypeAlias = ...` binds X, not TypeAlias
         bound = frozenset(_WORD.findall(left)) - {"import", "from", "as", "if", "else", "try"}
         out[f"stmt {squash(text)}"] = (text, bound)
     return out
@@ -413,7 +417,9 @@ class Impact:
         except (OSError, subprocess.TimeoutExpired):
             return []
         paths = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-        return [p for p in paths if not self._is_test(p)]
+        # Test modules too, for their helpers and fixtures (their tests are left out by
+        # _definitions): a test reaches the code through `callequal()` in its own file.
+        return sorted(paths, key=self._is_test)
 
     def reason(self, names: Iterable[str]) -> str | None:
         """Why a test that mentions ``names`` may have changed on purpose: the changed
