@@ -153,7 +153,6 @@ def compare_checks(
     by_key: dict[tuple[str, str, str | None], list[Check]] = {}
     for check in new:
         by_key.setdefault(check.key, []).append(check)
-    old_keys = {c.key for c in old}
     unmatched: list[Check] = []
     for check in old:
         if check.assertion.silenced is not None:
@@ -178,7 +177,15 @@ def compare_checks(
             changes.append(Change("REF311", check, found[0]))
         elif check.op in ("raises", "approx"):
             changes.append(Change(check.op, check, live))
-    pool = [c for c in new if c.key not in old_keys]
+    # New checks beyond the ones the base already made (a second `assert out == x`
+    # where the base had one) are free to pair with the base's unmatched checks.
+    made = Counter(c.key for c in old)
+    pool = []
+    for check in new:
+        if made[check.key] > 0:
+            made[check.key] -= 1
+        else:
+            pool.append(check)
 
     def take(match: Callable[[Check], bool]) -> Check | None:
         for index, candidate in enumerate(pool):

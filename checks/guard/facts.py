@@ -10,6 +10,7 @@ a literal, is that literal: ``expected = 4`` then ``assert f(x) == expected`` re
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import hashlib
 import re
@@ -486,8 +487,13 @@ _PLATFORMS = [
     ("linux", "posix", "Linux"),
     ("darwin", "posix", "Darwin"),
     ("win32", "nt", "Windows"),
+    ("cygwin", "posix", "CYGWIN_NT-10.0"),
+    ("emscripten", "posix", "Emscripten"),
+    ("wasi", "posix", "WASI"),
+    ("freebsd14", "posix", "FreeBSD"),
+    ("ios", "posix", "iOS"),
 ]
-_IMPLEMENTATIONS = [("cpython", "CPython"), ("pypy", "PyPy")]
+_IMPLEMENTATIONS = [("cpython", "CPython"), ("pypy", "PyPy"), ("graalpy", "GraalVM")]
 
 
 def condition_truth(text: str) -> bool | None:
@@ -646,7 +652,7 @@ def _facts_of(
             facts.xfails.append(source.node_text(stmt).strip())
     facts.relaxations.extend(_imperative_relaxations(source, fn))
     facts.patched = _patched_names(source, fn)
-    facts.params = _parameters(source, fn.node)
+    facts.params = _parameters(source, fn.node) + facts.params  # and usefixtures
     facts.local_names = frozenset(facts.params) | _bound_names(source, fn.body)
     facts.names = frozenset(re.findall(r"[A-Za-z_]\w*", source.node_text(fn.node)))
     return facts
@@ -849,7 +855,7 @@ def _assertion(
                 )
             subject = canonical(source.node_text(left))
             expected = expected_of(right) if op == "==" else canonical(source.node_text(right))
-            if op in ("==", "!=") and _swapped(subject, expected):
+            if op in ("==", "!=", "is", "is not") and _swapped(subject, expected):
                 # `assert 4 == f(x)`: the constant is the expected side, wherever written
                 subject, expected = canonical(source.node_text(right)), expected_of(left)
             return Assertion(subject, op, expected, line, text)
@@ -935,8 +941,30 @@ def _assertion(
 
 
 def _swapped(subject: str, expected: str | None) -> bool:
-    """Whether an equality is written with its constant on the left."""
-    return expected is not None and is_constant(subject) and not is_constant(expected)
+    """Whether a comparison is written with its expected side on the left: a constant
+    there and none on the right (`assert 4 == f(x)`), or a value that calls nothing
+    there (`int`, `Annotated[float, "x"]`) and a call on the right."""
+    if expected is None:
+        return False
+    if is_constant(subject):
+        return not is_constant(expected)
+    return _type_like(subject) and "(" in expected and not is_constant(expected)
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _type_like(text: str) -> bool:
+    """A value that names a type or a constant and calls nothing: `int`, `None`,
+    `Color.RED`, `typing.List[int]`, `Annotated[float, "x"]` (not a local variable:
+    those are lower-case and not builtins)."""
+    if "(" in text:
+        return False
+    first = re.match(r"[A-Za-z_]\w*", text)
+    if first is None:
+        return False
+    name = first.group(0)
+    return name in _BUILTIN_NAMES or name[:1].isupper() or name in ("typing", "t", "types")
 
 
 _NEGATED = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "is": "is not", "is not": "is"}
@@ -1186,6 +1214,11 @@ def _decorators(
             strict = keyword_argument(source, call, "strict") if call is not None else None
             if found[0] == "xfail" and strict is not None and source.node_text(strict) == "False":
                 facts.strict_false = True
+        elif name.endswith("usefixtures") and call is not None:
+            for arg in call_arguments(call):  # a parametrized fixture it requests
+                value = parse_expression(source.node_text(arg))
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    facts.params += (value.value,)
         elif name.endswith("parametrize") and call is not None:
             args = call_arguments(call)
             names_node = args[0] if args else keyword_argument(source, call, "argnames")

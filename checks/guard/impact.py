@@ -83,6 +83,8 @@ def other_change(path: str) -> bool:
         return False  # the certificate ledger: what certifies a change, not a change
     if pure.suffix.lower() in _CODE_SUFFIXES or _PINS.search(path):
         return True
+    if "templates" in pure.parts[:-1] or "static" in pure.parts[:-1]:
+        return True  # what a web app renders is code too
     in_tests = any(part in _TEST_DIRS for part in pure.parts[:-1])
     return in_tests and pure.suffix.lower() in _DATA_SUFFIXES
 
