@@ -776,8 +776,11 @@ def _first_line(source: SourceFile, try_statement: Node) -> str:
     return " ".join(source.node_text(first).split()) if first is not None else ""
 
 
+# The message of a caught exception: str(e), str(e.value), repr(e.value), e.value.args[0],
+# e.value.message, str(e.value.args[0]) — the whole side, nothing else around it.
 _MESSAGE_OF = re.compile(
-    r"(?<![\w.])(str|repr)\((?P<a>\w+)(\.value)?\)|(?<![\w.])(?P<b>\w+)\.value\b"
+    r"^(?:(?:str|repr)\((?P<a>\w+)(?:\.value(?:\.\w+|\.args\[0\])?)?\)"
+    r"|(?P<b>\w+)\.value\.(?:args\[0\]|message|msg))$"
 )
 
 
@@ -808,7 +811,8 @@ def _fold_message_checks(assertions: list[Assertion]) -> list[Assertion]:
             for side, other in (sides, sides[::-1]):
                 found = _MESSAGE_OF.search(side)
                 name = (found.group("a") or found.group("b")) if found else None
-                if name in aliases and is_constant(other):
+                named = check.op == "in" and other.isidentifier()  # `assert msg in str(e)`
+                if name in aliases and (is_constant(other) or named):
                     owner, pattern = aliases[name], other
                     break
             if owner is None:
@@ -817,6 +821,8 @@ def _fold_message_checks(assertions: list[Assertion]) -> list[Assertion]:
         if raises.match is None:
             out[owner] = Assertion(**{**raises.__dict__, "match": pattern})
             dropped.add(index)
+        elif raises.match == pattern:
+            dropped.add(index)  # the same message checked again
     return [a for i, a in enumerate(out) if i not in dropped]
 
 

@@ -308,6 +308,24 @@ class _Normalise(ast.NodeTransformer):
             node.kind = None  # u"x" is "x"
         if isinstance(node, ast.Attribute) and _module_qualified(node):
             return ast.Name(node.attr, ast.Load())  # flask.Markup is Markup
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("all", "any", "sum", "min", "max")
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.ListComp)
+        ):  # all([x for x in xs]) is all(x for x in xs)
+            comp = node.args[0]
+            node.args = [ast.GeneratorExp(comp.elt, comp.generators)]
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Eq, ast.NotEq))
+            and isinstance(node.left, ast.Call)
+            and isinstance(node.left.func, ast.Name)
+            and node.left.func.id == "type"
+        ):  # type(x) == T is type(x) is T
+            node.ops = [ast.Is() if isinstance(node.ops[0], ast.Eq) else ast.IsNot()]
         if isinstance(node, ast.Call):
             formatted = _format_as_fstring(node)
             if formatted is not None:

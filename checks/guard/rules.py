@@ -1486,11 +1486,23 @@ def _narrowed(key: str, before: str | None, now: str | None) -> bool:
 def _no_longer_collected(
     test_files: tuple[str, ...], key: str, before: dict[str, str], now: dict[str, str]
 ) -> list[str] | None:
-    """The project's test modules that pytest collected with the ``before`` settings and
-    does not with ``now``'s (`testpaths`, `python_files`); None when the guard cannot
-    tell (no list of test files, or another setting)."""
-    if not test_files or key not in ("testpaths", "python_files"):
+    """The project's test modules (files that define tests) that pytest collected with
+    the ``before`` settings and does not with ``now``'s (`testpaths`, `python_files`,
+    `norecursedirs`); None when the guard cannot tell (no list of test files, or
+    another setting)."""
+    if not test_files or key not in ("testpaths", "python_files", "norecursedirs"):
         return None
+    if key == "norecursedirs":
+        added = set(now.get(key, "").split()) - set(before.get(key, "").split())
+        return sorted(
+            path
+            for path in test_files
+            if any(
+                fnmatch.fnmatch(part, pattern) or path.startswith(pattern.rstrip("/") + "/")
+                for pattern in added
+                for part in path.split("/")[:-1]
+            )
+        )
     old_patterns, old_paths = pytestconfig.test_file_patterns(before)
     new_patterns, new_paths = pytestconfig.test_file_patterns(now)
     return sorted(

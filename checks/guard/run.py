@@ -175,7 +175,7 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
         impact=effect,
         pytest_before=pytest_before,
         pytest_now=pytest_now,
-        test_files=tuple(sorted(p for p in texts if is_test(p))),
+        test_files=tuple(sorted(p for p, t in texts.items() if is_test(p) and _TESTS.search(t))),
         base_test_text=base_test_text,
         current_tests=current_tests,
     )
@@ -191,6 +191,7 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
 
 
 _FIXTURE = re.compile(r"fixture\s*\(")
+_TESTS = re.compile(r"^\s*(async\s+)?def\s+test|^\s*class\s+Test", re.MULTILINE)
 
 
 def _fixtures(texts: dict[str, str]) -> dict[str, list[str]]:
