@@ -68,6 +68,13 @@ class Result:
                 and "certified by" in f["message"]
                 for f in self.outcome.findings
             )
+        if ok and self.pair.warn is not None:  # reported, as a warning that quotes it
+            ok = any(
+                f["code"] == self.pair.warn
+                and f["severity"] == "warning"
+                and (self.pair.warn_text or "") in f["message"]
+                for f in self.outcome.findings
+            )
         return ok
 
 

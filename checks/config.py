@@ -160,8 +160,13 @@ class Settings:
         )
 
     def is_test_file(self, relpath: str) -> bool:
+        """Whether ``relpath`` is a test module: a ``test-files`` glob matches its name (or,
+        for a glob with a ``/``, its path from the project root)."""
         name = PurePosixPath(relpath).name
-        return any(glob_match(name, pattern) for pattern in self.config.test_files)
+        return any(
+            glob_match(relpath if "/" in pattern else name, pattern)
+            for pattern in self.config.test_files
+        )
 
     def is_excluded(self, relpath: str) -> bool:
         return any(

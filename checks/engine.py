@@ -360,14 +360,22 @@ def _facts(module: PythonModule, chunks: list[_Chunk], indices: list[int]) -> di
     found = {}
     for i in indices:
         fns = functions.get(i, [])
-        asserting = frozenset(outer.name for fn in fns if fn.assertions for outer in _ancestors(fn))
+        asserting = frozenset(
+            outer.name
+            for fn in fns
+            if fn.assertions
+            for outer in _ancestors(fn)
+            if outer.parent is None  # a nested function's name is not visible file-wide
+        )
         start = chunks[i].start
         found[i] = _Facts(
             aliases=frozenset(aliases.get(i, ())),
             defined=frozenset(fn.name for fn in fns),
             asserting=asserting,
             candidates=tuple(
-                (fn.name, [name for name, _ in fn.calls]) for fn in fns if fn.name not in asserting
+                (fn.name, [name for name, _ in fn.calls])
+                for fn in fns
+                if fn.name not in asserting and fn.parent is None
             ),
             depends=frozenset(
                 [name for fn in fns for name, _ in fn.calls]

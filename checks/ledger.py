@@ -55,7 +55,7 @@ def test_sha256(text: str, relpath: str, test_id: str, new_value: str) -> str | 
         except (SyntaxError, ValueError, RecursionError):
             continue
         items = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
-        if any(ast.unparse(item) == value for item in items):
+        if any(canonical(ast.unparse(item)) == value for item in items):
             return normalized_text_hash(case)
     return None
 

@@ -272,6 +272,17 @@ class JudgeConfig(_Config):
     )
 
 
+class GuardConfig(_Config):
+    """``[tool.referee.guard]``: how `referee guard` judges a change. See docs/ci.md."""
+
+    mode: Literal["default", "agent"] = Field(
+        default="default",
+        description="default: an expected value or check that changed together with the code "
+        "it tests is a warning (an intended change); agent: every uncertified weakening is "
+        "an error, for changes written by an AI agent.",
+    )
+
+
 class ArbitrationConfig(_Config):
     """``[tool.referee.arbitration]``: deciding which side of a red test is wrong.
     See docs/arbitration.md."""
@@ -370,6 +381,7 @@ class RefereeConfig(_Config):
     contract: list[Contract] = Field(default_factory=list)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     arbitration: ArbitrationConfig = Field(default_factory=ArbitrationConfig)
+    guard: GuardConfig = Field(default_factory=GuardConfig)
 
     @field_validator("select", "extend_select", "ignore", mode="before")
     @classmethod
@@ -447,6 +459,7 @@ __all__ = [
     "Edit",
     "Finding",
     "Fix",
+    "GuardConfig",
     "JudgeConfig",
     "JudgeVerdict",
     "Layer",

@@ -409,13 +409,18 @@ class PythonModule:
             by_name.setdefault(fn.name, []).append(fn)
         # A function whose nested function asserts (a decorator's wrapper, a checker
         # factory) is taken to assert too.
+        # A nested function's own name is not: it is visible only in its encloser, and a
+        # `client.get(...)` elsewhere in the file is not a call to a nested `def get()`.
         asserting = {
             outer.name
             for fn in self.functions
             if fn.assertions
             for outer in _self_and_ancestors(fn)
+            if outer.parent is None
         }
-        candidates = [(fn.name, [name for name, _ in fn.calls]) for fn in self.functions]
+        candidates = [
+            (fn.name, [name for name, _ in fn.calls]) for fn in self.functions if fn.parent is None
+        ]
         return close_asserting(asserting, candidates, self.defined_names)
 
     def use_file_facts(self, defined: frozenset[str], asserting: frozenset[str]) -> None:

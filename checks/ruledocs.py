@@ -109,6 +109,12 @@ its configuration as it was at `--base`, and honours a suppression comment only 
 that was already there. A change cannot waive its own weakening; a person who accepts
 it commits the waiver first. A comment the guard does not honour is named on stderr
 (`referee: guard: PATH:LINE: … not honoured: the line is new since HEAD …`).
+
+The guard has two modes ([CI](../ci.md#default-mode-and-agent-mode)). In the default
+mode, for a change a person wrote, a weakening that came with a change to the code the
+test exercises and a skip or xfail under a condition are warnings (exit 0); in agent
+mode (`referee guard --strict`, or `[guard] mode = "agent"` at the base) every
+uncertified weakening is an error.
 """
 
 

@@ -573,10 +573,21 @@ def serve(transport: str, host: str, port: int, log_level: str) -> None:
     help="Output format, as for `referee check`; github prints GitHub Actions annotations. "
     "--format is the same option.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Agent mode: every uncertified weakening is an error, even when the code the test "
+    'exercises changed too (the configuration\'s guard.mode = "agent").',
+)
 @_config_option
 @_output_option
 def guard(
-    paths: tuple[Path, ...], base: str, fmt: str, config_path: Path | None, output_file: Path | None
+    paths: tuple[Path, ...],
+    base: str,
+    fmt: str,
+    strict: bool,
+    config_path: Path | None,
+    output_file: Path | None,
 ) -> None:
     """Fail when tests were weakened since REF without a certificate.
 
@@ -587,9 +598,13 @@ def guard(
     `# referee: ignore[REF3…]` comment counts only on a line that was there at REF; one
     that does not count is named on stderr.
 
+    In the default mode, a check that changed together with the code it exercises (the
+    function it calls changed in the same diff) and a skip or xfail under a condition are
+    warnings; in agent mode (`--strict`, or `guard.mode = "agent"`) they are errors.
+
     \b
-    Exit status: 0 nothing uncertified, 1 weakening found, 2 usage, git or config error,
-    or a changed file that could not be compared (too large, not UTF-8, unreadable).
+    Exit status: 0 no error (warnings allowed), 1 weakening found, 2 usage, git or config
+    error, or a changed file that could not be compared (too large, not UTF-8, unreadable).
     Examples:
       referee guard                          # working tree against HEAD
       referee guard --base origin/main --output-format sarif -o guard.sarif
@@ -607,7 +622,9 @@ def guard(
             settings = Settings(settings.config, baseline.toplevel(start.resolve()), None)
         elif config_path is None:
             settings = _configuration_at_base(settings, base)
-        plan = run.plan(settings, base, start)
+        plan = run.plan(settings, base, start, mode="agent" if strict else None)
+        if plan.settings is not None:
+            settings = plan.settings  # pytest's own test-file patterns added
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     except baseline.GitError as exc:

@@ -21,6 +21,7 @@ from referee.checks.engine import check_text
 from referee.checks.models import (
     ArbitrationConfig,
     Contract,
+    GuardConfig,
     JudgeConfig,
     RefereeConfig,
     json_schema,
@@ -205,7 +206,9 @@ def test_relative_links_lead_to_pages_and_headings_that_exist(page: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "model", [RefereeConfig, Contract, JudgeConfig, ArbitrationConfig], ids=lambda m: m.__name__
+    "model",
+    [RefereeConfig, Contract, JudgeConfig, ArbitrationConfig, GuardConfig],
+    ids=lambda m: m.__name__,
 )
 def test_every_configuration_key_is_documented(model: type) -> None:
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")

@@ -124,6 +124,53 @@ def test_honest_edit_passes(pair: Pair, tmp_path: Path) -> None:
         assert any(f["code"] == pair.info and "certified by" in f["message"] for f in infos), (
             outcome.describe()
         )
+    warnings = [f for f in outcome.findings if f["severity"] == "warning"]
+    if pair.warn is not None:
+        assert any(
+            f["code"] == pair.warn and (pair.warn_text or "") in f["message"] for f in warnings
+        ), outcome.describe()
+    else:
+        assert not warnings, outcome.describe()
+
+
+@pytest.mark.parametrize("pair", [p for p in CHEATS if not p.gap], ids=lambda p: p.id)
+def test_cheat_is_an_error_in_agent_mode_too(pair: Pair, tmp_path: Path) -> None:
+    """A cheat the default mode catches is an error in agent mode as well."""
+    outcome = run_pair(pair, tmp_path / "repo", None, "--strict")
+    assert outcome.rc == 1, outcome.describe()
+    assert pair.code in outcome.codes("error"), outcome.describe()
+
+
+@pytest.mark.parametrize("pair", [p for p in HONEST if p.warn], ids=lambda p: p.id)
+def test_what_the_default_mode_warns_about_is_an_error_in_agent_mode(
+    pair: Pair, tmp_path: Path
+) -> None:
+    """Agent mode (--strict) keeps every uncertified weakening an error: an intended
+    change and a conditional skip included."""
+    outcome = run_pair(pair, tmp_path / "repo", None, "--strict")
+    assert outcome.rc == 1, outcome.describe()
+    assert pair.warn in outcome.codes("error"), outcome.describe()
+    assert not outcome.codes("warning"), outcome.describe()
+
+
+def test_agent_mode_from_the_configuration(tmp_path: Path) -> None:
+    """`guard.mode = "agent"` in the configuration at the base is agent mode; the same
+    line added by the change under check is not honoured (the base's configuration
+    rules)."""
+    pair = next(p for p in HONEST if p.slug == "skipif-added")
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, **pair.before, "referee.toml": '[guard]\nmode = "agent"\n'})
+    write_files(repo, pair.after)
+    outcome = run_guard(repo)
+    assert outcome.rc == 1, outcome.describe()
+    assert outcome.codes("error") == {"REF310"}
+
+    other = tmp_path / "other"
+    commit_repo(other, {**PROJECT, **pair.before})
+    write_files(other, {**pair.after, "referee.toml": '[guard]\nmode = "agent"\n'})
+    outcome = run_guard(other)
+    assert outcome.rc == 0, outcome.describe()
+    assert outcome.codes("warning") == {"REF310"}
 
 
 # ------------------------------------------------------- expected values kept in a local
@@ -141,7 +188,8 @@ def test_honest_edit_passes(pair: Pair, tmp_path: Path) -> None:
         ("n = 5\n    for n in g():\n        pass\n    assert f() == n", "n"),
         ("n = 5\n    with g() as (a, n):\n        assert f() == n", "n"),
         ("n = 5\n    def h(n=1):\n        pass\n    assert f() == n", "n"),
-        ("n = len('abc')\n    assert f() == n", "n"),
+        ("n = len(g())\n    assert f() == n", "n"),
+        ("n = len('abc')\n    assert f() == n", "3"),
         ("assert f() == n\n    n = 5", "n"),
         ("n = 5\n    assert f() >= n", "n"),
     ],
@@ -156,6 +204,7 @@ def test_honest_edit_passes(pair: Pair, tmp_path: Path) -> None:
         "with-target",
         "nested-parameter",
         "computed",
+        "constant-expression",
         "assigned-after",
         "not-equality",
     ],
@@ -332,3 +381,126 @@ def test_certificate_honoured_for_a_path_without_a_config_file(tmp_path: Path) -
     assert run_guard(repo).rc == 0  # from the root: honoured
     outcome = run_guard(repo, T)
     assert outcome.rc == 0, outcome.describe()
+
+
+# ------------------------------------------------------------------ comparing values
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ('u"x"', '"x"'),
+        ("'a'", '"a"'),
+        ('("a b"\n " c")', '"a b c"'),
+        ('"GET POST".split()', '["GET", "POST"]'),
+        ('"{}:{}".format(h, p)', 'f"{h}:{p}"'),
+        ('"%s-%r" % (a, b)', 'f"{a}-{b!r}"'),
+        ("{'b': 1, 'a': 2}", "{'a': 2, 'b': 1}"),
+        ("{3, 1, 2}", "{1, 2, 3}"),
+        ("flask.Markup('x')", "Markup('x')"),
+        ("'-' * 3", "'---'"),
+        ('textwrap.dedent("""\n    a\n    """)', "'\\na\\n'"),
+        ("1_000", "1000"),
+    ],
+)
+def test_the_same_value_in_another_spelling_reads_the_same(one: str, other: str) -> None:
+    assert guard_facts.canonical(one) == guard_facts.canonical(other)
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ('"a b"', '"ab"'),  # whitespace inside a string is part of the value
+        ("(1, 2)", "[1, 2]"),  # == tells a tuple from a list
+        ("Color.RED", "Shade.RED"),  # a class's attribute keeps its class
+        ("self.Markup", "Markup"),
+        ('"x" * 100000', "'x'"),  # too large to fold: left as written, still different
+    ],
+)
+def test_different_values_stay_different(one: str, other: str) -> None:
+    assert guard_facts.canonical(one) != guard_facts.canonical(other)
+
+
+def test_a_huge_constant_expression_is_not_evaluated() -> None:
+    assert guard_facts.canonical("'x' * 10**9") == "'x' * 1000000000"  # the small part
+    assert guard_facts.canonical("2 ** 10 ** 10") == "2 ** 10000000000"
+
+
+def test_quoted_code_keeps_the_whitespace_of_its_strings() -> None:
+    from referee.checks.guard.normal import one_line
+
+    assert one_line('assert f(\n    x)  ==  "a   b"') == 'assert f(x) == "a   b"'
+    assert one_line('x == """a\n b"""') == 'x == """a\\n b"""'
+
+
+def test_a_changed_case_names_the_column_that_changed(tmp_path: Path) -> None:
+    from guard_catalogue.cases import PARAM
+
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: PARAM})
+    write_files(repo, {T: PARAM.replace('("aeiou", 5)', '("aeiou", 4)')})
+    outcome = run_guard(repo)
+    assert outcome.rc == 1, outcome.describe()
+    (finding,) = _errors(outcome)
+    assert finding["code"] == "REF302"
+    assert "the parametrized case ('aeiou', 5)" in finding["message"]
+    assert "`n` 5 -> 4" in finding["message"]
+
+
+def test_a_removed_call_is_not_called_an_assertion(tmp_path: Path) -> None:
+    before = (
+        "from unittest import mock\n\n\ndef test_a():\n    m = mock.Mock()\n    m(1)\n"
+        "    m.assert_called_once_with(1)\n"
+    )
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: before})
+    write_files(repo, {T: before.replace("    m.assert_called_once_with(1)\n", "")})
+    outcome = run_guard(repo)
+    (finding,) = _errors(outcome)
+    assert "the checking call `m.assert_called_once_with(1)`" in finding["message"]
+    assert "the assertion" not in finding["message"]
+
+
+def test_a_test_rewritten_against_the_public_api_is_a_warning(tmp_path: Path) -> None:
+    """httpx 'test same_origin via public api': the private helper's checks go, the
+    public API's come; in agent mode it stays an error."""
+    before = (
+        "from shop import lookup, parse_qty\n\n\ndef test_a():\n"
+        "    assert lookup({'q': '3'}, 'q') == '3'\n    assert lookup({1: 2}, 1) == 2\n"
+    )
+    after = "from shop import parse_qty\n\n\ndef test_a():\n    assert parse_qty('3') == 3\n"
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: before})
+    write_files(repo, {T: after})
+    outcome = run_guard(repo)
+    assert outcome.rc == 0, outcome.describe()
+    assert outcome.codes("warning") == {"REF301"}
+    assert "no longer calls `lookup`" in outcome.findings[0]["message"]
+    assert run_guard(repo, "--strict").rc == 1
+
+
+def test_a_tox_command_reads_pytests_arguments_only() -> None:
+    from referee.checks.guard.pytestconfig import tox_pytest_arguments
+
+    text = (
+        "[testenv]\ncommands = python -m pytest {posargs:-n auto}\n"
+        "[testenv:slow]\ncommands =\n    coverage run -m pytest -k 'not slow' tests\n"
+    )
+    assert tox_pytest_arguments(text) == {
+        "testenv": "{posargs:-n auto}",
+        "testenv:slow": "-k 'not slow' tests",
+    }
+
+
+def test_the_code_a_test_reaches_is_found_a_few_calls_deep(tmp_path: Path) -> None:
+    from referee.checks.guard.impact import Impact, changed_names
+
+    before = (
+        "def _cents(v):\n    return round(v, 2)\n\n\ndef total(xs):\n    return _cents(sum(xs))\n"
+    )
+    after = before.replace("round(v, 2)", "round(v, 1)")
+    assert changed_names(before, after, "shop.py") == {"_cents": "def _cents"}
+    commit_repo(tmp_path, {"shop.py": after, "other.py": "def unrelated():\n    return 1\n"})
+    impact = Impact(tmp_path, {"shop.py": (before, after)}, [], lambda p: False, lambda: [])
+    assert "`total` reaches `_cents`" in (impact.reason({"total", "x"}) or "")
+    assert impact.reason({"unrelated", "x"}) is None

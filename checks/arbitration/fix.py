@@ -44,7 +44,7 @@ from referee.checks.config import Settings
 from referee.checks.engine import check_source
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import _case as case_text
-from referee.checks.guard.facts import squash
+from referee.checks.guard.facts import squash_lines
 from referee.checks.models import (
     ArbitrationConfig,
     ArbitrationFix,
@@ -374,7 +374,9 @@ def source_fix(
     module (``failing``, the call under arbitration, first) and then runs the module's
     tests against it in the sandbox. The first that passes both is the fix."""
     messages = patch_messages(spec, failing.call, produced, truth)
-    test_text = "".join(squash(text) for path, text in files.items() if _is_test(settings, path))
+    test_text = "".join(
+        squash_lines(text) for path, text in files.items() if _is_test(settings, path)
+    )
     guard = GuardContext(baseline=spec.text, test_text=test_text)
     limits = pytest_run_limits(config)
     asserted, untaken = verify.asserted_calls(

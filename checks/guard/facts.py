@@ -10,6 +10,7 @@ a literal, is that literal: ``expected = 4`` then ``assert f(x) == expected`` re
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import hashlib
 import re
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from referee.checks.guard.normal import canonical, is_constant, parse_expression, unparse
 from referee.checks.nodes import (
     binding_counts,
     call_arguments,
@@ -29,6 +31,16 @@ from referee.checks.nodes import (
 )
 from referee.checks.pymodule import Class, Function, PythonModule, callee_parts
 from referee.checks.source import SourceFile
+
+__all__ = [
+    "Assertion",
+    "Relaxation",
+    "TestFacts",
+    "canonical",
+    "squash",
+    "squash_lines",
+    "test_facts",
+]
 
 # unittest methods: name -> (op, which argument is the subject, which the expected)
 _METHODS: dict[str, tuple[str, int, int | None]] = {
@@ -92,27 +104,49 @@ def squash(text: str) -> str:
     return "".join(text.split())
 
 
-@functools.lru_cache(maxsize=8192)
-def canonical(text: str) -> str:
-    """An expression as Python itself would print it: layout, quote style, redundant
-    parentheses and numeric spelling (``1_000``, ``.5``) no longer matter. Text that does
-    not parse on its own keeps its whitespace-free form."""
-    text = text.strip().removeprefix("@").strip()
-    try:
-        return ast.unparse(ast.parse(text, mode="eval"))
-    except (SyntaxError, ValueError, RecursionError):
-        return squash(text)
+def squash_lines(text: str) -> str:
+    """Source text with the whitespace of each line removed, lines kept apart: what
+    ``GuardContext.test_text`` holds (a token at a line's end does not run into the
+    next line's first one)."""
+    return _BLANK_LINES.sub("\n", _SPACES.sub("", text)).strip("\n") + "\n"
+
+
+_SPACES = re.compile(r"[^\S\n]+")
+_BLANK_LINES = re.compile(r"\n{2,}")
 
 
 def _case(text: str) -> str:
     """A parametrize case, canonical; ``pytest.param(a, b, id=..., marks=...)`` reads as
     ``(a, b)``: renaming a case changes nothing it asserts, and its skip and xfail marks
     are counted with the test's."""
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError):
-        return squash(text)
-    node = tree.body
+    values = case_values(text)
+    if values is None:
+        return canonical(text)
+    if len(values) == 1:
+        return values[0]
+    return canonical("(" + ", ".join(values) + ",)")
+
+
+def case_values(text: str) -> list[str] | None:
+    found = _case_values(text)
+    return list(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=16384)
+def _case_values(text: str) -> tuple[str, ...] | None:
+    """A parametrize case's values, each canonical: ``pytest.param(a, b, id=...)`` and
+    ``(a, b)`` and ``[a, b]`` give ``[a, b]``; a single value gives ``[value]``. None when
+    the case is not written out (``*rows``)."""
+    node = parse_expression(text)
+    if node is None:
+        return None
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Call)
+        and ".mark." in f".{unparse(node.func.func)}"
+        and len(node.args) == 1
+    ):
+        node = node.args[0]  # pytest < 4: pytest.mark.skipif(...)((a, b)) marks a case
     if (
         isinstance(node, ast.Call)
         and (
@@ -121,10 +155,35 @@ def _case(text: str) -> str:
         )
         and not any(isinstance(a, ast.Starred) for a in node.args)
     ):
-        if len(node.args) == 1:
-            return ast.unparse(node.args[0])
-        return ast.unparse(ast.Tuple(elts=node.args, ctx=ast.Load()))
-    return ast.unparse(tree)
+        items = node.args
+        if len(items) != 1:
+            return tuple(canonical(unparse(i)) for i in items)
+        node = items[0]
+        return (canonical(unparse(node)),)
+    return (canonical(unparse(node)),)
+
+
+def row_values(text: str, width: int) -> list[str] | None:
+    """A case's values for ``width`` argnames: a tuple or list row is spread over them
+    (pytest does not care which of the two it is); None when it cannot be."""
+    values = case_values(text)
+    if values is None:
+        return None
+    if width == 1:
+        if len(values) == 1:
+            return values
+        return [canonical("(" + ", ".join(values) + ",)")]
+    if len(values) == width:
+        return values
+    if len(values) == 1:
+        node = parse_expression(values[0])
+        if (
+            isinstance(node, (ast.Tuple, ast.List))
+            and len(node.elts) == width
+            and not any(isinstance(e, ast.Starred) for e in node.elts)
+        ):
+            return [canonical(unparse(e)) for e in node.elts]
+    return None
 
 
 @dataclass(frozen=True)
@@ -137,11 +196,34 @@ class Assertion:
     silenced: str | None = None  # why it can no longer fail, if it cannot
     tolerance: tuple[float | None, float | None] | None = None  # approx (rel, abs)
     raises: tuple[str, ...] = ()  # exception names for raises-style assertions
-    match: str | None = None  # raises(..., match=) pattern
+    match: str | None = None  # raises(..., match=) pattern, canonical
+    alias: str | None = None  # `with pytest.raises(E) as alias:`
 
     @property
     def key(self) -> tuple[str, str, str | None]:
         return (self.subject, self.op, self.expected)
+
+    @property
+    def kind(self) -> str:
+        """What a message calls it: an assertion, a call to a helper that asserts, or a
+        `raise` that fails the test."""
+        if self.op == "call":
+            return "the checking call"
+        if self.op == "raise":
+            return "the `raise`"
+        return "the assertion"
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """A skip or an xfail that applies only sometimes: ``skipif(cond)``, ``xfail(cond)``,
+    ``pytest.importorskip("x")``, a ``pytest.skip()`` inside an ``if``. ``condition`` is
+    canonical (what is compared); ``text`` is how it is written (what is quoted)."""
+
+    kind: str  # "skip" or "xfail"
+    condition: str
+    text: str
+    line: int
 
 
 @dataclass
@@ -159,6 +241,14 @@ class TestFacts:
     body_hash: str = ""
     patched: list[str] = field(default_factory=list)  # names monkeypatched in the test
     calls: frozenset[str] = frozenset()  # names the test calls
+    # The parametrize tables as written out: the argnames, and one row of canonical
+    # values per case (several decorators multiply); None when a table is not literal.
+    argnames: tuple[str, ...] = ()
+    rows: list[tuple[str, ...]] | None = None
+    relaxations: list[Relaxation] = field(default_factory=list)  # conditional skip/xfail
+    params: tuple[str, ...] = ()  # the test function's parameters (fixtures)
+    names: frozenset[str] = frozenset()  # every name the test's text mentions
+    local_names: frozenset[str] = frozenset()  # names the test binds (parameters included)
 
     @property
     def live_assertions(self) -> list[Assertion]:
@@ -179,6 +269,81 @@ def test_facts(source: SourceFile, relpath: str) -> dict[str, TestFacts]:
 def module_marks(source: SourceFile) -> tuple[list[str], list[str]]:
     """(skips, xfails) that the module's ``pytestmark`` gives every test in it."""
     return _marks(source, _pytestmark(source, source.tree.root_node))
+
+
+def module_relaxations(source: SourceFile) -> list[Relaxation]:
+    """Conditional skips and xfails that apply to a whole module or class: a
+    conditional marker in ``pytestmark`` or on a top-level class, a module-level
+    ``pytest.importorskip()``, a module-level ``pytest.skip(..., allow_module_level=True)``
+    under an ``if``. Each one's ``text`` starts with its scope ("" for the module, else
+    the class name) and a NUL."""
+    out: list[Relaxation] = []
+    root = source.tree.root_node
+    text = source.text
+    if not any(word in text for word in ("skip", "xfail", "importorskip", "expectedFailure")):
+        return out
+
+    def add(scope: str, exprs: list[Node]) -> None:
+        for expr in exprs:
+            found = marker(source, expr)
+            if found is not None and found[1] is not None:
+                out.append(
+                    Relaxation(
+                        found[0],
+                        canonical_condition(found[1]),
+                        f"{scope}\0{found[1]}",
+                        expr.start_point.row + 1,
+                    )
+                )
+
+    add("", _pytestmark(source, root))
+    for stmt in root.named_children:
+        node = stmt
+        if stmt.type == "decorated_definition":
+            node = stmt.child_by_field_name("definition") or stmt
+            if node.type == "class_definition":
+                name = node.child_by_field_name("name")
+                add(
+                    source.node_text(name) if name is not None else "?",
+                    [
+                        c.named_children[0]
+                        for c in stmt.named_children
+                        if c.type == "decorator" and c.named_children
+                    ],
+                )
+        if node.type == "class_definition":
+            body = node.child_by_field_name("body")
+            name = node.child_by_field_name("name")
+            if body is not None:
+                add(source.node_text(name) if name is not None else "?", _pytestmark(source, body))
+            continue
+        if stmt.type in ("function_definition", "decorated_definition"):
+            continue
+        statement = source.node_text(stmt)
+        if "importorskip" in statement:
+            for match in re.finditer(r"importorskip\(\s*([^,)]+)", statement):
+                module_name = string_literal(match.group(1).strip())
+                out.append(
+                    Relaxation(
+                        "skip",
+                        f"import {module_name} fails",
+                        f"\0import {module_name} fails",
+                        stmt.start_point.row + 1,
+                    )
+                )
+        elif stmt.type == "if_statement" and re.search(r"\bskip\(", statement):
+            condition = stmt.child_by_field_name("condition")
+            if condition is not None:
+                written = " ".join(source.node_text(condition).split())
+                out.append(
+                    Relaxation(
+                        "skip",
+                        canonical_condition(written),
+                        f"\0{written}",
+                        stmt.start_point.row + 1,
+                    )
+                )
+    return out
 
 
 def facts_of(
@@ -268,24 +433,185 @@ def _class_marks(source: SourceFile, class_node: Node) -> tuple[list[str], list[
 def _marker_kind(source: SourceFile, expr: Node) -> str | None:
     """What a marker does to every test it applies to: "skip" when it skips them
     unconditionally (``skip``, or ``skipif`` on a constant true condition), "xfail" when
-    it expects them to fail, else None."""
+    it expects them to fail unconditionally, else None (a condition: see
+    :func:`marker`)."""
+    found = marker(source, expr)
+    if found is None or found[1] is not None:
+        return None
+    return found[0]
+
+
+def marker(source: SourceFile, expr: Node) -> tuple[str, str | None] | None:
+    """``(kind, condition)`` of a skip or xfail marker: kind "skip" or "xfail";
+    condition None when it always applies, else the condition as written (for
+    ``skipUnless(c)``: ``not (c)``). None for any other marker, and for one whose literal
+    condition makes it never apply."""
     call = expr if expr.type == "call" else None
     target = expr.child_by_field_name("function") if call is not None else expr
     name = source.node_text(target) if target is not None else ""
-    if _XFAIL_DECORATOR.search(name):
-        return "xfail"
-    if not _SKIP_DECORATOR.search(name):
+    xfail = bool(_XFAIL_DECORATOR.search(name))
+    if not xfail and not _SKIP_DECORATOR.search(name):
         return None
-    if not name.endswith(("skipIf", "skipUnless", "skipif")):
-        return "skip"
-    args = call_arguments(call) if call is not None else []
-    if not args:
+    kind = "xfail" if xfail else "skip"
+    conditional = xfail or name.endswith(("skipIf", "skipUnless", "skipif"))
+    if not conditional or call is None:
+        return kind, None
+    args = call_arguments(call)
+    condition = args[0] if args else keyword_argument(source, call, "condition")
+    if condition is None:
+        return (kind, None) if xfail else None
+    unless = name.endswith("skipUnless")
+    bare = unwrap(condition)
+    if bare.type not in ("string", "concatenated_string"):
+        truth = literal_truth(source, condition)
+        if truth is not None:
+            applies = not truth if unless else truth
+            return (kind, None) if applies else None
+    text = " ".join(source.node_text(condition).split())
+    if bare.type in ("string", "concatenated_string"):  # pytest evaluates the string
+        value = parse_expression(source.node_text(bare))
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            text = value.value
+    truth = condition_truth(text)
+    if truth is not None and truth != unless:
+        return kind, None  # it holds on every Python 3 and platform: no condition at all
+    # (a condition that never holds on them is still reported: it may have held on an
+    # interpreter the project supported when the change was made)
+    return kind, (f"not ({text})" if unless else text)
+
+
+# What a skip condition may read, and the values it takes on the interpreters and
+# platforms a project can run on: a condition true on all of them always applies.
+_VERSIONS = [(3, minor, 0) for minor in range(16)]
+_PLATFORMS = [
+    ("linux", "posix", "Linux"),
+    ("darwin", "posix", "Darwin"),
+    ("win32", "nt", "Windows"),
+    ("cygwin", "posix", "CYGWIN_NT-10.0"),
+    ("emscripten", "posix", "Emscripten"),
+    ("wasi", "posix", "WASI"),
+    ("freebsd14", "posix", "FreeBSD"),
+    ("ios", "posix", "iOS"),
+]
+_IMPLEMENTATIONS = [("cpython", "CPython"), ("pypy", "PyPy"), ("graalpy", "GraalVM")]
+
+
+def condition_truth(text: str) -> bool | None:
+    """Whether a skip/xfail condition that reads only the interpreter's version, the
+    platform and the implementation is true (or false) on every combination of them
+    (``sys.version_info > (3,)``); None when it depends on them, or reads anything else."""
+    node = parse_expression(text)
+    if node is None:
         return None
-    truth = literal_truth(source, args[0])
-    if truth is None or unwrap(args[0]).type in ("string", "concatenated_string"):
-        return None  # a real condition (pytest evaluates a string condition)
-    skips = not truth if name.endswith("skipUnless") else truth
-    return "skip" if skips else None
+    results = set()
+    for version in _VERSIONS:
+        for platform, os_name, system in _PLATFORMS:
+            for implementation, python in _IMPLEMENTATIONS:
+                env = {
+                    "sys.version_info": version,
+                    "sys.version_info.major": version[0],
+                    "sys.version_info.minor": version[1],
+                    "sys.platform": platform,
+                    "os.name": os_name,
+                    "platform.system()": system,
+                    "platform.python_implementation()": python,
+                    "sys.implementation.name": implementation,
+                }
+                try:
+                    results.add(bool(_condition(node, env)))
+                except _Unknown:
+                    return None
+                if len(results) > 1:
+                    return None
+    return results.pop() if results else None
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _condition(node: ast.expr, env: dict[str, object]) -> object:
+    text = unparse(node)
+    if text in env:
+        return env[text]
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        return tuple(_condition(e, env) for e in node.elts)
+    if isinstance(node, ast.BoolOp):
+        values = [_condition(v, env) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _condition(node.operand, env)
+    if isinstance(node, ast.Call) and unparse(node.func).endswith(".startswith") and node.args:
+        receiver = _condition(node.func.value, env)  # type: ignore[attr-defined]
+        prefix = _condition(node.args[0], env)
+        if isinstance(receiver, str) and isinstance(prefix, (str, tuple)):
+            return receiver.startswith(prefix)
+        raise _Unknown
+    if isinstance(node, ast.Subscript):
+        container = _condition(node.value, env)
+        index = _condition(node.slice, env) if not isinstance(node.slice, ast.Slice) else None
+        if isinstance(container, tuple) and isinstance(index, int):
+            return container[index]
+        if isinstance(container, tuple) and isinstance(node.slice, ast.Slice):
+            low = _condition(node.slice.lower, env) if node.slice.lower else None
+            high = _condition(node.slice.upper, env) if node.slice.upper else None
+            return container[low:high]  # type: ignore[misc]
+        raise _Unknown
+    if isinstance(node, ast.Compare):
+        left = _condition(node.left, env)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = _condition(right_node, env)
+            compare = _COMPARE.get(type(op))
+            if compare is None:
+                raise _Unknown
+            try:
+                if not compare(left, right):
+                    return False
+            except TypeError:
+                raise _Unknown from None
+            left = right
+        return True
+    raise _Unknown
+
+
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+
+
+def marker_key(text: str) -> str:
+    """A skip or xfail marker (or an imperative ``pytest.skip(...)``) as the guard
+    compares it: its reason left out, since rewording why a test is skipped skips
+    nothing more."""
+    text = text.strip().removeprefix("@").strip()
+    prefix = ""
+    if text.startswith("raise "):
+        prefix, text = "raise ", text[6:]
+    node = parse_expression(text)
+    if node is None:
+        return prefix + canonical(text)
+    if isinstance(node, ast.Call):
+        func = unparse(node.func)
+        keywords = [k for k in node.keywords if k.arg not in ("reason", "msg")]
+        args = node.args
+        is_marker = ".mark." in f".{func}"
+        if func.endswith(("skipif", "skipIf", "skipUnless")) or (
+            is_marker and func.endswith("xfail")
+        ):
+            args = args[:1]  # the condition
+        elif re.search(r"(^|\.)(skip|skipTest|xfail|SkipTest|expectedFailure)$", func):
+            args = []  # the reason
+        node = ast.Call(node.func, args, keywords)
+    return prefix + canonical(unparse(node))
 
 
 def _facts_of(
@@ -307,6 +633,8 @@ def _facts_of(
     early_return = next((s for s in fn.statements if s.type == "return_statement"), None)
     literals = _assigned_literals(source, fn)
     for node in module.assertion_nodes(fn):
+        if node.type == "raise_statement" and _in_nested_function(node, fn.node):
+            continue  # a callback that raises is behaviour the test sets up, not a check
         assertion = _assertion(source, node, literals)
         if assertion is None:
             continue
@@ -314,6 +642,7 @@ def _facts_of(
         if why is not None:
             assertion = Assertion(**{**assertion.__dict__, "silenced": why})
         facts.assertions.append(assertion)
+    facts.assertions = _fold_message_checks(facts.assertions)
     _decorators(source, fn, facts, lookup)
     for stmt in fn.statements:
         text = squash(source.node_text(stmt))
@@ -321,8 +650,180 @@ def _facts_of(
             facts.skips.append(source.node_text(stmt).strip())
         if re.match(r"^pytest\.xfail\(", text):
             facts.xfails.append(source.node_text(stmt).strip())
+    facts.relaxations.extend(_imperative_relaxations(source, fn))
     facts.patched = _patched_names(source, fn)
+    facts.params = _parameters(source, fn.node) + facts.params  # and usefixtures
+    facts.local_names = frozenset(facts.params) | _bound_names(source, fn.body)
+    facts.names = frozenset(re.findall(r"[A-Za-z_]\w*", source.node_text(fn.node)))
     return facts
+
+
+def _in_nested_function(node: Node, fn: Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent != fn:
+        if parent.type in ("function_definition", "lambda"):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _parameters(source: SourceFile, fn: Node) -> tuple[str, ...]:
+    params = fn.child_by_field_name("parameters")
+    names = []
+    for param in params.named_children if params is not None else ():
+        node = param
+        if node.type in ("default_parameter", "typed_default_parameter", "typed_parameter"):
+            node = node.child_by_field_name("name") or (
+                node.named_children[0] if node.named_children else node
+            )
+        if node.type == "identifier":
+            names.append(source.node_text(node))
+    return tuple(names)
+
+
+def _bound_names(source: SourceFile, body: Node) -> frozenset[str]:
+    """Names a test body binds: assignment, loop and ``with`` targets (nested functions'
+    own bindings included: over-approximation only makes more values "computed")."""
+    text = source.node_text(body)
+    found = set(re.findall(r"^\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)", text, re.MULTILINE))
+    for targets in re.findall(r"\bfor\s+([\w\s,()\[\]]+?)\s+in\b", text):
+        found.update(t for t in re.split(r"[\s,()\[\]]+", targets) if t.isidentifier())
+    found.update(re.findall(r"\bas\s+([A-Za-z_]\w*)", text))
+    for params in re.findall(r"\bdef\s+\w+\s*\(([^)]*)\)|\blambda\s*([^:]*):", text):
+        for param in ",".join(params).split(","):
+            name = param.split("=", 1)[0].split(":", 1)[0].strip().lstrip("*")
+            if name.isidentifier():
+                found.add(name)
+    for targets in re.findall(r"^\s*([A-Za-z_][\w, ]*?)\s*=(?!=)", text, re.MULTILINE):
+        found.update(t.strip() for t in targets.split(",") if t.strip().isidentifier())
+    return frozenset(found)
+
+
+_RELAXING_CALLS = frozenset({"skip", "xfail", "importorskip", "skipTest"})
+
+
+def _imperative_relaxations(source: SourceFile, fn: Function) -> list[Relaxation]:
+    """``pytest.skip()`` / ``pytest.xfail()`` / ``self.skipTest()`` under a condition of
+    the test's body, and ``pytest.importorskip()`` anywhere in it."""
+    found = []
+    for name, call in fn.calls:
+        if name not in _RELAXING_CALLS:
+            continue
+        callee = call.child_by_field_name("function")
+        receiver = callee_parts(source, callee)[0] if callee is not None else ""
+        if receiver not in ("pytest", "", "self", "cls"):
+            continue
+        kind = "xfail" if name == "xfail" else "skip"
+        if name == "importorskip":
+            args = call_arguments(call)
+            module_name = source.node_text(args[0]) if args else "?"
+            condition = f"import {string_literal(module_name)} fails"
+            found.append(Relaxation(kind, condition, condition, call.start_point.row + 1))
+            continue
+        condition = _enclosing_condition(source, call, fn.body)
+        if condition is not None:
+            found.append(
+                Relaxation(
+                    kind, canonical_condition(condition), condition, call.start_point.row + 1
+                )
+            )
+    return found
+
+
+def string_literal(text: str) -> str:
+    node = parse_expression(text)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return text
+
+
+def canonical_condition(text: str) -> str:
+    return canonical(text) if parse_expression(text) is not None else " ".join(text.split())
+
+
+def _enclosing_condition(source: SourceFile, node: Node, body: Node) -> str | None:
+    """The condition under which ``node`` runs, as written, when a statement of the
+    test's body makes it conditional; None when it always runs."""
+    child, parent = node, node.parent
+    while parent is not None and parent != body:
+        kind = parent.type
+        if kind in ("if_statement", "elif_clause", "while_statement"):
+            condition = parent.child_by_field_name("condition")
+            if condition is not None and child != condition:
+                return " ".join(source.node_text(condition).split())
+        if kind == "else_clause" and parent.parent is not None:
+            owner = parent.parent
+            if owner.type == "if_statement":
+                condition = owner.child_by_field_name("condition")
+                if condition is not None:
+                    return f"not ({' '.join(source.node_text(condition).split())})"
+            if owner.type == "try_statement":
+                return f"{_first_line(source, owner)} succeeds"
+        if kind == "except_clause" and parent.parent is not None:
+            caught = " ".join(source.node_text(parent).split(":", 1)[0].split())
+            return f"{_first_line(source, parent.parent)} raises ({caught})"
+        if kind == "conditional_expression":
+            return " ".join(source.node_text(parent).split())
+        if kind == "for_statement":
+            return f"the loop on line {parent.start_point.row + 1} runs"
+        child, parent = parent, parent.parent
+    return None
+
+
+def _first_line(source: SourceFile, try_statement: Node) -> str:
+    body = try_statement.child_by_field_name("body")
+    first = statements(body)[0] if body is not None and statements(body) else None
+    return " ".join(source.node_text(first).split()) if first is not None else ""
+
+
+# The message of a caught exception: str(e), str(e.value), repr(e.value), e.value.args[0],
+# e.value.message, str(e.value.args[0]) — the whole side, nothing else around it.
+_MESSAGE_OF = re.compile(
+    r"^(?:(?:str|repr)\((?P<a>\w+)(?:\.value(?:\.\w+|\.args\[0\])?)?\)"
+    r"|(?P<b>\w+)\.value\.(?:args\[0\]|message|msg))$"
+)
+
+
+def _fold_message_checks(assertions: list[Assertion]) -> list[Assertion]:
+    """``with pytest.raises(E) as e:`` followed by ``assert "x" in str(e.value)`` is
+    ``pytest.raises(E, match="x")``: the message check is folded into the raises
+    assertion (as its ``match``), so rewriting one as the other changes nothing."""
+    if not any(a.op == "raises" and a.alias for a in assertions):
+        return assertions
+    out = list(assertions)
+    dropped: set[int] = set()
+    aliases: dict[str, int] = {}  # the closest `raises(...) as alias` before each check
+    in_order = sorted(range(len(assertions)), key=lambda i: assertions[i].line)
+    for index, check in ((i, assertions[i]) for i in in_order):
+        if check.op == "raises" and check.alias:
+            aliases[check.alias] = index
+            continue
+        if check.op not in ("in", "==", "matches", "call") or check.silenced is not None:
+            continue
+        if check.op == "call":
+            match = re.match(r"^(\w+)\.match\((.+)\)$", check.subject)
+            if match is None or match.group(1) not in aliases:
+                continue
+            owner, pattern = aliases[match.group(1)], canonical(match.group(2))
+        else:
+            sides = (check.subject, check.expected or "")
+            owner = pattern = None
+            for side, other in (sides, sides[::-1]):
+                found = _MESSAGE_OF.search(side)
+                name = (found.group("a") or found.group("b")) if found else None
+                named = check.op == "in" and other.isidentifier()  # `assert msg in str(e)`
+                if name in aliases and (is_constant(other) or named):
+                    owner, pattern = aliases[name], other
+                    break
+            if owner is None:
+                continue
+        raises = out[owner]
+        if raises.match is None:
+            out[owner] = Assertion(**{**raises.__dict__, "match": pattern})
+            dropped.add(index)
+        elif raises.match == pattern:
+            dropped.add(index)  # the same message checked again
+    return [a for i, a in enumerate(out) if i not in dropped]
 
 
 def _assertion(
@@ -358,13 +859,12 @@ def _assertion(
                     text,
                     tolerance=tolerance,
                 )
-            return Assertion(
-                canonical(source.node_text(left)),
-                op,
-                expected_of(right) if op == "==" else canonical(source.node_text(right)),
-                line,
-                text,
-            )
+            subject = canonical(source.node_text(left))
+            expected = expected_of(right) if op == "==" else canonical(source.node_text(right))
+            if op in ("==", "!=", "is", "is not") and _swapped(subject, expected):
+                # `assert 4 == f(x)`: the constant is the expected side, wherever written
+                subject, expected = canonical(source.node_text(right)), expected_of(left)
+            return Assertion(subject, op, expected, line, text)
         if cond.type == "not_operator":
             inner = cond.child_by_field_name("argument")
             return Assertion(canonical(source.node_text(inner or cond)), "falsy", None, line, text)
@@ -389,34 +889,51 @@ def _assertion(
         args = call_arguments(node)
         if method in _RAISES:
             names = _exception_names(source, args[0]) if args else ()
+            if names == ("None",):
+                return None  # pytest.warns(None) checks nothing (and is gone from pytest 8)
             pattern = keyword_argument(source, node, "match")
             if pattern is None and method.endswith("Regex") and len(args) > 1:
                 pattern = args[1]
-            # assertRaisesRegex is assertRaises with a pattern: the same assertion.
+            # assertRaisesRegex is assertRaises with a pattern: the same assertion, and
+            # pytest.raises the same as assertRaises.
+            family = "warns" if "arn" in method else "raises"
             return Assertion(
-                f"raises:{method.removesuffix('Regex')}",
+                f"raises:{family}",
                 "raises",
                 ",".join(names),
                 line,
                 text,
                 raises=names,
-                match=source.node_text(pattern) if pattern is not None else None,
+                match=canonical(source.node_text(pattern)) if pattern is not None else None,
+                alias=_with_alias(source, node),
             )
         if method in _METHODS and args:
             op, subject_index, expected_index = _METHODS[method]
             if subject_index >= len(args):
                 return None
             expected = None
+            subject = canonical(source.node_text(args[subject_index]))
             if expected_index is not None and expected_index < len(args):
                 value = args[expected_index]
                 if op in ("==", "approx"):
                     expected = expected_of(value)
                 else:
                     expected = canonical(source.node_text(value))
+                if op in ("==", "!=", "approx") and _swapped(subject, expected):
+                    # assertEqual(expected, actual): unittest does not say which is which
+                    subject = canonical(source.node_text(value))
+                    expected = expected_of(args[subject_index])
             elif method in ("assertIsNone", "assertIsNotNone"):
                 expected = "None"
+            if op in ("truthy", "falsy"):
+                inner = _comparison_inside(source, args[subject_index], literals)
+                if inner is not None:  # assertTrue(a == b) is assert a == b
+                    if op == "falsy":
+                        inner = _negated(inner)
+                    if inner is not None:
+                        return Assertion(inner[0], inner[1], inner[2], line, text)
             return Assertion(
-                canonical(source.node_text(args[subject_index])),
+                subject,
                 op,
                 expected,
                 line,
@@ -426,6 +943,79 @@ def _assertion(
         return Assertion(canonical(text), "call", None, line, text)
     if node.type == "raise_statement":
         return Assertion(squash(text), "raise", None, line, text)
+    return None
+
+
+def _swapped(subject: str, expected: str | None) -> bool:
+    """Whether a comparison is written with its expected side on the left: a constant
+    there and none on the right (`assert 4 == f(x)`), or a value that calls nothing
+    there (`int`, `Annotated[float, "x"]`) and a call on the right."""
+    if expected is None:
+        return False
+    if is_constant(subject):
+        return not is_constant(expected)
+    return _type_like(subject) and "(" in expected and not is_constant(expected)
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _type_like(text: str) -> bool:
+    """A value that names a type or a constant and calls nothing: `int`, `None`,
+    `Color.RED`, `typing.List[int]`, `Annotated[float, "x"]` (not a local variable:
+    those are lower-case and not builtins)."""
+    if "(" in text:
+        return False
+    first = re.match(r"[A-Za-z_]\w*", text)
+    if first is None:
+        return False
+    name = first.group(0)
+    return name in _BUILTIN_NAMES or name[:1].isupper() or name in ("typing", "t", "types")
+
+
+_NEGATED = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "is": "is not", "is not": "is"}
+
+
+def _negated(fact: tuple[str, str, str | None]) -> tuple[str, str, str | None] | None:
+    op = _NEGATED.get(fact[1])
+    return (fact[0], op, fact[2]) if op is not None else None
+
+
+def _comparison_inside(
+    source: SourceFile, node: Node, literals: dict[str, tuple[str, int]] | None
+) -> tuple[str, str, str | None] | None:
+    """``(subject, op, expected)`` of a plain comparison ``a OP b``, for
+    ``assertTrue(a == b)``."""
+    node = unwrap(node)
+    if node.type != "comparison_operator" or node.named_child_count != 2:
+        return None
+    left, right = node.named_children
+    op = " ".join(source.node_text(c) for c in node.children if not c.is_named)
+    if op not in ("==", "!=", "in", "not in", "is", "is not", "<", ">", "<=", ">="):
+        return None
+    subject, expected = canonical(source.node_text(left)), canonical(source.node_text(right))
+    if op == "==" and literals:
+        found = literals.get(source.node_text(unwrap(right)))
+        if found is not None and found[1] <= node.start_byte:
+            expected = found[0]
+    if op in ("==", "!=") and _swapped(subject, expected):
+        subject, expected = expected, subject
+    return subject, op, expected
+
+
+def _with_alias(source: SourceFile, call: Node) -> str | None:
+    """``e`` of ``with pytest.raises(E) as e:`` (or of ``e = pytest.raises(E, f, x)``)."""
+    parent = call.parent
+    if parent is not None and parent.type == "assignment":
+        left = parent.child_by_field_name("left")
+        if left is not None and left.type == "identifier":
+            return source.node_text(left)
+    if parent is not None and parent.type == "as_pattern":
+        target = parent.child_by_field_name("alias")
+        if target is None and len(parent.named_children) > 1:
+            target = parent.named_children[-1]
+        if target is not None:
+            return source.node_text(target).strip()
     return None
 
 
@@ -443,9 +1033,7 @@ def _assigned_literals(source: SourceFile, fn: Function) -> dict[str, tuple[str,
         if left is None or right is None or left.type != "identifier":
             continue
         value = source.node_text(unwrap(right))
-        try:
-            ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if not is_constant(canonical(value)):
             continue
         candidates[source.node_text(left)] = (canonical(value), stmt.end_byte)
     if not candidates:
@@ -585,12 +1173,16 @@ def _keeps_failure(name: str) -> bool:
     return name.startswith("assert") or name == "fail"
 
 
+_MAX_ROWS = 400  # parametrize rows expanded (several tables multiply)
+
+
 def _decorators(
     source: SourceFile, fn: Function, facts: TestFacts, lookup: Callable[[str], Node | None]
 ) -> None:
     parent = fn.node.parent
     if parent is None or parent.type != "decorated_definition":
         return
+    tables: list[tuple[tuple[str, ...], list[tuple[str, ...]] | None]] = []
     for decorator in (c for c in parent.named_children if c.type == "decorator"):
         expr = decorator.named_children[0] if decorator.named_children else None
         if expr is None:
@@ -599,26 +1191,93 @@ def _decorators(
         target = expr.child_by_field_name("function") if call is not None else expr
         name = source.node_text(target) if target is not None else ""
         text = source.node_text(decorator)
-        kind = _marker_kind(source, expr)
-        if kind == "skip":
-            facts.skips.append(text)
-        elif kind == "xfail":
-            facts.xfails.append(text)
+        found = marker(source, expr)
+        if found is None and expr.type == "identifier":
+            # `skip_py314 = pytest.mark.skipif(...)` at module level, `@skip_py314` here
+            value = lookup(source.node_text(expr))
+            if value is not None and value.type == "call":
+                found = marker(source, value)
+                call = value
+        if found is not None and found[1] is None:
+            kind = found[0]
+            if kind == "skip":
+                facts.skips.append(text)
+            else:
+                facts.xfails.append(text)
+                strict = keyword_argument(source, call, "strict") if call is not None else None
+                if strict is not None and source.node_text(strict) == "False":
+                    facts.strict_false = True
+        elif found is not None:
+            condition = found[1] or ""
+            facts.relaxations.append(
+                Relaxation(
+                    found[0],
+                    canonical_condition(condition),
+                    condition,
+                    decorator.start_point.row + 1,
+                )
+            )
             strict = keyword_argument(source, call, "strict") if call is not None else None
-            if strict is not None and source.node_text(strict) == "False":
+            if found[0] == "xfail" and strict is not None and source.node_text(strict) == "False":
                 facts.strict_false = True
+        elif name.endswith("usefixtures") and call is not None:
+            for arg in call_arguments(call):  # a parametrized fixture it requests
+                value = parse_expression(source.node_text(arg))
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    facts.params += (value.value,)
         elif name.endswith("parametrize") and call is not None:
             args = call_arguments(call)
-            if len(args) >= 2:
-                values = unwrap(args[1])
-                if values.type == "identifier":  # a table kept in a module-level constant
-                    values = lookup(source.node_text(values)) or values
-                if values.type in ("list", "tuple", "set"):
-                    cases = [c for c in values.named_children if c.type != "comment"]
-                    facts.parametrize_cases = (facts.parametrize_cases or 0) + len(cases)
-                    facts.parametrize_values.extend(_case(source.node_text(c)) for c in cases)
+            names_node = args[0] if args else keyword_argument(source, call, "argnames")
+            values = args[1] if len(args) >= 2 else keyword_argument(source, call, "argvalues")
+            if values is None:
+                continue
+            values = unwrap(values)
+            if values.type == "identifier":  # a table kept in a module-level constant
+                values = lookup(source.node_text(values)) or values
+            argnames = _argnames(source, names_node) if names_node is not None else None
+            if values.type in ("list", "tuple", "set"):
+                cases = [c for c in values.named_children if c.type != "comment"]
+                facts.parametrize_cases = (facts.parametrize_cases or 0) + len(cases)
+                facts.parametrize_values.extend(_case(source.node_text(c)) for c in cases)
+                for case in cases:
+                    _case_marks(source, case, facts)
+                rows = None
+                if argnames:
+                    rows = []
                     for case in cases:
-                        _case_marks(source, case, facts)
+                        row = row_values(source.node_text(case), len(argnames))
+                        if row is None:
+                            rows = None
+                            break
+                        rows.append(tuple(row))
+                tables.append((argnames or (), rows))
+            else:
+                tables.append((argnames or (), None))
+    if tables:
+        argnames: tuple[str, ...] = ()
+        rows: list[tuple[str, ...]] | None = [()]
+        for names, table in tables:
+            argnames += names
+            if rows is None or table is None or not names or len(rows) * len(table) > _MAX_ROWS:
+                rows = None
+                continue
+            rows = [r + t for r in rows for t in table]
+        facts.argnames = argnames
+        facts.rows = rows
+
+
+def _argnames(source: SourceFile, node: Node) -> tuple[str, ...] | None:
+    """``"a, b"``, ``("a", "b")`` and ``["a", "b"]`` all give ``("a", "b")``."""
+    expr = parse_expression(source.node_text(node))
+    items: list[ast.expr]
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        names = tuple(n.strip() for n in expr.value.split(",") if n.strip())
+        return names if all(n.isidentifier() for n in names) else None
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        items = expr.elts
+        if all(isinstance(i, ast.Constant) and isinstance(i.value, str) for i in items):
+            return tuple(i.value.strip() for i in items)  # type: ignore[attr-defined]
+    return None
 
 
 def module_value(source: SourceFile, name: str) -> Node | None:
@@ -642,11 +1301,23 @@ def _case_marks(source: SourceFile, case: Node, facts: TestFacts) -> None:
     if marks is None:
         return
     marks = unwrap(marks)
-    skips, xfails = _marks(
-        source, marks.named_children if marks.type in ("list", "tuple") else [marks]
-    )
+    exprs = marks.named_children if marks.type in ("list", "tuple") else [marks]
+    skips, xfails = _marks(source, exprs)
     facts.skips.extend(skips)
     facts.xfails.extend(xfails)
+    label = case_values(source.node_text(case))
+    where = f" (case {', '.join(label)})" if label else ""
+    for expr in exprs:
+        found = marker(source, expr)
+        if found is not None and found[1] is not None:
+            facts.relaxations.append(
+                Relaxation(
+                    found[0],
+                    canonical_condition(found[1]) + where,
+                    found[1] + where,
+                    expr.start_point.row + 1,
+                )
+            )
 
 
 _PATCH = re.compile(

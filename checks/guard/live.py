@@ -88,6 +88,7 @@ class Baseline:
     _tests: dict[str, TestFacts] | None = None
     _bodies: frozenset[tuple[str, str]] | None = None
     _squashed: str | None = None
+    _hooks: dict[str, list[str]] | None = None
 
     @property
     def tests(self) -> dict[str, TestFacts]:
@@ -110,6 +111,18 @@ class Baseline:
         return self._bodies
 
     @property
+    def hook_bodies(self) -> dict[str, list[str]]:
+        """The bodies of the functions whose names pytest hooks have (``pytest_*``)."""
+        if self._hooks is None:
+            module = PythonModule(self.source, is_test_file=False)
+            hooks: dict[str, list[str]] = {}
+            for fn in module.functions:
+                if fn.name.startswith("pytest_"):
+                    hooks.setdefault(fn.name, []).append(self.source.node_text(fn.body))
+            self._hooks = hooks
+        return self._hooks
+
+    @property
     def squashed(self) -> str:
         """The whole baseline without whitespace."""
         if self._squashed is None:
@@ -117,13 +130,18 @@ class Baseline:
         return self._squashed
 
 
-@functools.lru_cache(maxsize=64)
 def baseline(path: str, relpath: str, kind: str, text: str) -> Baseline:
     """The baseline ``text`` of the file ``path`` (checked as ``relpath``), with what the
     guard derives from it, shared by every check against that text. The key is the text
     itself: a string's hash is computed once per string object, and the guard plan hands
-    every check of a file the same object."""
-    return Baseline(SourceFile(path, text, kind), relpath)
+    every check of a file the same object. (``path`` names the file in messages only: the
+    guard plan, which reads the baselines first, finds the same entry.)"""
+    return _baseline(relpath, kind, text)
+
+
+@functools.lru_cache(maxsize=256)
+def _baseline(relpath: str, kind: str, text: str) -> Baseline:
+    return Baseline(SourceFile(relpath, text, kind), relpath)
 
 
 # ---------------------------------------------------------------------- the current side
@@ -148,6 +166,7 @@ def _shift_tests(tests: dict[str, TestFacts], rows: int) -> dict[str, TestFacts]
             facts,
             line=facts.line + rows,
             assertions=[replace(a, line=a.line + rows) for a in facts.assertions],
+            relaxations=[replace(r, line=r.line + rows) for r in facts.relaxations],
         )
         for test_id, facts in tests.items()
     }

@@ -9,35 +9,44 @@ arbitration; a certified change is reported as information.
 from __future__ import annotations
 
 import ast
-import configparser
+import fnmatch
 import operator
 import re
 import shlex
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tree_sitter import Node
 
+from referee.checks.guard import pytestconfig
+from referee.checks.guard.compare import (
+    Check,
+    changed_columns,
+    checks_of,
+    compare_checks,
+    is_value,
+    row_label,
+    rows_of,
+)
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import (
-    STRENGTH,
     Assertion,
+    Relaxation,
     TestFacts,
     canonical,
+    marker_key,
+    module_relaxations,
     squash,
+    squash_lines,
 )
 from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
+from referee.checks.guard.normal import callee, is_constant, one_line, parse_expression, unparse
 from referee.checks.ledger import normalized_text_hash
 from referee.checks.models import Certificate, Location, Severity, Span
-from referee.checks.nodes import excerpt
+from referee.checks.nodes import unwrap
 from referee.checks.rule import Context, Violation
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from referee.checks.source import SourceFile
 
 
 def fingerprint_key(facts: TestFacts) -> str:
@@ -49,6 +58,7 @@ def elsewhere_keys(facts: TestFacts) -> list[str]:
     if facts.fingerprint:
         keys.append(f"asserts:{fingerprint_key(facts)}")
     keys.extend(f"assert:{a.key}" for a in facts.assertions)
+    keys.extend(f"assert:{c.key}" for c in checks_of(facts) if c.row is not None)
     return keys
 
 
@@ -92,10 +102,13 @@ def _facts(ctx: Context) -> tuple[dict[str, TestFacts], dict[str, TestFacts]]:
     cached = ctx.memo.get("guard-facts")
     if cached is None:
         base = _baseline(ctx)
-        cached = (
-            base.tests if base is not None else {},
-            _current(ctx).tests(ctx.source, ctx.relpath, ctx.memo.get("chunks")),  # type: ignore[arg-type]
-        )
+        guard = ctx.guard
+        planned = guard.current_tests.get(ctx.relpath) if guard is not None else None
+        if planned is not None and planned[0] == ctx.source.text:
+            now = dict(planned[1])  # read by the plan from the same text
+        else:
+            now = _current(ctx).tests(ctx.source, ctx.relpath, ctx.memo.get("chunks"))  # type: ignore[arg-type]
+        cached = (base.tests if base is not None else {}, now)
         ctx.memo["guard-facts"] = cached
     return cached  # type: ignore[return-value]
 
@@ -141,19 +154,49 @@ def _compare(ctx: Context) -> list[_Found]:
                     present = {
                         k for f in current.values() if f.collected for k in elsewhere_keys(f)
                     }
-                found.extend(_missing_test(guard, before, after, current, present))
+                found.extend(_missing_test(guard, before, after, base, current, present))
         if store is not None:
             store["guard-tests"] = now
+        found.extend(_module_relaxations(ctx))
     ctx.memo["guard"] = found
     if store is not None:
         store["guard-compared"] = (guard, key, found)
     return found
 
 
+def _judge(
+    guard: GuardContext, tests: tuple[TestFacts, ...], code: str, line: int, message: str
+) -> _Found:
+    """A weakening of a check: an error, unless (in the default mode) the code the test
+    exercises changed in the same diff: then a warning that names what changed."""
+    if guard.strict or guard.impact is None:
+        return _Found(code, line, message)
+    names: set[str] = set()
+    for facts in tests:
+        names |= facts.names
+    reason = guard.impact.reason(names)
+    if reason is None:
+        return _Found(code, line, message)
+    return _Found(
+        code,
+        line,
+        f"{message}; changed together with the code it tests ({reason}): an intended "
+        "change? (an error in agent mode)",
+        Severity.WARNING,
+    )
+
+
+def _relaxed(guard: GuardContext, code: str, line: int, message: str) -> _Found:
+    """A skip or xfail that applies under a condition: a warning a reviewer reads (the
+    condition quoted), an error in agent mode."""
+    return _Found(code, line, message, None if guard.strict else Severity.WARNING)
+
+
 def _missing_test(
     guard: GuardContext,
     before: TestFacts,
     after: TestFacts | None,
+    base: dict[str, TestFacts],
     current: dict[str, TestFacts],
     present: set[str],
 ) -> list[_Found]:
@@ -163,9 +206,11 @@ def _missing_test(
         before.fingerprint and f"asserts:{fingerprint_key(before)}" in available
     ):
         return []  # renamed or moved, assertions intact
-    live = before.live_assertions
-    if live and all(f"assert:{a.key}" in available for a in live):
-        return []  # split into several tests, or merged into one
+    live = [c for c in checks_of(before, guard.fixtures) if c.assertion.silenced is None]
+    if live and all(
+        f"assert:{c.key}" in available or guard.counts_now.get(c.key, 0) > 0 for c in live
+    ):
+        return []  # split into several tests, merged into one, or parametrized
     moved = guard.by_name.get(before.name)
     if after is None and moved is not None and moved.id != before.id:
         # Moved to another file and edited there: compare with it, located there.
@@ -191,117 +236,188 @@ def _missing_test(
                 "which pytest does not collect: it no longer runs",
             )
         ]
+    counterpart = _counterpart(guard, before, live, base, current)
+    if counterpart is not None:
+        here = counterpart.id.split("::", 1)[0]
+        where = f"`{counterpart.name}`" + (
+            f" in {here}" if here != before.id.split("::", 1)[0] else ""
+        )
+        return [
+            replace(f, message=f"{f.message} (the test is now {where})")
+            for f in _compare_test(guard, before, counterpart)
+        ]
+    if (
+        live
+        and all(squash_lines(c.assertion.text) in guard.test_text for c in live if c.row is None)
+        and all(c.row is None for c in live)
+    ):
+        return []  # the same checks, written the same way, in a test file not changed
+    if not live:
+        return [
+            _relaxed(
+                guard,
+                "REF300",
+                1,
+                f"test `{before.name}` ({_where(guard, before)}) was removed; it had no "
+                "assertion (it checked that what it runs does not raise)",
+            )
+        ]
+    missing = [c for c in live if f"assert:{c.key}" not in available]
+    shown = ", ".join(f"`{one_line(_check_text(c))}`" for c in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
     return [
-        _Found(
+        _judge(
+            guard,
+            (before,),
             "REF300",
             1,
-            f"test `{before.name}` ({_where(guard, before)}) was removed; its "
-            f"{len(live)} assertion(s) are not found in any test now",
+            f"test `{before.name}` ({_where(guard, before)}) was removed; "
+            f"{len(missing)} of its {len(live)} check(s) are made by no test now: {shown}{more}",
         )
     ]
+
+
+def _check_text(check: Check) -> str:
+    """A check as written, or (for one parametrized case) as it reads for that case."""
+    if check.row is None:
+        return check.assertion.text
+    if check.op in ("call", "raise", "truthy", "falsy"):
+        return check.subject
+    return f"{check.subject} {check.op} {check.expected}"
+
+
+def _counterpart(
+    guard: GuardContext,
+    before: TestFacts,
+    live: list[Check],
+    base: dict[str, TestFacts],
+    current: dict[str, TestFacts],
+) -> TestFacts | None:
+    """The new test a removed one most likely became (renamed and edited): the one that
+    makes most of its checks, or calls most of what it called."""
+    keys = {c.key for c in live}
+    callees = {callee(c.subject) for c in live} - {None}
+    candidates = [f for i, f in current.items() if f.collected and i not in base]
+    candidates += [f for i, f in guard.new_tests.items() if i not in current]
+    best, score = None, 0.0
+    for facts in candidates:
+        theirs = checks_of(facts, guard.fixtures)
+        shared = len(keys & {c.key for c in theirs})
+        called = callees & {callee(c.subject) for c in theirs}
+        value = shared + (0.5 * len(called) / max(1, len(callees)) if called else 0)
+        if facts.name == before.name:
+            value += 1
+        if value > score:
+            best, score = facts, value
+    if best is None or (score < 1 and not (callees and score >= 0.5)):
+        return None
+    return best
 
 
 def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> list[_Found]:
     found: list[_Found] = []
     name = f"`{before.name}`"
-    pool = list(after.assertions)
-    remaining: list[Assertion] = []
+    tests = (before, after)
 
-    def take(match) -> Assertion | None:
-        for index, candidate in enumerate(pool):
-            if match(candidate):
-                return pool.pop(index)
-        return None
+    def still_made(key: tuple[str, str, str | None]) -> bool:
+        was = guard.counts_before.get(key, 0)
+        return was > 0 and guard.counts_now.get(key, 0) >= was
 
-    for old in before.live_assertions:
-        new = take(lambda a, old=old: a.key == old.key)
-        if new is None:
-            remaining.append(old)
-        elif new.silenced is not None:
-            found.append(_swallowed(guard, name, before, old, new))
-        elif old.op == "raises":
-            found.extend(_compare_raises(guard, name, before, old, new))
-        elif old.op == "approx":
-            found.extend(_compare_approx(guard, name, before, old, new))
-    unmatched: list[Assertion] = []
-    for old in remaining:
-        new = take(lambda a, old=old: a.subject == old.subject)
-        if new is None:
-            unmatched.append(old)
-            continue
-        if new.silenced is not None:
-            found.append(_swallowed(guard, name, before, old, new))
-        elif old.op == new.op == "raises":
-            found.extend(_compare_raises(guard, name, before, old, new))
-        elif old.op == new.op == "approx" and old.expected == new.expected:
-            found.extend(_compare_approx(guard, name, before, old, new))
-        elif old.op == new.op and old.op in ("==", "is", "approx"):
-            found.extend(_value_changed(guard, before, after.id, old, new))
-        elif STRENGTH.get(new.op, 0) < STRENGTH.get(old.op, 0):
+    changes = compare_checks(before, after, guard.fixtures, still_made)
+    gained = [c.old for c in changes if c.code == "gained"]
+    removed = [c for c in changes if c.code == "REF301"]
+    # A test rewritten against another API (a private helper replaced by the public
+    # one): it no longer calls something it called, and makes at least half as many new
+    # checks as it lost. Its removals are warnings in the default mode,
+    # errors in agent mode.
+    stopped = sorted(before.calls - after.calls)
+    rewritten = bool(removed) and bool(stopped) and bool(gained) and 2 * len(gained) >= len(removed)
+    rows_lost = _rows_lost(guard, before, after)
+    changed_rows: dict[int | None, tuple[Check, Check]] = {}
+    reported_rows: set[int] = set()
+    for change in changes:
+        old, new = change.old, change.new
+        if change.code == "REF311" and new is not None:
+            found.append(_swallowed(guard, name, before, old.assertion, new.assertion))
+        elif change.code == "raises" and new is not None:
+            found.extend(_compare_raises(guard, tests, name, before, old.assertion, new.assertion))
+        elif change.code == "approx" and new is not None:
+            found.extend(_compare_approx(guard, tests, name, before, old.assertion, new.assertion))
+        elif change.code == "REF303" and new is not None:
             found.append(
-                _Found(
+                _judge(
+                    guard,
+                    tests,
                     "REF303",
-                    new.line,
-                    f"in {name}, `{excerpt(old.text)}` ({_where(guard, before, old.line)}) "
-                    f"was weakened to `{excerpt(new.text)}`: `{old.op}` -> `{new.op}`",
+                    new.assertion.line,
+                    f"in {name}, `{one_line(_check_text(old))}` "
+                    f"({_where(guard, before, old.assertion.line)}) was weakened to "
+                    f"`{one_line(_check_text(new))}`: `{old.op}` -> `{new.op}`",
                 )
             )
-    helper_calls = sum(1 for a in pool if a.op == "call" and a.silenced is None)
-    for old in unmatched:
-        renamed = take(
-            lambda a, old=old: (
-                a.op == old.op and a.expected == old.expected and old.expected is not None
+        elif change.code == "REF302" and new is not None:
+            if not is_value(old.expected, before) or not (
+                is_value(new.expected, after) or is_constant(old.expected or "")
+            ):
+                continue  # an expected side computed by the test: not a value to compare
+            if old.row is not None:
+                if old.row not in changed_rows:
+                    changed_rows[old.row] = (old, new)
+                continue
+            found.extend(_value_changed(guard, tests, before, after.id, old, new))
+        elif change.code in ("REF301", "REF307"):
+            if old.row is not None and old.row in rows_lost:
+                if old.row not in reported_rows:
+                    reported_rows.add(old.row)
+                    found.append(
+                        _judge(
+                            guard,
+                            tests,
+                            "REF307",
+                            after.line,
+                            f"in {name}, the parametrized case "
+                            f"{one_line(row_label(before, old.row, guard.fixtures), 120)} "
+                            f"({guard.base}) was removed",
+                        )
+                    )
+                continue
+            case = row_label(before, old.row, guard.fixtures)
+            in_case = f" (case {one_line(case, 60)})" if case else ""
+            message = (
+                f"in {name}{in_case}, {old.assertion.kind} `{one_line(_check_text(old))}` "
+                f"({_where(guard, before, old.assertion.line)}) was removed"
             )
-        )
-        if renamed is not None:
-            if renamed.silenced is not None:
+            if rewritten and not guard.strict and change.code == "REF301":
                 found.append(
                     _Found(
-                        "REF311",
-                        renamed.line,
-                        f"in {name}, `{excerpt(renamed.text)}` is now {renamed.silenced}",
+                        "REF301",
+                        after.line,
+                        f"{message}; the test no longer calls `{stopped[0]}` and makes "
+                        f"{len(gained)} new check(s) instead, e.g. "
+                        f"`{one_line(_check_text(gained[0]), 60)}`: rewritten? (an error in "
+                        "agent mode)",
+                        Severity.WARNING,
                     )
                 )
-            elif old.op == "raises":  # e.g. assertRaisesRegex -> pytest.raises
-                found.extend(_compare_raises(guard, name, before, old, renamed))
-            elif old.op == "approx":
-                found.extend(_compare_approx(guard, name, before, old, renamed))
-            continue
-        if helper_calls:
-            helper_calls -= 1  # moved into a helper that asserts
-            continue
+                continue
+            found.append(_judge(guard, tests, "REF301", after.line, message))
+    for old, new in changed_rows.values():
+        found.extend(_case_changed(guard, tests, before, after, old, new))
+    for row in sorted(rows_lost - reported_rows - set(changed_rows)):
         found.append(
-            _Found(
-                "REF301",
-                after.line,
-                f"in {name}, the assertion `{excerpt(old.text)}` "
-                f"({_where(guard, before, old.line)}) was removed",
-            )
-        )
-    skipped_before = {canonical(m) for m in before.skips}
-    for marker in after.skips:
-        if canonical(marker) not in skipped_before:
-            message = f"{name} is now skipped: `{excerpt(marker)}`"
-            found.append(_Found("REF310", after.line, message))
-    xfailed_before = {canonical(m) for m in before.xfails}
-    for marker in after.xfails:
-        if canonical(marker) not in xfailed_before:
-            found.append(
-                _Found("REF312", after.line, f"{name} is now expected to fail: `{excerpt(marker)}`")
-            )
-    if after.strict_false and not before.strict_false and before.xfails:
-        found.append(_Found("REF312", after.line, f"{name}'s xfail is no longer strict"))
-    if (before.parametrize_cases or 0) > (after.parametrize_cases or 0):
-        found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF307",
                 after.line,
-                f"{name} has {after.parametrize_cases or 0} parametrized case(s), "
-                f"{before.parametrize_cases} at {guard.base}",
+                f"in {name}, the parametrized case "
+                f"{one_line(row_label(before, row, guard.fixtures), 120)} ({guard.base}) "
+                "was removed",
             )
         )
-    else:
-        found.extend(_cases_changed(guard, before, after))
+    if not _expandable(guard, before, after):
+        found.extend(_table_changed(guard, tests, before, after))
+    found.extend(_marks_changed(guard, name, before, after))
     for patched in after.patched:
         if patched not in before.patched and patched in after.calls:
             found.append(
@@ -315,20 +431,225 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
     return found
 
 
+def _expandable(guard: GuardContext, before: TestFacts, after: TestFacts) -> bool:
+    """Whether both sides' parametrize tables were read row by row (or neither side has
+    one): then the checks carry the cases, and the tables need no comparison of their own."""
+    old_names, old_rows = rows_of(before, guard.fixtures)
+    new_names, new_rows = rows_of(after, guard.fixtures)
+    if not before.parametrize_values and not old_names:
+        return True
+    return old_rows is not None and (new_rows is not None or not new_names)
+
+
+def _rows_lost(guard: GuardContext, before: TestFacts, after: TestFacts) -> set[int]:
+    """Rows of the base table with no equal row now (columns matched by name, a renamed
+    argname by position), when the table has fewer distinct rows than it had."""
+    old_names, old_rows = rows_of(before, guard.fixtures)
+    new_names, new_rows = rows_of(after, guard.fixtures)
+    if not old_rows or not old_names:
+        return set()
+    new_rows = new_rows or []
+    if len(set(new_rows)) >= len(set(old_rows)):
+        return set()
+    lost = [n for n in old_names if n not in new_names]
+    gained = [n for n in new_names if n not in old_names]
+    mapping = {n: n for n in old_names if n in new_names}
+    if len(lost) == len(gained):
+        mapping.update(zip(lost, gained, strict=True))
+    index = {n: i for i, n in enumerate(new_names)}
+    common = [(i, index[mapping[n]]) for i, n in enumerate(old_names) if n in mapping]
+    now = {tuple(r[j] for _, j in common) for r in new_rows}
+    missing = [i for i, r in enumerate(old_rows) if tuple(r[k] for k, _ in common) not in now]
+    budget = len(set(old_rows)) - len(set(new_rows))
+    if not common:
+        return set(range(len(old_rows))[:budget])
+    return set(missing[:budget])
+
+
+def _case_changed(
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    before: TestFacts,
+    after: TestFacts,
+    old: Check,
+    new: Check,
+) -> list[_Found]:
+    """A parametrized case whose values changed: which columns, from what to what."""
+    columns = changed_columns(before, old.row, after, new.row, guard.fixtures)
+    old_case = _case_text(before, old.row)
+    new_case = _case_text(after, new.row)
+    if old_case is not None and new_case is not None:
+        certified, mismatched = _certified_case(guard, before, after.id, old_case, [new_case])
+        if certified is not None:
+            return [
+                *mismatched,
+                _Found(
+                    "REF302",
+                    after.line,
+                    f"in `{before.name}`, parametrized case {old_case} is now {certified[0]}, "
+                    f"certified by {certified[1]}",
+                    severity=Severity.INFO,
+                ),
+            ]
+    else:
+        mismatched = []
+    label = one_line(row_label(before, old.row, guard.fixtures), 100)
+    if columns:
+        what = "; ".join(f"`{n}` {_value(a)} -> {_value(b)}" for n, a, b in columns[:3])
+    else:
+        what = (
+            f"`{one_line(old.subject)}` expected {_value(old.expected)} -> {_value(new.expected)}"
+        )
+    return [
+        _judge(
+            guard,
+            tests,
+            "REF302",
+            after.line,
+            f"in `{before.name}`, the parametrized case {label} ({guard.base}) changed "
+            f"without a certificate: {what}",
+        ),
+        *[replace(m, line=after.line) for m in mismatched],
+    ]
+
+
+def _value(text: str | None) -> str:
+    """A value quoted in a message: as Python prints it (whitespace inside a string
+    kept, escaped), cut when long."""
+    if text is None:
+        return "nothing"
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _case_text(facts: TestFacts, row: int | None) -> str | None:
+    """The case as written in the table (canonical), when there is one table."""
+    if row is None or facts.rows is None or len(facts.rows) != len(facts.parametrize_values):
+        return None
+    return facts.parametrize_values[row]
+
+
+def _marks_changed(
+    guard: GuardContext, name: str, before: TestFacts, after: TestFacts
+) -> list[_Found]:
+    found = []
+    skipped_before = {marker_key(m) for m in before.skips}
+    for marker in after.skips:
+        if marker_key(marker) not in skipped_before:
+            message = f"{name} is now skipped: `{one_line(marker)}`"
+            found.append(_Found("REF310", after.line, message))
+    xfailed_before = {marker_key(m) for m in before.xfails}
+    for marker in after.xfails:
+        if marker_key(marker) not in xfailed_before:
+            found.append(
+                _Found(
+                    "REF312", after.line, f"{name} is now expected to fail: `{one_line(marker)}`"
+                )
+            )
+    if after.strict_false and not before.strict_false and (before.xfails or before.relaxations):
+        found.append(_Found("REF312", after.line, f"{name}'s xfail is no longer strict"))
+    found.extend(_relaxations_changed(guard, name, before.relaxations, after.relaxations))
+    return found
+
+
+def _relaxations_changed(
+    guard: GuardContext,
+    name: str,
+    before: list[Relaxation],
+    after: list[Relaxation],
+    line: int | None = None,
+) -> list[_Found]:
+    """Conditional skips and xfails that are new, or whose condition now holds more
+    often: each a warning (an error in agent mode) that quotes the condition."""
+    found = []
+    old = {(r.kind, r.condition) for r in before}
+    for relaxation in after:
+        if (relaxation.kind, relaxation.condition) in old:
+            continue
+        same_kind = [r for r in before if r.kind == relaxation.kind]
+        if any(_narrower(relaxation.condition, r.condition) for r in same_kind):
+            continue
+        code = "REF310" if relaxation.kind == "skip" else "REF312"
+        verb = "skipped" if relaxation.kind == "skip" else "expected to fail"
+        was = ""
+        if same_kind:
+            was = f" (at {guard.base}: when {_condition_text(same_kind[0].text)})"
+        found.append(
+            _relaxed(
+                guard,
+                code,
+                line if line is not None else relaxation.line,
+                f"{name} is now {verb} when {_condition_text(relaxation.text)}{was}",
+            )
+        )
+    return found
+
+
+def _condition_text(text: str) -> str:
+    """A skip's condition in a message: ``import numpy fails`` reads "`import numpy`
+    fails", anything else is quoted whole (one line, cut when long)."""
+    match = re.fullmatch(r"import (\S+) fails(.*)", text)
+    if match:
+        return f"`import {match.group(1)}` fails{match.group(2)}"
+    return f"`{one_line(text, 120)}`"
+
+
+def _narrower(new: str, old: str) -> bool:
+    """Whether condition ``new`` holds only where ``old`` does (``old and more``), so
+    the skip applies less often than before."""
+    node = parse_expression(new)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return any(canonical(unparse(v)) == old for v in node.values)
+    return False
+
+
+def _module_relaxations(ctx: Context) -> list[_Found]:
+    """Conditional skips and xfails that apply to a whole module or class
+    (``pytestmark``, a class decorator, a module-level ``importorskip``), compared once."""
+    guard = ctx.guard
+    assert guard is not None
+    base = _baseline(ctx)
+    before = module_relaxations(base.source) if base is not None else []
+    after = module_relaxations(ctx.source)
+    found = []
+    for scope in sorted({r.text.split("\0", 1)[0] for r in after}):
+        now = [_strip_scope(r) for r in after if r.text.split("\0", 1)[0] == scope]
+        was = [_strip_scope(r) for r in before if r.text.split("\0", 1)[0] == scope]
+        label = "every test in this module" if scope == "" else f"every test in class `{scope}`"
+        found.extend(_relaxations_changed(guard, label, was, now))
+    return found
+
+
+def _strip_scope(relaxation: Relaxation) -> Relaxation:
+    return replace(relaxation, text=relaxation.text.split("\0", 1)[-1])
+
+
 def _swallowed(
     guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
 ) -> _Found:
     return _Found(
         "REF311",
         new.line,
-        f"in {name}, `{excerpt(new.text)}` ({_where(guard, before, old.line)}) is now "
+        f"in {name}, `{one_line(new.text)}` ({_where(guard, before, old.line)}) is now "
         f"{new.silenced}",
     )
 
 
-def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> list[_Found]:
-    """Parametrize cases of the baseline that are no longer in the table (edited, not
-    removed: a shorter table is REF307). Reordering and reformatting change nothing."""
+def _table_changed(
+    guard: GuardContext, tests: tuple[TestFacts, ...], before: TestFacts, after: TestFacts
+) -> list[_Found]:
+    """Parametrize tables the guard could not read row by row: compared by their cases
+    as written (a shorter table is REF307, a case no longer in it REF302)."""
+    if (before.parametrize_cases or 0) > (after.parametrize_cases or 0):
+        return [
+            _judge(
+                guard,
+                tests,
+                "REF307",
+                after.line,
+                f"`{before.name}` has {after.parametrize_cases or 0} parametrized case(s), "
+                f"{before.parametrize_cases} at {guard.base}",
+            )
+        ]
     remaining = list(after.parametrize_values)
     gone = []
     for case in before.parametrize_values:
@@ -353,10 +674,12 @@ def _cases_changed(guard: GuardContext, before: TestFacts, after: TestFacts) -> 
             )
             continue
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF302",
                 after.line,
-                f"in `{before.name}`, the parametrized case {excerpt(old)} ({guard.base}) was "
+                f"in `{before.name}`, the parametrized case {one_line(old)} ({guard.base}) was "
                 "changed without a certificate",
             )
         )
@@ -400,19 +723,27 @@ def _substituted(case: str, was: str, now: str) -> set[str]:
     else:
         items = None
     if items is None:
-        return {ast.unparse(replacement)} if ast.unparse(node) == was else set()
+        return (
+            {canonical(ast.unparse(replacement))} if canonical(ast.unparse(node)) == was else set()
+        )
     out = set()
     for index, item in enumerate(items):
-        if ast.unparse(item) == was:
+        if canonical(ast.unparse(item)) == was:
             items[index] = replacement
-            out.add(ast.unparse(tree))
+            out.add(canonical(ast.unparse(tree)))
             items[index] = item
     return out
 
 
 def _value_changed(
-    guard: GuardContext, before: TestFacts, after_id: str, old: Assertion, new: Assertion
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    before: TestFacts,
+    after_id: str,
+    old_check: Check,
+    new_check: Check,
 ) -> list[_Found]:
+    old, new = old_check.assertion, new_check.assertion
     mismatched: list[_Found] = []
     for certificate in guard.certificates:
         if (
@@ -434,12 +765,14 @@ def _value_changed(
                 )
             ]
     return [
-        _Found(
+        _judge(
+            guard,
+            tests,
             "REF302",
             new.line,
-            f"in `{before.name}`, the expected value of `{excerpt(old.subject)}` changed from "
-            f"{old.expected} to {new.expected} without a certificate "
-            f"({_where(guard, before, old.line)})",
+            f"in `{before.name}`, the expected value of `{one_line(old_check.subject)}` changed "
+            f"from {_value(old_check.expected)} to {_value(new_check.expected)} without a "
+            f"certificate ({_where(guard, before, old.line)})",
         ),
         *mismatched,
     ]
@@ -454,7 +787,7 @@ def _unbound(certificate: Certificate, test_id: str, text: str) -> str | None:
     if certificate.test_sha256 is None:
         return "has no `test_sha256`, so it is bound to no assertion"
     if certificate.test_sha256 != normalized_text_hash(text):
-        return f"was not issued for `{excerpt(text)}` (its `test_sha256` differs)"
+        return f"was not issued for `{one_line(text)}` (its `test_sha256` differs)"
     return None
 
 
@@ -467,16 +800,23 @@ def _mismatch(before: TestFacts, certificate: Certificate, problem: str, line: i
 
 
 def _compare_raises(
-    guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    name: str,
+    before: TestFacts,
+    old: Assertion,
+    new: Assertion,
 ) -> list[_Found]:
     found = []
     broad = {"Exception", "BaseException"}
     if set(new.raises) & broad and not set(old.raises) & broad:
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF305",
                 new.line,
-                f"in {name}, `{excerpt(old.text)}` ({_where(guard, before, old.line)}) "
+                f"in {name}, `{one_line(old.text)}` ({_where(guard, before, old.line)}) "
                 f"now accepts any exception: {', '.join(new.raises)}",
             )
         )
@@ -487,20 +827,24 @@ def _compare_raises(
         and not _matches_anything(old.match)
     ):
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF306",
                 new.line,
-                f"in {name}, the `match={old.match}` of `{excerpt(old.text)}` "
+                f"in {name}, the `match={old.match}` of `{one_line(old.text)}` "
                 f"({_where(guard, before, old.line)}) became `{new.match}`, which "
                 "matches any message",
             )
         )
     if old.match is not None and new.match is None:
         found.append(
-            _Found(
+            _judge(
+                guard,
+                tests,
                 "REF306",
                 new.line,
-                f"in {name}, the `match={old.match}` of `{excerpt(old.text)}` "
+                f"in {name}, the `match={old.match}` of `{one_line(old.text)}` "
                 f"({_where(guard, before, old.line)}) was removed",
             )
         )
@@ -533,7 +877,12 @@ def _matches_anything(pattern: str) -> bool:
 
 
 def _compare_approx(
-    guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    name: str,
+    before: TestFacts,
+    old: Assertion,
+    new: Assertion,
 ) -> list[_Found]:
     for label, was, now in zip(
         ("rel", "abs"),
@@ -543,7 +892,9 @@ def _compare_approx(
     ):
         if now > was:
             return [
-                _Found(
+                _judge(
+                    guard,
+                    tests,
                     "REF304",
                     new.line,
                     f"in {name}, the approx tolerance {label} went from {was:g} "
@@ -564,9 +915,16 @@ def _report(ctx: Context, code: str) -> Iterator[Violation]:
 
 def test_removed(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a test that existed at the baseline and is gone, when its assertions are not
-    found in any test now. Renaming a test, moving it to another file, and splitting or
-    merging tests keep the assertions and are not flagged.
+    Flags a test that existed at the baseline and is gone, when its checks are not made
+    by any test now. Renaming a test, moving it to another file, splitting, merging or
+    parametrizing tests keep the checks and are not flagged; nor is deleting a duplicate
+    whose copy lives in a test file the change did not touch. A test renamed and edited
+    is compared with the new test it became (REF301/REF302/… name it).
+
+    A warning, not an error, in the default mode when the code the test exercised
+    changed in the same diff (the feature went with its test), or when the test had no
+    assertion at all; an error in agent mode. The message lists the checks no test
+    makes any more.
 
     ## Why it matters
     Deleting the red test is the bluntest way to make a suite pass.
@@ -584,9 +942,17 @@ def test_removed(ctx: Context) -> Iterator[Violation]:
 
 def assertion_removed(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags an assertion that a test had at the baseline and no longer has. An assertion
-    whose subject was renamed, or that moved into a helper the test calls, is not
-    flagged.
+    Flags an assertion (or a call to a helper that asserts, or a `raise` that fails the
+    test) that a test had at the baseline and no longer has. Not flagged: the same check
+    in another form (`assert 4 == f(x)` for `assert f(x) == 4`, `assertEqual` for
+    `assert ==`, `raises(match=)` for `assert "x" in str(e.value)`), a check moved to
+    another test of the change (it is still made as often as before), into a helper
+    the test calls, or into a parametrize table, and an assertion whose subject was
+    rewritten with its expected value kept.
+
+    A warning in the default mode when the code the test exercises changed in the same
+    diff, or when the test was rewritten against another API (it stopped calling
+    something and makes at least half as many new checks); an error in agent mode.
 
     ## Why it matters
     A test that still runs but checks less is harder to spot than a deleted one.
@@ -613,9 +979,24 @@ def expected_value_changed(ctx: Context) -> Iterator[Violation]:
     new value) is reported as information: "certified by …".
 
     A value changed inside a `@pytest.mark.parametrize` table (without removing the
-    case) is the same change; reordering cases or renaming `pytest.param` ids is not.
+    case) is the same change, and the message names the columns that changed;
+    reordering, deduplicating or wrapping cases in `pytest.param(..., id=)`, renaming an
+    argname, adding a column and moving the table to a parametrized fixture are not.
     So is a value changed in a local the test assigns a literal to once and compares
     with (`==`, `assertEqual`, `pytest.approx`); renaming the local is not.
+
+    Values are compared as the values they evaluate to when they are constants:
+    `u"x"` and `"x"`, `"a" "b"` and `"ab"`, `"a b".split()` and `["a", "b"]`,
+    `"{}:{}".format(h, p)` and `f"{h}:{p}"`, `flask.Markup` and `Markup` are the same.
+    An expected side computed from the test's own variables or fixtures is not a value
+    and is not compared.
+
+    In the default mode the change is a warning when the code the test exercises
+    changed in the same diff — the function it calls, or one that function reaches
+    (found by name, a few calls deep), or a non-Python file the code may live in:
+    "changed together with the code it tests (`parse` (def parse in src/p.py)
+    changed): an intended change?". With nothing it exercises changed it is an error:
+    that is the cheat. In agent mode every uncertified change is an error.
 
     ## Why it matters
     Rewriting the expected value to whatever the code returns turns every test green and
@@ -643,7 +1024,9 @@ def comparison_weakened(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags an assertion on the same subject whose comparison now pins the value down less:
     `==` became `in`, `>=`, `<=`, `!=`, `is not None` or a bare truth test. Strengthening
-    (`>` to `==`) is not flagged.
+    (`>` to `==`) is not flagged. In a parametrized test each case is compared.
+    A warning in the default mode when the code the test exercises changed in the same
+    diff; an error otherwise, and always in agent mode.
 
     ## Why it matters
     `assert total == 90` fails for a wrong total; `assert total >= 0` passes for almost
@@ -731,10 +1114,15 @@ def raises_match_removed(ctx: Context) -> Iterator[Violation]:
 
 def parametrize_cases_removed(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a `@pytest.mark.parametrize` test with fewer cases than at the baseline.
+    Flags a `@pytest.mark.parametrize` case that is gone: the table has fewer distinct
+    cases than at the baseline, and this one has no counterpart now. Each removed case
+    is named. Removing an exact duplicate, renaming an argname, adding a column and
+    moving the table to a parametrized fixture (`@pytest.fixture(params=[...])`) remove
+    nothing.
 
     Tables kept in a module constant (`CASES = [...]` used as
-    `@pytest.mark.parametrize("x, y", CASES)`) are read too.
+    `@pytest.mark.parametrize("x, y", CASES)`) are read too. A warning in the default
+    mode when the code the test exercises changed in the same diff.
 
     ## Why it matters
     Deleting the failing case from a table is deleting a test.
@@ -806,13 +1194,20 @@ def certificate_mismatch(ctx: Context) -> Iterator[Violation]:
 def skip_added(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a test that is skipped now and was not at the baseline: `@pytest.mark.skip`,
-    `@unittest.skip`, `pytest.skip()`, `self.skipTest()`, `raise SkipTest`. Conditional
-    skips (`skipif`, `skipUnless`) are not flagged.
+    `@unittest.skip`, `pytest.skip()`, `self.skipTest()`, `raise SkipTest` — an error.
 
     Unconditional forms count wherever they are written: `skipif(True)`,
     `skipUnless(False)`, a module- or class-level `pytestmark`, a class decorator, and
-    `pytest.param(..., marks=pytest.mark.skip)`. A condition the guard would have to
-    evaluate (`skipif(sys.version_info > (3,))`) is read as conditional: a known gap.
+    `pytest.param(..., marks=pytest.mark.skip)`. A condition that reads only the Python
+    version, the platform and the implementation and holds on all of them
+    (`skipif(sys.version_info > (3,))`) is unconditional too.
+
+    A skip that applies only sometimes is a warning that quotes its condition (an error
+    in agent mode): a new or widened `skipif(cond)` / `skipUnless(cond)`,
+    `pytest.importorskip("x")` in a test or at module level, a `pytest.skip()` under an
+    `if`, an `else` or an `except`, and a conditional mark on a case, a class or
+    `pytestmark`: "`test_a` is now skipped when `sys.platform == "win32"`". A condition
+    narrowed (`cond and more`) is not flagged; a reworded `reason=` is not a new skip.
 
     ## Why it matters
     A skipped test reports nothing, and CI stays green.
@@ -859,9 +1254,12 @@ def xfail_added(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a test newly marked as expected to fail (`@pytest.mark.xfail`,
     `@unittest.expectedFailure`, `pytest.xfail()`), or an xfail that became
-    `strict=False` (so an unexpected pass no longer fails the run).
+    `strict=False` (so an unexpected pass no longer fails the run) — an error.
 
-    xfail marks are read in the same places as skips (see `skip-added`).
+    xfail marks are read in the same places as skips (see `skip-added`), and as there,
+    an xfail under a condition (`xfail(sys.platform == "win32")`, a `pytest.xfail()`
+    inside an `if` or a `try`'s `else`) is a warning quoting the condition (an error in
+    agent mode). Rewording an xfail's `reason=` changes nothing.
 
     ## Why it matters
     An xfail turns a red test into a yellow one that nobody reads.
@@ -894,29 +1292,20 @@ _COLLECTION_KEYS = (
 )
 
 
-def _pytest_settings(name: str, text: str) -> dict[str, str] | None:
-    """The pytest settings a configuration file holds (None if it holds none)."""
-    try:
-        if name == "pyproject.toml":
-            table = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options")
-            if table is None:
-                return None
-            return {k: " ".join(v) if isinstance(v, list) else str(v) for k, v in table.items()}
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read_string(text)
-    except (tomllib.TOMLDecodeError, configparser.Error):
-        return None
-    section = {"setup.cfg": "tool:pytest"}.get(name, "pytest")
-    return dict(parser[section]) if parser.has_section(section) else None
-
-
 def test_config_tampered(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a change to pytest's configuration (`pyproject.toml`'s
-    `[tool.pytest.ini_options]`, `pytest.ini`, `setup.cfg`, `tox.ini`) that runs fewer
-    tests: `addopts` gaining `-k`, `-m`, `--deselect`, `--ignore`, `--ignore-glob` or
+    `[tool.pytest.ini_options]` or `[tool.pytest]`, `pytest.ini`, `.pytest.ini`,
+    `setup.cfg`'s `[tool:pytest]` or legacy `[pytest]`, `tox.ini`'s `[pytest]`) that runs
+    fewer tests: `addopts` gaining `-k`, `-m`, `--deselect`, `--ignore`, `--ignore-glob` or
     `-p`, or a changed `testpaths`, `python_files`, `python_classes`,
-    `python_functions` or `norecursedirs`.
+    `python_functions` or `norecursedirs`; and a tox environment whose `commands` now run
+    pytest with one of those options.
+
+    The settings compared are those in effect, read as pytest reads them (the first of
+    those files that has a pytest section): moving the configuration from one file to
+    another with the same effect is not flagged, and neither is pytest 9's
+    `strict = true` replacing `xfail_strict = true`.
 
     `testpaths` and `python_files`/`_classes`/`_functions` are flagged when an entry is
     removed (adding one runs more tests), `norecursedirs` when one is added, a changed
@@ -937,32 +1326,113 @@ def test_config_tampered(ctx: Context) -> Iterator[Violation]:
     """
     guard = ctx.guard
     name = ctx.relpath.rsplit("/", 1)[-1]
-    if guard is None or name not in ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"):
+    if guard is None or name not in pytestconfig.CONFIG_FILES:
         return
-    now = _pytest_settings(name, ctx.source.text) or {}
-    before = _pytest_settings(name, guard.baseline or "") or {}
-    added = _deselecting_options(now.get("addopts", "")) - _deselecting_options(
-        before.get("addopts", "")
-    )
-    for option in sorted(added):
-        yield Violation(
-            span=_span(_line_of(ctx.source.text, option.split(" ", 1)[0])),
-            message=f"pytest addopts now include `{option}` ({guard.base} did "
-            "not): fewer tests run",
+    text = ctx.source.text
+    before, now = _settings_compared(ctx, name)
+    if before is not None and now is not None:
+        added = _deselecting_options(now.get("addopts", "")) - _deselecting_options(
+            before.get("addopts", "")
         )
-    if _true(before.get("xfail_strict")) and not _true(now.get("xfail_strict")):
-        yield Violation(
-            span=_span(_line_of(ctx.source.text, "xfail_strict")),
-            message=f"pytest `xfail_strict` is no longer true ({guard.base}: "
-            f"{before.get('xfail_strict')!r}): an xfail test that passes no longer fails the run",
-        )
-    for key in _COLLECTION_KEYS:
-        if _narrowed(key, before.get(key), now.get(key)):
+        for option in sorted(added):
+            if not _deselects_existing(guard, option):
+                continue
             yield Violation(
-                span=_span(_line_of(ctx.source.text, key)),
-                message=f"pytest `{key}` changed from {before.get(key)!r} "
-                f"({guard.base}) to {now.get(key)!r}: which tests run changed",
+                span=_span(_line_of(text, option.split(" ", 1)[0])),
+                message=f"pytest addopts now include `{option}` ({guard.base} did "
+                "not): fewer tests run",
             )
+        if pytestconfig.xfail_strict(before) and not pytestconfig.xfail_strict(now):
+            was = before.get("xfail_strict", before.get("strict"))
+            yield Violation(
+                span=_span(_line_of(text, "strict")),
+                message=f"pytest `xfail_strict` is no longer true ({guard.base}: {was!r}): an "
+                "xfail test that passes no longer fails the run",
+            )
+        for key in _COLLECTION_KEYS:
+            if not _narrowed(key, before.get(key), now.get(key)):
+                continue
+            lost = _no_longer_collected(guard.test_files, key, before, now)
+            if lost == []:
+                continue  # every test module is collected as before
+            which = f": {lost[0]} is no longer collected" if lost else ": which tests run changed"
+            yield Violation(
+                span=_span(_line_of(text, key)),
+                message=f"pytest `{key}` changed from {before.get(key)!r} "
+                f"({guard.base}) to {now.get(key)!r}{which}",
+            )
+    if name == "tox.ini":
+        old_envs = pytestconfig.tox_pytest_arguments(guard.baseline or "")
+        for env, arguments in pytestconfig.tox_pytest_arguments(text).items():
+            was = _deselecting_options(old_envs.get(env, old_envs.get("testenv", "")))
+            for option in sorted(_deselecting_options(arguments) - was):
+                if not _deselects_existing(guard, option):
+                    continue
+                yield Violation(
+                    span=_span(_line_of(text, option.split(" ", 1)[-1])),
+                    message=f"tox `[{env}]` now runs pytest with `{option}` ({guard.base} "
+                    "did not): fewer tests run",
+                )
+
+
+_EXPRESSION_WORDS = frozenset({"and", "or", "not"})
+
+
+def _deselects_existing(guard: GuardContext, option: str) -> bool:
+    """Whether a new deselecting option can leave out a test that existed at the base:
+    `-m` naming a marker some test used, `-k` a word some test's text holds, `--deselect`
+    a test that was there, `--ignore` a path that held test files. With no picture of
+    the base's tests (a check without a plan) every such option counts."""
+    text = guard.base_test_text
+    if not text:
+        return True
+    flag, _, value = option.partition(" ")
+    if not value and len(flag) > 2 and flag[:2] in ("-k", "-m"):
+        flag, value = flag[:2], flag[2:]
+    value = value.strip("'\"")
+    if flag == "-m":
+        names = set(re.findall(r"[A-Za-z_]\w*", value)) - _EXPRESSION_WORDS
+        return any(f"mark.{name}" in text for name in names)
+    if flag == "-k":
+        words = set(re.findall(r"[A-Za-z_]\w*", value)) - _EXPRESSION_WORDS
+        lowered = text.lower()
+        return any(word.lower() in lowered for word in words)
+    if flag == "--deselect" or flag.startswith("--deselect="):
+        target = value or flag.partition("=")[2]
+        name = target.rsplit("::", 1)[-1].split("[", 1)[0]
+        return f"def{name}(" in text or "::" not in target
+    if flag.startswith("--ignore"):
+        target = (value or flag.partition("=")[2]).rstrip("/")
+        return not guard.test_files or any(
+            p == target or p.startswith(target + "/") or fnmatch.fnmatch(p, target)
+            for p in guard.test_files
+        )
+    return True
+
+
+def _settings_compared(
+    ctx: Context, name: str
+) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """The pytest settings to compare for this configuration file, at the base and now:
+    the settings in effect for the project (whichever file holds them, so settings moved
+    from pytest.ini to pyproject.toml with the same effect compare equal), compared on
+    the file that holds them now; (None, None) for a file not in effect on either side.
+    Without the project's picture (a file outside the root, a check without a plan)
+    the file's own settings are compared."""
+    guard = ctx.guard
+    assert guard is not None
+    own_now = pytestconfig.settings_of(name, ctx.source.text)
+    own_before = pytestconfig.settings_of(name, guard.baseline or "") if guard.baseline else None
+    if "/" in ctx.relpath or (guard.pytest_before is None and guard.pytest_now is None):
+        return own_before or {}, own_now or {}
+    before_file, before = guard.pytest_before or (None, {})
+    now_file, now = guard.pytest_now or (None, {})
+    if now_file == name and own_now is not None:
+        now = own_now  # the text being checked (an editor's unsaved one) is the one in effect
+    owner = now_file or before_file
+    if owner != name:
+        return None, None
+    return dict(before), dict(now)
 
 
 def _deselecting_options(addopts: str) -> set[str]:
@@ -983,10 +1453,6 @@ def _deselecting_options(addopts: str) -> set[str]:
 
 
 _ATTACHED = re.compile(r"^-[kmp]\S")  # -k'not slow', -pno:randomly: the value attached
-
-
-def _true(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in ("true", "1", "yes", "on")
 
 
 # pytest's values for the collection settings a configuration leaves out.
@@ -1015,6 +1481,36 @@ def _narrowed(key: str, before: str | None, now: str | None) -> bool:
     old = set((before if before is not None else default).split())
     new = set((now if now is not None else default).split())
     return bool(old - new)
+
+
+def _no_longer_collected(
+    test_files: tuple[str, ...], key: str, before: dict[str, str], now: dict[str, str]
+) -> list[str] | None:
+    """The project's test modules (files that define tests) that pytest collected with
+    the ``before`` settings and does not with ``now``'s (`testpaths`, `python_files`,
+    `norecursedirs`); None when the guard cannot tell (no list of test files, or
+    another setting)."""
+    if not test_files or key not in ("testpaths", "python_files", "norecursedirs"):
+        return None
+    if key == "norecursedirs":
+        added = set(now.get(key, "").split()) - set(before.get(key, "").split())
+        return sorted(
+            path
+            for path in test_files
+            if any(
+                fnmatch.fnmatch(part, pattern) or path.startswith(pattern.rstrip("/") + "/")
+                for pattern in added
+                for part in path.split("/")[:-1]
+            )
+        )
+    old_patterns, old_paths = pytestconfig.test_file_patterns(before)
+    new_patterns, new_paths = pytestconfig.test_file_patterns(now)
+    return sorted(
+        path
+        for path in test_files
+        if pytestconfig.is_pytest_file(path, old_patterns, old_paths)
+        and not pytestconfig.is_pytest_file(path, new_patterns, new_paths)
+    )
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -1053,13 +1549,18 @@ def _new_functions(ctx: Context) -> list[FunctionText]:
 
 def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a new or changed pytest hook in `conftest.py` (or a plugin module) that can
-    forge outcomes or drop tests: `pytest_runtest_makereport`, `pytest_runtest_call`,
-    `pytest_pyfunc_call`, `pytest_runtest_protocol`, `pytest_report_teststatus`,
-    `pytest_sessionfinish`, or a `pytest_collection_modifyitems` that removes items.
+    Flags a new or changed pytest hook in `conftest.py` (or a plugin module) whose edit
+    adds a way to forge outcomes or drop tests: `pytest_runtest_makereport` (or
+    `_call`, `_setup`, …) setting an outcome to anything but `"failed"`, clearing
+    `longrepr`/`excinfo`, setting `wasxfail` or forcing a result; `pytest_pyfunc_call`,
+    `pytest_runtest_protocol` or `pytest_runtest_call` returning `True` without running
+    the test; `pytest_sessionfinish` setting a zero exit status; a
+    `pytest_collection_modifyitems` that removes items (sorting them does not); a
+    `pytest_report_teststatus`. A hook that only makes the run stricter (records the
+    report on the item, fails the session on a warning) is not flagged.
 
-    Also flagged: `collect_ignore`, `collect_ignore_glob` and `pytest_ignore_collect`
-    added to a conftest.
+    Also flagged: `collect_ignore`, `collect_ignore_glob` and a `pytest_ignore_collect`
+    that returns something, added to a conftest.
 
     ## Why it matters
     Ten lines in `conftest.py` can report every failure as a pass.
@@ -1085,23 +1586,71 @@ def outcome_forging_hook(ctx: Context) -> Iterator[Violation]:
                 message=f"new or changed `{match.group(0)}` keeps pytest from collecting "
                 "the files it names",
             )
+    base = _baseline(ctx)
+    old_bodies = base.hook_bodies if base is not None else {}
     for fn in _new_functions(ctx):
-        if fn.name in _FORGING_HOOKS or (
-            fn.name == "pytest_collection_modifyitems" and _DROPS_ITEMS.search(fn.body)
-        ):
+        if fn.name not in _FORGING_HOOKS and fn.name != "pytest_collection_modifyitems":
+            continue
+        now = _forging(fn.name, fn.body)
+        was: set[str] = set()
+        for body in old_bodies.get(fn.name, ()):
+            was |= _forging(fn.name, body)
+        added = sorted(now - was)
+        if added:
             yield Violation(
                 span=_span(fn.line),
                 message=f"new or changed hook `{fn.name}` can change which tests run "
-                "or how they are reported",
+                f"or how they are reported: {', '.join(added)}",
             )
+
+
+# What lets a hook forge an outcome or drop tests, by what it writes or returns.
+# Making an outcome worse (`report.outcome = "failed"`, a non-zero exit status) is
+# a stricter conftest, not a forged one.
+_FORGES = {
+    "sets an outcome": re.compile(
+        r"\.outcome\s*=(?!=)(?!\s*[\"']failed[\"'])|\.(longrepr|excinfo)\s*=\s*None\b"
+        r"|\.wasxfail\s*=(?!=)"
+    ),
+    "replaces the result": re.compile(r"\bforce_(result|exception)\s*\("),
+    "sets the exit status": re.compile(
+        r"\bexitstatus\s*=(?!=)(?!\s*(?:[1-9]|(?:pytest\.)?ExitCode\.(?!OK)))"
+        r"|\b(os\._exit|sys\.exit)\s*\(\s*0?\s*\)"
+    ),
+    "clears the exception": re.compile(r"\bexcinfo\s*=\s*None\b"),
+}
+_RUNS_TEST = re.compile(r"\.runtest\s*\(|runtestprotocol\s*\(|\.obj\s*\(|\bfuncargs\b|\byield\b")
+
+
+def _forging(name: str, body: str) -> set[str]:
+    """The outcome-forging constructs a hook's body holds (see _FORGES)."""
+    found = {label for label, pattern in _FORGES.items() if pattern.search(body)}
+    if name == "pytest_collection_modifyitems":
+        found = set()
+        if _DROPS_ITEMS.search(body) and not re.search(
+            r"items\[:\]\s*=\s*(sorted\(|reversed\(|list\(reversed)", body
+        ):
+            found.add("removes collected items")
+    elif name in ("pytest_pyfunc_call", "pytest_runtest_protocol", "pytest_runtest_call"):
+        if re.search(r"\breturn\s+(True|1|\w+\s+or\s+True)\b", body) and not _RUNS_TEST.search(
+            body
+        ):
+            found.add("reports the test as run without running it")
+    elif name == "pytest_ignore_collect":
+        if re.search(r"\breturn\b(?!\s*(None|False)?\s*$)", body, re.MULTILINE):
+            found.add("keeps files out of collection")
+    elif name == "pytest_report_teststatus":
+        found.add("rewrites how outcomes are reported")
+    return found
 
 
 def exit_in_tests(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a new `sys.exit(...)`, `os._exit(...)` or `exit(...)` in a test module or
-    `conftest.py`.
+    Flags a new `sys.exit(...)`, `os._exit(...)`, `pytest.exit(...)` or builtin
+    `exit(...)` / `quit(...)` in a test module or `conftest.py`.
 
-    Module-level calls count too; an `if __name__ == "__main__":` block is exempt.
+    Module-level calls count too; an `if __name__ == "__main__":` block is exempt, and
+    so is a method that happens to be called `exit` (`ctx.exit()`, `def exit(self)`).
 
     ## Why it matters
     `os._exit(0)` ends the test process with success before the failures are reported.
@@ -1123,11 +1672,13 @@ def exit_in_tests(ctx: Context) -> Iterator[Violation]:
         if match:
             yield Violation(
                 span=_span(line + body[: match.start()].count("\n")),
-                message=f"`{match.group(1)}(...)` ends the test run early",
+                message=f"`{match.group(1) or match.group(2)}(...)` ends the test run early",
             )
 
 
-_EXIT = re.compile(r"\b(sys\.exit|os\._exit|exit|quit)\s*\(")
+# `sys.exit(`, `os._exit(`, `pytest.exit(`, or the builtins `exit(` / `quit(` — not a
+# method that happens to be called exit (`ctx.exit()`), nor a definition of one.
+_EXIT = re.compile(r"\b(sys\.exit|os\._exit|pytest\.exit)\s*\(|(?<![\w.])(?<!def )(exit|quit)\s*\(")
 _DEFINITIONS = frozenset({"function_definition", "class_definition", "decorated_definition"})
 
 
@@ -1157,16 +1708,17 @@ def _new_module_statements(ctx: Context) -> list[tuple[str, int, str]]:
 
 # ---- the source under test
 
-_SPECIAL_CASE = re.compile(
-    r"^if\s*\(?\s*(?P<name>\w+)\s*(==|is|in)\s*(?P<literal>.+?)\)?\s*:\s*return\s+(?P<ret>.+)$",
-    re.DOTALL,
-)
-
 
 def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a new branch in source code that compares a parameter with a literal that a
-    test uses as input and returns a literal: `if s == "aeiou": return 5`.
+    test uses as input and returns a literal that a test expects:
+    `if s == "aeiou": return 5`.
+
+    Ordinary guards are not flagged: a comparison with `None`, `True`, `False`, `0`, `1`,
+    `-1` or an empty literal (`if header is None: return {}`), or with a name
+    (`if value is UNSET`), and a branch that does more than return. Only the branch is
+    quoted, never the `elif` chain it belongs to.
 
     ## Why it matters
     The function now passes the test for the one input the test tries, and is as wrong
@@ -1188,27 +1740,80 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
         return
     base = _baseline(ctx)
     squashed = base.squashed if base is not None else ""
-    tree = ctx.source.tree
-    stack = [tree.root_node]
+    source = ctx.source
+    stack = [source.tree.root_node]
     while stack:
         node = stack.pop()
         stack.extend(node.named_children)
-        if node.type != "if_statement":
+        if node.type not in ("if_statement", "elif_clause"):
             continue
-        text = ctx.source.node_text(node)
-        match = _SPECIAL_CASE.match(" ".join(text.split()))
-        if match is None or squash(text) in squashed:
+        found = _special_case(source, node)
+        if found is None:
             continue
-        literal = squash(match.group("literal"))
-        returned = match.group("ret").strip()
-        if not re.match(r"^[\"'\d\[\(\{-]|^(True|False|None)$", returned):
+        name, literal, returned, branch = found
+        if squash(branch) in squashed:
             continue
-        if literal and _mentions(guard.test_text, literal):
+        if _mentions(guard.test_text, squash(literal)) and _mentions(
+            guard.test_text, squash(returned)
+        ):
             yield Violation(
                 span=_span(node.start_point.row + 1),
-                message=f"new branch returns `{returned}` for `{match.group('name')}"
-                f" == {match.group('literal').strip()}`, an input a test uses",
+                message=f"new branch `{one_line(branch, 120)}` returns `{returned}` for "
+                f"`{name} == {literal}`, an input a test uses and the value it expects",
             )
+
+
+def _specific(literal: str) -> bool:
+    """Whether a literal singles out one input: not a sentinel (`None`, a boolean, an
+    empty value), a small number or a token of one or two characters (`"0"`, `"y"`)
+    that ordinary parsing code compares with."""
+    node = parse_expression(literal)
+    if not isinstance(node, ast.Constant):
+        return isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set)) and bool(
+            getattr(node, "elts", None) or getattr(node, "keys", None)
+        )
+    value = node.value
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return not -2 <= value <= 2
+    if isinstance(value, (str, bytes)):
+        return len(value.strip()) > 2
+    return True
+
+
+def _special_case(source: SourceFile, node: Node) -> tuple[str, str, str, str] | None:
+    """``(parameter, literal, returned, the branch as written)`` of ``if p == <literal>:
+    return <literal>`` (or ``in``/``is``), the literal a specific value; else None."""
+    condition = node.child_by_field_name("condition")
+    block = node.child_by_field_name("consequence")
+    if condition is None or block is None:
+        return None
+    condition = unwrap(condition)
+    if condition.type != "comparison_operator" or condition.named_child_count != 2:
+        return None
+    op = " ".join(source.node_text(c) for c in condition.children if not c.is_named)
+    if op not in ("==", "is", "in"):
+        return None
+    left, right = (unwrap(n) for n in condition.named_children)
+    if left.type != "identifier" and right.type == "identifier" and op == "==":
+        left, right = right, left
+    if left.type != "identifier":
+        return None
+    literal = " ".join(source.node_text(right).split())
+    if right.type in ("identifier", "attribute", "call") or not is_constant(canonical(literal)):
+        return None
+    if not _specific(canonical(literal)):
+        return None
+    body = [c for c in block.named_children if c.type != "comment"]
+    if len(body) != 1 or body[0].type != "return_statement" or not body[0].named_children:
+        return None
+    returned = " ".join(source.node_text(body[0].named_children[0]).split())
+    if not is_constant(canonical(returned)):
+        return None
+    head = source.node_text(node)[: block.start_byte - node.start_byte].strip()
+    branch = f"{head} {' '.join(source.node_text(block).split())}"
+    return source.node_text(left), literal, returned, branch
 
 
 def _mentions(test_text: str, literal: str) -> bool:
@@ -1229,7 +1834,9 @@ def _mentions(test_text: str, literal: str) -> bool:
 def always_equal_override(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a new `__eq__` that always returns `True` (or `__ne__` that always returns
-    `False`, or a constant `__hash__`).
+    `False`, or a constant `__hash__`) in the code under test. A test-side helper equal
+    to everything (a `mock.ANY` of the project's own, in a test module, `conftest.py` or
+    a test directory) is a testing tool and is not flagged.
 
     ## Why it matters
     An object equal to everything makes every `assert result == expected` pass.
@@ -1244,8 +1851,8 @@ def always_equal_override(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Compare the fields that define equality.
     """
-    if ctx.guard is None or ctx.source.kind != "python":
-        return
+    if ctx.guard is None or ctx.source.kind != "python" or ctx.in_test_tree:
+        return  # a test-side `ANY`-style helper equal to everything is a testing tool
     new = {(fn.name, fn.line) for fn in _new_functions(ctx)}
     for fn in _functions(ctx):
         if (fn.name, fn.line) in new and fn.constant:

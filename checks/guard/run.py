@@ -3,14 +3,19 @@ file checked against its baseline with the REF3xx rules."""
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from referee.checks import ledger
 from referee.checks.config import Settings
 from referee.checks.guard import baseline as git
+from referee.checks.guard import impact, live, pytestconfig
+from referee.checks.guard.compare import key_counts
 from referee.checks.guard.context import GuardContext
-from referee.checks.guard.facts import TestFacts, squash, test_facts
+from referee.checks.guard.facts import TestFacts, case_values, squash_lines, test_facts
+from referee.checks.guard.normal import unparse
 from referee.checks.guard.rules import elsewhere_keys
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
@@ -27,20 +32,57 @@ class GuardPlan:
     contexts: dict[Path, GuardContext] = field(default_factory=dict)  # absolute path -> ctx
     deleted: set[Path] = field(default_factory=set)
     ledger_problems: list[str] = field(default_factory=list)
+    settings: Settings | None = None  # the settings the files are checked with
 
 
 def _relevant(path: str) -> bool:
     name = PurePosixPath(path).name
-    return path.endswith(".py") or name in PYTEST_CONFIG_FILES
+    return path.endswith(".py") or name in PYTEST_CONFIG_FILES or name == ".pytest.ini"
 
 
-def plan(settings: Settings, base: str, start: Path) -> GuardPlan:
-    """Compare the working tree under ``start``'s repository with ``base``."""
+def guard_settings(settings: Settings, *configs: tuple[str, dict[str, str]] | None) -> Settings:
+    """``settings`` with pytest's own ``python_files`` (under its ``testpaths``) added to
+    the test-file globs: a test module is one that pytest collects, whatever its name.
+    ``configs``: pytest's settings at the base and now (the union is taken, so narrowing
+    them does not hide a test from the guard: REF320 reports the narrowing)."""
+    extra: list[str] = []
+    for config in configs:
+        if config is None:
+            continue
+        patterns, testpaths = pytestconfig.test_file_patterns(config[1])
+        for pattern in patterns:
+            if testpaths:
+                globs = [f"{t}/**/{pattern.rsplit('/', 1)[-1]}" for t in testpaths]
+                if "/" in pattern:
+                    globs = [f"**/{pattern}"]
+            else:
+                globs = [f"**/{pattern}" if "/" in pattern else pattern]
+            for glob in globs:
+                if glob not in extra and glob not in settings.config.test_files:
+                    extra.append(glob)
+    if not extra:
+        return settings
+    config = settings.config.model_copy(
+        update={"test_files": [*settings.config.test_files, *extra]}
+    )
+    return replace(settings, config=config)
+
+
+def plan(settings: Settings, base: str, start: Path, mode: str | None = None) -> GuardPlan:
+    """Compare the working tree under ``start``'s repository with ``base``. ``mode``:
+    "agent" or "default" (None: the configuration's ``guard.mode``)."""
     repo = git.toplevel(start.resolve())
     git.resolve(repo, base)
-    changes = [c for c in git.changed_files(repo, base) if _relevant(c.path)]
-    before = git.read_at(repo, base, sorted({c.old_path for c in changes if c.old_path}))
+    all_changes = git.changed_files(repo, base)
+    changes = [c for c in all_changes if _relevant(c.path)]
+    config_paths = [n for n in pytestconfig.CONFIG_FILES]
+    wanted = sorted({c.old_path for c in changes if c.old_path} | set(config_paths))
+    before = git.read_at(repo, base, wanted)
     found = ledger.read(settings.root)
+
+    pytest_before = pytestconfig.effective({n: before.get(n) for n in config_paths})
+    pytest_now = pytestconfig.effective({n: _read_or_none(repo / n) for n in config_paths})
+    settings = guard_settings(settings, pytest_before, pytest_now)
 
     def is_test(path: str) -> bool:
         return settings.is_test_file(path)
@@ -53,18 +95,71 @@ def plan(settings: Settings, base: str, start: Path) -> GuardPlan:
             current[change.path] = (repo / change.path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+    tracked = git.tracked_files(repo)
+    texts: dict[str, str] = {}
+    for path in tracked:
+        if path.endswith(".py") and (is_test(path) or path.endswith("conftest.py")):
+            texts[path] = current[path] if path in current else _read(repo / path)
+    fixtures = _fixtures(texts)
+
     elsewhere: dict[str, str] = {}
     by_name: dict[str, TestFacts] = {}
+    now_tests: list[TestFacts] = []
+    current_tests: dict[str, tuple[str, dict[str, TestFacts]]] = {}
     for path, text in current.items():
-        if is_test(path):
-            for facts in test_facts(SourceFile(path, text), path).values():
+        if is_test(path) and path.endswith(".py"):
+            found_tests = test_facts(SourceFile(path, text), path)
+            current_tests[path] = (text, found_tests)
+            for facts in found_tests.values():
                 if facts.collected:
+                    now_tests.append(facts)
                     by_name.setdefault(facts.name, facts)
                     for key in elsewhere_keys(facts):
                         elsewhere.setdefault(key, facts.id)
-    test_text = "".join(
-        squash(_read(repo / p)) for p in git.tracked_files(repo) if p.endswith(".py") and is_test(p)
+    base_tests: list[TestFacts] = []
+    for change in changes:
+        old = change.old_path
+        if old is None or not is_test(old) or not old.endswith(".py") or before.get(old) is None:
+            continue
+        base_tests.extend(live.baseline(old, old, "python", before[old] or "").tests.values())
+    base_ids = {t.id for t in base_tests}
+    new_tests = {t.id: t for t in now_tests if t.id not in base_ids}
+    squashed = {path: squash_lines(text) for path, text in texts.items() if is_test(path)}
+    test_text = "".join(squashed.values())
+    changed_tests = {c.path for c in changes if is_test(c.path)}
+    base_test_text = "".join(
+        text for path, text in squashed.items() if path not in changed_tests
+    ) + "".join(
+        squash_lines(before.get(c.old_path) or "")
+        for c in changes
+        if c.old_path and is_test(c.old_path)
     )
+
+    source_changes = {}
+    others = []
+    for change in all_changes:
+        path = change.path
+        if path.endswith(".py"):
+            if is_test(path) or (change.old_path is not None and is_test(change.old_path)):
+                continue  # a test module (or one that was) is not the code under test
+            old_text = before.get(change.old_path) if change.old_path else None
+            if change.old_path and change.old_path not in before:
+                old_text = git.read_at(repo, base, [change.old_path]).get(change.old_path)
+            source_changes[path] = (old_text, None if change.deleted else current.get(path))
+        elif impact.other_change(path):
+            others.append(path)
+        elif (
+            PurePosixPath(path).name in ("pyproject.toml", "setup.cfg")
+            and "/" not in path
+            and impact.dependencies_changed(
+                before.get(change.old_path) if change.old_path else None,
+                None if change.deleted else _read_or_none(repo / path),
+                PurePosixPath(path).name,
+            )
+        ):
+            others.append(f"{path} (dependencies)")
+    effect = impact.Impact(repo, source_changes, others, is_test, lambda: tracked)
+
     shared = GuardContext(
         baseline=None,
         base=base,
@@ -72,8 +167,19 @@ def plan(settings: Settings, base: str, start: Path) -> GuardPlan:
         elsewhere=elsewhere,
         test_text=test_text,
         by_name=by_name,
+        mode=mode or settings.config.guard.mode,
+        fixtures=fixtures,
+        counts_before=key_counts(base_tests, fixtures),
+        counts_now=key_counts(now_tests, fixtures),
+        new_tests=new_tests,
+        impact=effect,
+        pytest_before=pytest_before,
+        pytest_now=pytest_now,
+        test_files=tuple(sorted(p for p, t in texts.items() if is_test(p) and _TESTS.search(t))),
+        base_test_text=base_test_text,
+        current_tests=current_tests,
     )
-    result = GuardPlan(repo, base, shared, ledger_problems=found.problems)
+    result = GuardPlan(repo, base, shared, ledger_problems=found.problems, settings=settings)
     for change in changes:
         path = (repo / change.path).resolve()
         result.contexts[path] = replace(
@@ -82,6 +188,52 @@ def plan(settings: Settings, base: str, start: Path) -> GuardPlan:
         if change.deleted:
             result.deleted.add(path)
     return result
+
+
+_FIXTURE = re.compile(r"fixture\s*\(")
+_TESTS = re.compile(r"^\s*(async\s+)?def\s+test|^\s*class\s+Test", re.MULTILINE)
+
+
+def _fixtures(texts: dict[str, str]) -> dict[str, list[str]]:
+    """Parametrized fixtures (``@pytest.fixture(params=[...])`` with a literal list) in
+    the test files and conftest.py files: name -> params, canonical."""
+    out: dict[str, list[str]] = {}
+    for text in texts.values():
+        if "params" not in text or not _FIXTURE.search(text):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for decorator in node.decorator_list:
+                if not isinstance(decorator, ast.Call) or not unparse(decorator.func).endswith(
+                    "fixture"
+                ):
+                    continue
+                params = next((k.value for k in decorator.keywords if k.arg == "params"), None)
+                if isinstance(params, (ast.List, ast.Tuple)):
+                    name = next(
+                        (
+                            k.value.value
+                            for k in decorator.keywords
+                            if k.arg == "name" and isinstance(k.value, ast.Constant)
+                        ),
+                        node.name,
+                    )
+                    values = [case_values(unparse(e)) for e in params.elts]
+                    if all(v is not None and len(v) == 1 for v in values):
+                        out.setdefault(str(name), [v[0] for v in values])  # type: ignore[index]
+    return out
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _read(path: Path) -> str:

@@ -47,7 +47,8 @@ class Pair:
     None (honest edits: no error at all). ``gap`` marks a cheat the guard is known to
     miss (the suite expects it to fail, strictly). ``certificate`` holds the fields of a
     certificate written with ``ledger.append`` after the edit; ``info`` is a rule code
-    that must then appear at information level."""
+    that must then appear at information level; ``warn`` is a rule code that must appear
+    at warning level (its message quoting ``warn_text``), and as an error in agent mode."""
 
     slug: str
     cls: str
@@ -57,6 +58,10 @@ class Pair:
     certificate: Mapping[str, Any] | None = None
     info: str | None = None
     gap: str | None = None  # a cheat the guard is known to miss, and why
+    # An honest edit the default mode reports as a warning (and agent mode as an
+    # error): the code, and a piece of text the message must quote.
+    warn: str | None = None
+    warn_text: str | None = None
 
     @property
     def id(self) -> str:
@@ -170,14 +175,15 @@ def certify(root: Path, fields: Mapping[str, Any]) -> None:
     ledger.append(root, {"created": "2025-01-01T00:00:00+00:00", **fields})
 
 
-def run_pair(pair: Pair, root: Path, env: Mapping[str, str] | None = None) -> Outcome:
+def run_pair(pair: Pair, root: Path, env: Mapping[str, str] | None = None, *args: str) -> Outcome:
     """Commit ``pair.before`` (with the shared project files) in a new repository at
-    ``root``, write ``pair.after`` into its working tree, and run the guard there."""
+    ``root``, write ``pair.after`` into its working tree, and run the guard there (with
+    ``args``: ``--strict`` for agent mode)."""
     commit_repo(root, {**PROJECT, **pair.before})
     write_files(root, pair.after)
     if pair.certificate is not None:
         certify(root, pair.certificate)
-    return run_guard(root, env=env)
+    return run_guard(root, *args, env=env)
 
 
 # ----------------------------------------------------------------- the shared project
@@ -1864,8 +1870,6 @@ CHEATS: list[Pair] = [
                 '@pytest.mark.skipif(sys.version_info > (3,), reason="slow")\ndef test_total',
             )
         },
-        gap="the guard would have to evaluate the condition; only literal conditions "
-        "(skipif(True)) are read as unconditional skips",
     ),
     # ---- a certificate that would cover the change but was not issued for it (REF309)
     _cheat(
@@ -1961,6 +1965,77 @@ CHEATS: list[Pair] = [
             # arbitration binds the assertion that reads the value, not the assignment
             "test_sha256": hashlib.sha256(b"expected=6").hexdigest(),
         },
+    ),
+    # ---- the real history of eight projects (docs/benchmarks.md), reduced to SHOP
+    _cheat(
+        "REF312",
+        "imperative-xfail-added",  # guard-false-alarms/impx2: an unconditional pytest.xfail()
+        "xfail added",
+        {T: BASIC},
+        {
+            T: BASIC.replace(
+                "def test_total():\n",
+                'def test_total():\n    pytest.xfail("flaky")\n',
+            ).replace("from shop", "import pytest\n\nfrom shop")
+        },
+    ),
+    _cheat(
+        "REF302",
+        "value-changed-beside-unrelated-source-edit",
+        "expected value changed",
+        {T: BASIC},
+        {
+            T: BASIC.replace("== 30", "== 31"),
+            # the diff changes the code, but not the code test_total exercises
+            "shop.py": SHOP.replace(
+                '    return sum(ch in "aeiou" for ch in text.lower())',
+                '    return sum(ch in "aeiouy" for ch in text.lower())',
+            ),
+        },
+    ),
+    _cheat(
+        "REF301",
+        "assertion-dropped-beside-unrelated-source-edit",
+        "assertion removed",
+        {T: BASIC},
+        {
+            T: BASIC.replace("    assert add(-1, 1) == 0\n", ""),
+            "shop.py": SHOP.replace("def mean(xs):", "def mean(xs, start=0):"),
+        },
+    ),
+    _cheat(
+        "REF320",
+        "tox-commands-deselect",
+        "config tampered",
+        {"tox.ini": "[tox]\nenvlist = py312\n\n[testenv]\ncommands = pytest {posargs}\n", T: BASIC},
+        {
+            "tox.ini": "[tox]\nenvlist = py312\n\n[testenv]\n"
+            "commands = pytest --deselect tests/test_shop.py::test_total {posargs}\n"
+        },
+    ),
+    _cheat(
+        "REF320",
+        "setup-cfg-legacy-pytest-section",
+        "config tampered",
+        {"setup.cfg": "[metadata]\nname = shop\n\n[pytest]\naddopts = -ra\n", T: BASIC},
+        {"setup.cfg": "[metadata]\nname = shop\n\n[pytest]\naddopts = -ra -k 'not total'\n"},
+    ),
+    _cheat(
+        "REF301",
+        "assertion-dropped-in-pytest-python-files",  # pytest's testing/python/*.py
+        "assertion removed",
+        {
+            "pytest.ini": "[pytest]\npython_files = test_*.py testing/python/*.py\n",
+            "testing/python/approx.py": BASIC,
+        },
+        {"testing/python/approx.py": BASIC.replace("    assert add(-1, 1) == 0\n", "")},
+    ),
+    _cheat(
+        "REF303",
+        "comparison-weakened-in-a-parametrized-case",
+        "comparison weakened",
+        {T: PARAM},
+        {T: PARAM.replace("assert count_vowels(text) == n", "assert count_vowels(text) >= n")},
     ),
 ]
 
@@ -2905,6 +2980,8 @@ HONEST: list[Pair] = [
             assert total([10, 20]) == 30
     """
         },
+        warn="REF310",
+        warn_text='sys.platform == "win32"',
     ),
     # ---- pytest configuration that runs as many tests or more
     _honest(
@@ -3145,6 +3222,406 @@ HONEST: list[Pair] = [
         "config",
         {"pytest.ini": "[pytest]\naddopts = -ra -k 'not slow'\n", T: BASIC},
         {"pytest.ini": "[pytest]\naddopts = -ra --strict-markers\n"},
+    ),
+    # ---- refactors real projects make (§1 of the realworld measurements; each slug
+    # names its reproduction in guard-false-alarms/)
+    _honest(
+        "operands-swapped",  # swap
+        "assertion rewritten",
+        {
+            T: "from shop import total\n\n\ndef test_a():\n    results = total([1, 2])\n"
+            "    assert results == 3\n"
+        },
+        {
+            T: "from shop import total\n\n\ndef test_a():\n    results = total([1, 2])\n"
+            "    assert 3 == results\n"
+        },
+    ),
+    _honest(
+        "message-check-into-match",  # match
+        "assertion rewritten",
+        {
+            T: "import pytest\n\nfrom shop import parse_qty\n\n\ndef test_a():\n"
+            "    with pytest.raises(ValueError) as e:\n        parse_qty('')\n"
+            "    assert 'empty' in str(e.value)\n"
+        },
+        {
+            T: "import pytest\n\nfrom shop import parse_qty\n\n\ndef test_a():\n"
+            "    with pytest.raises(ValueError, match='empty'):\n        parse_qty('')\n"
+        },
+    ),
+    _honest(
+        "tmpdir-to-tmp-path",  # tmp
+        "assertion rewritten",
+        {
+            T: "from shop import lookup\n\n\ndef test_a(tmpdir):\n"
+            "    assert lookup({str(tmpdir.join('x')): 1}, str(tmpdir.join('x'))) == 1\n"
+        },
+        {
+            T: "import os\n\nfrom shop import lookup\n\n\ndef test_a(tmp_path):\n"
+            "    assert lookup({os.fspath(tmp_path / 'x'): 1}, os.fspath(tmp_path / 'x')) == 1\n"
+        },
+    ),
+    _honest(
+        "assertEqual-expected-first",
+        "assertion rewritten",
+        {T: UNITTEST},
+        {T: UNITTEST.replace("self.assertEqual(add(1, 2), 3)", "self.assertEqual(3, add(1, 2))")},
+    ),
+    _honest(
+        "unicode-prefix-dropped",  # uprefix
+        "same value, another spelling",
+        {T: 'from shop import lookup\n\n\ndef test_a():\n    assert lookup({1: "x"}, 1) == u"x"\n'},
+        {T: 'from shop import lookup\n\n\ndef test_a():\n    assert lookup({1: "x"}, 1) == "x"\n'},
+    ),
+    _honest(
+        "format-to-fstring",  # fstr
+        "same value, another spelling",
+        {
+            T: "from shop import lookup\n\n\ndef test_a(h, p):\n"
+            '    assert lookup({1: "a"}, 1) == "http://{}:{}/".format(h, p)\n'
+        },
+        {
+            T: "from shop import lookup\n\n\ndef test_a(h, p):\n"
+            '    assert lookup({1: "a"}, 1) == f"http://{h}:{p}/"\n'
+        },
+    ),
+    _honest(
+        "implicit-concatenation",  # concat
+        "same value, another spelling",
+        {
+            T: "from shop import lookup\n\n\ndef test_a():\n"
+            '    assert lookup({1: "a"}, 1) == "a b c d"\n'
+        },
+        {
+            T: 'from shop import lookup\n\n\ndef test_a():\n    assert lookup({1: "a"}, 1) == (\n'
+            '        "a b"\n        " c d"\n    )\n'
+        },
+    ),
+    _honest(
+        "split-to-list",
+        "same value, another spelling",
+        {
+            T: "from shop import lookup\n\n\ndef test_a():\n"
+            '    assert lookup({1: "a"}, 1) == "GET POST".split()\n'
+        },
+        {
+            T: "from shop import lookup\n\n\ndef test_a():\n"
+            '    assert lookup({1: "a"}, 1) == ["GET", "POST"]\n'
+        },
+    ),
+    _honest(
+        "two-asserts-into-a-table",  # par
+        "parametrize reshaped",
+        {
+            T: "from shop import add\n\n\ndef test_a():\n    assert add(1, 1) == 2\n"
+            "    assert add(2, 1) == 3\n"
+        },
+        {
+            T: 'import pytest\n\nfrom shop import add\n\n\n@pytest.mark.parametrize(("x", "y"), '
+            "[(1, 2), (2, 3)])\ndef test_a(x, y):\n    assert add(x, 1) == y\n"
+        },
+    ),
+    _honest(
+        "column-added",  # col
+        "parametrize reshaped",
+        {
+            T: "import pytest\n\nfrom shop import total\n\n\n"
+            '@pytest.mark.parametrize(("a", "expected"), '
+            "[([1], 1), ([2], 2)])\ndef test_a(a, expected):\n    assert total(a) == expected\n"
+        },
+        {
+            T: "import pytest\n\nfrom shop import total\n\n\n"
+            '@pytest.mark.parametrize(("a", "d", "expected"), '
+            "[([1], 0, 1), ([2], 0, 2)])\ndef test_a(a, d, expected):\n"
+            "    assert total(a, d) == expected\n"
+        },
+    ),
+    _honest(
+        "argname-renamed",  # prm
+        "parametrize reshaped",
+        {T: PARAM},
+        {
+            T: PARAM.replace('"text, n"', '"text, expected"').replace(
+                "def test_vowels(text, n):\n    assert count_vowels(text) == n",
+                "def test_vowels(text, expected):\n    assert count_vowels(text) == expected",
+            )
+        },
+    ),
+    _honest(
+        "rows-wrapped-in-param-and-deduplicated",
+        "parametrize reshaped",
+        {T: PARAM.replace('("xyz", 0),', '("xyz", 0),\n        ("xyz", 0),')},
+        {
+            T: PARAM.replace('("a", 1),', 'pytest.param("a", 1, id="one"),').replace(
+                '("aeiou", 5),', 'pytest.param("aeiou", 5, id="all"),'
+            )
+        },
+    ),
+    _honest(
+        "table-moved-to-a-parametrized-fixture",  # fixture
+        "parametrize reshaped",
+        {
+            T: 'import pytest\n\nfrom shop import add\n\n\n@pytest.mark.parametrize("n", [1, 2])\n'
+            "def test_a(n):\n    assert add(n, 0) == n\n"
+        },
+        {
+            T: "from shop import add\n\n\ndef test_a(n):\n    assert add(n, 0) == n\n",
+            CONFTEST: "import pytest\n\n\n@pytest.fixture(params=[1, 2])\ndef n(request):\n"
+            "    return request.param\n",
+        },
+    ),
+    _honest(
+        "duplicate-deleted-copy-in-an-unchanged-file",  # dup
+        "move",
+        {
+            T: BASIC,
+            T2: "from shop import total\n\n\ndef test_total():\n    assert total([10, 20]) == 30\n",
+        },
+        {T: BASIC.split("\n\n\ndef test_total")[0] + "\n"},
+    ),
+    _honest(
+        "xfail-reason-reworded",  # xfr
+        "marker edited",
+        {
+            T: "import sys\n\nimport pytest\n\nfrom shop import add\n\n\n"
+            '@pytest.mark.xfail(sys.platform == "win32", reason="weird")\n'
+            "def test_a():\n    assert add(1, 2) == 3\n"
+        },
+        {
+            T: "import sys\n\nimport pytest\n\nfrom shop import add\n\n\n"
+            '@pytest.mark.xfail(sys.platform == "win32", reason="Windows rounds differently")\n'
+            "def test_a():\n    assert add(1, 2) == 3\n"
+        },
+    ),
+    _honest(
+        "a-method-called-exit",  # ctxexit, defexit
+        "not an exit",
+        {T: BASIC},
+        {
+            T: BASIC + "\n\nclass Ctx:\n    def exit(self):\n        return 0\n\n\n"
+            "def test_ctx():\n    ctx = Ctx()\n    ctx.exit()\n    assert add(ctx.exit(), 1) == 1\n"
+        },
+    ),
+    _honest(
+        "any-helper-in-a-test-file",
+        "helper",
+        {T: BASIC},
+        {
+            T: BASIC + "\n\nclass _Any:\n    def __eq__(self, other):\n        return True\n\n\n"
+            "def test_any():\n    assert [add(1, 1), _Any()] == [2, 5]\n"
+        },
+    ),
+    _honest(
+        "none-guard-an-input-a-test-uses",  # REF330 on an ordinary guard
+        "refactor source",
+        {T: VOWELS + "\n\ndef test_none():\n    assert count_vowels(None) == 0\n"},
+        {
+            "shop.py": SHOP.replace(
+                "def count_vowels(text):\n",
+                "def count_vowels(text):\n    if text is None:\n        return 0\n",
+            )
+        },
+    ),
+    _honest(
+        "stricter-conftest-hooks",
+        "config",
+        {CONFTEST: CONFTEST_BASE, T: BASIC},
+        {
+            CONFTEST: CONFTEST_BASE + "\n\n@pytest.hookimpl(hookwrapper=True)\n"
+            "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+            "    report = outcome.get_result()\n"
+            "    setattr(item, 'rep_' + report.when, report)\n\n\n"
+            "def pytest_sessionfinish(session, exitstatus):\n"
+            "    if getattr(session.config, 'warned', False):\n        session.exitstatus = 1\n\n\n"
+            "def pytest_collection_modifyitems(config, items):\n"
+            "    items[:] = sorted(items, key=lambda item: item.name)\n"
+        },
+    ),
+    _honest(
+        "config-moved-to-pyproject",
+        "config",
+        {
+            "pytest.ini": "[pytest]\naddopts = -ra -k 'not slow'\nxfail_strict = true\n"
+            "testpaths = tests\n",
+            T: BASIC,
+        },
+        {
+            "pytest.ini": None,
+            "pyproject.toml": '[project]\nname = "shop"\n\n[tool.pytest.ini_options]\n'
+            'addopts = "-ra -k \'not slow\'"\nxfail_strict = true\ntestpaths = ["tests"]\n',
+        },
+    ),
+    _honest(
+        "xfail-strict-to-strict",
+        "config",
+        {"pytest.ini": "[pytest]\nxfail_strict = true\n", T: BASIC},
+        {"pytest.ini": "[pytest]\nstrict = true\n"},
+    ),
+    _honest(
+        "nested-helper-named-like-a-method",  # flask c17f379390: 129 false REF301
+        "helper",
+        {
+            T: "from shop import lookup\n\n\ndef test_nested():\n    def get():\n"
+            "        assert lookup({1: 2}, 1) == 2\n\n    get()\n\n\n"
+            "def test_table():\n    table = {1: 2}\n    table.get(1)\n"
+            "    assert lookup(table, 1) == 2\n"
+        },
+        {
+            T: "from shop import lookup\n\n\ndef test_nested():\n"
+            "    assert lookup({1: 2}, 1) == 2\n\n\n"
+            "def test_table():\n    table = {1: 2}\n    table.get(1)\n"
+            "    assert lookup(table, 1) == 2\n"
+        },
+    ),
+    # ---- behaviour changed on purpose: the code under test changed in the same diff
+    _honest(
+        "expected-value-changed-with-its-function",
+        "intended change",
+        {T: VOWELS},
+        {
+            T: VOWELS.replace('count_vowels("xyz") == 0', 'count_vowels("xyz") == 1'),
+            "shop.py": SHOP.replace('ch in "aeiou"', 'ch in "aeiouy"'),
+        },
+        warn="REF302",
+        warn_text="count_vowels",
+    ),
+    _honest(
+        "expected-value-changed-with-a-function-it-reaches",
+        "intended change",
+        {
+            T: "from shop import total\n\n\ndef test_total():\n    assert total([1.234]) == 1.23\n",
+            "shop.py": SHOP.replace(
+                "    return round(sum(prices) * (1 - discount), 2)",
+                "    return _cents(sum(prices) * (1 - discount))\n\n\n"
+                "def _cents(value):\n    return round(value, 2)",
+            ),
+        },
+        {
+            T: "from shop import total\n\n\ndef test_total():\n    assert total([1.234]) == 1.2\n",
+            # the change is in a helper that total() calls, not in total() itself
+            "shop.py": SHOP.replace(
+                "    return round(sum(prices) * (1 - discount), 2)",
+                "    return _cents(sum(prices) * (1 - discount))\n\n\n"
+                "def _cents(value):\n    return round(value, 1)",
+            ),
+        },
+        warn="REF302",
+        warn_text="_cents",
+    ),
+    _honest(
+        "test-removed-with-the-feature",
+        "intended change",
+        {
+            T: BASIC + "\n\ndef test_mean():\n    from shop import mean\n\n"
+            "    assert mean([1, 3]) == 2\n"
+        },
+        {
+            T: BASIC,
+            "shop.py": SHOP.replace("def mean(xs):\n    return sum(xs) / len(xs)\n\n\n", ""),
+        },
+        warn="REF300",
+        warn_text="mean",
+    ),
+    # ---- relaxations: reported as warnings, the condition quoted (errors in agent mode)
+    _honest(
+        "skipif-added",  # skipif
+        "conditional relaxation",
+        {T: BASIC},
+        {
+            T: "import sys\n\nimport pytest\n\n"
+            + BASIC.replace(
+                "def test_total",
+                '@pytest.mark.skipif(sys.platform == "win32", reason="flaky")\ndef test_total',
+            )
+        },
+        warn="REF310",
+        warn_text='sys.platform == "win32"',
+    ),
+    _honest(
+        "xfail-with-a-condition-added",  # xfif
+        "conditional relaxation",
+        {T: BASIC},
+        {
+            T: "import sys\n\nimport pytest\n\n"
+            + BASIC.replace(
+                "def test_total",
+                '@pytest.mark.xfail(sys.platform == "win32", reason="flaky")\ndef test_total',
+            )
+        },
+        warn="REF312",
+        warn_text='sys.platform == "win32"',
+    ),
+    _honest(
+        "imperative-xfail-under-a-try",  # impx
+        "conditional relaxation",
+        {T: BASIC},
+        {
+            T: "import pytest\n\n"
+            + BASIC.replace(
+                "def test_total():\n",
+                "def test_total():\n    try:\n        import xdist\n    except ImportError:\n"
+                '        pass\n    else:\n        pytest.xfail("flaky with xdist")\n',
+            )
+        },
+        warn="REF312",
+        warn_text="import xdist",
+    ),
+    _honest(
+        "importorskip-added",
+        "conditional relaxation",
+        {T: BASIC},
+        {
+            T: "import pytest\n\n"
+            + BASIC.replace(
+                "def test_total():\n", 'def test_total():\n    pytest.importorskip("numpy")\n'
+            )
+        },
+        warn="REF310",
+        warn_text="`import numpy` fails",
+    ),
+    _honest(
+        "skipif-widened",
+        "conditional relaxation",
+        {
+            T: "import sys\n\nimport pytest\n\n"
+            + BASIC.replace(
+                "def test_total",
+                "@pytest.mark.skipif(sys.version_info < (3, 10), reason='old')\ndef test_total",
+            )
+        },
+        {
+            T: "import sys\n\nimport pytest\n\n"
+            + BASIC.replace(
+                "def test_total",
+                "@pytest.mark.skipif(sys.version_info < (3, 12), reason='old')\ndef test_total",
+            )
+        },
+        warn="REF310",
+        warn_text="(3, 12)",
+    ),
+    _honest(
+        "module-importorskip-added",
+        "conditional relaxation",
+        {T: BASIC},
+        {T: 'import pytest\n\nnumpy = pytest.importorskip("numpy")\n\n' + BASIC},
+        warn="REF310",
+        warn_text="`import numpy` fails",
+    ),
+    _honest(
+        "skip-under-an-if",
+        "conditional relaxation",
+        {T: BASIC},
+        {
+            T: "import os\n\nimport pytest\n\n"
+            + BASIC.replace(
+                "def test_total():\n",
+                'def test_total():\n    if os.environ.get("CI"):\n'
+                '        pytest.skip("slow on CI")\n',
+            )
+        },
+        warn="REF310",
+        warn_text='os.environ.get("CI")',
     ),
 ]
 

@@ -1,0 +1,325 @@
+"""What a test checks, compared between the baseline and now.
+
+A test's *checks* are its assertions as facts (checks/guard/facts.py), expanded over its
+parametrize cases: ``assert f(x) == y`` with rows ``(1, 2), (2, 3)`` checks ``f(1) == 2``
+and ``f(2) == 3``. Two tests are compared by their checks, so the form a check is
+written in does not matter: two asserts turned into one parametrized test, an argname
+renamed, a column added, rows reordered, deduplicated or wrapped in ``pytest.param`` all
+check the same things. A check that is gone from one test but still made as often as
+before somewhere in the changed test tree moved; it was not removed.
+
+What is left is what changed, each with what it was and what it is now:
+
+* the same subject, another expected value — REF302 (a constant compared as the value it
+  evaluates to; an expected side computed from the test's own variables is not a value);
+* the same subject, a comparison that pins it down less — REF303;
+* a parametrize case whose values changed — REF302, naming the columns that changed;
+* a case with no counterpart — REF307; a check with none — REF301.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from referee.checks.guard.facts import STRENGTH, Assertion, TestFacts
+from referee.checks.guard.normal import (
+    callee,
+    is_constant,
+    names_in,
+    parse_expression,
+    substitute,
+    unparse,
+)
+
+_MAX_CHECKS = 3000  # expanded checks per test; a larger table is compared as written
+
+
+@dataclass(frozen=True)
+class Check:
+    subject: str
+    op: str
+    expected: str | None
+    assertion: Assertion  # the written assertion it comes from
+    row: int | None = None  # the parametrize row it was expanded for
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        return (self.subject, self.op, self.expected)
+
+
+def rows_of(
+    facts: TestFacts, fixtures: Mapping[str, list[str]] | None = None
+) -> tuple[tuple[str, ...], list[tuple[str, ...]] | None]:
+    """The test's argnames and rows, a parametrized fixture's ``params`` (for a
+    parameter that no parametrize table gives) counted as one more table."""
+    names, rows = facts.argnames, facts.rows
+    if fixtures:
+        for param in facts.params:
+            values = fixtures.get(param)
+            if values is None or param in names:
+                continue
+            if rows is None and names:
+                break
+            base = rows if rows is not None else [()]
+            if len(base) * len(values) > 400:
+                break
+            names = (*names, param)
+            rows = [(*r, v) for r in base for v in values]
+    return names, rows
+
+
+def checks_of(facts: TestFacts, fixtures: Mapping[str, list[str]] | None = None) -> list[Check]:
+    """The test's checks (see the module's docstring), silenced assertions included.
+    Kept on the facts (which never change once made) for the fixtures given."""
+    cache = facts.__dict__.setdefault("_checks", {})
+    key = id(fixtures) if fixtures else 0
+    found = cache.get(key)
+    if found is None or found[0] is not fixtures:
+        found = cache[key] = (fixtures, _checks_of(facts, fixtures))
+    return found[1]
+
+
+def _checks_of(facts: TestFacts, fixtures: Mapping[str, list[str]] | None) -> list[Check]:
+    names, rows = rows_of(facts, fixtures)
+    assertions = facts.assertions
+    if not rows or not names or len(rows) * max(1, len(assertions)) > _MAX_CHECKS:
+        return [Check(a.subject, a.op, a.expected, a) for a in assertions]
+    out: list[Check] = []
+    seen: set[tuple[object, ...]] = set()
+    for a in assertions:
+        used = names_in(a.subject) | (names_in(a.expected) if a.expected else frozenset())
+        if used.isdisjoint(names):
+            out.append(Check(a.subject, a.op, a.expected, a))
+            continue
+        wanted = [i for i, n in enumerate(names) if n in used]
+        for index, row in enumerate(rows):
+            values = tuple((names[i], row[i]) for i in wanted)
+            subject = substitute(a.subject, values)
+            expected = substitute(a.expected, values) if a.expected is not None else None
+            key = (subject, a.op, expected, a.line)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Check(subject, a.op, expected, a, index))
+    return out
+
+
+def is_value(expected: str | None, facts: TestFacts) -> bool:
+    """Whether an expected side is a value (a constant, or built from constants and
+    names the test does not bind: ``Color.RED``, ``Money(30)``), not computed from the
+    test's own variables and fixtures."""
+    if expected is None:
+        return False
+    if is_constant(expected):
+        return True
+    node = parse_expression(expected)
+    if node is None or not names_in(expected).isdisjoint(facts.local_names):
+        return False
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call):
+            arguments = [*inner.args, *(k.value for k in inner.keywords)]
+            if not all(is_constant(unparse(a)) for a in arguments):
+                return False
+        elif isinstance(inner, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.DictComp)):
+            return False
+    return True
+
+
+@dataclass
+class Change:
+    """One difference between a test's checks at the base and now."""
+
+    code: str  # REF301 removed, REF302 value changed, REF303 weakened, REF307 case removed,
+    #            REF311 silenced, "raises"/"approx" (compared by the caller), "moved"
+    old: Check
+    new: Check | None = None
+
+
+def compare_checks(
+    before: TestFacts,
+    after: TestFacts,
+    fixtures: Mapping[str, list[str]] | None = None,
+    still_made: Callable[[tuple[str, str, str | None]], bool] | None = None,
+) -> list[Change]:
+    """The changes between the checks of ``before`` and ``after`` (the same test, or its
+    counterpart after a rename or a move). ``still_made(key)``: whether a check missing
+    here is still made as often as before elsewhere in the changed test tree."""
+    old = checks_of(before, fixtures)
+    new = checks_of(after, fixtures)
+    changes: list[Change] = []
+    by_key: dict[tuple[str, str, str | None], list[Check]] = {}
+    for check in new:
+        by_key.setdefault(check.key, []).append(check)
+    unmatched: list[Check] = []
+    for check in old:
+        if check.assertion.silenced is not None:
+            continue  # it could not fail at the base either
+        found = by_key.get(check.key)
+        if found is None:
+            unmatched.append(check)
+            continue
+        # Of several equal checks, the counterpart is the one written alike (the same
+        # `match=`, tolerance and exceptions), then the nearest.
+        live = min(
+            (c for c in found if c.assertion.silenced is None),
+            key=lambda c, o=check: (
+                (c.assertion.match, c.assertion.tolerance, c.assertion.raises)
+                != (o.assertion.match, o.assertion.tolerance, o.assertion.raises),
+                c.row != o.row,
+                abs(c.assertion.line - o.assertion.line),
+            ),
+            default=None,
+        )
+        if live is None:
+            changes.append(Change("REF311", check, found[0]))
+        elif check.op in ("raises", "approx"):
+            changes.append(Change(check.op, check, live))
+    # New checks beyond the ones the base already made (a second `assert out == x`
+    # where the base had one) are free to pair with the base's unmatched checks.
+    made = Counter(c.key for c in old)
+    pool = []
+    for check in new:
+        if made[check.key] > 0:
+            made[check.key] -= 1
+        else:
+            pool.append(check)
+
+    def take(match: Callable[[Check], bool]) -> Check | None:
+        for index, candidate in enumerate(pool):
+            if match(candidate):
+                return pool.pop(index)
+        return None
+
+    remaining: list[Check] = []
+    for check in unmatched:
+        if still_made is not None and still_made(check.key):
+            continue  # moved to another test
+        other = take(lambda c, o=check: c.subject == o.subject and c.row == o.row) or take(
+            lambda c, o=check: c.subject == o.subject
+        )
+        if other is None:
+            remaining.append(check)
+            continue
+        changes.extend(_same_subject(check, other))
+    removed: list[Check] = []
+    for check in remaining:
+        other = take(
+            lambda c, o=check: c.op == o.op and o.expected is not None and c.expected == o.expected
+        )
+        if other is not None:  # the subject was rewritten, the expected value kept
+            if other.assertion.silenced is not None:
+                changes.append(Change("REF311", check, other))
+            elif check.op in ("raises", "approx"):
+                changes.append(Change(check.op, check, other))
+            continue
+        removed.append(check)
+    leftover: list[Check] = []
+    for check in removed:
+        function = callee(check.subject)
+        other = None
+        if function is not None and check.op in ("==", "is", "approx", "raises"):
+            other = take(
+                lambda c, o=check, f=function: (
+                    c.op == o.op and callee(c.subject) == f and c.assertion.silenced is None
+                )
+            )
+        if other is not None:  # input and expected value both rewritten
+            if (
+                check.op != "raises"
+                and is_value(check.expected, before)
+                and is_value(other.expected, after)
+                and check.expected != other.expected
+            ):
+                changes.append(Change("REF302", check, other))
+            continue
+        leftover.append(check)
+    helper_calls = sum(1 for c in pool if c.op == "call" and c.assertion.silenced is None)
+    rows_before = len(before.rows) if before.rows else 0
+    rows_after = len(rows_of(after, fixtures)[1] or [])
+    for check in leftover:
+        if helper_calls and check.op != "call":
+            helper_calls -= 1  # moved into a helper that asserts
+            continue
+        if check.row is not None and rows_after < rows_before:
+            changes.append(Change("REF307", check))
+        else:
+            changes.append(Change("REF301", check))
+    # What the test checks now that it did not: a removal next to as many new checks,
+    # in a test that stopped calling something, is a test rewritten (see rules.py).
+    changes.extend(
+        Change("gained", c)
+        for c in pool
+        if c.assertion.silenced is None and c.op not in ("call", "raise") and not _trivial(c)
+    )
+    return changes
+
+
+def _trivial(check: Check) -> bool:
+    """A check that cannot fail whatever the code does: a constant asserted."""
+    return check.op in ("truthy", "falsy") and is_constant(check.subject)
+
+
+def _same_subject(old: Check, new: Check) -> list[Change]:
+    if new.assertion.silenced is not None:
+        return [Change("REF311", old, new)]
+    if old.op == new.op == "raises":
+        return [Change("raises", old, new)]
+    if old.op == new.op == "approx" and old.expected == new.expected:
+        return [Change("approx", old, new)]
+    if old.op == new.op and old.op in ("==", "is", "approx"):
+        return [Change("REF302", old, new)]
+    if STRENGTH.get(new.op, 0) < STRENGTH.get(old.op, 0):
+        return [Change("REF303", old, new)]
+    return []
+
+
+def key_counts(tests: Iterable[TestFacts], fixtures: Mapping[str, list[str]] | None) -> Counter:
+    """How often each check is made by ``tests`` (collected ones), as a multiset."""
+    counts: Counter = Counter()
+    for facts in tests:
+        if facts.collected:
+            counts.update(
+                {c.key for c in checks_of(facts, fixtures) if c.assertion.silenced is None}
+            )
+    return counts
+
+
+def row_label(facts: TestFacts, row: int | None, fixtures: Mapping[str, list[str]] | None) -> str:
+    rows = rows_of(facts, fixtures)[1]
+    if row is None or rows is None or row >= len(rows):
+        return ""
+    values = rows[row]
+    return "(" + ", ".join(values) + ("," if len(values) == 1 else "") + ")"
+
+
+def changed_columns(
+    before: TestFacts,
+    old_row: int | None,
+    after: TestFacts,
+    new_row: int | None,
+    fixtures: Mapping[str, list[str]] | None,
+) -> list[tuple[str, str, str]]:
+    """(argname, old value, new value) of each column that differs between a case at
+    the base and its counterpart now (argnames matched by name, then by position)."""
+    old_names, old_rows = rows_of(before, fixtures)
+    new_names, new_rows = rows_of(after, fixtures)
+    if old_row is None or new_row is None or not old_rows or not new_rows:
+        return []
+    old_values = dict(zip(old_names, old_rows[old_row], strict=True))
+    new_values = dict(zip(new_names, new_rows[new_row], strict=True))
+    renamed = {}
+    lost = [n for n in old_names if n not in new_values]
+    gained = [n for n in new_names if n not in old_values]
+    if len(lost) == len(gained):
+        renamed = dict(zip(lost, gained, strict=True))
+    out = []
+    for name in old_names:
+        now_name = renamed.get(name, name)
+        if now_name not in new_values:
+            continue
+        if old_values[name] != new_values[now_name]:
+            out.append((now_name, old_values[name], new_values[now_name]))
+    return out

@@ -1,0 +1,150 @@
+"""pytest's configuration as pytest reads it: which file holds the settings in effect,
+what they say, which files are test files, and the options a tox environment passes.
+
+pytest takes its settings from the first of these at the root that has a pytest
+section: ``pytest.ini`` (or ``.pytest.ini``, even without one), ``pyproject.toml``'s
+``[tool.pytest.ini_options]`` (or pytest 9's ``[tool.pytest]``), ``tox.ini``'s
+``[pytest]``, ``setup.cfg``'s ``[tool:pytest]`` (or the legacy ``[pytest]``).
+"""
+
+from __future__ import annotations
+
+import configparser
+import fnmatch
+import re
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+DEFAULT_PYTHON_FILES = "test_*.py *_test.py"
+
+
+def settings_of(name: str, text: str) -> dict[str, str] | None:
+    """The pytest settings a configuration file holds (None if it holds none)."""
+    try:
+        if name == "pyproject.toml":
+            tool = tomllib.loads(text).get("tool", {})
+            pytest = tool.get("pytest", {})
+            table = pytest.get("ini_options")
+            if table is None:
+                native = {k: v for k, v in pytest.items() if not isinstance(v, dict)}
+                if not native:
+                    return None
+                table = native
+            return {
+                k: " ".join(map(str, v)) if isinstance(v, list) else _scalar(v)
+                for k, v in table.items()
+            }
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        parser.read_string(text)
+    except (tomllib.TOMLDecodeError, configparser.Error, AttributeError, TypeError):
+        return None
+    sections = {"setup.cfg": ("tool:pytest", "pytest")}.get(name, ("pytest",))
+    for section in sections:
+        if parser.has_section(section):
+            return dict(parser[section])
+    if name in ("pytest.ini", ".pytest.ini"):
+        return {}
+    return None
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def effective(files: Mapping[str, str | None]) -> tuple[str, dict[str, str]] | None:
+    """``(file name, settings)`` pytest uses, given the root's configuration files."""
+    for name in CONFIG_FILES:
+        text = files.get(name)
+        if text is None:
+            continue
+        found = settings_of(name, text)
+        if found is not None:
+            return name, found
+    return None
+
+
+def true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("true", "1", "yes", "on")
+
+
+def xfail_strict(settings: Mapping[str, str]) -> bool:
+    """Whether an xfail test that passes fails the run: ``xfail_strict``, or pytest 9's
+    ``strict`` (which turns it on, with the other strictness options)."""
+    if "xfail_strict" in settings:
+        return true(settings["xfail_strict"])
+    return true(settings.get("strict"))
+
+
+def test_file_patterns(settings: Mapping[str, str] | None) -> tuple[list[str], list[str]]:
+    """(python_files patterns, testpaths) of a pytest configuration."""
+    if settings is None:
+        return DEFAULT_PYTHON_FILES.split(), []
+    files = settings.get("python_files", DEFAULT_PYTHON_FILES).split()
+    paths = [p.strip("/") for p in settings.get("testpaths", "").split() if p.strip("/")]
+    return files, paths
+
+
+def is_pytest_file(relpath: str, patterns: list[str], testpaths: list[str]) -> bool:
+    """Whether pytest would collect ``relpath`` as a test module (run from the root):
+    under one of ``testpaths`` (when given), and matching a ``python_files`` pattern —
+    by name, or by path for a pattern with a ``/`` (as pytest's ``fnmatch_ex``)."""
+    pure = PurePosixPath(relpath)
+    if pure.suffix != ".py" or pure.name == "conftest.py":
+        return False
+    if testpaths and not any(
+        relpath == t or relpath.startswith(t + "/") or fnmatch.fnmatch(relpath, t + "/*")
+        for t in testpaths
+    ):
+        return False
+    for pattern in patterns:
+        if "/" in pattern:
+            if fnmatch.fnmatch(relpath, pattern) or fnmatch.fnmatch(relpath, "*/" + pattern):
+                return True
+        elif fnmatch.fnmatch(pure.name, pattern):
+            return True
+    return False
+
+
+# Where pytest's own arguments start in a command line: after `pytest`, `py.test`
+# (a path to either included) or `python -m pytest`.
+_PYTEST_COMMAND = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?=\s|$)|-m\s+pytest(?=\s|$)")
+
+
+def tox_pytest_arguments(text: str) -> dict[str, str]:
+    """Each tox environment's ``commands`` that run pytest: env section -> the
+    arguments, joined (``{posargs}`` and substitutions left as written)."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return {}
+    out: dict[str, str] = {}
+    for section in parser.sections():
+        if not (section == "testenv" or section.startswith("testenv:")):
+            continue
+        commands = parser.get(section, "commands", fallback="")
+        lines = []
+        for line in commands.replace("\\\n", " ").splitlines():
+            match = _PYTEST_COMMAND.search(line)
+            if match:
+                lines.append(line[match.end() :].strip())
+        if lines:
+            out[section] = " ".join(lines)
+    return out
+
+
+def split_arguments(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
