@@ -412,13 +412,18 @@ def _world_readable(path: str) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=1)
 def _can_drop_root() -> bool:
-    """Root starts the child as nobody when nobody can read the interpreter and its paths;
-    elsewhere (an interpreter under /root) the child becomes nobody inside its own user
-    namespace, or, without one, does not run in strict mode."""
+    """Root starts the child as nobody when nobody can read the interpreter and its paths
+    and reach the temporary directory the run directory is made in; elsewhere (an
+    interpreter under /root, ``$TMPDIR`` inside a private directory) the child becomes
+    nobody inside its own user namespace, or, without one, does not run in strict mode."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0 or sys.platform == "win32":
         return False
+    return _runtime_world_readable() and _world_readable(tempfile.gettempdir())
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime_world_readable() -> bool:
     paths = [_interpreter(), *(path for path, kind in _runtime() if kind != "symlink")]
     return all(_world_readable(path) for path in paths)
 
@@ -442,17 +447,23 @@ def _disabled() -> frozenset[str]:
     return frozenset(names)
 
 
-@functools.lru_cache(maxsize=1)
 def _bwrap() -> str | None:
-    """bubblewrap, when it is installed and can make its namespaces here (checked once,
-    with the binds a real run uses)."""
+    """bubblewrap, when it is installed and can make its namespaces here (checked once
+    per temporary directory, with the binds a real run uses)."""
     if not sys.platform.startswith("linux"):
         return None
+    if os.geteuid() == 0 and not _can_drop_root():
+        return None  # root runs bwrap as nobody, who must be able to reach the runtime
+    return _bwrap_works(tempfile.gettempdir())
+
+
+@functools.lru_cache(maxsize=4)
+def _bwrap_works(tmp: str) -> str | None:
     path = shutil.which("bwrap") or next(
         (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap") if os.access(p, os.X_OK)), None
     )
-    if path is None or (os.geteuid() == 0 and not _can_drop_root()):
-        return None  # root runs bwrap as nobody, who must be able to reach the runtime
+    if path is None:
+        return None
     with tempfile.TemporaryDirectory(prefix="referee-probe-") as directory:
         command = [
             *_bwrap_args(path, os.path.realpath(directory), {}, Limits(disk_mb=1)),

@@ -516,7 +516,7 @@ def expect_contained(request: pytest.FixtureRequest, attack: Attack, probe: Prob
             pytest.mark.xfail(
                 strict=True,
                 reason=f"{KERNEL_BOUNDARY}: {attack.row} "
-                f"(missing here: {', '.join(attack.contained_by)})",
+                f"(missing here: {', '.join(attack.contained_by)}; the probe: {probe.raw})",
             )
         )
 

@@ -1360,3 +1360,27 @@ def test_macos_without_sandbox_exec_refuses(monkeypatch: pytest.MonkeyPatch) -> 
     result = evaluate("", "1", limits=QUICK)
     assert result.status == "refused"
     assert "/nonexistent/sandbox-exec is missing" in result.message
+
+
+def test_root_with_a_private_temporary_directory_still_never_runs_as_root(
+    probe: Probe, tmp_path: Path
+) -> None:
+    """``$TMPDIR`` inside a directory only root can enter: nobody could not reach a run
+    directory made there, so the child does not start as nobody from outside (that failed
+    every run with a PermissionError); it becomes nobody inside its own user namespace,
+    or the run is refused. Never uid 0, never an error."""
+    if probe.who != "root-readable":
+        pytest.skip("only root chooses how the child becomes nobody")
+    private = tmp_path / "private"
+    (private / "tmp").mkdir(parents=True)
+    private.chmod(0o700)
+    result = probe.run(
+        "import os\n", "(os.getuid(), os.geteuid())", env={"TMPDIR": str(private / "tmp")}
+    )
+    if probe.plan == "namespaces":
+        assert result.status == "ok", result
+        assert "mountns" in result.containment, result
+    else:  # bubblewrap and Landlock alone need root to start the child as nobody
+        assert result.status in ("ok", "refused"), result
+    if result.status == "ok":
+        assert 0 not in result.value_json, result
