@@ -242,11 +242,24 @@ def _locked_flags(path):
     return flags
 
 
+def _makedirs(path):
+    """``os.makedirs`` whose new directories are 0755 whatever the umask: the view's
+    directories must be passable for the code's user (nobody, when root built them)."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory)
+        os.chmod(directory, 0o755)
+
+
 def _bind(libc, source, target, writable=False):
     if os.path.isdir(source):
-        os.makedirs(target, exist_ok=True)
+        _makedirs(target)
     else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+        _makedirs(os.path.dirname(target))
         if not os.path.exists(target):
             os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
     _mount(libc, source, target, None, MS_BIND)
@@ -293,7 +306,7 @@ def _build_root(job, proc):
     else:
         owner, group = os.getuid(), os.getgid()
     for tmp in job["tmpfs"]:
-        os.makedirs(new + tmp, exist_ok=True)
+        _makedirs(new + tmp)
         mode = "1777" if tmp == "/tmp" else "0700"
         _mount(
             libc,
@@ -306,10 +319,18 @@ def _build_root(job, proc):
     for path, kind in job["runtime"]:
         target = new + path
         if kind == "symlink":
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+            _makedirs(os.path.dirname(target))
             os.symlink(os.readlink(path), target)
         else:
             _bind(libc, path, target)
+    # The run directory, made now by the view's builder: its parents may be directories
+    # the runtime's binds made (an interpreter under /tmp), which the code's user could
+    # not create anything in.
+    run = new + job["root"]
+    if not os.path.isdir(run):
+        _makedirs(os.path.dirname(run))
+        os.mkdir(run, 0o700)
+        os.chown(run, owner, group)
     os.makedirs(new + "/dev", exist_ok=True)
     _mount(libc, "tmpfs", new + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k")
     for name in DEVICES:

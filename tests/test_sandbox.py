@@ -1384,3 +1384,37 @@ def test_root_with_a_private_temporary_directory_still_never_runs_as_root(
         assert result.status in ("ok", "refused"), result
     if result.status == "ok":
         assert 0 not in result.value_json, result
+
+
+def test_an_interpreter_under_tmp_leaves_the_run_directory_reachable(
+    probe: Probe, tmp_path: Path
+) -> None:
+    """A virtual environment under /tmp (the view binds its site-packages there, making
+    the directories above it) and ``$TMPDIR`` beside it: the run directory's parents in
+    the view are the builder's, so the builder makes the run directory too. Before, the
+    code's user could not create it there and every run was a PermissionError."""
+    if probe.plan != "namespaces" or probe.who == "user":
+        pytest.skip("the view that root builds in its own namespaces")
+    import site as site_module
+    import sysconfig
+
+    base = tmp_path / "world"
+    venv = base / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True
+    )
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "ours.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in site_module.getsitepackages()),
+        encoding="utf-8",
+    )
+    (base / "tmp").mkdir()
+    for path in [base, *base.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+    probe.python = str(venv / "bin" / "python")
+    result = probe.run("import os\n", "os.getuid()", env={"TMPDIR": str(base / "tmp")})
+    probe.held(result)
+    assert result.status == "ok", result
+    assert result.value_json == 65534, result
