@@ -303,6 +303,14 @@ class ArbitrationConfig(_Config):
         description="Oracles a test edit needs when only oracles speak for the truth: the "
         "k first ones are extended to this many, and the extra ones must agree too.",
     )
+    oracle_replacements: int = Field(
+        default=3,
+        ge=0,
+        le=9,
+        description="Fresh oracle programs written, in all, in place of oracles that failed "
+        "to run (did not parse, did not define the function, raised, timed out) before "
+        "agreement is counted.",
+    )
     candidates: int = Field(
         default=3, ge=0, le=9, description="N candidate patches tried when the source is wrong."
     )
@@ -544,6 +552,10 @@ class OracleResult(_Model):
     duration_s: float = 0.0
     cached: bool = Field(default=False, description="An oracle program reused from the cache.")
     program: str | None = Field(default=None, description="An oracle's program text.")
+    replaced_by: str | None = Field(
+        default=None,
+        description="An oracle that failed to run: the fresh oracle written in its place.",
+    )
 
 
 class PatchResult(_Model):
@@ -605,6 +617,14 @@ class ArbitrationVerdict(_Model):
     truth: str | None = Field(default=None, description="The certified value, if any.")
     truth_source: str | None = Field(default=None, description="doctest, reference or oracles.")
     oracles: tuple[OracleResult, ...] = ()
+    oracles_replaced: int = Field(
+        default=0, description="How many oracles failed to run and were replaced."
+    )
+    replaced_oracles: tuple[OracleResult, ...] = Field(
+        default=(),
+        description="The oracles that failed to run — no opinion about the value — each "
+        "with why (status, detail) and replaced_by; they count for no agreement.",
+    )
     patches: tuple[PatchResult, ...] = ()
     fix: ArbitrationFix | None = None
     reason: str

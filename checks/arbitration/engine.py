@@ -48,6 +48,7 @@ from referee.checks.arbitration.truth import (
     ModelCrashed,
     ProgramCache,
     Progress,
+    Replacements,
     agreed_value,
     doctest_evidence,
     oracle_evidence,
@@ -180,6 +181,7 @@ class _Context:
     observation: Observation | None = None
     oracles: tuple[OracleResult, ...] = ()
     spec: FunctionSpec | None = None
+    replacements: Replacements | None = None
 
     @property
     def config(self) -> ArbitrationConfig:
@@ -196,6 +198,8 @@ class _Context:
             "produced": (obs.produced or obs.produced_error) if obs else None,
             "asserted": obs.asserted if obs else None,
             "oracles": self.oracles,
+            "oracles_replaced": len(self.replacements.replaced) if self.replacements else 0,
+            "replaced_oracles": tuple(self.replacements.replaced) if self.replacements else (),
             "observation": obs,
             "duration_s": round(time.monotonic() - self.started, 3),
         }
@@ -319,6 +323,7 @@ class _Context:
             if backend is None:
                 raise ArbitrationError("arbitration needs a model for the oracles; none is set up")
             model = backend()
+            self.replacements = Replacements(self.config.oracle_replacements)
             self.oracles = tuple(
                 oracle_evidence(
                     spec,
@@ -328,15 +333,18 @@ class _Context:
                     ProgramCache(cache_dir),
                     say,
                     cancelled,
+                    replacements=self.replacements,
                 )
             )
             truth = agreed_value(self.oracles, self.config.required_agreement)
             truth_source = "oracles"
             if truth is None:
+                replaced = len(self.replacements.replaced)
                 return self.unclear(
                     f"the {self.config.oracles} oracles do not agree "
                     f"(certifying needs {self.config.required_agreement}): "
                     + "; ".join(_evidence_line(r) for r in self.oracles)
+                    + (f" ({replaced} that did not run replaced)" if replaced else "")
                 )
 
         # --- the verdict
@@ -400,6 +408,7 @@ class _Context:
             say,
             cancelled,
             seeds=range(config.oracles + 1, total + 1),
+            replacements=self.replacements,
         )
         self.oracles = (*self.oracles, *extra)
         confirmed = agreed_value(self.oracles, needed)

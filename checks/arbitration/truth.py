@@ -23,7 +23,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -537,6 +537,39 @@ def generate_many(
     return [(answer or "", i not in missing) for i, answer in enumerate(found)]
 
 
+REPLACEMENT_SEEDS = 100  # replacement oracles are oracle-101, oracle-102, ...
+
+
+@dataclass
+class Replacements:
+    """The budget of fresh oracles written in place of oracles that failed to run, shared
+    by every round of one arbitration, and the oracles they replaced."""
+
+    budget: int
+    next_seed: int = REPLACEMENT_SEEDS + 1
+    replaced: list[OracleResult] = field(default_factory=list)
+
+
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)):")
+
+
+def failed_to_run(result: OracleResult, docstring: str | None) -> bool:
+    """Whether an oracle gave no opinion about the value: its program did not parse or
+    define the function, it crashed, it timed out or ran out of memory. An exception the
+    docstring names (``Raises ValueError``) is an opinion — "this call raises" — and
+    stays: it blocks certification as any disagreement does, it is never replaced by
+    programs that happen to return."""
+    if result.status == "ok" or result.status == "refused":
+        return False
+    if result.status != "error":
+        return True  # timeout, memory, output-limit, killed
+    match = _EXCEPTION.match(result.detail or "")
+    if match is None:
+        return True  # the program did not parse, did not define the function, ...
+    name = match.group(1).rsplit(".", 1)[-1]
+    return not (docstring and re.search(rf"\b{re.escape(name)}\b", docstring))
+
+
 def oracle_evidence(
     spec: FunctionSpec,
     arguments: str,
@@ -546,6 +579,8 @@ def oracle_evidence(
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
     seeds: Sequence[int] | None = None,
+    replacements: Replacements | None = None,
+    wrapper: str | None = None,
 ) -> list[OracleResult]:
     """k oracle programs, written from the signature and docstring with different seeds,
     each run in the sandbox on the call's arguments. The k questions go to the model at
@@ -553,48 +588,76 @@ def oracle_evidence(
     once; a server gets them concurrently — then the programs run side by side.
 
     ``seeds`` (default 1..k) names the oracles: oracle-N is the one written with seed N,
-    so more oracles for the same call extend the first k rather than repeat them."""
+    so more oracles for the same call extend the first k rather than repeat them.
+
+    An oracle that failed to run (:func:`failed_to_run`) is no opinion about the value:
+    while ``replacements`` has budget left, a fresh one (seed 101, 102, ...) takes its
+    place, and the failed one is recorded in ``replacements.replaced``. ``wrapper``
+    (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
     messages = oracle_messages(spec)
-    call = f"{spec.name}({arguments})"
+    inner = f"{spec.name}({arguments})"
+    call = f"{wrapper}({inner})" if wrapper else inner
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     if progress is not None:
         more = "" if seeds[0] == 1 else " more"
         progress(f"writing {len(seeds)}{more} oracles from the signature and docstring")
-    answers = generate_many(
-        backend,
-        messages,
-        seeds=seeds,
-        temperature=config.temperature,
-        cache=cache,
-        cancelled=cancelled,
-    )
 
-    def oracle(position: int) -> OracleResult:
-        source = f"oracle-{seeds[position]}"
-        answer, cached = answers[position]
-        program, problem = program_from(answer, spec.name)
-        if program is None:
-            return OracleResult(
-                source=source,
-                status="error",
-                detail=f"the model's program {problem}",
-                cached=cached,
-            )
-        result = sandbox.evaluate(program, call, limits=limits(config))
-        return OracleResult(
-            source=source,
-            status=result.status,
-            value=result.value if result.status == "ok" else None,
-            detail="" if result.status == "ok" else result.message,
-            duration_s=result.duration_s,
-            cached=cached,
-            program=program,
+    def run_round(round_seeds: list[int]) -> list[OracleResult]:
+        answers = generate_many(
+            backend,
+            messages,
+            seeds=round_seeds,
+            temperature=config.temperature,
+            cache=cache,
+            cancelled=cancelled,
         )
 
-    if progress is not None:
-        progress(f"running {len(seeds)} oracle programs in the sandbox")
-    with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
-        return list(pool.map(oracle, range(len(seeds))))
+        def oracle(position: int) -> OracleResult:
+            source = f"oracle-{round_seeds[position]}"
+            answer, cached = answers[position]
+            program, problem = program_from(answer, spec.name)
+            if program is None:
+                return OracleResult(
+                    source=source,
+                    status="error",
+                    detail=f"the model's program {problem}",
+                    cached=cached,
+                )
+            result = sandbox.evaluate(program, call, limits=limits(config))
+            return OracleResult(
+                source=source,
+                status=result.status,
+                value=result.value if result.status == "ok" else None,
+                detail="" if result.status == "ok" else result.message,
+                duration_s=result.duration_s,
+                cached=cached,
+                program=program,
+            )
+
+        if progress is not None:
+            progress(f"running {len(round_seeds)} oracle programs in the sandbox")
+        with ThreadPoolExecutor(max_workers=len(round_seeds)) as pool:
+            return list(pool.map(oracle, range(len(round_seeds))))
+
+    results = run_round(seeds)
+    while replacements is not None and replacements.budget > 0:
+        failed = [i for i, r in enumerate(results) if failed_to_run(r, spec.docstring_value)]
+        if not failed:
+            break
+        failed = failed[: replacements.budget]
+        fresh = list(range(replacements.next_seed, replacements.next_seed + len(failed)))
+        replacements.next_seed += len(failed)
+        replacements.budget -= len(failed)
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        if progress is not None:
+            progress(f"{len(failed)} oracle(s) did not run; writing fresh ones in their place")
+        for index, result in zip(failed, run_round(fresh), strict=True):
+            replacements.replaced.append(
+                results[index].model_copy(update={"replaced_by": result.source})
+            )
+            results[index] = result
+    return results
 
 
 def agreed_value(results: Sequence[OracleResult], required: int) -> str | None:
