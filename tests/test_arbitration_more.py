@@ -15,8 +15,18 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from red_team.fake_openai import FakeModel
-from test_arbitration import BUGGY, GOOD_PATCH, ORACLE, TESTS, project, run, scripted
+from test_arbitration import (
+    BUGGY,
+    GOOD_PATCH,
+    LONE_ORACLE,
+    ORACLE,
+    TESTS,
+    project,
+    run,
+    scripted,
+)
 
 from referee.checks.arbitration.truth import failed_to_run
 from referee.checks.models import OracleResult, arbitration_schema
@@ -135,3 +145,173 @@ def test_cli_replaces_an_oracle_that_does_not_parse_and_says_so_in_json(tmp_path
     assert "not valid Python" in verdict["replaced_oracles"][0]["detail"]
     assert verdict["applied"] is True
     assert "ch in 'aeiouAEIOU'" in (root / "text.py").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------- 2. a fix changes only the body
+
+ROTATE = '''"""Queue helpers."""
+
+import math
+
+
+def rotate(items: list, k: int) -> list:
+    """Return ITEMS rotated right by K places (K may exceed the length).
+
+    The last K items come first, in their order.
+    """
+    return items[-k:] + items[:-k]
+
+
+def pages(n: int, size: int) -> int:
+    """How many pages of SIZE hold N items."""
+    return math.ceil(n / size)
+'''
+ROTATE_TESTS = """from text import rotate
+
+
+def test_vowels():
+    assert rotate([1, 2, 3], 4) == [3, 1, 2]
+
+
+def test_one():
+    assert rotate([1, 2, 3], 1) == [3, 1, 2]
+
+
+def test_empty():
+    assert rotate([], 2) == []
+"""
+ROTATE_ORACLE = '''from collections import *
+from typing import *
+
+
+def rotate(items: List[Any], k: int) -> List[Any]:
+    """Rotate a list."""
+    d = deque(items)
+    d.rotate(k)
+    return list(d)
+'''
+
+
+def test_cli_fix_keeps_signature_and_docstring_and_imports_deque_by_name(tmp_path: Path, referee):
+    with FakeModel(lambda kind: ROTATE_ORACLE) as model:
+        root = cli_project(tmp_path / "p", ROTATE, ROTATE_TESTS, model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["applied"] is True
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert fixed == ROTATE.replace(
+        "import math\n", "import math\nfrom collections import deque\n"
+    ).replace(
+        "    return items[-k:] + items[:-k]\n",
+        "    d = deque(items)\n    d.rotate(k)\n    return list(d)\n",
+    )
+    assert "import *" not in fixed and "List[" not in fixed and "Rotate a list" not in fixed
+
+
+MERGESORT = '''def mergesort(items: list) -> list:
+    """Return a new list of ITEMS in ascending order (a stable merge sort)."""
+    if len(items) <= 1:
+        return list(items)
+    middle = len(items) // 2
+    return mergesort(items[:middle]) + mergesort(items[middle:])
+'''
+MERGESORT_TESTS = """from text import mergesort
+
+
+def test_vowels():
+    assert mergesort([3, 1, 2]) == [1, 2, 3]
+
+
+def test_empty():
+    assert mergesort([]) == []
+
+
+def test_two():
+    assert mergesort([2, 1]) == [1, 2]
+"""
+WITH_HELPER = """```python
+def merge(left, right):
+    out = []
+    while left and right:
+        out.append(left.pop(0) if left[0] <= right[0] else right.pop(0))
+    return out + left + right
+
+
+def mergesort(items):
+    if len(items) <= 1:
+        return list(items)
+    middle = len(items) // 2
+    return merge(mergesort(items[:middle]), mergesort(items[middle:]))
+
+
+print(mergesort([3, 1, 2]))
+```"""
+
+
+def test_a_helper_of_the_oracles_program_comes_with_its_function(tmp_path: Path):
+    root = project(tmp_path / "p", MERGESORT, MERGESORT_TESTS)
+    result = run(root, NODE, scripted([WITH_HELPER]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [(p.origin, p.status) for p in verdict.patches] == [("oracle-1", "passed")]
+    assert result.new_text is not None
+    head, _, helper = result.new_text.partition("\n\n\ndef merge(left, right):\n")
+    assert head.startswith(MERGESORT.split("    if len")[0])  # signature and docstring kept
+    assert "merge(mergesort(items[:middle])" in head
+    assert helper.startswith("    out = []") and "print(" not in result.new_text
+
+
+def test_a_helper_that_would_shadow_a_module_name_is_refused(tmp_path: Path):
+    module = MERGESORT + '\n\ndef merge(a, b):\n    """Something else."""\n    return a\n'
+    root = project(tmp_path / "p", module, MERGESORT_TESTS, "[arbitration]\ncandidates = 1\n")
+    verdict = run(root, NODE, scripted([WITH_HELPER], [WITH_HELPER])).verdict
+    assert verdict.verdict == "SOURCE_WRONG" and verdict.fix is None
+    first = verdict.patches[0]
+    assert (first.origin, first.status) == ("oracle-1", "invalid")
+    assert "helper `merge` would shadow the module's `merge`" in first.message
+
+
+def test_splice_places_imports_like_the_module_and_drops_unused_ones():
+    from referee.checks.arbitration.splice import Refused, splice
+
+    module = (
+        '"""Doc."""\n\nfrom __future__ import annotations\n\nimport re\nfrom heapq import '
+        "heappop\n\nimport requests\n\n\n@cache\ndef f(x, n=1):  # keep me\n    return x\n"
+    )
+    code = (
+        "import os\nimport bisect\nfrom heapq import heappush, nlargest\nfrom itertools import *\n"
+        "def f(values, n=3):\n    heappush(values, n)\n    return list(chain(values, [bisect]))\n"
+    )
+    assert splice(module, "f", code) == (
+        '"""Doc."""\n\nfrom __future__ import annotations\n\nimport bisect\nimport re\n'
+        "from heapq import heappop, heappush\nfrom itertools import chain\n\nimport requests\n\n\n"
+        "@cache\ndef f(x, n=1):  # keep me\n"
+        "    heappush(x, n)\n    return list(chain(x, [bisect]))\n"
+    )
+    # a module without imports gets a block of its own, after its docstring
+    assert splice(
+        '"""Doc."""\ndef f(x):\n    return x\n',
+        "f",
+        "import re\ndef f(x):\n    return re.escape(x)\n",
+    ) == ('"""Doc."""\n\nimport re\n\n\ndef f(x):\n    return re.escape(x)\n')
+    for code, why in [
+        ("def f(x, y):\n    return y\n", "changes the function's parameters"),
+        ("from json import dumps as f2\ndef f(x):\n    return re(x)\nre = 1\n", "shadow"),
+        ("def g(x):\n    return x\n", "does not define `f`"),
+    ]:
+        with pytest.raises(Refused, match=why):
+            splice("import re\n\n\ndef f(x):\n    return x\n", "f", code)
+
+
+def test_a_helper_is_scanned_for_capabilities_like_the_function(tmp_path: Path):
+    hostile = (
+        "```python\nimport subprocess\n\ndef run(t):\n    subprocess.run(['id'])\n    return t\n\n"
+        "def count_vowels(text):\n    return sum(ch in 'aeiouAEIOU' for ch in run(text))\n```"
+    )
+    root = project(
+        tmp_path / "p", BUGGY, TESTS.format(expected="5"), "[arbitration]\ncandidates = 1\n"
+    )
+    verdict = run(root, NODE, scripted([LONE_ORACLE], [hostile])).verdict
+    model_patch = verdict.patches[-1]
+    assert model_patch.origin == "model" and model_patch.status == "refused"
+    assert any("subprocess" in c for c in model_patch.capabilities)
