@@ -533,7 +533,14 @@ class Observation(_Model):
     function_path: str | None = Field(default=None, description="The callee's file.")
     produced: str | None = Field(default=None, description="repr of what the code produced.")
     produced_error: str | None = Field(
-        default=None, description="The exception the call raised instead of returning."
+        default=None,
+        description="The exception the call raised instead of returning, or 'did not return "
+        "within N s' when it hung.",
+    )
+    timeout_s: float | None = Field(
+        default=None,
+        description="The call did not return within this many seconds (the test hung, "
+        "arbitration.test-timeout): nothing was produced.",
     )
     asserted: str | None = Field(default=None, description="repr of the value asserted.")
     expected_text: str | None = Field(
@@ -638,9 +645,35 @@ class ArbitrationVerdict(_Model):
     duration_s: float = 0.0
 
 
+class ArbitrationFailure(_Model):
+    """What ``referee arbitrate --format json`` prints when there is no verdict to print
+    (exit status 2): no such test, a test that passes, no model, a file that changed."""
+
+    version: str
+    test_id: str
+    verdict: None = Field(default=None, description="Always null: no verdict was reached.")
+    error: str = Field(description="What went wrong, and what to do.")
+    exit_status: int = Field(default=2, description="The command's exit status.")
+
+
 def arbitration_schema() -> dict:
-    """The JSON schema of ``referee arbitrate --format json``'s output."""
-    schema = ArbitrationVerdict.model_json_schema(mode="serialization")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "referee arbitration verdict"
-    return schema
+    """The JSON schema of ``referee arbitrate --format json``'s output: a verdict, or a
+    failure when there was nothing to decide."""
+    verdict = ArbitrationVerdict.model_json_schema(
+        mode="serialization", ref_template="#/$defs/{model}"
+    )
+    failure = ArbitrationFailure.model_json_schema(
+        mode="serialization", ref_template="#/$defs/{model}"
+    )
+    definitions = {**verdict.pop("$defs", {}), **failure.pop("$defs", {})}
+    definitions["ArbitrationVerdict"] = verdict
+    definitions["ArbitrationFailure"] = failure
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "referee arbitration verdict",
+        "anyOf": [
+            {"$ref": "#/$defs/ArbitrationVerdict"},
+            {"$ref": "#/$defs/ArbitrationFailure"},
+        ],
+        "$defs": definitions,
+    }

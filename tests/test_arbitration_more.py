@@ -43,10 +43,10 @@ def body(answer: str) -> str:
     return answer.split("```python\n", 1)[1].rsplit("```", 1)[0]
 
 
-def cli_project(root: Path, module: str, tests: str, url: str, extra: str = "") -> Path:
+def cli_project(root: Path, module: str, tests: str, url: str, test_timeout: int = 20) -> Path:
     config = (
         f'[arbitration]\nbackend = "openai"\nurl = "{url}"\nmodel = "fake"\n'
-        f"candidates = 1\ntimeout = 5\ntest-timeout = 20\n{extra}"
+        f"candidates = 1\ntimeout = 5\ntest-timeout = {test_timeout}\n"
     )
     return project(root, module, tests, config)
 
@@ -315,3 +315,166 @@ def test_a_helper_is_scanned_for_capabilities_like_the_function(tmp_path: Path):
     model_patch = verdict.patches[-1]
     assert model_patch.origin == "model" and model_patch.status == "refused"
     assert any("subprocess" in c for c in model_patch.capabilities)
+
+
+# ------------------------------------------------- 3. calls wrapped in list(), sorted()...
+
+FLATTEN = '''def flatten(items):
+    """Yield the items of ITEMS in order, the items of nested lists in their place, at any
+    depth."""
+    for item in items:
+        if isinstance(item, list):
+            yield from item
+        else:
+            yield item
+'''
+FLATTEN_TESTS = """from text import flatten
+
+
+def test_vowels():
+    assert list(flatten([[1, [2]], 3])) == [1, 2, 3]
+
+
+def test_flat():
+    assert list(flatten([1, 2])) == [1, 2]
+
+
+def test_sorted():
+    assert sorted(flatten([[3], 1])) == [1, 3]
+"""
+FLATTEN_ORACLE = """```python
+def flatten(items):
+    for item in items:
+        if isinstance(item, list):
+            yield from flatten(item)
+        else:
+            yield item
+```"""
+
+
+def test_a_call_wrapped_in_list_is_isolated_through_the_wrapper():
+    from test_arbitration import iso
+
+    text = "def test_x():\n    assert list(flatten([[1], 2])) == [1, 2]\n"
+    isolated = iso(text, 2)
+    assert (isolated.wrapper, isolated.callee, isolated.arguments) == (
+        "list",
+        "flatten",
+        "[[1], 2]",
+    )
+    assert isolated.call == "list(flatten([[1], 2]))" and isolated.expected.text == "[1, 2]"
+    for wrapper in ("tuple", "set", "sorted", "dict", "str", "len", "next"):
+        assert iso(text.replace("list(", f"{wrapper}("), 2).wrapper == wrapper
+    plain = iso("def test_x():\n    assert f(1) == 2\n", 2)
+    assert plain.wrapper is None and plain.call == "f(1)"
+    assert iso("def test_x():\n    assert len(f(1)) == 2\n", 2).callee == "f"
+
+
+def test_a_generator_tested_through_list_is_arbitrated_and_fixed(tmp_path: Path):
+    root = project(tmp_path / "p", FLATTEN, FLATTEN_TESTS)
+    result = run(root, NODE, scripted([FLATTEN_ORACLE]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == "list(flatten([[1, [2]], 3]))"
+    assert (verdict.produced, verdict.asserted, verdict.truth) == (
+        "[1, [2], 3]",
+        "[1, 2, 3]",
+        "[1, 2, 3]",
+    )
+    assert [o.value for o in verdict.oracles] == ["[1, 2, 3]"] * 3
+    assert verdict.fix is not None and verdict.fix.calls_total == 3
+    assert result.new_text is not None and "yield from flatten(item)" in result.new_text
+
+
+def test_a_wrapped_call_with_a_wrong_expected_value_is_test_wrong(tmp_path: Path):
+    tests = FLATTEN_TESTS.replace("== [1, 3]", "== [3, 1]").replace("test_vowels", "test_x")
+    tests = tests.replace("def test_sorted", "def test_vowels")
+    root = project(tmp_path / "p", FLATTEN, tests)
+    result = run(root, NODE, scripted([FLATTEN_ORACLE]))
+    assert result.verdict.verdict == "TEST_WRONG", result.verdict.reason
+    assert result.verdict.call == "sorted(flatten([[3], 1]))"
+    assert result.new_text == tests.replace("== [3, 1]", "== [1, 3]")
+
+
+def test_a_docstring_example_of_the_bare_call_is_wrapped_here():
+    from referee.checks.arbitration.isolate import function_spec
+    from referee.checks.arbitration.truth import doctest_evidence
+
+    module = (
+        'def f(n):\n    """Digits.\n\n    >>> f(31)\n    [3, 1]\n'
+        '    >>> len(f(5))\n    1\n    """\n'
+    )
+    spec = function_spec(module, "m.py", "m", "f")
+    assert doctest_evidence(spec, "31", "sorted").value == "[1, 3]"
+    assert doctest_evidence(spec, "31", None).value == "[3, 1]"
+    assert doctest_evidence(spec, "5", "len").value == "1"
+    assert doctest_evidence(spec, "31", "next") is None  # next() of a list: not said here
+
+
+# ------------------------------------------------------------- 4. a test that hangs
+
+HANGS = '''def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""
+    count = index = 0
+    while index < len(text):
+        if text[index].lower() in "aeiou":
+            count += 1
+            continue
+        index += 1
+    return count
+'''
+
+
+def test_a_hanging_source_is_observed_and_blamed_when_the_truth_is_the_asserted_value(
+    tmp_path: Path,
+):
+    root = project(
+        tmp_path / "p", HANGS, TESTS.format(expected="5"), "[arbitration]\ntest-timeout = 4\n"
+    )
+    result = run(root, NODE, scripted([ORACLE]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.observation is not None and verdict.observation.timeout_s == 4
+    assert verdict.produced == "did not return within 4 s"
+    assert (verdict.asserted, verdict.truth) == ("5", "5")
+    assert "the call did not return within 4 s" in verdict.reason
+    # the fix must return in time: the oracle's program does
+    assert verdict.fix is not None and verdict.fix.calls_total == 3
+
+
+def test_a_hanging_source_whose_truth_is_another_value_is_unclear(tmp_path: Path):
+    root = project(
+        tmp_path / "p", HANGS, TESTS.format(expected="4"), "[arbitration]\ntest-timeout = 4\n"
+    )
+    verdict = run(root, NODE, scripted([ORACLE])).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None
+    assert "equals neither" in verdict.reason and "did not return within 4 s" in verdict.reason
+
+
+def test_cli_a_hanging_source_gives_source_wrong_in_json(tmp_path: Path, referee):
+    with FakeModel(lambda kind: body(ORACLE)) as model:
+        root = cli_project(
+            tmp_path / "p", HANGS, TESTS.format(expected="5"), model.url, test_timeout=4
+        )
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["produced"] == "did not return within 4 s"
+    assert verdict["observation"]["timeout_s"] == 4
+    assert verdict["applied"] is True
+    assert "while index" not in (root / "text.py").read_text(encoding="utf-8")
+
+
+def test_cli_json_is_printed_on_every_exit_path(tmp_path: Path, referee):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    for args in (
+        ["tests/test_text.py::test_empty"],  # passes: nothing to arbitrate
+        ["tests/test_text.py::test_absent"],
+        ["tests/test_gone.py::test_x"],
+        ["not-a-node-id"],
+    ):
+        done = referee("arbitrate", *args, "--format", "json", cwd=root)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        failure = json.loads(done.stdout)
+        jsonschema.validate(failure, arbitration_schema())
+        assert failure["verdict"] is None and failure["error"] and failure["exit_status"] == 2
+        assert failure["error"] in done.stderr

@@ -350,7 +350,8 @@ def source_fix(
         c
         for c in asserted
         if not (
-            (c.function, c.arguments) == (failing.function, failing.arguments)
+            (c.function, c.arguments, c.wrapper)
+            == (failing.function, failing.arguments, failing.wrapper)
             and sandbox.values_equal(c.expected, failing.expected)
         )
     ]

@@ -304,8 +304,36 @@ def _leading_literal(text: str) -> str | None:
     return None
 
 
-def doctest_evidence(spec: FunctionSpec, arguments: str) -> OracleResult | None:
-    """The docstring's own example for this call, if it has one."""
+# What a wrapper does to a literal value, computed here (built-ins on data, nothing run).
+_WRAP_LITERAL: dict[str, Callable[[Any], Any]] = {
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "sorted": sorted,
+    "dict": dict,
+    "str": str,
+    "len": len,
+}
+
+
+def wrap_literal(wrapper: str, want: str) -> str | None:
+    """``repr(wrapper(value))`` of a literal ``want`` (an unwrapped example ``f(3) -> [3,
+    1]`` for the test's ``sorted(f(3))``), or None where that cannot be said."""
+    function = _WRAP_LITERAL.get(wrapper)
+    if function is None or want in ("nan", "inf", "-inf"):
+        return None
+    try:
+        return repr(function(ast.literal_eval(want)))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def doctest_evidence(
+    spec: FunctionSpec, arguments: str, wrapper: str | None = None
+) -> OracleResult | None:
+    """The docstring's own example for this call, if it has one. With ``wrapper``
+    (``list``...), an example of the wrapped call, or of the bare call whose value the
+    wrapper can be applied to here."""
     if not spec.docstring_value:
         return None
     ours = _call_values(ast.parse(f"{spec.name}({arguments})", mode="eval").body, spec.name)
@@ -318,6 +346,24 @@ def doctest_evidence(spec: FunctionSpec, arguments: str) -> OracleResult | None:
             node = ast.parse(source, mode="eval").body
         except SyntaxError:
             continue
+        outer = (
+            node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
+        )
+        if (
+            isinstance(node, ast.Call)
+            and outer is not None
+            and len(node.args) == 1
+            and not node.keywords
+            and outer != spec.name
+        ):
+            if outer != wrapper:
+                continue  # an example of another wrapper's value
+            node = node.args[0]
+        elif wrapper is not None:
+            bare = wrap_literal(wrapper, want)
+            if bare is None:
+                continue
+            want = bare
         theirs = _call_values(node, spec.name, module)
         if theirs is not None and _same_call(ours, theirs):
             values.append((want, line))
@@ -351,6 +397,7 @@ def reference_evidence(
     arguments: str,
     config: ArbitrationConfig,
     files: dict[str, str],
+    wrapper: str | None = None,
 ) -> OracleResult:
     """Run the declared reference implementation on the call's arguments, in the sandbox,
     with the project's files beside it."""
@@ -374,6 +421,7 @@ def reference_evidence(
             f"from {target} import {function} as __referee_reference__\n"
         )
         call = f"__referee_reference__({arguments})"
+    call = f"{wrapper}({call})" if wrapper else call
     result = sandbox.evaluate(code, call, limits=limits(config), files=files)
     return OracleResult(
         source="reference",
