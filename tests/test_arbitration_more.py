@@ -478,3 +478,25 @@ def test_cli_json_is_printed_on_every_exit_path(tmp_path: Path, referee):
         jsonschema.validate(failure, arbitration_schema())
         assert failure["verdict"] is None and failure["error"] and failure["exit_status"] == 2
         assert failure["error"] in done.stderr
+
+
+# ------------------------------------------- the same through the command line, --apply
+
+
+def test_cli_a_helper_comes_with_its_function(tmp_path: Path, referee):
+    with FakeModel(lambda kind: body(WITH_HELPER)) as model:
+        root = cli_project(tmp_path / "p", MERGESORT, MERGESORT_TESTS, model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG" and verdict["applied"], verdict["reason"]
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert "\n\n\ndef merge(left, right):\n" in fixed and "print(" not in fixed
+    assert fixed.startswith(MERGESORT.split("    if len")[0])
+
+
+def test_cli_list_of_a_generator_is_arbitrated(tmp_path: Path, referee):
+    with FakeModel(lambda kind: body(FLATTEN_ORACLE)) as model:
+        root = cli_project(tmp_path / "p", FLATTEN, FLATTEN_TESTS, model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG" and verdict["applied"], verdict["reason"]
+    assert verdict["call"] == "list(flatten([[1, [2]], 3]))"
+    assert "yield from flatten(item)" in (root / "text.py").read_text(encoding="utf-8")
