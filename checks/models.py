@@ -303,6 +303,14 @@ class ArbitrationConfig(_Config):
         description="Oracles a test edit needs when only oracles speak for the truth: the "
         "k first ones are extended to this many, and the extra ones must agree too.",
     )
+    oracle_replacements: int = Field(
+        default=3,
+        ge=0,
+        le=9,
+        description="Fresh oracle programs written, in all, in place of oracles that failed "
+        "to run (did not parse, did not define the function, raised, timed out) before "
+        "agreement is counted.",
+    )
     candidates: int = Field(
         default=3, ge=0, le=9, description="N candidate patches tried when the source is wrong."
     )
@@ -525,7 +533,14 @@ class Observation(_Model):
     function_path: str | None = Field(default=None, description="The callee's file.")
     produced: str | None = Field(default=None, description="repr of what the code produced.")
     produced_error: str | None = Field(
-        default=None, description="The exception the call raised instead of returning."
+        default=None,
+        description="The exception the call raised instead of returning, or 'did not return "
+        "within N s' when it hung.",
+    )
+    timeout_s: float | None = Field(
+        default=None,
+        description="The call did not return within this many seconds (the test hung, "
+        "arbitration.test-timeout): nothing was produced.",
     )
     asserted: str | None = Field(default=None, description="repr of the value asserted.")
     expected_text: str | None = Field(
@@ -544,6 +559,10 @@ class OracleResult(_Model):
     duration_s: float = 0.0
     cached: bool = Field(default=False, description="An oracle program reused from the cache.")
     program: str | None = Field(default=None, description="An oracle's program text.")
+    replaced_by: str | None = Field(
+        default=None,
+        description="An oracle that failed to run: the fresh oracle written in its place.",
+    )
 
 
 class PatchResult(_Model):
@@ -605,6 +624,14 @@ class ArbitrationVerdict(_Model):
     truth: str | None = Field(default=None, description="The certified value, if any.")
     truth_source: str | None = Field(default=None, description="doctest, reference or oracles.")
     oracles: tuple[OracleResult, ...] = ()
+    oracles_replaced: int = Field(
+        default=0, description="How many oracles failed to run and were replaced."
+    )
+    replaced_oracles: tuple[OracleResult, ...] = Field(
+        default=(),
+        description="The oracles that failed to run — no opinion about the value — each "
+        "with why (status, detail) and replaced_by; they count for no agreement.",
+    )
     patches: tuple[PatchResult, ...] = ()
     fix: ArbitrationFix | None = None
     reason: str
@@ -618,9 +645,35 @@ class ArbitrationVerdict(_Model):
     duration_s: float = 0.0
 
 
+class ArbitrationFailure(_Model):
+    """What ``referee arbitrate --format json`` prints when there is no verdict to print
+    (exit status 2): no such test, a test that passes, no model, a file that changed."""
+
+    version: str
+    test_id: str
+    verdict: None = Field(default=None, description="Always null: no verdict was reached.")
+    error: str = Field(description="What went wrong, and what to do.")
+    exit_status: int = Field(default=2, description="The command's exit status.")
+
+
 def arbitration_schema() -> dict:
-    """The JSON schema of ``referee arbitrate --format json``'s output."""
-    schema = ArbitrationVerdict.model_json_schema(mode="serialization")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "referee arbitration verdict"
-    return schema
+    """The JSON schema of ``referee arbitrate --format json``'s output: a verdict, or a
+    failure when there was nothing to decide."""
+    verdict = ArbitrationVerdict.model_json_schema(
+        mode="serialization", ref_template="#/$defs/{model}"
+    )
+    failure = ArbitrationFailure.model_json_schema(
+        mode="serialization", ref_template="#/$defs/{model}"
+    )
+    definitions = {**verdict.pop("$defs", {}), **failure.pop("$defs", {})}
+    definitions["ArbitrationVerdict"] = verdict
+    definitions["ArbitrationFailure"] = failure
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "referee arbitration verdict",
+        "anyOf": [
+            {"$ref": "#/$defs/ArbitrationVerdict"},
+            {"$ref": "#/$defs/ArbitrationFailure"},
+        ],
+        "$defs": definitions,
+    }

@@ -768,15 +768,43 @@ def arbitrate(
       referee arbitrate tests/test_text.py::test_vowels
       referee arbitrate 'tests/test_text.py::test_cases[aeiou-4]' --apply
     """
+    try:
+        _arbitrate(test_id, fmt, apply_fix, oracles, model_name, no_queue, config_path)
+    except _NoVerdict as exc:
+        if fmt == "json":
+            # a machine reading --format json gets JSON on every exit path
+            from referee import __version__
+            from referee.checks.models import ArbitrationFailure
+
+            failure = ArbitrationFailure(
+                version=__version__, test_id=test_id, error=str(exc), exit_status=EXIT_USAGE
+            )
+            click.echo(failure.model_dump_json(indent=2))
+        raise _fail(str(exc)) from None
+
+
+class _NoVerdict(Exception):
+    """``referee arbitrate`` reached no verdict (exit status 2); the message says why."""
+
+
+def _arbitrate(
+    test_id: str,
+    fmt: str,
+    apply_fix: bool,
+    oracles: int | None,
+    model_name: str | None,
+    no_queue: bool,
+    config_path: Path | None,
+) -> None:
     from referee.checks.arbitration import engine
     from referee.checks.atomic import StaleFileError
 
     path_part, sep, rest = test_id.partition("::")
     if not sep or not rest:
-        raise _fail(f"{test_id!r} is not a pytest node id like tests/test_x.py::test_name")
+        raise _NoVerdict(f"{test_id!r} is not a pytest node id like tests/test_x.py::test_name")
     test_file = Path(path_part)
     if not test_file.is_file():
-        raise _fail(f"{path_part}: no such file")
+        raise _NoVerdict(f"{path_part}: no such file")
     try:
         settings = discover(test_file.parent, config_path)
         if settings.path is None:
@@ -787,7 +815,7 @@ def arbitrate(
             except baseline.GitError:
                 settings = Settings(settings.config, Path.cwd().resolve(), None)
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise _NoVerdict(str(exc)) from None
     if oracles is not None or model_name is not None:
         arbitration = settings.config.arbitration.model_copy(
             update={
@@ -813,9 +841,9 @@ def arbitrate(
                 report(f"writing {result.verdict.fix.path}")
                 result = engine.apply(result)
     except engine.ArbitrationError as exc:
-        raise _fail(str(exc)) from None
+        raise _NoVerdict(str(exc)) from None
     except StaleFileError as exc:
-        raise _fail(str(exc)) from None
+        raise _NoVerdict(str(exc)) from None
     verdict = result.verdict
     if fmt == "json":
         click.echo(verdict.model_dump_json(indent=2))

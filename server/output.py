@@ -272,6 +272,13 @@ def arbitration_text(verdict: ArbitrationVerdict, console: Console, applied: boo
             soft_wrap=True,
             highlight=False,
         )
+    for gone in verdict.replaced_oracles:
+        console.print(
+            f"  {gone.source:<10} {escape(f'{gone.status}: {gone.detail}')} "
+            f"(did not run; replaced by {escape(gone.replaced_by or '?')})",
+            soft_wrap=True,
+            highlight=False,
+        )
     for patch in verdict.patches:
         label = f"patch {patch.candidate}"
         console.print(

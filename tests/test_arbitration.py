@@ -622,7 +622,7 @@ def test_patched_module_replaces_only_the_function_and_adds_missing_imports():
     new, problem = patched_module(spec, answer)
     assert problem == ""
     assert new == (
-        "import os\n\n\nimport re\n\n\n@decorate\ndef f(x):\n    return re.sub('a', '', x)\n"
+        "import os\nimport re\n\n\n@decorate\ndef f(x):\n    return re.sub('a', '', x)\n"
         "\n\ndef g():\n    return 1\n"
     )
 

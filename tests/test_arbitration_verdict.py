@@ -283,7 +283,7 @@ def count_vowels(text):
 RIGHT_BUT_IMPORTS_OS = """```python
 import os
 def count_vowels(text: str) -> int:
-    return sum(1 for ch in text.lower() if ch in "aeiou")
+    return sum(1 for ch in text.lower() if ch in "aeiou") + 0 * os.getpid()
 ```"""
 
 

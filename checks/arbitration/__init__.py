@@ -13,3 +13,7 @@ test process, which should not pay for the rest.
 # Where the plugin writes its records, and the dotted names it should resolve (JSON list).
 OUT_ENV = "REFEREE_ARBITRATION_OUT"
 NAMES_ENV = "REFEREE_ARBITRATION_NAMES"
+# A test's call that runs longer than this many seconds has hung: the plugin dumps the
+# stack (faulthandler) to HANG_OUT_ENV's file and ends the run.
+HANG_ENV = "REFEREE_ARBITRATION_HANG_S"
+HANG_OUT_ENV = "REFEREE_ARBITRATION_HANG_OUT"

@@ -350,8 +350,8 @@ def _function(tree: ast.Module, name: str) -> ast.AST | None:
 
 
 def added_capabilities(original_module: str, patched_module: str, name: str) -> list[str]:
-    """What the patched module's function ``name`` (with the imports the patch added)
-    can do that the original module's ``name`` did not: ``["import os (line 3)",
+    """What the patched module's function ``name`` (with the imports and helpers the
+    patch added) can do that the original module's ``name`` did not: ``["import os (line 3)",
     "open() (line 5)"]``; empty when the patch computes and nothing else.
 
     A module the patch imports that is neither plain computation (:data:`PURE_MODULES`)
@@ -368,13 +368,14 @@ def added_capabilities(original_module: str, patched_module: str, name: str) -> 
     original_imports = module_imports(original)
     patched_imports = module_imports(patched)
     before = used([before_fn] if before_fn is not None else [], original_imports)
-    new_imports = [
+    # every top-level statement the patch adds or changes: its imports, and the helpers
+    # (functions, classes, constants) it brings along with the function
+    new_nodes = [
         node
         for node in patched.body
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-        and ast.unparse(node) not in {ast.unparse(n) for n in original.body}
+        if ast.unparse(node) not in {ast.unparse(n) for n in original.body}
     ]
-    after = used([*new_imports, after_fn], patched_imports)
+    after = used([*new_nodes, after_fn], patched_imports)
     known = set(original_imports.values())
     added = []
     for what, line in sorted(after.items(), key=lambda item: (item[1], item[0])):

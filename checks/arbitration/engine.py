@@ -48,6 +48,7 @@ from referee.checks.arbitration.truth import (
     ModelCrashed,
     ProgramCache,
     Progress,
+    Replacements,
     agreed_value,
     doctest_evidence,
     oracle_evidence,
@@ -126,14 +127,17 @@ def arbitrate(
             raise Cancelled
 
     say(f"running {test_id}")
+    test_timeout = settings.config.arbitration.test_timeout
     run = run_tests(
         root,
         [test_id],
         names=callee_names(source, test),
-        timeout=settings.config.arbitration.test_timeout,
+        # the test's call may run test-timeout seconds; collection and the rest get a grace
+        timeout=test_timeout + max(10.0, test_timeout / 2),
+        hang_after=test_timeout,
     )
     stop_if_cancelled()
-    record = _failing_record(run, test_id)
+    record = _failing_record(run, test_id, root / test.path)
     context = _Context(
         test_id=record.nodeid,
         test=test,
@@ -153,10 +157,30 @@ def arbitrate(
         return context.unclear(str(exc))
 
 
-def _failing_record(run: TestRun, test_id: str) -> TestRecord:
+def _failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
+    matching = [r for r in run.records if r.nodeid == test_id or r.nodeid.startswith(test_id + "[")]
+    if not any(r.failed for r in matching) and run.hung is not None:
+        hung = run.hung
+        if hung.nodeid == test_id or hung.nodeid.startswith(test_id + "["):
+            # A call that never returns is a red test too: observed as what it did not do,
+            # at the innermost line of the test module on its stack.
+            test_file = str(test_path.resolve())
+            line = next((n for f, n in run.hung_frames if _same_file(f, test_file)), None)
+            return replace(
+                hung,
+                when="call",
+                outcome="failed",
+                crash={
+                    "type": "Timeout",
+                    "message": f"did not return within {_seconds(run.hung_after or 0)} s",
+                    "assertion": False,
+                    "file": test_file,
+                    "line": line,
+                    "hung": run.hung_after,
+                },
+            )
     if run.timed_out:
         raise ArbitrationError(f"{test_id} did not finish in time (arbitration.test-timeout)")
-    matching = [r for r in run.records if r.nodeid == test_id or r.nodeid.startswith(test_id + "[")]
     if not matching:
         raise ArbitrationError(
             f"pytest ran no test {test_id} (exit status {run.returncode}):\n{run.tail()}"
@@ -180,6 +204,7 @@ class _Context:
     observation: Observation | None = None
     oracles: tuple[OracleResult, ...] = ()
     spec: FunctionSpec | None = None
+    replacements: Replacements | None = None
 
     @property
     def config(self) -> ArbitrationConfig:
@@ -196,6 +221,8 @@ class _Context:
             "produced": (obs.produced or obs.produced_error) if obs else None,
             "asserted": obs.asserted if obs else None,
             "oracles": self.oracles,
+            "oracles_replaced": len(self.replacements.replaced) if self.replacements else 0,
+            "replaced_oracles": tuple(self.replacements.replaced) if self.replacements else (),
             "observation": obs,
             "duration_s": round(time.monotonic() - self.started, 3),
         }
@@ -284,7 +311,7 @@ class _Context:
         # --- the truth, from sources that saw neither the body nor the test
         sources: list[OracleResult] = []
         model: Any = None
-        doctest = doctest_evidence(spec, isolated.arguments)
+        doctest = doctest_evidence(spec, isolated.arguments, isolated.wrapper)
         if doctest is not None:
             sources.append(doctest)
         reference = reference_for(
@@ -297,7 +324,9 @@ class _Context:
         if reference is not None:
             say(f"running the reference {reference}")
             sources.append(
-                reference_evidence(reference, isolated.arguments, self.config, files.get())
+                reference_evidence(
+                    reference, isolated.arguments, self.config, files.get(), isolated.wrapper
+                )
             )
         if sources:
             self.oracles = tuple(sources)
@@ -319,6 +348,7 @@ class _Context:
             if backend is None:
                 raise ArbitrationError("arbitration needs a model for the oracles; none is set up")
             model = backend()
+            self.replacements = Replacements(self.config.oracle_replacements)
             self.oracles = tuple(
                 oracle_evidence(
                     spec,
@@ -328,15 +358,19 @@ class _Context:
                     ProgramCache(cache_dir),
                     say,
                     cancelled,
+                    replacements=self.replacements,
+                    wrapper=isolated.wrapper,
                 )
             )
             truth = agreed_value(self.oracles, self.config.required_agreement)
             truth_source = "oracles"
             if truth is None:
+                replaced = len(self.replacements.replaced)
                 return self.unclear(
                     f"the {self.config.oracles} oracles do not agree "
                     f"(certifying needs {self.config.required_agreement}): "
                     + "; ".join(_evidence_line(r) for r in self.oracles)
+                    + (f" ({replaced} that did not run replaced)" if replaced else "")
                 )
 
         # --- the verdict
@@ -346,7 +380,7 @@ class _Context:
         if produced_ok and not asserted_ok:
             if truth_source == "oracles":
                 refused = self._confirm_test_edit(
-                    model, isolated.arguments, truth, say, cancelled, cache_dir
+                    model, isolated.arguments, truth, say, cancelled, cache_dir, isolated.wrapper
                 )
                 if refused is not None:
                     return refused
@@ -381,6 +415,7 @@ class _Context:
         say: Progress,
         cancelled: Callable[[], bool] | None,
         cache_dir: Path | None,
+        wrapper: str | None = None,
     ) -> Arbitration | None:
         """A test edit is the one move the guard exists to stop, and k oracles of one model
         can share one misreading of the docstring. So before oracles alone certify it,
@@ -400,6 +435,8 @@ class _Context:
             say,
             cancelled,
             seeds=range(config.oracles + 1, total + 1),
+            replacements=self.replacements,
+            wrapper=wrapper,
         )
         self.oracles = (*self.oracles, *extra)
         confirmed = agreed_value(self.oracles, needed)
@@ -429,7 +466,7 @@ class _Context:
     def _observation(
         self, isolated: Isolated, comparison: dict[str, Any] | None, resolved: dict[str, Any]
     ) -> Observation:
-        produced = asserted = produced_error = None
+        produced = asserted = produced_error = timeout_s = None
         if comparison is not None:
             produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
             asserted = comparison["right"] if isolated.call_side == "left" else comparison["left"]
@@ -440,7 +477,11 @@ class _Context:
                     "cannot isolate the call under test: the assertion failed without a "
                     "comparison pytest could report"
                 )
-            produced_error = f"{crash.get('type', 'Exception')}: {crash.get('message', '')}"
+            if crash.get("hung"):
+                timeout_s = float(crash["hung"])
+                produced_error = str(crash.get("message", ""))
+            else:
+                produced_error = f"{crash.get('type', 'Exception')}: {crash.get('message', '')}"
             try:
                 asserted = repr(ast.literal_eval(isolated.expected.text))
             except (ValueError, SyntaxError):
@@ -456,6 +497,7 @@ class _Context:
             function_path=self._relative(Path(resolved["file"])) or resolved["file"],
             produced=produced,
             produced_error=produced_error,
+            timeout_s=timeout_s,
             asserted=asserted,
             expected_text=isolated.expected.text,
             expected_site=isolated.expected.kind,
@@ -573,9 +615,10 @@ class _Context:
     ) -> Arbitration:
         assert self.spec is not None and self.observation is not None
         obs = self.observation
-        reason = (
-            f"the truth ({truth}, from {truth_source}) equals what the test asserted; "
-            f"the code produced {obs.produced or obs.produced_error}"
+        reason = f"the truth ({truth}, from {truth_source}) equals what the test asserted; " + (
+            f"the call {obs.produced_error}"
+            if obs.timeout_s
+            else f"the code produced {obs.produced or obs.produced_error}"
         )
         common = {
             "verdict": "SOURCE_WRONG",
@@ -605,8 +648,10 @@ class _Context:
                 arguments=isolated.arguments,
                 expected=truth,
                 op=isolated.op,
+                wrapper=isolated.wrapper,
             ),
-            obs.produced or f"raises {obs.produced_error}",
+            obs.produced
+            or (obs.produced_error if obs.timeout_s else f"raises {obs.produced_error}"),
             truth,
             backend(),
             self.config,
@@ -757,6 +802,10 @@ def _history(root: Path, path: str, line: int) -> str | None:
         f"the expected value's line was last changed in {commit[:10]} "
         f"({fields.get('author', '?')}, {date}): {fields.get('summary', '')}"
     )
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
 
 
 def _now() -> str:

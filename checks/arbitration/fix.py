@@ -23,7 +23,6 @@ import hashlib
 import math
 import posixpath
 import re
-import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from referee.checks import sandbox
 from referee.checks.arbitration import verify
 from referee.checks.arbitration.capabilities import added_capabilities
 from referee.checks.arbitration.isolate import FunctionSpec, Site
+from referee.checks.arbitration.splice import Refused, splice
 from referee.checks.arbitration.truth import (
     Cancelled,
     ProgramCache,
@@ -258,49 +258,13 @@ def patch_messages(spec: FunctionSpec, call: str, produced: str, truth: str) -> 
 
 
 def patched_module(spec: FunctionSpec, answer: str) -> tuple[str | None, str]:
-    """(the module with the candidate's function in place of the original, problem).
-
-    Only the ``def`` is replaced (decorators stay); imports the candidate adds go right
-    above the definition."""
-    code = extract_code(answer)
+    """(the module with the candidate's function body in place of the original's,
+    problem): the signature, docstring and decorators stay; the helpers and imports the
+    body uses come along (see :mod:`.splice`)."""
     try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return None, f"not valid Python: {exc.msg} (line {exc.lineno})"
-    function = next(
-        (
-            node
-            for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == spec.name
-        ),
-        None,
-    )
-    if function is None:
-        return None, f"does not define `{spec.name}`"
-    lines = code.splitlines()
-    if spec.docstring and ast.get_docstring(function, clean=False) is None and function.body:
-        # keep the documentation: the candidate (an oracle's program, or a patch told not
-        # to copy it) rewrites the code, not the docstring
-        first = function.body[0].lineno - 1
-        indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
-        docstring = textwrap.indent(textwrap.dedent(spec.docstring), indent)
-        lines[first:first] = docstring.rstrip("\n").split("\n")
-        function.end_lineno = (function.end_lineno or 0) + docstring.rstrip("\n").count("\n") + 1
-    definition = "\n".join(lines[function.lineno - 1 : function.end_lineno]).rstrip()
-    try:
-        existing = {ast.unparse(node) for node in ast.parse(spec.text).body if _is_import(node)}
-    except SyntaxError:
-        existing = set()
-    imports = [
-        ast.unparse(node)
-        for node in tree.body
-        if _is_import(node) and ast.unparse(node) not in existing and not _future(node)
-    ]
-    new_text, _ = replace_bytes(spec.text, spec.start_byte, spec.end_byte, definition)
-    if imports:
-        added = "\n".join(imports) + "\n\n\n"
-        new_text, _ = replace_bytes(new_text, spec.outer_start_byte, spec.outer_start_byte, added)
-    return new_text, ""
+        return splice(spec.text, spec.name, extract_code(answer)), ""
+    except Refused as exc:
+        return None, str(exc)
 
 
 def _is_import(node: ast.AST) -> bool:
@@ -386,7 +350,8 @@ def source_fix(
         c
         for c in asserted
         if not (
-            (c.function, c.arguments) == (failing.function, failing.arguments)
+            (c.function, c.arguments, c.wrapper)
+            == (failing.function, failing.arguments, failing.wrapper)
             and sandbox.values_equal(c.expected, failing.expected)
         )
     ]

@@ -39,6 +39,12 @@ _EQUALITY_METHODS = {
 }
 
 
+# Built-ins a test wraps the call under test in to look at its value (a generator's items,
+# an order-free result): the call is isolated through the wrapper, and every source of
+# truth's value is wrapped the same way.
+WRAPPERS = frozenset({"list", "tuple", "set", "sorted", "dict", "str", "len", "next"})
+
+
 class NotIsolated(Exception):
     """The failing assertion is not one arbitration can take apart; the message says why."""
 
@@ -100,10 +106,11 @@ class Isolated:
     callee: str  # as written: count_vowels, text.count_vowels
     arguments: str  # the call's arguments, names replaced by their literal values
     expected: Site
+    wrapper: str | None = None  # list, sorted...: the built-in the call is wrapped in
 
     @property
     def call(self) -> str:
-        return f"{self.callee}({self.arguments})"
+        return wrapped(self.wrapper, f"{self.callee}({self.arguments})")
 
     @property
     def function_name(self) -> str:
@@ -245,6 +252,11 @@ def isolate(
         )
     call_side = calls[0]
     call_node = sides[call_side]
+    wrapper = None
+    outer = _dotted(source, call_node.child_by_field_name("function"))
+    inner = _wrapped_call(call_node)
+    if outer in WRAPPERS and inner is not None:
+        wrapper, call_node = outer, inner
     expected_node = sides["right" if call_side == "left" else "left"]
     if _is_approx(source, expected_node):
         approx_args = call_arguments(unwrap(expected_node))
@@ -273,7 +285,25 @@ def isolate(
         callee=callee,
         arguments=arguments,
         expected=expected,
+        wrapper=wrapper,
     )
+
+
+def wrapped(wrapper: str | None, call: str) -> str:
+    """``call`` inside ``wrapper`` (``list(f(x))``), or ``call`` itself."""
+    return f"{wrapper}({call})" if wrapper else call
+
+
+def _wrapped_call(node: Node) -> Node | None:
+    """The one call a wrapper call holds as its only argument (``list(f(x))``: ``f(x)``)."""
+    args = node.child_by_field_name("arguments")
+    if args is None or args.type != "argument_list":
+        return None
+    items = [a for a in args.named_children if a.type != "comment"]
+    if len(items) != 1:
+        return None
+    inner = unwrap(items[0])
+    return inner if inner.type == "call" else None
 
 
 class _Bindings:

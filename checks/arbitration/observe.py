@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.checks.arbitration import NAMES_ENV, OUT_ENV
+from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV
 
 PLUGIN = "referee.checks.arbitration.plugin"
+_FRAME = re.compile(r'^\s*File "(.*)", line (\d+)', re.MULTILINE)
 _SCRUBBED = ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER")
 
 
@@ -50,6 +52,12 @@ class TestRun:
     returncode: int | None
     output: str  # pytest's stdout and stderr, the tail
     timed_out: bool = False
+    # a test whose call did not return within ``hang_after`` seconds: its start record
+    # (nodeid, names, params, indices), the seconds, and the stack faulthandler dumped
+    # (``(file, line)`` frames, the innermost first)
+    hung: TestRecord | None = None
+    hung_after: float | None = None
+    hung_frames: list[tuple[str, int]] = field(default_factory=list)
 
     def tail(self, lines: int = 15) -> str:
         return "\n".join(self.output.rstrip().splitlines()[-lines:])
@@ -62,13 +70,20 @@ def run_tests(
     names: list[str] | None = None,
     timeout: float = 120.0,
     extra_args: list[str] | None = None,
+    hang_after: float | None = None,
 ) -> TestRun:
-    """Run pytest on ``targets`` (node ids or paths relative to ``root``) with the plugin."""
+    """Run pytest on ``targets`` (node ids or paths relative to ``root``) with the plugin.
+    With ``hang_after``, a test's call still running after that many seconds is taken
+    as hung: its stack is dumped and the run ends (``TestRun.hung``)."""
     with tempfile.TemporaryDirectory(prefix="referee-observe-") as scratch:
         out = Path(scratch) / "records.jsonl"
+        hang_out = Path(scratch) / "hang.txt"
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
         env[OUT_ENV] = str(out)
         env[NAMES_ENV] = json.dumps(names or [])
+        if hang_after is not None:
+            env[HANG_ENV] = repr(float(hang_after))
+            env[HANG_OUT_ENV] = str(hang_out)
         command = [
             sys.executable,
             "-m",
@@ -105,16 +120,24 @@ def run_tests(
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # what the tests left running
         records = []
+        started: list[TestRecord] = []
         try:
             lines = out.read_text(encoding="utf-8").splitlines()
         except OSError:
             lines = []
+        try:
+            frames = [
+                (m.group(1), int(m.group(2)))
+                for m in _FRAME.finditer(hang_out.read_text(encoding="utf-8", errors="replace"))
+            ]
+        except OSError:
+            frames = []
         for line in lines:
             try:
                 data = json.loads(line)
             except ValueError:
                 continue
-            records.append(
+            (started if data.get("when") == "start" else records).append(
                 TestRecord(
                     nodeid=data.get("nodeid", ""),
                     when=data.get("when", ""),
@@ -127,4 +150,8 @@ def run_tests(
                 )
             )
         text = output.decode("utf-8", "replace")[-20_000:]
-        return TestRun(records, proc.returncode, text, timed_out)
+        finished = {r.nodeid for r in records if r.when == "call"}
+        hung = next((r for r in reversed(started) if r.nodeid not in finished), None)
+        if hung is None or not frames:
+            return TestRun(records, proc.returncode, text, timed_out)
+        return TestRun(records, proc.returncode, text, timed_out, hung, hang_after, frames)

@@ -18,6 +18,7 @@ It runs inside the user's test process and uses only the standard library and py
 
 from __future__ import annotations
 
+import faulthandler
 import inspect
 import json
 import os
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from referee.checks.arbitration import NAMES_ENV, OUT_ENV
+from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV
 
 _REPR_LIMIT = 20_000
 
@@ -157,6 +158,48 @@ def _crash(item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any] | N
     }
 
 
+def _names() -> list[str]:
+    try:
+        names = json.loads(os.environ.get(NAMES_ENV) or "[]")
+    except ValueError:
+        return []
+    return names if isinstance(names, list) else []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """With ``$REFEREE_ARBITRATION_HANG_S`` set: record that the test's call started (with
+    what its names resolve to: a call that never returns reports nothing else), and have
+    faulthandler dump every thread's stack to ``$REFEREE_ARBITRATION_HANG_OUT`` and end the
+    process if the call is still running after that many seconds."""
+    out, hang_out = os.environ.get(OUT_ENV), os.environ.get(HANG_OUT_ENV)
+    try:
+        seconds = float(os.environ.get(HANG_ENV) or 0)
+    except ValueError:
+        seconds = 0.0
+    handle = None
+    if out and hang_out and seconds > 0:
+        callspec = getattr(item, "callspec", None)
+        record = {
+            "nodeid": item.nodeid,
+            "when": "start",
+            "outcome": "",
+            "params": {k: _repr(v) for k, v in callspec.params.items()} if callspec else {},
+            "indices": dict(callspec.indices) if callspec else {},
+            "names": _resolve(item, _names()),
+        }
+        with open(out, "a", encoding="utf-8") as records:
+            records.write(json.dumps(record) + "\n")
+        handle = open(hang_out, "w", encoding="utf-8")  # noqa: SIM115 - held while it runs
+        faulthandler.dump_traceback_later(seconds, exit=True, file=handle)
+    try:
+        yield
+    finally:
+        if handle is not None:
+            faulthandler.cancel_dump_traceback_later()
+            handle.close()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
@@ -164,10 +207,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     out = os.environ.get(OUT_ENV)
     if not out or (call.when != "call" and not report.failed):
         return
-    try:
-        names = json.loads(os.environ.get(NAMES_ENV) or "[]")
-    except ValueError:
-        names = []
+    names = _names()
     callspec = getattr(item, "callspec", None)
     record = {
         "nodeid": item.nodeid,

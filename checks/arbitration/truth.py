@@ -23,7 +23,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -304,8 +304,36 @@ def _leading_literal(text: str) -> str | None:
     return None
 
 
-def doctest_evidence(spec: FunctionSpec, arguments: str) -> OracleResult | None:
-    """The docstring's own example for this call, if it has one."""
+# What a wrapper does to a literal value, computed here (built-ins on data, nothing run).
+_WRAP_LITERAL: dict[str, Callable[[Any], Any]] = {
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "sorted": sorted,
+    "dict": dict,
+    "str": str,
+    "len": len,
+}
+
+
+def wrap_literal(wrapper: str, want: str) -> str | None:
+    """``repr(wrapper(value))`` of a literal ``want`` (an unwrapped example ``f(3) -> [3,
+    1]`` for the test's ``sorted(f(3))``), or None where that cannot be said."""
+    function = _WRAP_LITERAL.get(wrapper)
+    if function is None or want in ("nan", "inf", "-inf"):
+        return None
+    try:
+        return repr(function(ast.literal_eval(want)))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def doctest_evidence(
+    spec: FunctionSpec, arguments: str, wrapper: str | None = None
+) -> OracleResult | None:
+    """The docstring's own example for this call, if it has one. With ``wrapper``
+    (``list``...), an example of the wrapped call, or of the bare call whose value the
+    wrapper can be applied to here."""
     if not spec.docstring_value:
         return None
     ours = _call_values(ast.parse(f"{spec.name}({arguments})", mode="eval").body, spec.name)
@@ -318,6 +346,24 @@ def doctest_evidence(spec: FunctionSpec, arguments: str) -> OracleResult | None:
             node = ast.parse(source, mode="eval").body
         except SyntaxError:
             continue
+        outer = (
+            node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
+        )
+        if (
+            isinstance(node, ast.Call)
+            and outer is not None
+            and len(node.args) == 1
+            and not node.keywords
+            and outer != spec.name
+        ):
+            if outer != wrapper:
+                continue  # an example of another wrapper's value
+            node = node.args[0]
+        elif wrapper is not None:
+            bare = wrap_literal(wrapper, want)
+            if bare is None:
+                continue
+            want = bare
         theirs = _call_values(node, spec.name, module)
         if theirs is not None and _same_call(ours, theirs):
             values.append((want, line))
@@ -351,6 +397,7 @@ def reference_evidence(
     arguments: str,
     config: ArbitrationConfig,
     files: dict[str, str],
+    wrapper: str | None = None,
 ) -> OracleResult:
     """Run the declared reference implementation on the call's arguments, in the sandbox,
     with the project's files beside it."""
@@ -374,6 +421,7 @@ def reference_evidence(
             f"from {target} import {function} as __referee_reference__\n"
         )
         call = f"__referee_reference__({arguments})"
+    call = f"{wrapper}({call})" if wrapper else call
     result = sandbox.evaluate(code, call, limits=limits(config), files=files)
     return OracleResult(
         source="reference",
@@ -537,6 +585,39 @@ def generate_many(
     return [(answer or "", i not in missing) for i, answer in enumerate(found)]
 
 
+REPLACEMENT_SEEDS = 100  # replacement oracles are oracle-101, oracle-102, ...
+
+
+@dataclass
+class Replacements:
+    """The budget of fresh oracles written in place of oracles that failed to run, shared
+    by every round of one arbitration, and the oracles they replaced."""
+
+    budget: int
+    next_seed: int = REPLACEMENT_SEEDS + 1
+    replaced: list[OracleResult] = field(default_factory=list)
+
+
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)):")
+
+
+def failed_to_run(result: OracleResult, docstring: str | None) -> bool:
+    """Whether an oracle gave no opinion about the value: its program did not parse or
+    define the function, it crashed, it timed out or ran out of memory. An exception the
+    docstring names (``Raises ValueError``) is an opinion — "this call raises" — and
+    stays: it blocks certification as any disagreement does, it is never replaced by
+    programs that happen to return."""
+    if result.status == "ok" or result.status == "refused":
+        return False
+    if result.status != "error":
+        return True  # timeout, memory, output-limit, killed
+    match = _EXCEPTION.match(result.detail or "")
+    if match is None:
+        return True  # the program did not parse, did not define the function, ...
+    name = match.group(1).rsplit(".", 1)[-1]
+    return not (docstring and re.search(rf"\b{re.escape(name)}\b", docstring))
+
+
 def oracle_evidence(
     spec: FunctionSpec,
     arguments: str,
@@ -546,6 +627,8 @@ def oracle_evidence(
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
     seeds: Sequence[int] | None = None,
+    replacements: Replacements | None = None,
+    wrapper: str | None = None,
 ) -> list[OracleResult]:
     """k oracle programs, written from the signature and docstring with different seeds,
     each run in the sandbox on the call's arguments. The k questions go to the model at
@@ -553,48 +636,76 @@ def oracle_evidence(
     once; a server gets them concurrently — then the programs run side by side.
 
     ``seeds`` (default 1..k) names the oracles: oracle-N is the one written with seed N,
-    so more oracles for the same call extend the first k rather than repeat them."""
+    so more oracles for the same call extend the first k rather than repeat them.
+
+    An oracle that failed to run (:func:`failed_to_run`) is no opinion about the value:
+    while ``replacements`` has budget left, a fresh one (seed 101, 102, ...) takes its
+    place, and the failed one is recorded in ``replacements.replaced``. ``wrapper``
+    (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
     messages = oracle_messages(spec)
-    call = f"{spec.name}({arguments})"
+    inner = f"{spec.name}({arguments})"
+    call = f"{wrapper}({inner})" if wrapper else inner
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     if progress is not None:
         more = "" if seeds[0] == 1 else " more"
         progress(f"writing {len(seeds)}{more} oracles from the signature and docstring")
-    answers = generate_many(
-        backend,
-        messages,
-        seeds=seeds,
-        temperature=config.temperature,
-        cache=cache,
-        cancelled=cancelled,
-    )
 
-    def oracle(position: int) -> OracleResult:
-        source = f"oracle-{seeds[position]}"
-        answer, cached = answers[position]
-        program, problem = program_from(answer, spec.name)
-        if program is None:
-            return OracleResult(
-                source=source,
-                status="error",
-                detail=f"the model's program {problem}",
-                cached=cached,
-            )
-        result = sandbox.evaluate(program, call, limits=limits(config))
-        return OracleResult(
-            source=source,
-            status=result.status,
-            value=result.value if result.status == "ok" else None,
-            detail="" if result.status == "ok" else result.message,
-            duration_s=result.duration_s,
-            cached=cached,
-            program=program,
+    def run_round(round_seeds: list[int]) -> list[OracleResult]:
+        answers = generate_many(
+            backend,
+            messages,
+            seeds=round_seeds,
+            temperature=config.temperature,
+            cache=cache,
+            cancelled=cancelled,
         )
 
-    if progress is not None:
-        progress(f"running {len(seeds)} oracle programs in the sandbox")
-    with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
-        return list(pool.map(oracle, range(len(seeds))))
+        def oracle(position: int) -> OracleResult:
+            source = f"oracle-{round_seeds[position]}"
+            answer, cached = answers[position]
+            program, problem = program_from(answer, spec.name)
+            if program is None:
+                return OracleResult(
+                    source=source,
+                    status="error",
+                    detail=f"the model's program {problem}",
+                    cached=cached,
+                )
+            result = sandbox.evaluate(program, call, limits=limits(config))
+            return OracleResult(
+                source=source,
+                status=result.status,
+                value=result.value if result.status == "ok" else None,
+                detail="" if result.status == "ok" else result.message,
+                duration_s=result.duration_s,
+                cached=cached,
+                program=program,
+            )
+
+        if progress is not None:
+            progress(f"running {len(round_seeds)} oracle programs in the sandbox")
+        with ThreadPoolExecutor(max_workers=len(round_seeds)) as pool:
+            return list(pool.map(oracle, range(len(round_seeds))))
+
+    results = run_round(seeds)
+    while replacements is not None and replacements.budget > 0:
+        failed = [i for i, r in enumerate(results) if failed_to_run(r, spec.docstring_value)]
+        if not failed:
+            break
+        failed = failed[: replacements.budget]
+        fresh = list(range(replacements.next_seed, replacements.next_seed + len(failed)))
+        replacements.next_seed += len(failed)
+        replacements.budget -= len(failed)
+        if cancelled is not None and cancelled():
+            raise Cancelled
+        if progress is not None:
+            progress(f"{len(failed)} oracle(s) did not run; writing fresh ones in their place")
+        for index, result in zip(failed, run_round(fresh), strict=True):
+            replacements.replaced.append(
+                results[index].model_copy(update={"replaced_by": result.source})
+            )
+            results[index] = result
+    return results
 
 
 def agreed_value(results: Sequence[OracleResult], required: int) -> str | None:

@@ -40,6 +40,7 @@ from referee.checks.arbitration.isolate import (
     TestRef,
     _Bindings,
     isolate,
+    wrapped,
 )
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
@@ -57,10 +58,11 @@ class AssertedCall:
     arguments: str  # literals only
     expected: str  # the expected value as written (a literal)
     op: str  # "==" or "approx"
+    wrapper: str | None = None  # list, sorted...: the built-in the test wraps the call in
 
     @property
     def call(self) -> str:
-        return f"{self.function}({self.arguments})"
+        return wrapped(self.wrapper, f"{self.function}({self.arguments})")
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,12 @@ def asserted_calls(
                 function = _resolve(isolated.callee, module, aliases, functions)
                 if function is None:
                     break  # an assertion about something else
-                key = (function, isolated.arguments, isolated.expected.text, isolated.op)
+                key = (
+                    wrapped(isolated.wrapper, function),
+                    isolated.arguments,
+                    isolated.expected.text,
+                    isolated.op,
+                )
                 if key in seen:
                     continue
                 seen.add(key)
@@ -233,6 +240,7 @@ def asserted_calls(
                         arguments=isolated.arguments,
                         expected=isolated.expected.text,
                         op=isolated.op,
+                        wrapper=isolated.wrapper,
                     )
                 )
                 if len(found) >= MAX_CALLS:
@@ -342,7 +350,12 @@ def verify(
         repr_cap=repr_cap,
     )
     expression = (
-        "[" + ", ".join(f"_probe(lambda: _m.{c.function}({c.arguments}))" for c in calls) + "]"
+        "["
+        + ", ".join(
+            f"_probe(lambda: {wrapped(c.wrapper, f'_m.{c.function}({c.arguments})')})"
+            for c in calls
+        )
+        + "]"
     )
     result = sandbox.evaluate(
         harness, expression, limits=limits, files={**files, module_relpath: patched_text}

@@ -19,6 +19,7 @@ from typing import Any
 from referee.checks.arbitration.truth import prompts
 
 Answer = Callable[[str], str]  # kind ("oracle" / "patch") -> the program
+Seeded = Callable[[str, "int | None"], str]  # (kind, the request's seed) -> the program
 
 
 def fenced(program: str) -> str:
@@ -31,6 +32,7 @@ class FakeModel:
 
     answer: Answer
     requests: list[dict[str, Any]] = field(default_factory=list)
+    seeded: Seeded | None = None  # when set, answers by kind and seed instead
 
     def __post_init__(self) -> None:
         model = self
@@ -55,7 +57,10 @@ class FakeModel:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "no such endpoint"}})
                     return
-                text = fenced(model.answer(kind))
+                if model.seeded is not None:
+                    text = fenced(model.seeded(kind, body.get("seed")))
+                else:
+                    text = fenced(model.answer(kind))
                 self._send(
                     200,
                     {

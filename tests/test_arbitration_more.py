@@ -1,0 +1,502 @@
+"""Arbitration decides more, never wrongly (issue 23): oracles that fail to run are
+replaced, a source fix changes only the function's body (and what it needs), calls
+wrapped in ``list()``/``sorted()``/... are arbitrated through the wrapper, and a test that
+hangs is a red test too.
+
+The engine tests script the model (tests/test_arbitration.py's helpers); the command-line
+tests run ``referee arbitrate`` in a fresh interpreter against a fake OpenAI-compatible
+server (tests/red_team/fake_openai.py) that answers by the request's kind and seed. The
+sandbox, pytest and the verdict are the real thing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from red_team.fake_openai import FakeModel
+from test_arbitration import (
+    BUGGY,
+    GOOD_PATCH,
+    LONE_ORACLE,
+    ORACLE,
+    TESTS,
+    project,
+    run,
+    scripted,
+)
+
+from referee.checks.arbitration.truth import failed_to_run
+from referee.checks.models import OracleResult, arbitration_schema
+
+NODE = "tests/test_text.py::test_vowels"
+BROKEN = "```python\ndef count_vowels(text:\n    return [ch for ch in text\n```"
+RAISES = "```python\ndef count_vowels(text):\n    return [] + range(3)\n```"
+LOOPS = "```python\ndef count_vowels(text):\n    while True:\n        pass\n```"
+MISNAMED = "```python\ndef vowels(text):\n    return 5\n```"
+
+
+def body(answer: str) -> str:
+    """The program inside a scripted answer's fence (the fake server adds its own)."""
+    return answer.split("```python\n", 1)[1].rsplit("```", 1)[0]
+
+
+def cli_project(root: Path, module: str, tests: str, url: str, test_timeout: int = 20) -> Path:
+    config = (
+        f'[arbitration]\nbackend = "openai"\nurl = "{url}"\nmodel = "fake"\n'
+        f"candidates = 1\ntimeout = 5\ntest-timeout = {test_timeout}\n"
+    )
+    return project(root, module, tests, config)
+
+
+def arbitrate_json(referee, root: Path, *args: str) -> dict:
+    done = referee("arbitrate", NODE, "--format", "json", *args, cwd=root)
+    assert done.stdout.strip(), (done.returncode, done.stderr)
+    verdict = json.loads(done.stdout)
+    jsonschema.validate(verdict, arbitration_schema())
+    return verdict
+
+
+# ------------------------------------------------------------ 1. oracles that do not run
+
+
+def test_an_oracle_that_does_not_parse_is_replaced_before_agreement_is_counted(tmp_path: Path):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    result = run(root, NODE, scripted([BROKEN, ORACLE, ORACLE, ORACLE], [GOOD_PATCH]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [(o.source, o.value) for o in verdict.oracles] == [
+        ("oracle-101", "5"),
+        ("oracle-2", "5"),
+        ("oracle-3", "5"),
+    ]
+    assert verdict.oracles_replaced == 1
+    (gone,) = verdict.replaced_oracles
+    assert (gone.source, gone.status, gone.replaced_by) == ("oracle-1", "error", "oracle-101")
+    assert "not valid Python" in gone.detail
+
+
+def test_crashing_looping_and_misnamed_oracles_are_replaced_too(tmp_path: Path):
+    root = project(
+        tmp_path / "p", BUGGY, TESTS.format(expected="5"), "[arbitration]\ntimeout = 2\n"
+    )
+    answers = [RAISES, LOOPS, MISNAMED, ORACLE, ORACLE, ORACLE]
+    verdict = run(root, NODE, scripted(answers, [GOOD_PATCH])).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [o.source for o in verdict.oracles] == ["oracle-101", "oracle-102", "oracle-103"]
+    why = {o.source: (o.status, o.detail) for o in verdict.replaced_oracles}
+    assert why["oracle-1"][0] == "error" and "TypeError" in why["oracle-1"][1]
+    assert why["oracle-2"][0] == "timeout"
+    assert "does not define `count_vowels`" in why["oracle-3"][1]
+
+
+def test_the_replacement_budget_is_a_limit_and_failed_oracles_never_count(tmp_path: Path):
+    config = "[arbitration]\noracle-replacements = 1\n"
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"), config)
+    verdict = run(root, NODE, scripted([BROKEN, ORACLE, ORACLE, BROKEN])).verdict
+    assert verdict.verdict == "UNCLEAR"
+    assert verdict.oracles_replaced == 1
+    assert [(o.source, o.status) for o in verdict.oracles] == [
+        ("oracle-101", "error"),
+        ("oracle-2", "ok"),
+        ("oracle-3", "ok"),
+    ]
+    assert "do not agree" in verdict.reason
+
+
+def test_an_oracle_with_another_value_is_an_opinion_never_replaced_never_outvoted(
+    tmp_path: Path,
+):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    wrong = "```python\ndef count_vowels(text):\n    return 4\n```"
+    verdict = run(root, NODE, scripted([ORACLE, ORACLE, wrong, ORACLE])).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.oracles_replaced == 0
+
+
+def test_an_exception_the_docstring_names_is_an_opinion_not_a_crash():
+    def result(status: str, detail: str) -> OracleResult:
+        return OracleResult(source="oracle-1", status=status, detail=detail)  # type: ignore[arg-type]
+
+    doc = "Return the root of X.\n\nRaises ValueError when X is negative."
+    assert not failed_to_run(result("error", "ValueError: negative"), doc)
+    assert failed_to_run(result("error", "TypeError: unsupported operand"), doc)
+    assert failed_to_run(result("error", "the model's program not valid Python: x"), doc)
+    assert failed_to_run(result("timeout", "timed out after 10 s"), doc)
+    assert failed_to_run(result("memory", "MemoryError"), doc)
+    assert not failed_to_run(result("refused", "no kernel boundary"), doc)
+    assert not failed_to_run(OracleResult(source="oracle-1", status="ok", value="1"), doc)
+
+
+def test_cli_replaces_an_oracle_that_does_not_parse_and_says_so_in_json(tmp_path: Path, referee):
+    def answer(kind: str, seed: int | None) -> str:
+        if kind == "oracle":
+            return body(BROKEN) if seed == 1 else body(ORACLE)
+        return body(GOOD_PATCH)
+
+    with FakeModel(lambda kind: "", seeded=answer) as model:
+        root = cli_project(tmp_path / "p", BUGGY, TESTS.format(expected="5"), model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["oracles_replaced"] == 1
+    assert verdict["replaced_oracles"][0]["source"] == "oracle-1"
+    assert verdict["replaced_oracles"][0]["replaced_by"] == "oracle-101"
+    assert "not valid Python" in verdict["replaced_oracles"][0]["detail"]
+    assert verdict["applied"] is True
+    assert "ch in 'aeiouAEIOU'" in (root / "text.py").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------- 2. a fix changes only the body
+
+ROTATE = '''"""Queue helpers."""
+
+import math
+
+
+def rotate(items: list, k: int) -> list:
+    """Return ITEMS rotated right by K places (K may exceed the length).
+
+    The last K items come first, in their order.
+    """
+    return items[-k:] + items[:-k]
+
+
+def pages(n: int, size: int) -> int:
+    """How many pages of SIZE hold N items."""
+    return math.ceil(n / size)
+'''
+ROTATE_TESTS = """from text import rotate
+
+
+def test_vowels():
+    assert rotate([1, 2, 3], 4) == [3, 1, 2]
+
+
+def test_one():
+    assert rotate([1, 2, 3], 1) == [3, 1, 2]
+
+
+def test_empty():
+    assert rotate([], 2) == []
+"""
+ROTATE_ORACLE = '''from collections import *
+from typing import *
+
+
+def rotate(items: List[Any], k: int) -> List[Any]:
+    """Rotate a list."""
+    d = deque(items)
+    d.rotate(k)
+    return list(d)
+'''
+
+
+def test_cli_fix_keeps_signature_and_docstring_and_imports_deque_by_name(tmp_path: Path, referee):
+    with FakeModel(lambda kind: ROTATE_ORACLE) as model:
+        root = cli_project(tmp_path / "p", ROTATE, ROTATE_TESTS, model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["applied"] is True
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert fixed == ROTATE.replace(
+        "import math\n", "import math\nfrom collections import deque\n"
+    ).replace(
+        "    return items[-k:] + items[:-k]\n",
+        "    d = deque(items)\n    d.rotate(k)\n    return list(d)\n",
+    )
+    assert "import *" not in fixed and "List[" not in fixed and "Rotate a list" not in fixed
+
+
+MERGESORT = '''def mergesort(items: list) -> list:
+    """Return a new list of ITEMS in ascending order (a stable merge sort)."""
+    if len(items) <= 1:
+        return list(items)
+    middle = len(items) // 2
+    return mergesort(items[:middle]) + mergesort(items[middle:])
+'''
+MERGESORT_TESTS = """from text import mergesort
+
+
+def test_vowels():
+    assert mergesort([3, 1, 2]) == [1, 2, 3]
+
+
+def test_empty():
+    assert mergesort([]) == []
+
+
+def test_two():
+    assert mergesort([2, 1]) == [1, 2]
+"""
+WITH_HELPER = """```python
+def merge(left, right):
+    out = []
+    while left and right:
+        out.append(left.pop(0) if left[0] <= right[0] else right.pop(0))
+    return out + left + right
+
+
+def mergesort(items):
+    if len(items) <= 1:
+        return list(items)
+    middle = len(items) // 2
+    return merge(mergesort(items[:middle]), mergesort(items[middle:]))
+
+
+print(mergesort([3, 1, 2]))
+```"""
+
+
+def test_a_helper_of_the_oracles_program_comes_with_its_function(tmp_path: Path):
+    root = project(tmp_path / "p", MERGESORT, MERGESORT_TESTS)
+    result = run(root, NODE, scripted([WITH_HELPER]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [(p.origin, p.status) for p in verdict.patches] == [("oracle-1", "passed")]
+    assert result.new_text is not None
+    head, _, helper = result.new_text.partition("\n\n\ndef merge(left, right):\n")
+    assert head.startswith(MERGESORT.split("    if len")[0])  # signature and docstring kept
+    assert "merge(mergesort(items[:middle])" in head
+    assert helper.startswith("    out = []") and "print(" not in result.new_text
+
+
+def test_a_helper_that_would_shadow_a_module_name_is_refused(tmp_path: Path):
+    module = MERGESORT + '\n\ndef merge(a, b):\n    """Something else."""\n    return a\n'
+    root = project(tmp_path / "p", module, MERGESORT_TESTS, "[arbitration]\ncandidates = 1\n")
+    verdict = run(root, NODE, scripted([WITH_HELPER], [WITH_HELPER])).verdict
+    assert verdict.verdict == "SOURCE_WRONG" and verdict.fix is None
+    first = verdict.patches[0]
+    assert (first.origin, first.status) == ("oracle-1", "invalid")
+    assert "helper `merge` would shadow the module's `merge`" in first.message
+
+
+def test_splice_places_imports_like_the_module_and_drops_unused_ones():
+    from referee.checks.arbitration.splice import Refused, splice
+
+    module = (
+        '"""Doc."""\n\nfrom __future__ import annotations\n\nimport re\nfrom heapq import '
+        "heappop\n\nimport requests\n\n\n@cache\ndef f(x, n=1):  # keep me\n    return x\n"
+    )
+    code = (
+        "import os\nimport bisect\nfrom heapq import heappush, nlargest\nfrom itertools import *\n"
+        "def f(values, n=3):\n    heappush(values, n)\n    return list(chain(values, [bisect]))\n"
+    )
+    assert splice(module, "f", code) == (
+        '"""Doc."""\n\nfrom __future__ import annotations\n\nimport bisect\nimport re\n'
+        "from heapq import heappop, heappush\nfrom itertools import chain\n\nimport requests\n\n\n"
+        "@cache\ndef f(x, n=1):  # keep me\n"
+        "    heappush(x, n)\n    return list(chain(x, [bisect]))\n"
+    )
+    # a module without imports gets a block of its own, after its docstring
+    assert splice(
+        '"""Doc."""\ndef f(x):\n    return x\n',
+        "f",
+        "import re\ndef f(x):\n    return re.escape(x)\n",
+    ) == ('"""Doc."""\n\nimport re\n\n\ndef f(x):\n    return re.escape(x)\n')
+    for code, why in [
+        ("def f(x, y):\n    return y\n", "changes the function's parameters"),
+        ("from json import dumps as f2\ndef f(x):\n    return re(x)\nre = 1\n", "shadow"),
+        ("def g(x):\n    return x\n", "does not define `f`"),
+    ]:
+        with pytest.raises(Refused, match=why):
+            splice("import re\n\n\ndef f(x):\n    return x\n", "f", code)
+
+
+def test_a_helper_is_scanned_for_capabilities_like_the_function(tmp_path: Path):
+    hostile = (
+        "```python\nimport subprocess\n\ndef run(t):\n    subprocess.run(['id'])\n    return t\n\n"
+        "def count_vowels(text):\n    return sum(ch in 'aeiouAEIOU' for ch in run(text))\n```"
+    )
+    root = project(
+        tmp_path / "p", BUGGY, TESTS.format(expected="5"), "[arbitration]\ncandidates = 1\n"
+    )
+    verdict = run(root, NODE, scripted([LONE_ORACLE], [hostile])).verdict
+    model_patch = verdict.patches[-1]
+    assert model_patch.origin == "model" and model_patch.status == "refused"
+    assert any("subprocess" in c for c in model_patch.capabilities)
+
+
+# ------------------------------------------------- 3. calls wrapped in list(), sorted()...
+
+FLATTEN = '''def flatten(items):
+    """Yield the items of ITEMS in order, the items of nested lists in their place, at any
+    depth."""
+    for item in items:
+        if isinstance(item, list):
+            yield from item
+        else:
+            yield item
+'''
+FLATTEN_TESTS = """from text import flatten
+
+
+def test_vowels():
+    assert list(flatten([[1, [2]], 3])) == [1, 2, 3]
+
+
+def test_flat():
+    assert list(flatten([1, 2])) == [1, 2]
+
+
+def test_sorted():
+    assert sorted(flatten([[3], 1])) == [1, 3]
+"""
+FLATTEN_ORACLE = """```python
+def flatten(items):
+    for item in items:
+        if isinstance(item, list):
+            yield from flatten(item)
+        else:
+            yield item
+```"""
+
+
+def test_a_call_wrapped_in_list_is_isolated_through_the_wrapper():
+    from test_arbitration import iso
+
+    text = "def test_x():\n    assert list(flatten([[1], 2])) == [1, 2]\n"
+    isolated = iso(text, 2)
+    assert (isolated.wrapper, isolated.callee, isolated.arguments) == (
+        "list",
+        "flatten",
+        "[[1], 2]",
+    )
+    assert isolated.call == "list(flatten([[1], 2]))" and isolated.expected.text == "[1, 2]"
+    for wrapper in ("tuple", "set", "sorted", "dict", "str", "len", "next"):
+        assert iso(text.replace("list(", f"{wrapper}("), 2).wrapper == wrapper
+    plain = iso("def test_x():\n    assert f(1) == 2\n", 2)
+    assert plain.wrapper is None and plain.call == "f(1)"
+    assert iso("def test_x():\n    assert len(f(1)) == 2\n", 2).callee == "f"
+
+
+def test_a_generator_tested_through_list_is_arbitrated_and_fixed(tmp_path: Path):
+    root = project(tmp_path / "p", FLATTEN, FLATTEN_TESTS)
+    result = run(root, NODE, scripted([FLATTEN_ORACLE]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == "list(flatten([[1, [2]], 3]))"
+    assert (verdict.produced, verdict.asserted, verdict.truth) == (
+        "[1, [2], 3]",
+        "[1, 2, 3]",
+        "[1, 2, 3]",
+    )
+    assert [o.value for o in verdict.oracles] == ["[1, 2, 3]"] * 3
+    assert verdict.fix is not None and verdict.fix.calls_total == 3
+    assert result.new_text is not None and "yield from flatten(item)" in result.new_text
+
+
+def test_a_wrapped_call_with_a_wrong_expected_value_is_test_wrong(tmp_path: Path):
+    tests = FLATTEN_TESTS.replace("== [1, 3]", "== [3, 1]").replace("test_vowels", "test_x")
+    tests = tests.replace("def test_sorted", "def test_vowels")
+    root = project(tmp_path / "p", FLATTEN, tests)
+    result = run(root, NODE, scripted([FLATTEN_ORACLE]))
+    assert result.verdict.verdict == "TEST_WRONG", result.verdict.reason
+    assert result.verdict.call == "sorted(flatten([[3], 1]))"
+    assert result.new_text == tests.replace("== [3, 1]", "== [1, 3]")
+
+
+def test_a_docstring_example_of_the_bare_call_is_wrapped_here():
+    from referee.checks.arbitration.isolate import function_spec
+    from referee.checks.arbitration.truth import doctest_evidence
+
+    module = (
+        'def f(n):\n    """Digits.\n\n    >>> f(31)\n    [3, 1]\n'
+        '    >>> len(f(5))\n    1\n    """\n'
+    )
+    spec = function_spec(module, "m.py", "m", "f")
+    assert doctest_evidence(spec, "31", "sorted").value == "[1, 3]"
+    assert doctest_evidence(spec, "31", None).value == "[3, 1]"
+    assert doctest_evidence(spec, "5", "len").value == "1"
+    assert doctest_evidence(spec, "31", "next") is None  # next() of a list: not said here
+
+
+# ------------------------------------------------------------- 4. a test that hangs
+
+HANGS = '''def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""
+    count = index = 0
+    while index < len(text):
+        if text[index].lower() in "aeiou":
+            count += 1
+            continue
+        index += 1
+    return count
+'''
+
+
+def test_a_hanging_source_is_observed_and_blamed_when_the_truth_is_the_asserted_value(
+    tmp_path: Path,
+):
+    root = project(
+        tmp_path / "p", HANGS, TESTS.format(expected="5"), "[arbitration]\ntest-timeout = 4\n"
+    )
+    result = run(root, NODE, scripted([ORACLE]))
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.observation is not None and verdict.observation.timeout_s == 4
+    assert verdict.produced == "did not return within 4 s"
+    assert (verdict.asserted, verdict.truth) == ("5", "5")
+    assert "the call did not return within 4 s" in verdict.reason
+    # the fix must return in time: the oracle's program does
+    assert verdict.fix is not None and verdict.fix.calls_total == 3
+
+
+def test_a_hanging_source_whose_truth_is_another_value_is_unclear(tmp_path: Path):
+    root = project(
+        tmp_path / "p", HANGS, TESTS.format(expected="4"), "[arbitration]\ntest-timeout = 4\n"
+    )
+    verdict = run(root, NODE, scripted([ORACLE])).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None
+    assert "equals neither" in verdict.reason and "did not return within 4 s" in verdict.reason
+
+
+def test_cli_a_hanging_source_gives_source_wrong_in_json(tmp_path: Path, referee):
+    with FakeModel(lambda kind: body(ORACLE)) as model:
+        root = cli_project(
+            tmp_path / "p", HANGS, TESTS.format(expected="5"), model.url, test_timeout=4
+        )
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["produced"] == "did not return within 4 s"
+    assert verdict["observation"]["timeout_s"] == 4
+    assert verdict["applied"] is True
+    assert "while index" not in (root / "text.py").read_text(encoding="utf-8")
+
+
+def test_cli_json_is_printed_on_every_exit_path(tmp_path: Path, referee):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    for args in (
+        ["tests/test_text.py::test_empty"],  # passes: nothing to arbitrate
+        ["tests/test_text.py::test_absent"],
+        ["tests/test_gone.py::test_x"],
+        ["not-a-node-id"],
+    ):
+        done = referee("arbitrate", *args, "--format", "json", cwd=root)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        failure = json.loads(done.stdout)
+        jsonschema.validate(failure, arbitration_schema())
+        assert failure["verdict"] is None and failure["error"] and failure["exit_status"] == 2
+        assert failure["error"] in done.stderr
+
+
+# ------------------------------------------- the same through the command line, --apply
+
+
+def test_cli_a_helper_comes_with_its_function(tmp_path: Path, referee):
+    with FakeModel(lambda kind: body(WITH_HELPER)) as model:
+        root = cli_project(tmp_path / "p", MERGESORT, MERGESORT_TESTS, model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG" and verdict["applied"], verdict["reason"]
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert "\n\n\ndef merge(left, right):\n" in fixed and "print(" not in fixed
+    assert fixed.startswith(MERGESORT.split("    if len")[0])
+
+
+def test_cli_list_of_a_generator_is_arbitrated(tmp_path: Path, referee):
+    with FakeModel(lambda kind: body(FLATTEN_ORACLE)) as model:
+        root = cli_project(tmp_path / "p", FLATTEN, FLATTEN_TESTS, model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG" and verdict["applied"], verdict["reason"]
+    assert verdict["call"] == "list(flatten([[1, [2]], 3]))"
+    assert "yield from flatten(item)" in (root / "text.py").read_text(encoding="utf-8")
