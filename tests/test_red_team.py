@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -115,6 +116,7 @@ class Mode:
     uid: int
     gid: int
     python: str  # the base interpreter the test's venv is made from
+    env: tuple[tuple[str, str], ...] = ()  # what else referee's environment holds
 
     def prefix(self, env: dict[str, str]) -> list[str]:
         """The outer bound: a clean environment, a user (namespace) of the test's own, a
@@ -184,6 +186,13 @@ def _mode(name: str) -> Mode:
         if shutil.which(tool) is None:
             pytest.skip(f"the outer bound needs {tool}")
     euid = os.geteuid()
+    if name == "user-no-namespaces":
+        # A machine that refuses user namespaces (many containers): the sandbox has
+        # Landlock and seccomp, the audit hook, and the process group, and nothing else.
+        mode = _mode("user")
+        return dataclasses.replace(
+            mode, name=name, env=(("REFEREE_SANDBOX_NAMESPACES", "0"),)
+        )
     if name == "root":
         if euid != 0:
             pytest.skip("runs as root only when the suite does")
@@ -210,7 +219,7 @@ class Probe:
         return bool(getattr(self, name))
 
 
-@pytest.fixture(scope="session", params=["root", "user"])
+@pytest.fixture(scope="session", params=["root", "user", "user-no-namespaces"])
 def mode_probe(request: pytest.FixtureRequest, session_dir: Path) -> tuple[Mode, Probe]:
     """The mode, checked to have its outer bound, and what its sandbox contains."""
     mode = _mode(request.param)
@@ -448,6 +457,7 @@ class World:
             "REFEREE_MODEL_DIR": str(self.base / "models"),
             "RED_TEAM_TOKEN": self.env_token,
             "RED_TEAM_REPORT": str(report),
+            **dict(self.mode.env),
         }
 
     def command(self, args: list[str], report: Path) -> list[str]:
