@@ -504,3 +504,28 @@ def test_the_code_a_test_reaches_is_found_a_few_calls_deep(tmp_path: Path) -> No
     impact = Impact(tmp_path, {"shop.py": (before, after)}, [], lambda p: False, lambda: [])
     assert "`total` reaches `_cents`" in (impact.reason({"total", "x"}) or "")
     assert impact.reason({"unrelated", "x"}) is None
+
+
+def test_deprecated_call_in_call_form_and_as_a_context_manager_check_the_same(
+    tmp_path: Path,
+) -> None:
+    """pytest's 'avoid legacy forms of warns, raises, deprecated_call': the call form
+    becomes the `with` form, which checks the same; dropping it is still a removal."""
+    before = (
+        "import pytest\n\nfrom shop import parse_qty\n\n\ndef test_a():\n"
+        "    pytest.deprecated_call(parse_qty, '3')\n"
+    )
+    after = (
+        "import pytest\n\nfrom shop import parse_qty\n\n\ndef test_a():\n"
+        "    with pytest.deprecated_call():\n        parse_qty('3')\n"
+    )
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: before})
+    write_files(repo, {T: after})
+    outcome = run_guard(repo)
+    assert outcome.rc == 0, outcome.describe()
+    assert not outcome.findings, outcome.describe()
+    write_files(repo, {T: after.replace("    with pytest.deprecated_call():\n        ", "    ")})
+    outcome = run_guard(repo)
+    assert outcome.rc == 1, outcome.describe()
+    assert outcome.codes("error") == {"REF301"}, outcome.describe()

@@ -887,6 +887,20 @@ def _assertion(
             return None
         _, method = callee_parts(source, callee)
         args = call_arguments(node)
+        if method == "deprecated_call":
+            # pytest.deprecated_call(f, *args) and `with pytest.deprecated_call(): f(*args)`
+            # check the same thing: a warns() for the deprecation warnings
+            pattern = keyword_argument(source, node, "match")
+            return Assertion(
+                "raises:warns",
+                "raises",
+                "deprecated_call",
+                line,
+                text,
+                raises=("deprecated_call",),
+                match=canonical(source.node_text(pattern)) if pattern is not None else None,
+                alias=_with_alias(source, node),
+            )
         if method in _RAISES:
             names = _exception_names(source, args[0]) if args else ()
             if names == ("None",):
