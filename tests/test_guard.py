@@ -529,3 +529,48 @@ def test_deprecated_call_in_call_form_and_as_a_context_manager_check_the_same(
     outcome = run_guard(repo)
     assert outcome.rc == 1, outcome.describe()
     assert outcome.codes("error") == {"REF301"}, outcome.describe()
+
+
+_TRY_FORM = (
+    "from shop import parse_qty\n\n\ndef test_a():\n"
+    "    try:\n        parse_qty('x')\n    except ValueError as e:\n"
+    "        assert str(e) == 'not a number'\n"
+    "    else:\n        assert False, 'expected an error'\n"
+)
+_WITH_FORM = (
+    "import pytest\n\nfrom shop import parse_qty\n\n\ndef test_a():\n"
+    "    with pytest.raises(ValueError, match='not a number'):\n        parse_qty('x')\n"
+)
+
+
+def test_try_except_else_fail_and_pytest_raises_check_the_same(tmp_path: Path) -> None:
+    """jinja's 'replaced try...catch within tests with pytest.raises': the `try` whose
+    `else` fails is a raises check, the message check inside its handler is its match."""
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: _TRY_FORM})
+    write_files(repo, {T: _WITH_FORM})
+    outcome = run_guard(repo)
+    assert outcome.rc == 0, outcome.describe()
+    assert not outcome.findings, outcome.describe()
+
+
+@pytest.mark.parametrize(
+    ("after", "code"),
+    [
+        # the raises check dropped: the call is all that is left
+        ("from shop import parse_qty\n\n\ndef test_a():\n    parse_qty('x')\n", "REF301"),
+        # any exception now passes
+        (_WITH_FORM.replace("ValueError", "Exception"), "REF305"),
+        # the message no longer checked
+        (_WITH_FORM.replace(", match='not a number'", ""), "REF306"),
+    ],
+)
+def test_weakening_a_try_except_else_fail_check_is_still_caught(
+    tmp_path: Path, after: str, code: str
+) -> None:
+    repo = tmp_path / "repo"
+    commit_repo(repo, {**PROJECT, T: _TRY_FORM})
+    write_files(repo, {T: after})
+    outcome = run_guard(repo)
+    assert outcome.rc == 1, outcome.describe()
+    assert code in outcome.codes("error"), outcome.describe()

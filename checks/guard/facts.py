@@ -642,7 +642,7 @@ def _facts_of(
         if why is not None:
             assertion = Assertion(**{**assertion.__dict__, "silenced": why})
         facts.assertions.append(assertion)
-    facts.assertions = _fold_message_checks(facts.assertions)
+    facts.assertions = _fold_message_checks(_try_fail_checks(source, fn.node, facts.assertions))
     _decorators(source, fn, facts, lookup)
     for stmt in fn.statements:
         text = squash(source.node_text(stmt))
@@ -784,6 +784,93 @@ _MESSAGE_OF = re.compile(
 )
 
 
+# A statement that fails the test: what `try: f() / except E: ... / else: <this>` uses to
+# say "f must raise E".
+_FAILS = re.compile(
+    r"^(?:assert\s*\(?\s*(?:False|0|None)\b|(?:pytest|self)\.fail\(|fail\("
+    r"|raise\s+(?:AssertionError|(?:pytest\.)?fail\.Exception)\b)"
+)
+
+
+def _try_fail_checks(source: SourceFile, fn: Node, assertions: list[Assertion]) -> list[Assertion]:
+    """``try: f()`` / ``except E as e: <checks on e>`` / ``else: assert False`` (or the
+    failing statement as the ``try`` body's last) is ``with pytest.raises(E) as e: f()``
+    followed by the checks on ``e.value``: the failing statement is no assertion of its
+    own, the ``try`` is a raises assertion, and the checks inside the handler read the
+    exception through ``e.value`` — so rewriting one form as the other changes nothing."""
+    body = fn.child_by_field_name("body")
+    if body is None:
+        return assertions
+    out = list(assertions)
+    stack = list(body.named_children)
+    while stack:
+        node = stack.pop()
+        if node.type in ("class_definition", "lambda"):
+            continue
+        stack.extend(node.named_children)  # a nested helper's checks are the test's too
+        if node.type != "try_statement":
+            continue
+        handlers = [c for c in node.named_children if c.type == "except_clause"]
+        if len(handlers) != 1:
+            continue
+        fail = _failing_statement(source, node)
+        caught = next((c for c in handlers[0].named_children if c.type != "block"), None)
+        if fail is None or caught is None:
+            continue
+        alias = None
+        if caught.type == "as_pattern":
+            target = next((c for c in caught.named_children if c.type == "as_pattern_target"), None)
+            alias = source.node_text(target).strip() if target is not None else None
+            caught = caught.named_children[0]
+        names = _exception_names(source, caught)
+        failing = fail.start_point.row + 1
+        out = [a for a in out if a.line != failing]
+        if alias and alias.isidentifier():
+            low, high = handlers[0].start_point.row + 1, handlers[0].end_point.row + 1
+            through = re.compile(rf"\b{re.escape(alias)}\.(?!value\b)")
+            for index, check in enumerate(out):
+                if low <= check.line <= high:
+                    out[index] = Assertion(
+                        **{
+                            **check.__dict__,
+                            "subject": through.sub(f"{alias}.value.", check.subject),
+                            "expected": through.sub(f"{alias}.value.", check.expected)
+                            if check.expected is not None
+                            else None,
+                        }
+                    )
+        first = " ".join(source.node_text(caught).split())
+        out.append(
+            Assertion(
+                "raises:raises",
+                "raises",
+                ",".join(names),
+                node.start_point.row + 1,
+                f"try: ... except {first}: ... (the `try` on line {node.start_point.row + 1})",
+                raises=names,
+                alias=alias,
+            )
+        )
+    return sorted(out, key=lambda a: a.line)
+
+
+def _failing_statement(source: SourceFile, try_statement: Node) -> Node | None:
+    """The statement that fails the test when the ``try`` body does not raise: the only
+    statement of its ``else``, or the body's last statement (after at least one other)."""
+    otherwise = next((c for c in try_statement.named_children if c.type == "else_clause"), None)
+    if otherwise is not None:
+        block = otherwise.child_by_field_name("body") or next(
+            (c for c in otherwise.named_children if c.type == "block"), None
+        )
+        found = statements(block) if block is not None else []
+        return found[0] if len(found) == 1 and _FAILS.match(source.node_text(found[0])) else None
+    body = try_statement.child_by_field_name("body")
+    found = statements(body) if body is not None else []
+    if len(found) >= 2 and _FAILS.match(source.node_text(found[-1])):
+        return found[-1]
+    return None
+
+
 def _fold_message_checks(assertions: list[Assertion]) -> list[Assertion]:
     """``with pytest.raises(E) as e:`` followed by ``assert "x" in str(e.value)`` is
     ``pytest.raises(E, match="x")``: the message check is folded into the raises
@@ -811,7 +898,8 @@ def _fold_message_checks(assertions: list[Assertion]) -> list[Assertion]:
             for side, other in (sides, sides[::-1]):
                 found = _MESSAGE_OF.search(side)
                 name = (found.group("a") or found.group("b")) if found else None
-                named = check.op == "in" and other.isidentifier()  # `assert msg in str(e)`
+                # `assert msg in str(e)`, `assert str(e) == expected`: a name as the pattern
+                named = check.op in ("in", "==") and other.isidentifier()
                 if name in aliases and (is_constant(other) or named):
                     owner, pattern = aliases[name], other
                     break
