@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ValidationError
 
+from referee.checks.guard import pytestconfig
 from referee.checks.models import Contract, RefereeConfig, Severity
 from referee.checks.registry import RULES, matching
 from referee.checks.rule import Rule
@@ -168,6 +169,23 @@ class Settings:
             for pattern in self.config.test_files
         )
 
+    def collected_by_pytest(self, path: str) -> bool | None:
+        """Whether pytest would collect the file at ``path`` as a test module, by the
+        pytest configuration that governs it (``python_files``, ``testpaths``,
+        ``norecursedirs``); None when the file is not on disk, no pytest configuration
+        is found, or ``test-files`` was configured (the user's word wins)."""
+        if self.config.test_files != _DEFAULT_TEST_FILES:
+            return None
+        file = Path(path)
+        if not file.is_file():
+            return None
+        layout = pytest_layout(str(file.resolve().parent))
+        if layout is None:
+            return None
+        rootdir, settings = layout
+        relpath = file.resolve().relative_to(rootdir).as_posix()
+        return pytestconfig.collects(relpath, settings)
+
     def is_excluded(self, relpath: str) -> bool:
         return any(
             glob_match(relpath, pattern) for pattern in (*DEFAULT_EXCLUDE, *self.config.exclude)
@@ -214,6 +232,44 @@ class Settings:
         data = self.config.model_dump(by_alias=True)
         data.update({k.replace("_", "-"): v for k, v in update.items()})
         return Settings(validate(data, None), self.root, self.path)
+
+
+_DEFAULT_TEST_FILES = RefereeConfig().test_files
+
+
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", ".git")
+
+
+@functools.lru_cache(maxsize=512)
+def pytest_layout(directory: str) -> tuple[Path, dict[str, str]] | None:
+    """``(rootdir, settings)`` of the pytest configuration that governs files in
+    ``directory`` when pytest runs from their project's root: the project is the nearest
+    directory at or above with a ``pyproject.toml``, ``setup.py``, ``setup.cfg``,
+    ``tox.ini`` or ``.git``, and its configuration the nearest at or above that — so a
+    fixture directory's own ``pytest.ini`` (pytest's ``testing/example_scripts``) does
+    not make its files test modules. None when no configuration is found up to the
+    repository's top."""
+    start = Path(directory)
+    folders = (start, *start.parents)
+    top = next(
+        (i for i, f in enumerate(folders) if any((f / m).exists() for m in _PROJECT_MARKERS)),
+        None,
+    )
+    if top is None:
+        return None
+    for folder in folders[top:]:
+        texts = {}
+        for name in pytestconfig.CONFIG_FILES:
+            try:
+                texts[name] = (folder / name).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+        found = pytestconfig.effective(texts) if texts else None
+        if found is not None:
+            return folder, found[1]
+        if (folder / ".git").exists():
+            return None
+    return None
 
 
 def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
