@@ -30,6 +30,7 @@ from referee.checks.engine import check_source
 from referee.checks.models import Finding, Fix, Layer, Severity, Span
 from referee.server import lsp_arbitration, lsp_judge
 from referee.server.live_guard import LiveGuard
+from referee.server.lsp_project import ProjectIndexes
 from referee.server.options import ClientSettings, parse_settings
 
 log = logging.getLogger("referee.server")
@@ -119,6 +120,7 @@ class RefereeServer(LanguageServer):
         self._oversize_reported: set[str] = set()  # documents said to be too large
         self.live_guard = LiveGuard()
         self.arbitration = lsp_arbitration.ArbitrationService()  # tests on save
+        self.project = ProjectIndexes()  # what each file's rules may ask of the others
 
     # ------------------------------------------------------------------ capabilities
 
@@ -253,6 +255,39 @@ class RefereeServer(LanguageServer):
 
     # ------------------------------------------------------------------ checking
 
+    def index_document(self, uri: str) -> None:
+        """Update the project index with ``uri``'s text; when its entry changed, check
+        the other open documents again (those whose view did not change reuse all)."""
+        document = self.documents.get(uri)
+        if document is None or self._oversized(uri, document):
+            return
+        path = self.path_of(uri)
+        settings = self.settings_for(path)
+        if self.project.update(settings, settings.relative(path), document.source()):
+            for other in self.documents:
+                if other != uri and self.client_settings(self.path_of(other)).run != "off":
+                    self.schedule(other, 0)
+
+    async def index_workspace(self) -> None:
+        """Index every workspace folder's Python files, off the event loop, then check
+        the open documents again with the whole project in view."""
+        loop = asyncio.get_running_loop()
+        for folder in self.folders():
+            settings = self.settings_for(folder / "_")
+            open_sources = {
+                settings.relative(self.path_of(uri)): document.source()
+                for uri, document in self.documents.items()
+                if self.folder_of(self.path_of(uri)) == folder
+            }
+            try:
+                await loop.run_in_executor(
+                    self.thread_pool, self.project.build, folder, settings, open_sources
+                )
+            except Exception:  # an index is an aid: checks go on without it
+                log.exception("indexing %s failed", folder)
+        if self.documents:
+            self.recheck_all(reload=False)
+
     def path_of(self, uri: str) -> Path:
         return Path(to_fs_path(uri) or uri)
 
@@ -322,6 +357,7 @@ class RefereeServer(LanguageServer):
                 relpath,
                 guard,
                 cache=document.cache,  # only the statements changed since the last check
+                project=self.project.view(settings, relpath),
             )
         result = Result(version, findings)
         previous = self.results.get(uri)
@@ -545,6 +581,8 @@ async def initialized(ls: RefereeServer, params: types.InitializedParams) -> Non
         # Documents opened while the client was answering were checked with the settings
         # of initializationOptions.
         ls.recheck_all(reload=False)
+    if ls.global_settings.run != "off":
+        asyncio.get_running_loop().create_task(ls.index_workspace())
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -586,6 +624,7 @@ def did_open(ls: RefereeServer, params: types.DidOpenTextDocumentParams) -> None
     item = params.text_document
     ls.documents[item.uri] = Document(str(ls.path_of(item.uri)), item.text, item.version)
     if ls.client_settings(ls.path_of(item.uri)).run != "off":
+        ls.index_document(item.uri)
         ls.schedule(item.uri, 0)
 
 
@@ -621,8 +660,10 @@ def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None
         ls.judge.start(ls, uri)  # L2 on save, off the event loop, cancelled by the next edit
     if ls.path_of(uri).name in _CONFIG_FILES:
         ls.recheck_all()
-    elif ls.client_settings(ls.path_of(uri)).run == "onSave" and uri in ls.documents:
-        ls.schedule(uri, 0)
+    elif ls.client_settings(ls.path_of(uri)).run != "off" and uri in ls.documents:
+        ls.index_document(uri)  # what other files may ask of this one, as saved
+        if ls.client_settings(ls.path_of(uri)).run == "onSave":
+            ls.schedule(uri, 0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

@@ -999,3 +999,32 @@ async def test_a_document_over_max_file_size_is_not_checked_and_said_once(client
     assert len([m for m in client.messages if "max-file-size" in m.message]) == 1
     doc.set_text(SAMPLE)  # small enough again: checked
     assert codes(await client.diagnostics_for(doc)) == SAMPLE_CODES
+
+
+# ---------------------------------------------------------------------- project index
+
+
+@pytest.mark.parametrize("lsp_setup", [PUSH])
+async def test_saving_a_helper_updates_the_findings_of_a_test_that_calls_it(
+    client: RefereeClient,
+):
+    """The test's REF110 depends on whether the helper it imports asserts: a saved edit
+    of the helper re-checks the open test with the project index updated."""
+    helpers = Doc(client, client.uri("helpers.py"), "def do_a():\n    assert 1\n").open()
+    await client.diagnostics_for(helpers)
+    test = sample(client, "test_x.py", "from helpers import do_a\n\n\ndef test_a():\n    do_a()\n")
+    assert codes(await client.diagnostics_for(test)) == []
+
+    helpers.set_text("def do_a():\n    return 1\n")
+    await client.diagnostics_for(helpers)
+    after = client.mark()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=helpers.identifier))
+
+    def flagged() -> bool:
+        return any(
+            codes(p.diagnostics) == ["REF110"]
+            for p in client.published[after:]
+            if p.uri == test.uri
+        )
+
+    await client.until(flagged, "REF110 on the test once its helper stops asserting")
