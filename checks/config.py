@@ -186,6 +186,15 @@ class Settings:
         relpath = file.resolve().relative_to(rootdir).as_posix()
         return pytestconfig.collects(relpath, settings)
 
+    def xfail_strict(self, path: str) -> bool:
+        """Whether the pytest configuration that governs the file at ``path`` makes every
+        xfail strict (``xfail_strict``, or pytest 9's ``strict``)."""
+        file = Path(path)
+        if not file.is_file():
+            return False
+        layout = pytest_layout(str(file.resolve().parent))
+        return layout is not None and pytestconfig.xfail_strict(layout[1])
+
     def is_excluded(self, relpath: str) -> bool:
         return any(
             glob_match(relpath, pattern) for pattern in (*DEFAULT_EXCLUDE, *self.config.exclude)

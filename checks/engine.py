@@ -9,6 +9,7 @@ text gives.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 import threading
 from collections.abc import Iterable
@@ -247,6 +248,8 @@ def check_source(
     findings are the same, computed from what changed since its last check. ``project``:
     what the project index says about this file (checks/project.py)."""
     relpath = relpath if relpath is not None else source.path
+    if source.kind == "python" and not project.xfail_strict and settings.xfail_strict(source.path):
+        project = dataclasses.replace(project, xfail_strict=True)
     if cache is not None and only is None and source.kind == "python":
         return cache.check(source, settings, relpath, guard, project)
     ctx = _context(source, settings, relpath, guard, project=project)
@@ -450,7 +453,10 @@ class _FileFacts:
     def _full(self) -> PythonModule:
         if self._module is None:
             self._module = PythonModule(
-                self.source, self.is_test_file, external=self.project.asserting
+                self.source,
+                self.is_test_file,
+                external=self.project.asserting,
+                xfail_strict=self.project.xfail_strict,
             )
         return self._module
 
@@ -712,6 +718,7 @@ class Incremental:
             aliases=self._aliases,
             unittest_only=unittest_only,
             external=project.asserting,
+            xfail_strict=project.xfail_strict,
         )
 
 

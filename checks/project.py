@@ -57,6 +57,8 @@ class FileView:
     asserting: frozenset[str] = frozenset()
     # (class defined here, method) pairs that a subclass in another module defines.
     overridden: frozenset[tuple[str, str]] = frozenset()
+    # The pytest configuration that governs the file makes every xfail strict.
+    xfail_strict: bool = False
 
 
 EMPTY_VIEW = FileView()

@@ -243,9 +243,23 @@ def decorator_names(source: SourceFile, definition: Node) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _strict_xfail_raises(source: SourceFile, decorator: Node) -> bool:
-    """``@pytest.mark.xfail(raises=E, strict=True)``: the test passes only if ``E`` is
-    raised, so the decorator is its assertion."""
+def _checks_status(source: SourceFile, call: Node) -> bool:
+    """``subprocess.run(..., check=True)``: the call raises when the command fails."""
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None or b"check" not in (arguments.text or b""):
+        return False
+    for arg in arguments.named_children:
+        if arg.type == "keyword_argument":
+            key, value = arg.child_by_field_name("name"), arg.child_by_field_name("value")
+            if key is not None and value is not None and source.node_text(key) == "check":
+                return source.node_text(value) == "True"
+    return False
+
+
+def _strict_xfail_raises(source: SourceFile, decorator: Node, strict: bool = False) -> bool:
+    """``@pytest.mark.xfail(raises=E, strict=True)`` (or without ``strict`` where the
+    configuration makes xfails strict): the test passes only if ``E`` is raised, so the
+    decorator is its assertion."""
     expr = next((c for c in decorator.named_children if c.type != "comment"), None)
     if expr is None or expr.type != "call":
         return False
@@ -259,7 +273,7 @@ def _strict_xfail_raises(source: SourceFile, decorator: Node) -> bool:
             key, value = arg.child_by_field_name("name"), arg.child_by_field_name("value")
             if key is not None and value is not None:
                 keywords[source.node_text(key)] = source.node_text(value)
-    return "raises" in keywords and keywords.get("strict") == "True"
+    return "raises" in keywords and keywords.get("strict", str(strict)) == "True"
 
 
 def merged_ranges(chunks: Sequence[Any], indices: Iterable[int]) -> list[tuple[int, int]]:
@@ -288,6 +302,7 @@ class PythonModule:
         aliases: frozenset[str] | None = None,
         unittest_only: bool | None = None,
         external: frozenset[str] = frozenset(),
+        xfail_strict: bool = False,
     ) -> None:
         """``ranges``: collect only nodes inside these byte ranges (whole top-level
         statements, in file order); ``aliases`` and ``unittest_only``: the whole file's,
@@ -298,6 +313,7 @@ class PythonModule:
         # Names bound here to functions elsewhere in the project that assert: imported
         # helpers, conftest fixtures (the project index's view of this file).
         self.external = external
+        self.xfail_strict = xfail_strict  # the pytest configuration makes every xfail strict
         self.unittest_only = (
             imports_only_unittest(source.text) if unittest_only is None else unittest_only
         )
@@ -408,6 +424,7 @@ class PythonModule:
                     and name_node.prev_named_sibling is not None
                     and source.node_text(name_node.prev_named_sibling) == "pytest"
                 )
+                or _checks_status(source, call)
             ):
                 self._attach_assertion(call, fn)
             elif fn is not None:
@@ -530,7 +547,7 @@ class PythonModule:
                 strict=False,
             ):
                 if name.rsplit(".", 1)[-1] in asserting or _strict_xfail_raises(
-                    self.source, decorator
+                    self.source, decorator, self.xfail_strict
                 ):
                     nodes.append(decorator)
         if fn.is_test:

@@ -67,7 +67,12 @@ class Context:
 
     @cached_property
     def module(self) -> PythonModule:
-        return PythonModule(self.source, self.is_test_file, external=self.project.asserting)
+        return PythonModule(
+            self.source,
+            self.is_test_file,
+            external=self.project.asserting,
+            xfail_strict=self.project.xfail_strict,
+        )
 
 
 Check = Callable[[Context], Iterator[Violation]]

@@ -514,3 +514,28 @@ def test_a_directory_of_markdown_is_checked_with_the_whole_file_rules(tmp_path: 
         "docs/empty.md": [("REF104", "error", 1)],
         "docs/readme.md": [],  # markers in prose are REF102's, which a walk does not run
     }
+
+
+def test_an_xfail_with_raises_is_strict_when_the_configuration_says_so(tmp_path: Path):
+    found = check_project(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.pytest.ini_options]\nxfail_strict = true\n",
+            "tests/test_x.py": "import pytest\n\n\n"
+            "@pytest.mark.xfail(raises=ValueError)\ndef test_known_bug():\n    int('x')\n",
+        },
+    )
+    assert found["tests/test_x.py"] == []
+
+
+def test_a_command_run_with_check_true_is_checked():
+    text = """
+    import subprocess
+
+    def test_script_runs(script):
+        subprocess.run([script], check=True)
+
+    def test_script_unchecked(script):
+        subprocess.run([script], check=False)
+    """
+    assert findings(text, "test_scripts.py") == [("REF110", "warning", 7)]
