@@ -243,10 +243,20 @@ def decorator_names(source: SourceFile, definition: Node) -> tuple[str, ...]:
     return tuple(names)
 
 
+_WARNING_FILTERS = frozenset({"simplefilter", "filterwarnings"})
+
+
 def _checks_status(source: SourceFile, call: Node) -> bool:
-    """``subprocess.run(..., check=True)``: the call raises when the command fails."""
+    """``subprocess.run(..., check=True)``: the call raises when the command fails;
+    ``warnings.simplefilter("error")``: any warning from here on fails the test."""
     arguments = call.child_by_field_name("arguments")
-    if arguments is None or b"check" not in (arguments.text or b""):
+    if arguments is None:
+        return False
+    callee = call.child_by_field_name("function")
+    if callee is not None and callee_parts(source, callee)[1] in _WARNING_FILTERS:
+        first = arguments.named_children[0] if arguments.named_children else None
+        return first is not None and source.node_text(first).strip("\"'") == "error"
+    if b"check" not in (arguments.text or b""):
         return False
     for arg in arguments.named_children:
         if arg.type == "keyword_argument":

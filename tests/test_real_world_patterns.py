@@ -539,3 +539,20 @@ def test_a_command_run_with_check_true_is_checked():
         subprocess.run([script], check=False)
     """
     assert findings(text, "test_scripts.py") == [("REF110", "warning", 7)]
+
+
+def test_warnings_turned_into_errors_are_the_tests_check():
+    text = """
+    import warnings
+
+    def test_no_deprecation(pm):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            pm.add_hookspecs(Api)
+
+    def test_ignores_them(pm):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pm.add_hookspecs(Api)
+    """
+    assert findings(text, "test_warnings.py") == [("REF110", "warning", 9)]
