@@ -52,7 +52,9 @@ class Target:
 # Documents a directory walk checks even unasked, with the rules that judge a file as a
 # whole — nothing but a placeholder, empty, only punctuation — and no rule that reads
 # its lines (markers, test-log words), which ordinary READMEs and changelogs would trip.
-DOCUMENT_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt"})
+# Prose formats only: a `.txt` met on a walk is as often data (an empty resource, a
+# fixture in another encoding) as a document.
+DOCUMENT_SUFFIXES = frozenset({".md", ".markdown", ".rst"})
 WHOLE_FILE_RULES = frozenset({"REF103", "REF104", "REF105"})
 
 

@@ -504,13 +504,14 @@ def test_a_directory_of_markdown_is_checked_with_the_whole_file_rules(tmp_path: 
             "docs/readme.md": "# Title\n\nTODO: explain the flags, and FIXME later.\n",
             "docs/chapter2.md": "# Chapter 2\n\nTODO\n",
             "docs/empty.md": "",
-            "docs/dots.txt": "...\n",
+            "docs/dots.md": "...\n",
             "docs/notes.log": "",
+            "docs/data/empty_resource.txt": "",
         },
     )
     assert found == {
         "docs/chapter2.md": [("REF103", "error", 1)],
-        "docs/dots.txt": [("REF105", "error", 1)],
+        "docs/dots.md": [("REF105", "error", 1)],
         "docs/empty.md": [("REF104", "error", 1)],
         "docs/readme.md": [],  # markers in prose are REF102's, which a walk does not run
     }
@@ -556,3 +557,21 @@ def test_warnings_turned_into_errors_are_the_tests_check():
             pm.add_hookspecs(Api)
     """
     assert findings(text, "test_warnings.py") == [("REF110", "warning", 9)]
+
+
+def test_a_comparison_made_for_its_side_effects_is_not_reported():
+    text = """
+    def test_contains_calls_eq(testme, calls):
+        1 in testme
+        assert calls == ["__contains__"]
+
+    def test_used_to_crash(d1, d2):
+        d1 == d2  # used to give a SystemError
+
+    def test_protocol():
+        class Left:
+            def __eq__(self, other):
+                return NotImplemented
+        Left() != Left()
+    """
+    assert findings(text, "test_compare.py") == []

@@ -657,6 +657,12 @@ def comparison_statement(ctx: Context) -> Iterator[Violation]:
     `assert` before it (ruff's B015, `useless-comparison`). Its value is computed and
     thrown away.
 
+    Left alone: a comparison inside `with` (`with pytest.raises(TypeError): a < b`) or
+    `try`, one followed by an assertion in the test (which checks what the comparison
+    did: the `__eq__` it called, the log it wrote), one with a comment on its line
+    (`d1 == d2  # used to crash`), and every comparison in a test that defines a class
+    (a test of the comparison protocols themselves).
+
     ## Why it matters
     The line reads like a check and checks nothing: the test passes whatever `result`
     is. It is almost always an `assert` that was left out.
@@ -676,7 +682,13 @@ def comparison_statement(ctx: Context) -> Iterator[Violation]:
     source = ctx.source
     module = ctx.module
     for fn in module.tests:
-        for node in _discarded_comparisons(fn):
+        comparisons = _discarded_comparisons(fn)
+        if not comparisons or _defines_a_class(fn):
+            continue  # a test of comparison protocols (`__eq__`, `__contains__`) compares
+        checks = module.assertion_nodes(fn)
+        for node in comparisons:
+            if _commented(source, node) or any(c.start_byte > node.end_byte for c in checks):
+                continue  # made for what it does: a crash it must not cause, a call it logs
             yield Violation(
                 span=source.node_span(node),
                 message=f"`{excerpt(source.node_text(node))}` is computed and thrown away: "
@@ -703,6 +715,27 @@ _NOT_DISCARDED = frozenset(
         "try_statement",
     }
 )
+
+
+def _defines_a_class(fn: Function) -> bool:
+    stack = list(fn.body.named_children)
+    while stack:
+        node = stack.pop()
+        if node.type == "class_definition":
+            return True
+        if node.type != "function_definition":
+            stack.extend(node.named_children)
+    return False
+
+
+def _commented(source: SourceFile, node: Node) -> bool:
+    """A comment follows the statement on its line: the author says why it is there."""
+    sibling = node.next_sibling
+    return (
+        sibling is not None
+        and sibling.type == "comment"
+        and sibling.start_point.row == node.end_point.row
+    )
 
 
 def _discarded_comparisons(fn: Function) -> list[Node]:
