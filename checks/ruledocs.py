@@ -179,10 +179,12 @@ How the rules apply it:
   with a change to the code under test as a warning ([CI](../ci.md)).
 - **Re-grade any rule** with `severity = { REF110 = "error" }` in the configuration.
 
-Findings are reported on the whole file, not only on lines new since a baseline: L0
-findings are cheap to read once the errors are real defects, and the guard (`referee
-guard`) is the mode that compares with a git baseline. A `--new-only` filter is not
-implemented.
+By default findings are reported on the whole file: once every error is a real defect,
+an existing project's list is short enough to read. For the change an agent (or anyone)
+just made, `referee check --new-only [--base REF]` keeps only the findings that start on
+a line added or changed since `REF` (default `HEAD`; untracked files count as new), the
+way a reviewer reads a diff. `referee guard` is the other side of that coin: what the
+change removed or weakened.
 """
 
 

@@ -108,6 +108,29 @@ def _format_option(choices: list[str], help: str | None = None):
 STDIN = "-"
 
 
+def _keep_new(results: list[runner.FileResult], start: Path, base: str) -> None:
+    """Drop the findings on lines that were there at ``base`` (``--new-only``)."""
+    from referee.checks.guard import baseline
+
+    try:
+        root = baseline.toplevel(start.resolve())
+        baseline.resolve(root, base)
+        changed = baseline.new_lines(root, base)
+    except baseline.GitError as exc:
+        raise _fail(f"--new-only: {exc}") from None
+    for result in results:
+        try:
+            relpath = Path(result.display).resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue  # outside the repository (standard input): every line is new
+        if relpath not in changed:
+            result.findings = []
+            continue
+        lines = changed[relpath]
+        if lines is not None:
+            result.findings = [f for f in result.findings if f.span.start.line in lines]
+
+
 @main.command()
 @click.argument(
     "paths", nargs=-1, type=click.Path(exists=True, allow_dash=True), metavar="[PATHS]..."
@@ -187,7 +210,14 @@ STDIN = "-"
     default="HEAD",
     show_default=True,
     metavar="REF",
-    help="With --judge: functions unchanged since this git ref are not judged again.",
+    help="With --judge: functions unchanged since this git ref are not judged again. "
+    "With --new-only: the ref new lines are counted from.",
+)
+@click.option(
+    "--new-only",
+    is_flag=True,
+    help="Report only findings that start on a line added or changed since --base "
+    "(untracked files count as new): what a change, an agent's for one, brought in.",
 )
 @click.option(
     "--judge-model",
@@ -216,6 +246,7 @@ def check(
     use_judge: bool,
     judge_all: bool,
     base: str,
+    new_only: bool,
     judge_model: str | None,
     output_file: Path | None,
 ) -> None:
@@ -243,6 +274,7 @@ def check(
       referee check --fix --unsafe-fixes tests/   # apply every fix referee offers
       cat notes.md | referee check --stdin-filename notes.md
       referee check --fix - < test_x.py     # the fixed text on stdout, findings on stderr
+      referee check --new-only --base main  # only what the branch added or changed
       referee check --judge src/            # L0/L1, then the local judge on the residual
       referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
     """
@@ -320,6 +352,8 @@ def check(
 
     for result in results:
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
+    if new_only:
+        _keep_new(results, start, base)
     report = runner.report(results)
 
     for result in results:

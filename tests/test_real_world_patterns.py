@@ -575,3 +575,32 @@ def test_a_comparison_made_for_its_side_effects_is_not_reported():
         Left() != Left()
     """
     assert findings(text, "test_compare.py") == []
+
+
+# ------------------------------------------------------------------ --new-only
+
+
+def test_new_only_reports_what_a_change_brought_in(invoke, tmp_path: Path):
+    import json
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    old = "def test_old():\n    pass\n"
+    (tmp_path / "test_a.py").write_text(old)
+    git("add", ".")
+    git("commit", "-qm", "base")
+    (tmp_path / "test_a.py").write_text(old + "\n\ndef test_new():\n    pass\n")
+    (tmp_path / "test_b.py").write_text("def test_untracked():\n    pass\n")
+
+    result = invoke(
+        "check", "--no-cache", "--exit-zero", "--format", "json", "--new-only", cwd=tmp_path
+    )
+    found = {(f["path"], f["span"]["start"]["line"]) for f in json.loads(result.stdout)["findings"]}
+    assert found == {("test_a.py", 5), ("test_b.py", 1)}
+    everything = invoke("check", "--no-cache", "--exit-zero", "--format", "json", cwd=tmp_path)
+    assert len(json.loads(everything.stdout)["findings"]) == 3
