@@ -241,12 +241,15 @@ def check_source(
     only: frozenset[str] | None = None,
     cache: Incremental | None = None,
     project: FileView = EMPTY_VIEW,
+    keep: dict[str, Any] | None = None,
 ) -> list[Finding]:
     """Run every enabled rule (or those of them in ``only``) on one decoded file and return
     its findings, sorted. ``guard`` gives the baseline the REF3xx rules compare with.
     ``cache``: the :class:`Incremental` of the document ``source`` is a version of; the
     findings are the same, computed from what changed since its last check. ``project``:
-    what the project index says about this file (checks/project.py)."""
+    what the project index says about this file (checks/project.py). ``keep``: a dict
+    that receives the :class:`PythonModule` the rules built (``"module"``), for a caller
+    that summarises the same file next."""
     relpath = relpath if relpath is not None else source.path
     if source.kind == "python" and not project.xfail_strict and settings.xfail_strict(source.path):
         project = dataclasses.replace(project, xfail_strict=True)
@@ -258,7 +261,10 @@ def check_source(
         for rule in settings.rules_for(relpath, source.kind)
         if only is None or rule.code in only
     ]
-    return _sort(_unsuppressed(_run(ctx, rules, settings), source.text, guard))
+    findings = _sort(_unsuppressed(_run(ctx, rules, settings), source.text, guard))
+    if keep is not None and "module" in ctx.__dict__:
+        keep["module"] = ctx.module
+    return findings
 
 
 def check_text(text: str, path: str, settings: Settings | None = None) -> list[Finding]:

@@ -42,6 +42,7 @@ class ModuleFacts:
     # (m, "a.b", ""). Relative modules are resolved against this module's package.
     imports: tuple[tuple[str, str, str], ...]
     aliases: tuple[tuple[str, str], ...] = ()  # top-level ``Alias = Base`` / ``Base[int]``
+    requested: frozenset[str] = frozenset()  # parameter names of its tests: fixtures
 
     @property
     def dotted(self) -> str:
@@ -161,6 +162,9 @@ def summarize(source: SourceFile, relpath: str, module: PythonModule | None = No
         fixtures=frozenset(fn.name for fn in top if fn.is_fixture),
         classes=tuple(classes),
         imports=tuple(_imports(source, package)),
+        requested=frozenset(
+            name for fn in module.functions if fn.name.startswith("test") for name in fn.parameters
+        ),
         aliases=tuple(
             (name, value.split("[", 1)[0].strip())
             for name, value in aliases.items()
@@ -182,13 +186,16 @@ class ProjectIndex:
     def update(self, facts: ModuleFacts) -> None:
         """Replace one module's entry (an edit in the editor)."""
         self.modules[facts.relpath] = facts
-        self.__dict__.pop("_by_dotted", None)
-        self.__dict__.pop("_subclasses", None)
+        self._forget()
 
     def remove(self, relpath: str) -> None:
         self.modules.pop(relpath, None)
-        self.__dict__.pop("_by_dotted", None)
-        self.__dict__.pop("_subclasses", None)
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop the tables derived from the modules (they are rebuilt on demand)."""
+        for table in ("_by_dotted", "_subclasses", "_imported_names"):
+            self.__dict__.pop(table, None)
 
     # ------------------------------------------------------------------ lookups
 
@@ -267,6 +274,18 @@ class ProjectIndex:
             self.__dict__["_subclasses"] = table
         return table
 
+    def _refers_to(self, facts: ModuleFacts, name: str) -> bool:
+        """Whether a module can mean another module's class ``name``: it imports the
+        name, or names it through a module it imports."""
+        table = self.__dict__.setdefault("_imported_names", {})
+        names = table.get(facts.relpath)
+        if names is None:
+            names = table[facts.relpath] = (
+                frozenset(local for local, _, original in facts.imports if original),
+                any(not original for _, _, original in facts.imports),
+            )
+        return names[1] or name in names[0]
+
     # ------------------------------------------------------------------ the view
 
     def view(self, relpath: str) -> FileView:
@@ -285,8 +304,8 @@ class ProjectIndex:
             else:  # `import helpers`: `helpers.compare(...)` is a call to `compare`
                 asserting |= target.asserting
         for conftest in self._conftests(relpath):
-            asserting |= conftest.fixtures & conftest.asserting
-            # A conftest's own imports of asserting helpers are not visible here.
+            # Only the fixtures its tests request: a view names what the file depends on.
+            asserting |= conftest.fixtures & conftest.asserting & facts.requested
         for cls in facts.classes:
             for base in cls.bases:
                 resolved = dict(facts.aliases).get(base, base)
@@ -316,7 +335,7 @@ class ProjectIndex:
                     key = (sub_facts.relpath, sub.name)
                     if key in seen or sub is cls:
                         continue
-                    if sub_facts is not owner and not _refers_to(sub_facts, name):
+                    if sub_facts is not owner and not self._refers_to(sub_facts, name):
                         continue
                     seen.add(key)
                     if sub_facts is not facts:
@@ -324,12 +343,6 @@ class ProjectIndex:
                             yield cls.name, method
                         methods -= sub.methods
                     todo.append((sub_facts, sub.name))
-
-
-def _refers_to(facts: ModuleFacts, name: str) -> bool:
-    """Whether a module can mean another module's class ``name``: it imports the name,
-    or names it through a module it imports."""
-    return any(local == name or not original for local, _, original in facts.imports)
 
 
 def index_of(sources: Mapping[str, SourceFile]) -> ProjectIndex:

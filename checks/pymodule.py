@@ -246,18 +246,18 @@ def decorator_names(source: SourceFile, definition: Node) -> tuple[str, ...]:
 _WARNING_FILTERS = frozenset({"simplefilter", "filterwarnings"})
 
 
-def _checks_status(source: SourceFile, call: Node) -> bool:
+_MAY_CHECK_STATUS = re.compile(r"\bcheck\s*=\s*True|simplefilter|filterwarnings")
+
+
+def _checks_status(source: SourceFile, call: Node, name: str) -> bool:
     """``subprocess.run(..., check=True)``: the call raises when the command fails;
     ``warnings.simplefilter("error")``: any warning from here on fails the test."""
     arguments = call.child_by_field_name("arguments")
     if arguments is None:
         return False
-    callee = call.child_by_field_name("function")
-    if callee is not None and callee_parts(source, callee)[1] in _WARNING_FILTERS:
+    if name in _WARNING_FILTERS:
         first = arguments.named_children[0] if arguments.named_children else None
         return first is not None and source.node_text(first).strip("\"'") == "error"
-    if b"check" not in (arguments.text or b""):
-        return False
     for arg in arguments.named_children:
         if arg.type == "keyword_argument":
             key, value = arg.child_by_field_name("name"), arg.child_by_field_name("value")
@@ -420,6 +420,8 @@ class PythonModule:
             if self._given_aliases is None
             else self._given_aliases
         )
+        # Cheap test first: most files have neither `check=True` nor a warnings filter.
+        checks_status = _MAY_CHECK_STATUS.search(source.text) is not None
         calls = [(n, n.parent) for n in captures.get("call.name", [])]
         calls += [(n, n.parent.parent) for n in captures.get("call.attribute", [])]
         for name_node, call in calls:
@@ -434,7 +436,7 @@ class PythonModule:
                     and name_node.prev_named_sibling is not None
                     and source.node_text(name_node.prev_named_sibling) == "pytest"
                 )
-                or _checks_status(source, call)
+                or (checks_status and _checks_status(source, call, name))
             ):
                 self._attach_assertion(call, fn)
             elif fn is not None:

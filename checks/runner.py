@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from referee import __version__
 from referee.checks.atomic import StaleFileError, sha256_bytes, write_text_atomic
@@ -168,13 +169,45 @@ def check_bytes(
         text = decode(data, kind, settings.config.max_file_size)
     except Unreadable as exc:
         return FileResult(target.display, skipped=exc.reason)
-    source = SourceFile(target.display, text, kind)
+    return _check_source(SourceFile(target.display, text, kind), target, settings, view)
+
+
+def _check_source(
+    source: SourceFile,
+    target: Target,
+    settings: Settings,
+    view: FileView,
+    keep: dict[str, Any] | None = None,
+) -> FileResult:
     try:
         only = WHOLE_FILE_RULES if target.whole_file else None
-        findings = check_source(source, settings, target.relpath, only=only, project=view)
+        findings = check_source(
+            source, settings, target.relpath, only=only, project=view, keep=keep
+        )
     except RecursionError:
         return FileResult(target.display, skipped="nested too deeply to analyse")
     return FileResult(target.display, findings)
+
+
+def check_and_summarize(
+    target: Target, settings: Settings
+) -> tuple[FileResult, ModuleFacts | None]:
+    """One read and one parse for both passes of a Python file: its findings as seen
+    with an empty view of the project, and its entry in the project index."""
+    data = _read(target, settings)
+    if isinstance(data, str):
+        return FileResult(target.display, skipped=data), None
+    try:
+        text = decode(data, "python", settings.config.max_file_size)
+    except Unreadable as exc:
+        return FileResult(target.display, skipped=exc.reason), None
+    source = SourceFile(target.display, text, "python")
+    keep: dict[str, Any] = {}  # the rules' analysis of the file, reused for its summary
+    result = _check_source(source, target, settings, EMPTY_VIEW, keep)
+    try:
+        return result, summarize(source, target.relpath, keep.get("module"))
+    except RecursionError:
+        return result, None
 
 
 def summarize_file(target: Target, settings: Settings) -> ModuleFacts | None:
@@ -329,6 +362,13 @@ def _summarize_chunk(targets: list[Target]) -> list[ModuleFacts | None]:
     return [summarize_file(t, _worker_settings) for t in targets]
 
 
+def _check_and_summarize_chunk(
+    targets: list[Target],
+) -> list[tuple[FileResult, ModuleFacts | None]]:
+    assert _worker_settings is not None
+    return [check_and_summarize(t, _worker_settings) for t in targets]
+
+
 def _chunks(items: list, size: int) -> Iterator[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -412,27 +452,61 @@ def run(
 ) -> list[FileResult]:
     """Check ``targets`` on ``jobs`` processes (default: every core), reusing cached
     results for files that did not change and whose view of the project (the index of
-    the Python targets and the conftest.py files above them) did not either."""
+    the Python targets and the conftest.py files above them) did not either.
+
+    A Python file read for the first time is checked and summarised in one pass, with
+    an empty view of the project; once the index is whole, only the files whose view is
+    not empty (they import a helper that asserts, request a conftest fixture that does,
+    hold a class a module elsewhere subclasses) are checked again."""
     pool = _Pool(settings, jobs or os.cpu_count() or 1)
+    results: dict[int, FileResult] = {}
     try:
-        index = build_index(targets, settings, cache, pool)
-        results: dict[int, FileResult] = {}
+        facts: list[ModuleFacts | None] = []
+        fresh: list[tuple[int, Target]] = []
+        for number, target in enumerate(targets):
+            if (target.kind or kind_of(target.display)) != "python":
+                continue
+            found, entry = cache.summary(target) if cache is not None else (False, None)
+            if found:
+                facts.append(entry)
+            else:
+                fresh.append((number, target))
+        first = pool.map(
+            _check_and_summarize_chunk,
+            [t for _, t in fresh],
+            lambda t: check_and_summarize(t, settings),
+        )
+        provisional: dict[int, FileResult] = {}
+        for (number, target), (result, entry) in zip(fresh, first, strict=True):
+            provisional[number] = result
+            facts.append(entry)
+            if cache is not None:
+                cache.put_summary(target, entry)
+        python = [t for t in targets if (t.kind or kind_of(t.display)) == "python"]
+        index = ProjectIndex.of(f for f in facts if f is not None)
+        for conftest in build_index(_conftests(python, settings), settings, cache).modules.values():
+            index.update(conftest)
         todo: list[tuple[int, Target, FileView]] = []
         for number, target in enumerate(targets):
             view = index.view(target.relpath)
+            if number in provisional and view == EMPTY_VIEW:
+                results[number] = provisional[number]
+                if cache is not None:
+                    cache.put(target, provisional[number], view)
+                continue
             hit = cache.get(target, view) if cache is not None else None
             if hit is not None:
                 results[number] = hit
             else:
                 todo.append((number, target, view))
-        fresh = pool.map(
+        second = pool.map(
             _check_chunk,
             [(t, v) for _, t, v in todo],
             lambda tv: check_file(tv[0], settings, tv[1]),
         )
     finally:
         pool.close()
-    for (number, target, view), result in zip(todo, fresh, strict=True):
+    for (number, target, view), result in zip(todo, second, strict=True):
         results[number] = result
         if cache is not None:
             cache.put(target, result, view)
