@@ -52,7 +52,7 @@ def check_project(root: Path, files: dict[str, str]) -> dict[str, list[tuple[str
 # ----------------------------------------------------------------- misreadings (REF101)
 
 
-@pytest.mark.parametrize("comment", ["# first", "# pyright: ignore", "# type: ignore[misc]"])
+@pytest.mark.parametrize("comment", ["", "# first", "# pyright: ignore", "# type: ignore[misc]"])
 def test_a_trailing_comment_on_overload_keeps_it_a_declaration(comment: str):
     text = f"""
     from typing import overload, Any
@@ -604,3 +604,16 @@ def test_new_only_reports_what_a_change_brought_in(invoke, tmp_path: Path):
     assert found == {("test_a.py", 5), ("test_b.py", 1)}
     everything = invoke("check", "--no-cache", "--exit-zero", "--format", "json", cwd=tmp_path)
     assert len(json.loads(everything.stdout)["findings"]) == 3
+
+
+def test_a_lambda_callback_is_not_a_check_but_pytest_fail_is():
+    text = """
+    import pytest
+
+    def test_assert_in_lambda_callback():
+        run(callback=lambda r: r.ok)
+
+    def test_hypothesis_reject():
+        pytest.fail("x")
+    """
+    assert findings(text, "test_idioms.py") == [("REF110", "warning", 4)]
