@@ -267,18 +267,25 @@ def pytest_layout(directory: str) -> tuple[Path, dict[str, str]] | None:
     if top is None:
         return None
     for folder in folders[top:]:
-        texts = {}
-        for name in pytestconfig.CONFIG_FILES:
-            try:
-                texts[name] = (folder / name).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-        found = pytestconfig.effective(texts) if texts else None
+        found = _pytest_settings_in(str(folder))
         if found is not None:
-            return folder, found[1]
+            return folder, found
         if (folder / ".git").exists():
             return None
     return None
+
+
+@functools.lru_cache(maxsize=512)
+def _pytest_settings_in(folder: str) -> dict[str, str] | None:
+    """The pytest settings of the configuration files in ``folder`` itself, if any."""
+    texts = {}
+    for name in pytestconfig.CONFIG_FILES:
+        try:
+            texts[name] = (Path(folder) / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    found = pytestconfig.effective(texts) if texts else None
+    return found[1] if found is not None else None
 
 
 def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:

@@ -43,6 +43,7 @@ class ModuleFacts:
     imports: tuple[tuple[str, str, str], ...]
     aliases: tuple[tuple[str, str], ...] = ()  # top-level ``Alias = Base`` / ``Base[int]``
     requested: frozenset[str] = frozenset()  # parameter names of its tests: fixtures
+    called: frozenset[str] = frozenset()  # names its functions call (`f(...)`, `x.f(...)`)
 
     @property
     def dotted(self) -> str:
@@ -165,6 +166,7 @@ def summarize(source: SourceFile, relpath: str, module: PythonModule | None = No
         requested=frozenset(
             name for fn in module.functions if fn.name.startswith("test") for name in fn.parameters
         ),
+        called=frozenset(name for fn in module.functions for name, _ in fn.calls),
         aliases=tuple(
             (name, value.split("[", 1)[0].strip())
             for name, value in aliases.items()
@@ -312,8 +314,9 @@ class ProjectIndex:
                 target = self._imported(facts, base_name(resolved))
                 if target is not None:
                     asserting |= self._class_asserting(target[0], target[1], set())
+        # Only what the module uses: a view names what the file's findings depend on.
         return FileView(
-            asserting=frozenset(asserting),
+            asserting=frozenset(asserting & (facts.called | facts.requested)),
             overridden=frozenset(self._overridden(facts)),
         )
 

@@ -741,7 +741,15 @@ def _commented(source: SourceFile, node: Node) -> bool:
 def _discarded_comparisons(fn: Function) -> list[Node]:
     """Expression statements of ``fn``'s body (not of functions nested in it) that are
     one comparison. Not inside a ``with`` or a ``try``: there the comparison is made
-    for the exception it raises (``with pytest.raises(TypeError): a < b``)."""
+    for the exception it raises (``with pytest.raises(TypeError): a < b``). Computed
+    once per function: two rules ask."""
+    cached = fn.__dict__.get("_discarded")
+    if cached is None:
+        cached = fn.__dict__["_discarded"] = _find_discarded(fn)
+    return cached  # type: ignore[no-any-return]
+
+
+def _find_discarded(fn: Function) -> list[Node]:
     found = []
     stack = list(fn.body.named_children)
     while stack:
