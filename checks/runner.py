@@ -193,7 +193,11 @@ def check_and_summarize(
     target: Target, settings: Settings
 ) -> tuple[FileResult, ModuleFacts | None]:
     """One read and one parse for both passes of a Python file: its findings as seen
-    with an empty view of the project, and its entry in the project index."""
+    with an empty view of the project, and its entry in the project index. (A document
+    is only checked: its view is always empty.)"""
+    kind = target.kind or kind_of(target.display)
+    if kind != "python":
+        return check_file(target, settings), None
     data = _read(target, settings)
     if isinstance(data, str):
         return FileResult(target.display, skipped=data), None
@@ -352,9 +356,39 @@ def _init_worker(settings: Settings) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _check_chunk(work: list[tuple[Target, FileView]]) -> list[FileResult]:
+def _check_chunk(work: list[tuple[Target, FileView, FileResult | None]]) -> list[FileResult]:
     assert _worker_settings is not None
-    return [check_file(t, _worker_settings, view) for t, view in work]
+    return [_check_again(t, _worker_settings, view, first) for t, view, first in work]
+
+
+# The rules whose findings can change with a file's view of the project: what counts as
+# an assertion (imported helpers, conftest fixtures) and what is overridden elsewhere.
+VIEW_RULES = frozenset(
+    {"REF101", "REF110", "REF111", "REF112", "REF113", "REF114", "REF116", "REF120"}
+)
+
+
+def _check_again(
+    target: Target, settings: Settings, view: FileView, first: FileResult | None
+) -> FileResult:
+    """``target`` checked with ``view``; given its ``first`` result (an empty view),
+    only the rules in :data:`VIEW_RULES` run again and the others' findings are kept."""
+    if first is None or first.skipped:
+        return check_file(target, settings, view)
+    data = _read(target, settings)
+    if isinstance(data, str):
+        return FileResult(target.display, skipped=data)
+    try:
+        text = decode(data, "python", settings.config.max_file_size)
+        source = SourceFile(target.display, text, "python")
+        again = check_source(source, settings, target.relpath, only=VIEW_RULES, project=view)
+    except Unreadable as exc:
+        return FileResult(target.display, skipped=exc.reason)
+    except RecursionError:
+        return FileResult(target.display, skipped="nested too deeply to analyse")
+    kept = [f for f in first.findings if f.code not in VIEW_RULES]
+    findings = sorted(kept + again, key=lambda f: (f.span.start.line, f.span.start.column, f.code))
+    return FileResult(target.display, findings)
 
 
 def _summarize_chunk(targets: list[Target]) -> list[ModuleFacts | None]:
@@ -465,6 +499,12 @@ def run(
         fresh: list[tuple[int, Target]] = []
         for number, target in enumerate(targets):
             if (target.kind or kind_of(target.display)) != "python":
+                # A document's view is always empty: checked once, in the first pass.
+                hit = cache.get(target) if cache is not None else None
+                if hit is not None:
+                    results[number] = hit
+                else:
+                    fresh.append((number, target))
                 continue
             found, entry = cache.summary(target) if cache is not None else (False, None)
             if found:
@@ -479,6 +519,8 @@ def run(
         provisional: dict[int, FileResult] = {}
         for (number, target), (result, entry) in zip(fresh, first, strict=True):
             provisional[number] = result
+            if (target.kind or kind_of(target.display)) != "python":
+                continue
             facts.append(entry)
             if cache is not None:
                 cache.put_summary(target, entry)
@@ -486,27 +528,30 @@ def run(
         index = ProjectIndex.of(f for f in facts if f is not None)
         for conftest in build_index(_conftests(python, settings), settings, cache).modules.values():
             index.update(conftest)
-        todo: list[tuple[int, Target, FileView]] = []
+        todo: list[tuple[int, Target, FileView, FileResult | None]] = []
         for number, target in enumerate(targets):
+            if number in results:
+                continue
             view = index.view(target.relpath)
-            if number in provisional and view == EMPTY_VIEW:
-                results[number] = provisional[number]
+            first_result = provisional.get(number)
+            if first_result is not None and (view == EMPTY_VIEW or first_result.skipped):
+                results[number] = first_result
                 if cache is not None:
-                    cache.put(target, provisional[number], view)
+                    cache.put(target, first_result, view)
                 continue
             hit = cache.get(target, view) if cache is not None else None
             if hit is not None:
                 results[number] = hit
             else:
-                todo.append((number, target, view))
+                todo.append((number, target, view, first_result))
         second = pool.map(
             _check_chunk,
-            [(t, v) for _, t, v in todo],
-            lambda tv: check_file(tv[0], settings, tv[1]),
+            [(t, v, r) for _, t, v, r in todo],
+            lambda tvr: _check_again(tvr[0], settings, tvr[1], tvr[2]),
         )
     finally:
         pool.close()
-    for (number, target, view), result in zip(todo, second, strict=True):
+    for (number, target, view, _), result in zip(todo, second, strict=True):
         results[number] = result
         if cache is not None:
             cache.put(target, result, view)

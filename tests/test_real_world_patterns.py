@@ -617,3 +617,32 @@ def test_a_lambda_callback_is_not_a_check_but_pytest_fail_is():
         pytest.fail("x")
     """
     assert findings(text, "test_idioms.py") == [("REF110", "warning", 4)]
+
+
+def test_the_two_pass_run_gives_what_a_full_check_with_the_view_gives(tmp_path: Path):
+    """``runner.run`` re-runs only the view's rules on a file whose view is not empty;
+    the result must be that of one full check with the view."""
+    files = {
+        "tests/helpers.py": "def check_a(x):\n    assert x\n\n\ndef plain(x):\n    return x\n",
+        "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef ok():\n    yield\n"
+        "    assert True\n",
+        "tests/test_mix.py": "from helpers import check_a, plain\n\n\n"
+        "def test_a():\n    check_a(1)  # TODO: more\n\n\n"
+        "def test_b(ok):\n    plain(1)\n\n\n"
+        "def test_c():\n    plain(1)\n    assert (plain, 'x')\n\n\n"
+        "def test_d():\n    plain(2)\n",
+    }
+    check_project(tmp_path, files)  # writes the files
+    settings = Settings(RefereeConfig(), tmp_path, None)
+    targets = runner.collect([tmp_path], settings)
+    results = runner.run(targets, settings, jobs=1)
+    index = runner.build_index(targets, settings)
+    for target, result in zip(targets, results, strict=True):
+        full = runner.check_file(target, settings, index.view(target.relpath))
+        assert result.findings == full.findings, target.relpath
+    (mix,) = [r for t, r in zip(targets, results, strict=True) if t.relpath.endswith("mix.py")]
+    assert [(f.code, f.span.start.line) for f in mix.findings] == [
+        ("REF102", 5),
+        ("REF112", 14),
+        ("REF110", 17),
+    ]
