@@ -269,9 +269,12 @@ class ProjectIndex:
             table = {}
             for facts in self.modules.values():
                 aliases = dict(facts.aliases)
+                # `from .sansio import App as BaseApp`: `BaseApp` means `App`
+                renamed = {local: name for local, _, name in facts.imports if name}
                 for cls in facts.classes:
                     for base in cls.bases:
                         resolved = base_name(aliases.get(base, base))
+                        resolved = renamed.get(resolved, resolved)
                         table.setdefault(resolved, []).append((facts, cls))
             self.__dict__["_subclasses"] = table
         return table
@@ -286,7 +289,11 @@ class ProjectIndex:
                 frozenset(local for local, _, original in facts.imports if original),
                 any(not original for _, _, original in facts.imports),
             )
-        return names[1] or name in names[0]
+        return (
+            names[1]
+            or name in names[0]
+            or any(original == name for _, _, original in facts.imports)
+        )
 
     # ------------------------------------------------------------------ the view
 

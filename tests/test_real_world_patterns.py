@@ -442,8 +442,8 @@ def test_a_base_method_overridden_in_another_module_is_a_declaration(tmp_path: P
             "src/pkg/sansio.py": "class App:\n"
             "    def create_env(self) -> Env:\n        raise NotImplementedError\n\n"
             "    def unused(self) -> Env:\n        raise NotImplementedError\n",
-            "src/pkg/app.py": "from .sansio import App as BaseApp\nfrom .sansio import App\n\n\n"
-            "class Flask(App):\n    def create_env(self) -> Env:\n        return Env()\n",
+            "src/pkg/app.py": "from .sansio import App as BaseApp\n\n\n"
+            "class Flask(BaseApp):\n    def create_env(self) -> Env:\n        return Env()\n",
         },
     )
     assert found["src/pkg/sansio.py"] == [("REF101", "warning", 5)]
