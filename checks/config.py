@@ -4,6 +4,7 @@ and answer per-file questions (which rules, which contracts, is it a test module
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import sys
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from referee.checks.guard import pytestconfig
 from referee.checks.models import Contract, RefereeConfig, Severity
+from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.registry import RULES, matching
 from referee.checks.rule import Rule
 
@@ -169,31 +171,27 @@ class Settings:
             for pattern in self.config.test_files
         )
 
-    def collected_by_pytest(self, path: str) -> bool | None:
-        """Whether pytest would collect the file at ``path`` as a test module, by the
-        pytest configuration that governs it (``python_files``, ``testpaths``,
-        ``norecursedirs``); None when the file is not on disk, no pytest configuration
-        is found, or ``test-files`` was configured (the user's word wins)."""
-        if self.config.test_files != _DEFAULT_TEST_FILES:
-            return None
+    def pytest_view(self, path: str | Path, view: FileView = EMPTY_VIEW) -> FileView:
+        """``view`` with what the pytest configuration that governs the file at ``path``
+        says of it: whether pytest would collect it as a test module (``python_files``,
+        ``testpaths``, ``norecursedirs``) and whether xfails are strict. Unchanged when
+        the file is not on disk or no pytest configuration is found; ``collected`` stays
+        None when ``test-files`` was configured (the user's word wins)."""
         file = Path(path)
         if not file.is_file():
-            return None
-        layout = pytest_layout(str(file.resolve().parent))
+            return view
+        resolved = file.resolve()
+        layout = pytest_layout(str(resolved.parent))
         if layout is None:
-            return None
+            return view
         rootdir, settings = layout
-        relpath = file.resolve().relative_to(rootdir).as_posix()
-        return pytestconfig.collects(relpath, settings)
-
-    def xfail_strict(self, path: str) -> bool:
-        """Whether the pytest configuration that governs the file at ``path`` makes every
-        xfail strict (``xfail_strict``, or pytest 9's ``strict``)."""
-        file = Path(path)
-        if not file.is_file():
-            return False
-        layout = pytest_layout(str(file.resolve().parent))
-        return layout is not None and pytestconfig.xfail_strict(layout[1])
+        collected = None
+        if self.config.test_files == _DEFAULT_TEST_FILES:
+            collected = pytestconfig.collects(resolved.relative_to(rootdir).as_posix(), settings)
+        strict = pytestconfig.xfail_strict(settings)
+        if (collected, strict) == (view.collected, view.xfail_strict):
+            return view
+        return dataclasses.replace(view, collected=collected, xfail_strict=strict)
 
     def is_excluded(self, relpath: str) -> bool:
         return any(

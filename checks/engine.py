@@ -9,7 +9,6 @@ text gives.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import re
 import threading
 from collections.abc import Iterable
@@ -187,7 +186,7 @@ def _context(
         source=source,
         config=settings.config,
         relpath=relpath,
-        is_test_file=source.kind == "python" and is_test_module(settings, source, relpath),
+        is_test_file=source.kind == "python" and is_test_module(settings, source, relpath, project),
         contracts=settings.contracts_for(relpath),
         root_name=settings.root.name,
         guard=guard,
@@ -207,14 +206,16 @@ _USES_TEST_FRAMEWORK = re.compile(
 )
 
 
-def is_test_module(settings: Settings, source: SourceFile, relpath: str) -> bool:
+def is_test_module(
+    settings: Settings, source: SourceFile, relpath: str, project: FileView = EMPTY_VIEW
+) -> bool:
     """Whether the rules treat a Python file as a test module: a file that pytest's
     configuration governing it collects (its ``python_files``, ``testpaths``,
-    ``norecursedirs``), or, without one, a file a ``test-files`` glob matches — a
-    ``tests.py`` only when it imports a test framework."""
-    collected = settings.collected_by_pytest(source.path)
-    if collected is not None:
-        return collected
+    ``norecursedirs``: ``project.collected``, read at the I/O edge), or, without one, a
+    file a ``test-files`` glob matches — a ``tests.py`` only when it imports a test
+    framework."""
+    if project.collected is not None:
+        return project.collected
     if not settings.is_test_file(relpath):
         return False
     if relpath.rsplit("/", 1)[-1] != "tests.py" or settings.config.test_files != _DEFAULT_GLOBS:
@@ -251,8 +252,6 @@ def check_source(
     that receives the :class:`PythonModule` the rules built (``"module"``), for a caller
     that summarises the same file next."""
     relpath = relpath if relpath is not None else source.path
-    if source.kind == "python" and not project.xfail_strict and settings.xfail_strict(source.path):
-        project = dataclasses.replace(project, xfail_strict=True)
     if cache is not None and only is None and source.kind == "python":
         return cache.check(source, settings, relpath, guard, project)
     ctx = _context(source, settings, relpath, guard, project=project)
@@ -617,7 +616,7 @@ class Incremental:
         project: FileView,
     ) -> list[Finding]:
         entries = self._entries
-        is_test_file = is_test_module(settings, source, relpath)
+        is_test_file = is_test_module(settings, source, relpath, project)
         new = [
             i
             for i, chunk in enumerate(chunks)

@@ -59,7 +59,11 @@ class FileView:
     asserting: frozenset[str] = frozenset()
     # (class defined here, method) pairs that a subclass in another module defines.
     overridden: frozenset[tuple[str, str]] = frozenset()
-    # The pytest configuration that governs the file makes every xfail strict.
+    # What the pytest configuration that governs the file says of it (read at the I/O
+    # edge: ``Settings.pytest_view``): whether pytest collects it as a test module
+    # (None: no pytest configuration, the `test-files` globs decide), and whether every
+    # xfail is strict.
+    collected: bool | None = None
     xfail_strict: bool = False
 
 

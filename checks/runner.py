@@ -179,6 +179,8 @@ def _check_source(
     view: FileView,
     keep: dict[str, Any] | None = None,
 ) -> FileResult:
+    if source.kind == "python":
+        view = settings.pytest_view(target.path, view)
     try:
         only = WHOLE_FILE_RULES if target.whole_file else None
         findings = check_source(
@@ -381,7 +383,13 @@ def _check_again(
     try:
         text = decode(data, "python", settings.config.max_file_size)
         source = SourceFile(target.display, text, "python")
-        again = check_source(source, settings, target.relpath, only=VIEW_RULES, project=view)
+        again = check_source(
+            source,
+            settings,
+            target.relpath,
+            only=VIEW_RULES,
+            project=settings.pytest_view(target.path, view),
+        )
     except Unreadable as exc:
         return FileResult(target.display, skipped=exc.reason)
     except RecursionError:

@@ -357,7 +357,7 @@ class RefereeServer(LanguageServer):
                 relpath,
                 guard,
                 cache=document.cache,  # only the statements changed since the last check
-                project=self.project.view(settings, relpath),
+                project=self.project.view(settings, relpath, path),
             )
         result = Result(version, findings)
         previous = self.results.get(uri)

@@ -27,10 +27,12 @@ class ProjectIndexes:
         self._indexes: dict[Path, ProjectIndex] = {}
         self._built: set[Path] = set()
 
-    def view(self, settings: Settings, relpath: str) -> FileView:
+    def view(self, settings: Settings, relpath: str, path: Path) -> FileView:
+        """The file's view of the project, with what pytest's configuration says of it."""
         with self._lock:
             index = self._indexes.get(settings.root)
-            return index.view(relpath) if index is not None else EMPTY_VIEW
+            view = index.view(relpath) if index is not None else EMPTY_VIEW
+        return settings.pytest_view(path, view)
 
     def update(self, settings: Settings, relpath: str, source: SourceFile) -> bool:
         """Make ``relpath``'s entry from ``source``; whether it changed."""
