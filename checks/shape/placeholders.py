@@ -193,7 +193,8 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
     declarations by design and are not flagged. A body with an explanatory comment
     (`pass  # nothing to release`) or a docstring that says it is empty on purpose
     ("Does nothing by default", "Override to ...", "Hook to ...", "No-op") is taken as
-    meant, and so is a visitor's empty `visit_X`/`depart_X` method. Nested
+    meant, and so are a visitor's empty `visit_X`/`depart_X` method and a click group's
+    callback (`@click.group`, `@click.command(cls=AliasedGroup)`). Nested
     functions, and every function but the tests in a test module, a `conftest.py` or a
     file under a `test`/`tests`/`testing` directory (fixtures, support modules), are
     flagged only with a `TODO`, `FIXME`, `XXX` or `TBD` marker: dummy callables are what
@@ -209,8 +210,9 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
     (`-> int`, not `-> None`) and a body of `pass`, `...` or a docstring (mypy's
     `empty-body`; for a method, `raise NotImplementedError` is the informal way to
     declare it abstract); a module-level function, not annotated `-> None`, that is only
-    a docstring or `raise NotImplementedError`. A warning: the rest — methods (hooks, null objects,
-    informal base classes), and functions annotated `-> None`, are often empty by design.
+    a docstring or `raise NotImplementedError`. A warning: the rest — methods (hooks,
+    null objects, informal base classes) and functions annotated `-> None` are often
+    empty by design.
 
     ## Why it matters
     A stub that compiles and imports is the cheapest way for an author — human or agent —
