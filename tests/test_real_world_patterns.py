@@ -150,6 +150,9 @@ def test_pluggy_hookspecs_are_specifications():
     @spec
     def other_hook(x):
         """Called with x."""
+
+    def myproject_undecorated(config) -> None:
+        """pluggy's add_hookspecs(module) takes this one too."""
     '''
     assert "REF101" not in codes(text)
 
@@ -646,3 +649,20 @@ def test_the_two_pass_run_gives_what_a_full_check_with_the_view_gives(tmp_path: 
         ("REF112", 14),
         ("REF110", 17),
     ]
+
+
+def test_a_docstring_that_only_mentions_defaults_does_not_excuse_a_stub():
+    text = '''
+    def median(items):
+        """Return the median of ``items``; by default the lower one of two."""
+
+
+    class Factory:
+        def make(self) -> type:
+            """Return a subclass of Base, overridden by plugins by default."""
+
+
+    def _init_terminal(who: str) -> None:
+        """Currently, nothing to be done on non-Windows systems."""
+    '''
+    assert findings(text) == [("REF101", "error", 2), ("REF101", "error", 7)]

@@ -36,8 +36,14 @@ _HOOK_MARKER = re.compile(r"\bHook(?:spec|impl)Marker\s*\(")
 # A docstring that says the body is meant to be empty: "Does nothing by default",
 # "Override to ...", "Hook to display ...", "No-op.", "Don't write."
 _SAYS_EMPTY = re.compile(
-    r"\b(?:nothing|no[- ]?op|noop|do(?:es)?\s*n[o']t|don't|override|overridden|subclass(?:es)?"
+    r"\b(?:nothing|no[- ]?op|noop|do(?:es)?\s*n[o']t|don't|override|overridden"
     r"|hooks?|by default|intentionally|deliberately|ignored?)\b",
+    re.IGNORECASE,
+)
+# A module-level function has no subclass to override it: only plain words will do.
+_SAYS_EMPTY_PLAINLY = re.compile(
+    r"\b(?:does nothing|do nothing|nothing to (?:do|be done)|no[- ]?op|noop|intentionally"
+    r"|deliberately)\b",
     re.IGNORECASE,
 )
 # An annotation a function that returns nothing satisfies: no value was promised.
@@ -46,10 +52,15 @@ _NO_VALUE = re.compile(r"\b(?:None|NoReturn|Never)\b")
 _ABC_META = re.compile(r"metaclass\s*=\s*(?:abc\.)?ABCMeta\b")
 _SKIP = re.compile(r"(^|\.)skip$")
 _CLICK_COMMAND = re.compile(r"(?:^|\.)command$")
+_SPEC_MODULE = re.compile(r"^\w+\s*=\s*(?:\w+\.)?HookspecMarker\(", re.MULTILINE)
 
 
 def _decorator_exempt(module: PythonModule, fn: Function) -> bool:
     markers = _hook_markers(module)
+    if fn.class_ is None and fn.parent is None and _SPEC_MODULE.search(module.source.text):
+        # A module that makes a HookspecMarker is a hook specification module: pluggy's
+        # add_hookspecs(module) takes its functions, decorated or not (pytest's own).
+        return True
     for name in fn.decorators:
         last = name.rsplit(".", 1)[-1]
         if last in _EXEMPT_DECORATORS or name in markers:
@@ -186,15 +197,16 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
 
     Abstract methods, `@overload` signatures (a trailing comment on the decorator
     included), hook specifications (pluggy's and pytest's `@hookspec`, any name bound to
-    `HookspecMarker(...)`), definitions under `if TYPE_CHECKING:`, `Protocol` and ABC
-    members, methods that a subclass overrides — in the same file, through a generic
-    (`Base[int]`) or aliased base, or in another module of the project (the project
-    index) — dunder methods (`__init__`, `__exit__`, ...) and `.pyi` stubs are
-    declarations by design and are not flagged. A body with an explanatory comment
-    (`pass  # nothing to release`) or a docstring that says it is empty on purpose
-    ("Does nothing by default", "Override to ...", "Hook to ...", "No-op") is taken as
-    meant, and so are a visitor's empty `visit_X`/`depart_X` method and a click group's
-    callback (`@click.group`, `@click.command(cls=AliasedGroup)`). Nested
+    `HookspecMarker(...)`, and every module-level function of a module that binds one),
+    definitions under `if TYPE_CHECKING:`, `Protocol` and ABC members, methods that a
+    subclass overrides — in the same file, through a generic (`Base[int]`) or aliased
+    base, or in another module of the project (the project index) — dunder methods
+    (`__init__`, `__exit__`, ...) and `.pyi` stubs are declarations by design and are
+    not flagged. A body with an explanatory comment (`pass  # nothing to release`) or a
+    docstring that says it is empty on purpose ("Does nothing by default", "Override to
+    ...", "Hook to ...", "No-op") is taken as meant, and so are a visitor's empty
+    `visit_X`/`depart_X` method and a click group's callback (`@click.group`,
+    `@click.command(cls=AliasedGroup)`). Nested
     functions, and every function but the tests in a test module, a `conftest.py` or a
     file under a `test`/`tests`/`testing` directory (fixtures, support modules), are
     flagged only with a `TODO`, `FIXME`, `XXX` or `TBD` marker: dummy callables are what
@@ -209,10 +221,10 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
     `TODO`/`FIXME`/`XXX`/`TBD` marker; a return annotation that promises a value
     (`-> int`, not `-> None`) and a body of `pass`, `...` or a docstring (mypy's
     `empty-body`; for a method, `raise NotImplementedError` is the informal way to
-    declare it abstract); a module-level function, not annotated `-> None`, that is only
-    a docstring or `raise NotImplementedError`. A warning: the rest — methods (hooks,
-    null objects, informal base classes) and functions annotated `-> None` are often
-    empty by design.
+    declare it abstract); an undecorated module-level function, not annotated
+    `-> None`, that is only a docstring or `raise NotImplementedError`. A warning: the
+    rest — methods (hooks, null objects, informal base classes), framework callbacks
+    (decorated) and functions annotated `-> None` are often empty by design.
 
     ## Why it matters
     A stub that compiles and imports is the cheapest way for an author — human or agent —
@@ -278,9 +290,11 @@ def _says_empty(module: PythonModule, fn: Function, docstring: bool) -> bool:
     ``visit_X``/``depart_X`` (an empty one stops the walk there)."""
     if fn.class_ is not None and fn.name.startswith(("visit_", "depart_")):
         return True
-    if not docstring:
-        return False
-    return _SAYS_EMPTY.search(module.source.node_text(fn.statements[0])) is not None
+    returns = fn.node.child_by_field_name("return_type")
+    if not docstring or (returns is not None and not _NO_VALUE.search(_source_text(returns))):
+        return False  # a value is promised: no docstring makes an empty body meant
+    words = _SAYS_EMPTY if fn.class_ is not None else _SAYS_EMPTY_PLAINLY
+    return words.search(module.source.node_text(fn.statements[0])) is not None
 
 
 def _severity(fn: Function, what: str, marker: bool, docstring: bool) -> Severity | None:
@@ -295,7 +309,12 @@ def _severity(fn: Function, what: str, marker: bool, docstring: bool) -> Severit
     abstract = fn.class_ is not None and "NotImplementedError" in what
     if marker or fn.is_test or (returns is not None and not nothing and not abstract):
         return None
-    if not nothing and fn.class_ is None and (docstring or "NotImplementedError" in what):
+    if (
+        not nothing
+        and fn.class_ is None
+        and not fn.decorators  # `@app.route(...)`: the framework's callback, often empty
+        and (docstring or "NotImplementedError" in what)
+    ):
         return None
     return Severity.WARNING
 
