@@ -244,17 +244,28 @@ class Settings:
 _DEFAULT_TEST_FILES = RefereeConfig().test_files
 
 
-_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", ".git")
+_PROJECT_MARKERS = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "tox.ini",
+    "referee.toml",
+    ".referee.toml",
+    ".git",
+)
 
 
 @functools.lru_cache(maxsize=512)
 def pytest_layout(directory: str) -> tuple[Path, dict[str, str]] | None:
     """``(rootdir, settings)`` of the pytest configuration that governs files in
-    ``directory`` when pytest runs from their project's root: the project is the nearest
-    directory at or above with a ``pyproject.toml``, ``setup.py``, ``setup.cfg``,
-    ``tox.ini`` or ``.git``, and its configuration the nearest at or above that — so a
-    fixture directory's own ``pytest.ini`` (pytest's ``testing/example_scripts``) does
-    not make its files test modules. None when no configuration is found up to the
+    ``directory`` when pytest runs, without arguments, from their project's root: the
+    project is the nearest directory at or above with a ``pyproject.toml``,
+    ``setup.py``, ``setup.cfg``, ``tox.ini``, a referee configuration or ``.git``, and
+    its configuration the nearest at or above that — so a fixture directory's own
+    ``pytest.ini`` (pytest's ``testing/example_scripts``) does not make its files test
+    modules. When that configuration lies above the project (a sub-project, an example
+    project), pytest runs from elsewhere than its rootdir and ignores ``testpaths``: the
+    settings come without it. None when no configuration is found up to the
     repository's top."""
     start = Path(directory)
     folders = (start, *start.parents)
@@ -267,6 +278,8 @@ def pytest_layout(directory: str) -> tuple[Path, dict[str, str]] | None:
     for folder in folders[top:]:
         found = _pytest_settings_in(str(folder))
         if found is not None:
+            if folder != folders[top]:
+                found = {k: v for k, v in found.items() if k != "testpaths"}
             return folder, found
         if (folder / ".git").exists():
             return None

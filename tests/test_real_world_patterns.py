@@ -666,3 +666,19 @@ def test_a_docstring_that_only_mentions_defaults_does_not_excuse_a_stub():
         """Currently, nothing to be done on non-Windows systems."""
     '''
     assert findings(text) == [("REF101", "error", 2), ("REF101", "error", 7)]
+
+
+def test_testpaths_do_not_reach_into_a_nested_project(tmp_path: Path):
+    """pytest run in ``examples/demo`` (a project of its own) ignores the outer
+    configuration's ``testpaths``: its tests are tests."""
+    found = check_project(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+            "examples/demo/referee.toml": "",
+            "examples/demo/tests/test_demo.py": "def test_demo():\n    pass\n",
+            "examples/loose/test_loose.py": "def test_loose():\n    pass\n",
+        },
+    )
+    assert found["examples/demo/tests/test_demo.py"] == [("REF101", "error", 1)]
+    assert found["examples/loose/test_loose.py"] == [("REF101", "warning", 1)]
