@@ -967,8 +967,9 @@ async def check_workspace(ls: RefereeServer, *args: Any) -> dict[str, int]:
             if token and ls.work_done_progress.tokens[token].cancelled():
                 break
             settings = ls.settings_for(target.path.resolve())
+            view = ls.project.view(settings, settings.relative(target.path), target.path)
             file_result = await loop.run_in_executor(
-                ls.thread_pool, runner.check_file, target, settings
+                ls.thread_pool, runner.check_file, target, settings, view
             )
             files += 1
             findings += len(file_result.findings)
