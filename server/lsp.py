@@ -257,21 +257,21 @@ class RefereeServer(LanguageServer):
 
     def index_document(self, uri: str) -> None:
         """Update the project index with ``uri``'s text; when its entry changed, check
-        the other open documents again (those whose view did not change reuse all)."""
+        again the other open documents whose view of the project changed with it."""
         document = self.documents.get(uri)
         if document is None or self._oversized(uri, document):
             return
         path = self.path_of(uri)
         settings = self.settings_for(path)
+        before = self._views(exclude=uri)
         if self.project.update(settings, settings.relative(path), document.source()):
-            for other in self.documents:
-                if other != uri and self.client_settings(self.path_of(other)).run != "off":
-                    self.schedule(other, 0)
+            self._recheck_changed(before)
 
     async def index_workspace(self) -> None:
         """Index every workspace folder's Python files, off the event loop, then check
-        the open documents again with the whole project in view."""
+        again the open documents whose view of the project changed."""
         loop = asyncio.get_running_loop()
+        before = self._views()
         for folder in self.folders():
             settings = self.settings_for(folder / "_")
             open_sources = {
@@ -285,8 +285,26 @@ class RefereeServer(LanguageServer):
                 )
             except Exception:  # an index is an aid: checks go on without it
                 log.exception("indexing %s failed", folder)
-        if self.documents:
-            self.recheck_all(reload=False)
+        self._recheck_changed(before)
+
+    def _views(self, exclude: str | None = None) -> dict[str, Any]:
+        """Each open document's view of the project now (documents not checked left out)."""
+        views = {}
+        for uri in self.documents:
+            path = self.path_of(uri)
+            if uri != exclude and self.client_settings(path).run != "off":
+                settings = self.settings_for(path)
+                views[uri] = self.project.view(settings, settings.relative(path), path)
+        return views
+
+    def _recheck_changed(self, before: dict[str, Any]) -> None:
+        """Check again the documents whose view differs from ``before``; a pull client is
+        told to ask again (only then: a refresh makes it pull every document)."""
+        changed = [uri for uri, view in self._views().items() if before.get(uri, view) != view]
+        for uri in changed:
+            self.schedule(uri, 0)
+        if changed and self.pull_mode:
+            _refresh(self)
 
     def path_of(self, uri: str) -> Path:
         return Path(to_fs_path(uri) or uri)
