@@ -109,7 +109,9 @@ STDIN = "-"
 
 
 def _keep_new(results: list[runner.FileResult], start: Path, base: str) -> None:
-    """Drop the findings on lines that were there at ``base`` (``--new-only``)."""
+    """Drop the findings that a change since ``base`` did not touch (``--new-only``): a
+    finding is new when a line added or changed since then lies in it or, in Python, in
+    the function it starts in (a body emptied under an unchanged ``def`` line)."""
     from referee.checks.guard import baseline
 
     try:
@@ -127,8 +129,38 @@ def _keep_new(results: list[runner.FileResult], start: Path, base: str) -> None:
             result.findings = []
             continue
         lines = changed[relpath]
-        if lines is not None:
-            result.findings = [f for f in result.findings if f.span.start.line in lines]
+        if lines is not None and result.findings:
+            scopes = _function_lines(Path(result.display))
+            result.findings = [
+                f
+                for f in result.findings
+                if not lines.isdisjoint(
+                    scopes.get(f.span.start.line, range(f.span.start.line, f.span.end.line + 1))
+                )
+            ]
+
+
+def _function_lines(path: Path) -> dict[int, range]:
+    """1-based line → the lines of the innermost function that starts on it, for a
+    Python file (empty for anything else, or a file that cannot be read)."""
+    from referee.checks.source import SourceFile, kind_of
+
+    if kind_of(path.name) != "python":
+        return {}
+    try:
+        source = SourceFile(str(path), path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return {}
+    found: dict[int, range] = {}
+    stack = [source.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            first, last = node.start_point.row + 1, node.end_point.row + 1
+            for row in range(first, (node.child_by_field_name("body") or node).start_point.row + 1):
+                found[row] = range(first, last + 1)  # the def line(s): the whole function
+        stack.extend(node.children)
+    return found
 
 
 @main.command()

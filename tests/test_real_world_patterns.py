@@ -599,14 +599,19 @@ def test_new_only_reports_what_a_change_brought_in(invoke, tmp_path: Path):
     git("commit", "-qm", "base")
     (tmp_path / "test_a.py").write_text(old + "\n\ndef test_new():\n    pass\n")
     (tmp_path / "test_b.py").write_text("def test_untracked():\n    pass\n")
+    # A body emptied under an unchanged `def` line: the finding on the def is new.
+    (tmp_path / "test_c.py").write_text("def test_emptied():\n    assert 1 + 1 == 2\n")
+    git("add", "test_c.py")
+    git("commit", "-qm", "c")
+    (tmp_path / "test_c.py").write_text("def test_emptied():\n    pass\n")
 
     result = invoke(
         "check", "--no-cache", "--exit-zero", "--format", "json", "--new-only", cwd=tmp_path
     )
     found = {(f["path"], f["span"]["start"]["line"]) for f in json.loads(result.stdout)["findings"]}
-    assert found == {("test_a.py", 5), ("test_b.py", 1)}
+    assert found == {("test_a.py", 5), ("test_b.py", 1), ("test_c.py", 1)}
     everything = invoke("check", "--no-cache", "--exit-zero", "--format", "json", cwd=tmp_path)
-    assert len(json.loads(everything.stdout)["findings"]) == 3
+    assert len(json.loads(everything.stdout)["findings"]) == 4
 
 
 def test_a_lambda_callback_is_not_a_check_but_pytest_fail_is():
