@@ -17,6 +17,8 @@ does when given the corpus's path):
 * ruff cold      ``ruff check --no-cache --exit-zero --select PT,B011,B015,PLW0129 DIR``
 * ruff warm      ``ruff check --cache-dir TMP --exit-zero --select ... DIR`` (primed the same way)
 * flake8         ``flake8 -j 2 --exit-zero DIR`` (default plugins; flake8 has no cache)
+* referee, empty ``referee check --no-cache --exit-zero EMPTY`` on an empty temporary
+                 directory: start-up alone (imports, configuration), target <= 0.15 s
 
 and, unless ``--no-concise``, ruff cold and warm once more with ``--output-format
 concise``. Ruff's default ("full") output renders a source snippet and a fix for every
@@ -200,6 +202,16 @@ def build_cases(tmp: Path, target: str, concise: bool, flake8_jobs: int) -> list
                 prime=True,
             ),
         ]
+    empty = tmp / "empty"
+    empty.mkdir(exist_ok=True)
+    cases.append(
+        Case(
+            "referee-empty",
+            "referee, empty dir",  # start-up alone: the target is <= 0.15 s
+            [referee, "check", "--no-cache", "--exit-zero", str(empty)],
+            env=cold_env,
+        )
+    )
     cases.append(
         Case(
             "flake8",
@@ -245,6 +257,10 @@ def verdict_lines(by: dict[str, Case]) -> list[str]:
             f"warm vs warm {within(rw, by['ruff-warm-concise'].median)}",
         ]
         lines.append("target within 2x of ruff (--output-format concise): " + "; ".join(parts))
+    if "referee-empty" in by:
+        empty = by["referee-empty"].median
+        met = "MET" if empty <= 0.15 else "not met"
+        lines.append(f"target referee on an empty directory <= 0.15 s: {met} ({empty:.2f} s)")
     return lines
 
 

@@ -25,6 +25,22 @@ It runs ``referee check --format json --no-cache --exit-zero DIR`` in the corpus
    (``cd DIR && referee check .``), where no path part says "test".
 
 The output depends only on the corpus, referee's version and ``--seed``.
+
+Real-world mode, on projects nobody here wrote (fetch them; a shallow clone each):
+
+    python bench/fp_audit.py --realworld /tmp/rw/pytest /tmp/rw/click ...
+
+runs the same command on each project (in its parent, on its name) and prints
+
+1. findings per rule and severity, per project and in all;
+2. every error-level finding with the source lines around it, numbered E1, E2, ... for
+   a by-hand classification (true defect / intentional / false) in docs/benchmarks.md;
+3. a seeded random sample of REF110 warnings across the projects (``--sample``), each
+   with the test's source.
+
+``--save DIR`` also writes each project's JSON report to DIR/NAME.json, and
+``--baseline DIR`` (reports saved by an earlier run, for example of an older commit put
+first on ``PYTHONPATH``) adds a before/after table of the counts per rule and severity.
 """
 
 from __future__ import annotations
@@ -281,6 +297,122 @@ def where(f: dict) -> str:
     return f"{f['path']}:{start['line']}:{start['column']}"
 
 
+# ---------------------------------------------------------------- real-world mode
+
+
+def realworld(projects: list[Path], args: argparse.Namespace) -> int:
+    reports: dict[str, dict] = {}
+    for project in projects:
+        project = project.resolve()
+        if not project.is_dir():
+            sys.exit(f"fp_audit: {project} is not a directory")
+        reports[project.name] = run_referee(project.parent, project.name)
+        if args.save:
+            args.save.mkdir(parents=True, exist_ok=True)
+            (args.save / f"{project.name}.json").write_text(json.dumps(reports[project.name]))
+    bases = {p.name: p.resolve().parent for p in projects}
+    print(f"referee sources {source_fingerprint()}; seed {args.seed}")
+    for name, report in reports.items():
+        print(
+            f"  {name}: {report['summary']['files_checked']} files checked, "
+            f"{len(report['findings'])} findings; commit {_head(bases[name] / name)}"
+        )
+
+    heading("1. Findings per rule and severity, per project")
+    counts = {
+        n: Counter((f["code"], f["severity"]) for f in r["findings"]) for n, r in reports.items()
+    }
+    total: Counter = Counter()
+    for c in counts.values():
+        total.update(c)
+    keys = sorted(total)
+    names = list(reports)
+    print(
+        "  "
+        + f"{'rule':8} {'severity':9}"
+        + "".join(f"{n[:10]:>11}" for n in names)
+        + f"{'all':>8}"
+    )
+    for key in keys:
+        row = "".join(f"{counts[n].get(key, 0):11d}" for n in names)
+        print(f"  {key[0]:8} {key[1]:9}{row}{total[key]:8d}")
+    errors = sum(n for (code, severity), n in total.items() if severity == "error")
+    print(f"  error-level findings in all: {errors}")
+
+    if args.baseline:
+        heading(f"1b. Before ({args.baseline}) and after, per rule and severity")
+        before: Counter = Counter()
+        for name in names:
+            saved = args.baseline / f"{name}.json"
+            if saved.is_file():
+                for f in json.loads(saved.read_text())["findings"]:
+                    before[(f["code"], f["severity"])] += 1
+            else:
+                print(f"  (no baseline for {name})")
+        for key in sorted(set(before) | set(total)):
+            print(f"  {key[0]:8} {key[1]:9} {before.get(key, 0):7d} -> {total.get(key, 0):7d}")
+        was = sum(n for (code, severity), n in before.items() if severity == "error")
+        print(f"  error-level findings: {was} -> {errors}")
+
+    heading("2. Every error-level finding")
+    number = 0
+    for name, report in reports.items():
+        for f in report["findings"]:
+            if f["severity"] != "error":
+                continue
+            number += 1
+            start, end = f["span"]["start"], f["span"]["end"]
+            print(f"\n[E{number}] {where(f)}: {f['code']} {f['message']}")
+            show_lines(
+                bases[name] / f["path"],
+                start["line"] - args.context,
+                end["line"] + args.context,
+                set(range(start["line"], end["line"] + 1)),
+            )
+
+    ref110 = sorted(
+        (
+            (name, f)
+            for name, report in reports.items()
+            for f in report["findings"]
+            if f["code"] == "REF110"
+        ),
+        key=lambda nf: (nf[1]["path"], nf[1]["span"]["start"]["line"]),
+    )
+    size = min(args.sample, len(ref110))
+    sample = sorted(
+        random.Random(args.seed).sample(ref110, size),
+        key=lambda nf: (nf[1]["path"], nf[1]["span"]["start"]["line"]),
+    )
+    heading(f"3. REF110 sample: {size} of {len(ref110)} (seed {args.seed})")
+    for number, (name, f) in enumerate(sample, 1):
+        line = f["span"]["start"]["line"]
+        print(f"\n[S{number}] {f['path']}:{line}: {f['message']}")
+        lines = file_lines(bases[name] / f["path"])
+        first = line
+        while first > 1 and lines[first - 2].lstrip().startswith("@"):
+            first -= 1
+        last = line
+        indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+        while last < len(lines) and (
+            not lines[last].strip() or len(lines[last]) - len(lines[last].lstrip()) > indent
+        ):
+            last += 1
+        last = min(last, line + args.max_test_lines - 1)
+        show_lines(bases[name] / f["path"], first, last, {line})
+    return 0
+
+
+def _head(repo: Path) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.stdout.strip() or "?"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path", nargs="?", type=Path, help="corpus (default: CPython's test/)")
@@ -305,7 +437,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="skip section 5 (the same run from inside the corpus, `referee check .`)",
     )
+    parser.add_argument(
+        "--realworld",
+        nargs="+",
+        type=Path,
+        metavar="PROJECT",
+        help="real-world mode: audit these project directories (see above)",
+    )
+    parser.add_argument("--save", type=Path, help="real-world mode: write each report here")
+    parser.add_argument(
+        "--baseline", type=Path, help="real-world mode: reports of an earlier run to compare"
+    )
     args = parser.parse_args(argv)
+    if args.realworld:
+        return realworld(args.realworld, args)
     corpus = (args.path or _tools.default_corpus()).resolve()
     if not corpus.is_dir():
         parser.error(f"{corpus} is not a directory")

@@ -4,6 +4,7 @@ and answer per-file questions (which rules, which contracts, is it a test module
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import sys
@@ -13,7 +14,9 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ValidationError
 
+from referee.checks.guard import pytestconfig
 from referee.checks.models import Contract, RefereeConfig, Severity
+from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.registry import RULES, matching
 from referee.checks.rule import Rule
 
@@ -168,6 +171,28 @@ class Settings:
             for pattern in self.config.test_files
         )
 
+    def pytest_view(self, path: str | Path, view: FileView = EMPTY_VIEW) -> FileView:
+        """``view`` with what the pytest configuration that governs the file at ``path``
+        says of it: whether pytest would collect it as a test module (``python_files``,
+        ``testpaths``, ``norecursedirs``) and whether xfails are strict. Unchanged when
+        the file is not on disk or no pytest configuration is found; ``collected`` stays
+        None when ``test-files`` was configured (the user's word wins)."""
+        file = Path(path)
+        if not file.is_file():
+            return view
+        resolved = file.resolve()
+        layout = pytest_layout(str(resolved.parent))
+        if layout is None:
+            return view
+        rootdir, settings = layout
+        collected = None
+        if self.config.test_files == _DEFAULT_TEST_FILES:
+            collected = pytestconfig.collects(resolved.relative_to(rootdir).as_posix(), settings)
+        strict = pytestconfig.xfail_strict(settings)
+        if (collected, strict) == (view.collected, view.xfail_strict):
+            return view
+        return dataclasses.replace(view, collected=collected, xfail_strict=strict)
+
     def is_excluded(self, relpath: str) -> bool:
         return any(
             glob_match(relpath, pattern) for pattern in (*DEFAULT_EXCLUDE, *self.config.exclude)
@@ -214,6 +239,64 @@ class Settings:
         data = self.config.model_dump(by_alias=True)
         data.update({k.replace("_", "-"): v for k, v in update.items()})
         return Settings(validate(data, None), self.root, self.path)
+
+
+_DEFAULT_TEST_FILES = RefereeConfig().test_files
+
+
+_PROJECT_MARKERS = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "tox.ini",
+    "referee.toml",
+    ".referee.toml",
+    ".git",
+)
+
+
+@functools.lru_cache(maxsize=512)
+def pytest_layout(directory: str) -> tuple[Path, dict[str, str]] | None:
+    """``(rootdir, settings)`` of the pytest configuration that governs files in
+    ``directory`` when pytest runs, without arguments, from their project's root: the
+    project is the nearest directory at or above with a ``pyproject.toml``,
+    ``setup.py``, ``setup.cfg``, ``tox.ini``, a referee configuration or ``.git``, and
+    its configuration the nearest at or above that — so a fixture directory's own
+    ``pytest.ini`` (pytest's ``testing/example_scripts``) does not make its files test
+    modules. When that configuration lies above the project (a sub-project, an example
+    project), pytest runs from elsewhere than its rootdir and ignores ``testpaths``: the
+    settings come without it. None when no configuration is found up to the
+    repository's top."""
+    start = Path(directory)
+    folders = (start, *start.parents)
+    top = next(
+        (i for i, f in enumerate(folders) if any((f / m).exists() for m in _PROJECT_MARKERS)),
+        None,
+    )
+    if top is None:
+        return None
+    for folder in folders[top:]:
+        found = _pytest_settings_in(str(folder))
+        if found is not None:
+            if folder != folders[top]:
+                found = {k: v for k, v in found.items() if k != "testpaths"}
+            return folder, found
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+@functools.lru_cache(maxsize=512)
+def _pytest_settings_in(folder: str) -> dict[str, str] | None:
+    """The pytest settings of the configuration files in ``folder`` itself, if any."""
+    texts = {}
+    for name in pytestconfig.CONFIG_FILES:
+        try:
+            texts[name] = (Path(folder) / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    found = pytestconfig.effective(texts) if texts else None
+    return found[1] if found is not None else None
 
 
 def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:

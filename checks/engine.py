@@ -20,6 +20,7 @@ from tree_sitter import Node
 from referee.checks.config import Settings
 from referee.checks.guard.context import GuardContext
 from referee.checks.models import Finding, Fix, Span
+from referee.checks.project import EMPTY_VIEW, FileView, base_name
 from referee.checks.pymodule import (
     Function,
     PythonModule,
@@ -179,20 +180,50 @@ def _context(
     guard: GuardContext | None,
     module: Any = None,
     store: dict[str, object] | None = None,
+    project: FileView = EMPTY_VIEW,
 ) -> Context:
     ctx = Context(
         source=source,
         config=settings.config,
         relpath=relpath,
-        is_test_file=source.kind == "python" and settings.is_test_file(relpath),
+        is_test_file=source.kind == "python" and is_test_module(settings, source, relpath, project),
         contracts=settings.contracts_for(relpath),
         root_name=settings.root.name,
         guard=guard,
         store=store,
+        project=project,
     )
     if module is not None:
         ctx.__dict__["module"] = module  # what ``Context.module`` would build, given
     return ctx
+
+
+# A `tests.py` is a test module only when it uses a test framework: in a package that is
+# not a test tree it is as likely Jinja's `tests.py` (template tests) or a registry.
+_USES_TEST_FRAMEWORK = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(?:unittest|pytest|_pytest|django\.test|twisted\.trial)\b",
+    re.MULTILINE,
+)
+
+
+def is_test_module(
+    settings: Settings, source: SourceFile, relpath: str, project: FileView = EMPTY_VIEW
+) -> bool:
+    """Whether the rules treat a Python file as a test module: a file that pytest's
+    configuration governing it collects (its ``python_files``, ``testpaths``,
+    ``norecursedirs``: ``project.collected``, read at the I/O edge), or, without one, a
+    file a ``test-files`` glob matches — a ``tests.py`` only when it imports a test
+    framework."""
+    if project.collected is not None:
+        return project.collected
+    if not settings.is_test_file(relpath):
+        return False
+    if relpath.rsplit("/", 1)[-1] != "tests.py" or settings.config.test_files != _DEFAULT_GLOBS:
+        return True
+    return _USES_TEST_FRAMEWORK.search(source.text) is not None
+
+
+_DEFAULT_GLOBS = Settings().config.test_files
 
 
 def _run(ctx: Context, rules: Iterable[Rule], settings: Settings) -> list[Finding]:
@@ -210,21 +241,29 @@ def check_source(
     guard: GuardContext | None = None,
     only: frozenset[str] | None = None,
     cache: Incremental | None = None,
+    project: FileView = EMPTY_VIEW,
+    keep: dict[str, Any] | None = None,
 ) -> list[Finding]:
     """Run every enabled rule (or those of them in ``only``) on one decoded file and return
     its findings, sorted. ``guard`` gives the baseline the REF3xx rules compare with.
     ``cache``: the :class:`Incremental` of the document ``source`` is a version of; the
-    findings are the same, computed from what changed since its last check."""
+    findings are the same, computed from what changed since its last check. ``project``:
+    what the project index says about this file (checks/project.py). ``keep``: a dict
+    that receives the :class:`PythonModule` the rules built (``"module"``), for a caller
+    that summarises the same file next."""
     relpath = relpath if relpath is not None else source.path
     if cache is not None and only is None and source.kind == "python":
-        return cache.check(source, settings, relpath, guard)
-    ctx = _context(source, settings, relpath, guard)
+        return cache.check(source, settings, relpath, guard, project)
+    ctx = _context(source, settings, relpath, guard, project=project)
     rules = [
         rule
         for rule in settings.rules_for(relpath, source.kind)
         if only is None or rule.code in only
     ]
-    return _sort(_unsuppressed(_run(ctx, rules, settings), source.text, guard))
+    findings = _sort(_unsuppressed(_run(ctx, rules, settings), source.text, guard))
+    if keep is not None and "module" in ctx.__dict__:
+        keep["module"] = ctx.module
+    return findings
 
 
 def check_text(text: str, path: str, settings: Settings | None = None) -> list[Finding]:
@@ -250,6 +289,8 @@ PER_STATEMENT = frozenset(
         "REF113",
         "REF114",
         "REF115",
+        "REF116",
+        "REF117",
         "REF120",
         "REF121",
     }
@@ -383,7 +424,7 @@ def _facts(module: PythonModule, chunks: list[_Chunk], indices: list[int]) -> di
             ),
             methods=frozenset((fn.class_.name, fn.name) for fn in fns if fn.class_ is not None),
             overrides=frozenset(
-                (base.rsplit(".", 1)[-1], fn.name)
+                (base_name(base), fn.name)
                 for fn in fns
                 if fn.class_ is not None
                 for base in fn.class_.bases
@@ -400,17 +441,28 @@ class _FileFacts:
     :class:`PythonModule` of the whole file, built on first use."""
 
     def __init__(
-        self, source: SourceFile, is_test_file: bool, chunks: list[_Chunk], facts: list[_Facts]
+        self,
+        source: SourceFile,
+        is_test_file: bool,
+        chunks: list[_Chunk],
+        facts: list[_Facts],
+        project: FileView,
     ) -> None:
         self.source = source
         self.is_test_file = is_test_file
+        self.project = project
         self._chunks = chunks
         self._facts = facts
         self._module: PythonModule | None = None
 
     def _full(self) -> PythonModule:
         if self._module is None:
-            self._module = PythonModule(self.source, self.is_test_file)
+            self._module = PythonModule(
+                self.source,
+                self.is_test_file,
+                external=self.project.asserting,
+                xfail_strict=self.project.xfail_strict,
+            )
         return self._module
 
     def __getattr__(self, name: str) -> Any:
@@ -491,10 +543,13 @@ class Incremental:
         settings: Settings,
         relpath: str | None = None,
         guard: GuardContext | None = None,
+        project: FileView = EMPTY_VIEW,
     ) -> list[Finding]:
         relpath = relpath if relpath is not None else source.path
         with self._lock:
-            identity = (settings, relpath, source.path, source.kind)
+            # A change elsewhere in the project that this file's findings depend on (a
+            # helper that stopped asserting, an override removed) re-checks it all.
+            identity = (settings, relpath, source.path, source.kind, project)
             unittest_only = imports_only_unittest(source.text)
             chunks = _chunks(source)
             if (
@@ -504,14 +559,16 @@ class Incremental:
                 and source.tree.root_node.type == "module"
             ):
                 try:
-                    return self._check(source, settings, relpath, guard, chunks, unittest_only)
+                    return self._check(
+                        source, settings, relpath, guard, chunks, unittest_only, project
+                    )
                 except _Stale:
                     pass
             if identity != self._identity:
                 self.store = {}
             self._identity = identity
             self._unittest_only = unittest_only
-            return self._full(source, settings, relpath, guard, chunks)
+            return self._full(source, settings, relpath, guard, chunks, project)
 
     # ------------------------------------------------------------------ the two paths
 
@@ -522,8 +579,9 @@ class Incremental:
         relpath: str,
         guard: GuardContext | None,
         chunks: list[_Chunk],
+        project: FileView,
     ) -> list[Finding]:
-        ctx = _context(source, settings, relpath, guard, store=self.store)
+        ctx = _context(source, settings, relpath, guard, store=self.store, project=project)
         ctx.memo["chunks"] = chunks  # for the rules' own per-statement caches
         module = ctx.module
         rules = settings.rules_for(relpath, source.kind)
@@ -555,9 +613,10 @@ class Incremental:
         guard: GuardContext | None,
         chunks: list[_Chunk],
         unittest_only: bool,
+        project: FileView,
     ) -> list[Finding]:
         entries = self._entries
-        is_test_file = settings.is_test_file(relpath)
+        is_test_file = is_test_module(settings, source, relpath, project)
         new = [
             i
             for i, chunk in enumerate(chunks)
@@ -566,14 +625,14 @@ class Incremental:
             or entry.broken
             or (entry.anchored and chunk.first_row not in entry.placed)
         ]
-        module = self._module(source, is_test_file, chunks, new, unittest_only)
+        module = self._module(source, is_test_file, chunks, new, unittest_only, project)
         found = _facts(module, chunks, new)
         facts = [found[i] if i in found else entries[c.key].facts for i, c in enumerate(chunks)]
         if frozenset(alias for f in facts for alias in f.aliases) != self._aliases:
             raise _Stale  # every call to an alias is an assertion: collect everything anew
         defined = frozenset(name for f in facts for name in f.defined)
         asserting = close_asserting(
-            {name for f in facts for name in f.asserting},
+            {name for f in facts for name in f.asserting} | (project.asserting - defined),
             [candidate for f in facts for candidate in f.candidates],
             defined,
         )
@@ -606,11 +665,11 @@ class Incremental:
         )
         if redo | context != set(new):
             module = self._module(
-                source, is_test_file, chunks, sorted(redo | context), unittest_only
+                source, is_test_file, chunks, sorted(redo | context), unittest_only, project
             )
         module.use_file_facts(defined, asserting)
         rules = settings.rules_for(relpath, source.kind)
-        ctx = _context(source, settings, relpath, guard, module, self.store)
+        ctx = _context(source, settings, relpath, guard, module, self.store, project)
         local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
         by_chunk = _by_chunk(local, chunks, redo | context)
         if by_chunk is None:
@@ -642,8 +701,8 @@ class Incremental:
         self._entries = entries_now
         self._globals = file_facts
         self.rechecked = len(redo)
-        whole_module = _FileFacts(source, is_test_file, chunks, facts)
-        ctx = _context(source, settings, relpath, guard, whole_module, self.store)
+        whole_module = _FileFacts(source, is_test_file, chunks, facts, project)
+        ctx = _context(source, settings, relpath, guard, whole_module, self.store, project)
         ctx.memo["chunks"] = chunks
         findings.extend(_run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings))
         return _sort(_unsuppressed(findings, source.text, guard))
@@ -655,6 +714,7 @@ class Incremental:
         chunks: list[_Chunk],
         indices: list[int],
         unittest_only: bool,
+        project: FileView,
     ) -> PythonModule:
         return PythonModule(
             source,
@@ -662,6 +722,8 @@ class Incremental:
             ranges=merged_ranges(chunks, indices),
             aliases=self._aliases,
             unittest_only=unittest_only,
+            external=project.asserting,
+            xfail_strict=project.xfail_strict,
         )
 
 

@@ -45,6 +45,24 @@ _QUERY = Query(
 # pytest's raises/warns/fail, mock's assert_called*, numpy.testing's assert_*, ...
 _ASSERTING_CALL = re.compile(r"^(assert|fail(Unless|If)?$|failure)|^_*assert", re.IGNORECASE)
 _PYTEST_ASSERTING = frozenset({"raises", "warns", "deprecated_call", "fail"})
+# Methods that check and fail the test whatever object they are called on: pytester's
+# LineMatcher (`result.stdout.fnmatch_lines([...])`) and RunResult (`assert_outcomes`,
+# `assertoutcome`, which the pattern above covers).
+_CHECKING_METHODS = frozenset(
+    {
+        "fnmatch_lines",
+        "fnmatch_lines_random",
+        "re_match_lines",
+        "re_match_lines_random",
+        "no_fnmatch_line",
+        "no_re_match_line",
+    }
+)
+# Fixtures whose use is the check: a benchmark measures (pytest-benchmark, codspeed); it
+# asserts nothing, and a test that only runs it is a benchmark, not a hollow test.
+_CHECKING_FIXTURES = frozenset({"benchmark", "aio_benchmark"})
+_FIXTURE_DECORATORS = frozenset({"fixture", "yield_fixture"})
+_NAMED_PARAMETERS = frozenset({"typed_parameter", "default_parameter", "typed_default_parameter"})
 # A helper defined outside this file (a base class, a support module) is presumed to assert
 # when its name says it checks something; see docs/rules/test-without-assertion.md.
 _DELEGATING_HELPER = re.compile(
@@ -156,6 +174,24 @@ class Function:
     comments: list[Node] = field(default_factory=list)
     is_test: bool = False
 
+    @property
+    def is_fixture(self) -> bool:
+        """``@pytest.fixture`` (with or without arguments), whatever its name."""
+        return any(d.rsplit(".", 1)[-1] in _FIXTURE_DECORATORS for d in self.decorators)
+
+    @cached_property
+    def parameters(self) -> dict[str, Node]:
+        """The names of its parameters (what pytest hands a test as fixtures) → nodes."""
+        found: dict[str, Node] = {}
+        params = self.node.child_by_field_name("parameters")
+        for param in params.named_children if params is not None else ():
+            name = param
+            if param.type in _NAMED_PARAMETERS and param.named_children:
+                name = param.named_children[0]
+            if name.type == "identifier" and name.text is not None:
+                found[name.text.decode("utf-8", "replace")] = name
+        return found
+
     @cached_property
     def body(self) -> Node:
         body = self.node.child_by_field_name("body")
@@ -200,9 +236,55 @@ def decorator_names(source: SourceFile, definition: Node) -> tuple[str, ...]:
     names = []
     for child in parent.named_children:
         if child.type == "decorator":
-            text = source.node_text(child).lstrip("@").strip()
+            # The expression alone: a trailing comment (`@overload  # first`) is a child too.
+            expr = next((c for c in child.named_children if c.type != "comment"), None)
+            text = source.node_text(expr) if expr is not None else ""
             names.append(text.split("(", 1)[0].strip())
     return tuple(names)
+
+
+_WARNING_FILTERS = frozenset({"simplefilter", "filterwarnings"})
+
+
+# Substring tests (fast) that a file may hold either kind of call.
+_MAY_CHECK_STATUS = ("check=True", "check = True", "simplefilter", "filterwarnings")
+
+
+def _checks_status(source: SourceFile, call: Node, name: str) -> bool:
+    """``subprocess.run(..., check=True)``: the call raises when the command fails;
+    ``warnings.simplefilter("error")``: any warning from here on fails the test."""
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None:
+        return False
+    if name in _WARNING_FILTERS:
+        first = arguments.named_children[0] if arguments.named_children else None
+        return first is not None and source.node_text(first).strip("\"'") == "error"
+    for arg in arguments.named_children:
+        if arg.type == "keyword_argument":
+            key, value = arg.child_by_field_name("name"), arg.child_by_field_name("value")
+            if key is not None and value is not None and source.node_text(key) == "check":
+                return source.node_text(value) == "True"
+    return False
+
+
+def _strict_xfail_raises(source: SourceFile, decorator: Node, strict: bool = False) -> bool:
+    """``@pytest.mark.xfail(raises=E, strict=True)`` (or without ``strict`` where the
+    configuration makes xfails strict): the test passes only if ``E`` is raised, so the
+    decorator is its assertion."""
+    expr = next((c for c in decorator.named_children if c.type != "comment"), None)
+    if expr is None or expr.type != "call":
+        return False
+    callee = expr.child_by_field_name("function")
+    if callee is None or not source.node_text(callee).endswith("xfail"):
+        return False
+    arguments = expr.child_by_field_name("arguments")
+    keywords = {}
+    for arg in arguments.named_children if arguments is not None else ():
+        if arg.type == "keyword_argument":
+            key, value = arg.child_by_field_name("name"), arg.child_by_field_name("value")
+            if key is not None and value is not None:
+                keywords[source.node_text(key)] = source.node_text(value)
+    return "raises" in keywords and keywords.get("strict", str(strict)) == "True"
 
 
 def merged_ranges(chunks: Sequence[Any], indices: Iterable[int]) -> list[tuple[int, int]]:
@@ -230,6 +312,8 @@ class PythonModule:
         ranges: list[tuple[int, int]] | None = None,
         aliases: frozenset[str] | None = None,
         unittest_only: bool | None = None,
+        external: frozenset[str] = frozenset(),
+        xfail_strict: bool = False,
     ) -> None:
         """``ranges``: collect only nodes inside these byte ranges (whole top-level
         statements, in file order); ``aliases`` and ``unittest_only``: the whole file's,
@@ -237,6 +321,10 @@ class PythonModule:
         whole file's defined and asserting function names before any rule asks."""
         self.source = source
         self.is_test_file = is_test_file
+        # Names bound here to functions elsewhere in the project that assert: imported
+        # helpers, conftest fixtures (the project index's view of this file).
+        self.external = external
+        self.xfail_strict = xfail_strict  # the pytest configuration makes every xfail strict
         self.unittest_only = (
             imports_only_unittest(source.text) if unittest_only is None else unittest_only
         )
@@ -333,6 +421,9 @@ class PythonModule:
             if self._given_aliases is None
             else self._given_aliases
         )
+        # Cheap test first: most files have neither `check=True` nor a warnings filter.
+        text = source.text
+        checks_status = any(word in text for word in _MAY_CHECK_STATUS)
         calls = [(n, n.parent) for n in captures.get("call.name", [])]
         calls += [(n, n.parent.parent) for n in captures.get("call.attribute", [])]
         for name_node, call in calls:
@@ -341,11 +432,13 @@ class PythonModule:
             if (
                 _ASSERTING_CALL.match(name)
                 or name in aliases
+                or (name in _CHECKING_METHODS and name_node.parent.type == "attribute")
                 or (
                     name in _PYTEST_ASSERTING
                     and name_node.prev_named_sibling is not None
                     and source.node_text(name_node.prev_named_sibling) == "pytest"
                 )
+                or (checks_status and _checks_status(source, call, name))
             ):
                 self._attach_assertion(call, fn)
             elif fn is not None:
@@ -389,7 +482,7 @@ class PythonModule:
         (fn.assertions if fn is not None else self.module_assertions).append(node)
 
     def _is_test_function(self, fn: Function) -> bool:
-        if not fn.name.startswith("test") or fn.is_nested:
+        if not fn.name.startswith("test") or fn.is_nested or fn.is_fixture:
             return False
         if fn.class_ is None:
             return not self.unittest_only
@@ -418,6 +511,7 @@ class PythonModule:
             for outer in _self_and_ancestors(fn)
             if outer.parent is None
         }
+        asserting |= self.external - self.defined_names
         candidates = [
             (fn.name, [name for name, _ in fn.calls]) for fn in self.functions if fn.parent is None
         ]
@@ -466,10 +560,29 @@ class PythonModule:
                 fn.decorators,
                 strict=False,
             ):
-                if name.rsplit(".", 1)[-1] in asserting:
+                if name.rsplit(".", 1)[-1] in asserting or _strict_xfail_raises(
+                    self.source, decorator, self.xfail_strict
+                ):
                     nodes.append(decorator)
+        if fn.is_test:
+            # A fixture the test requests that asserts (here, in a conftest, imported)
+            # checks for it; so does a benchmark fixture: the parameter stands for it.
+            fixtures = self._asserting_fixtures
+            nodes.extend(
+                node
+                for name, node in fn.parameters.items()
+                if name in fixtures or name in _CHECKING_FIXTURES
+            )
         self._assertion_nodes[id(fn)] = nodes
         return nodes
+
+    @cached_property
+    def _asserting_fixtures(self) -> frozenset[str]:
+        """Fixture names whose function asserts: defined here, or (``external``) anywhere
+        the project index sees that pytest would hand them to this module's tests."""
+        asserting = self.asserting_functions
+        here = {fn.name for fn in self.functions if fn.is_fixture and fn.parent is None}
+        return frozenset(here & asserting) | (self.external - self.defined_names)
 
     def has_doctest(self, fn: Function) -> bool:
         """Whether the function's docstring holds doctest examples (``>>>``)."""

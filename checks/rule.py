@@ -10,6 +10,7 @@ from pathlib import PurePath
 
 from referee.checks.guard.context import GuardContext
 from referee.checks.models import Contract, Fix, Layer, RefereeConfig, Severity, Span
+from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile
 
@@ -48,6 +49,8 @@ class Context:
     # Kept between checks of one open document (engine.Incremental), for caches whose
     # answers are those of a fresh computation; None for a one-off check.
     store: dict[str, object] | None = None
+    # What the rest of the project says about this file (checks/project.py).
+    project: FileView = EMPTY_VIEW
 
     @cached_property
     def in_test_tree(self) -> bool:
@@ -64,7 +67,12 @@ class Context:
 
     @cached_property
     def module(self) -> PythonModule:
-        return PythonModule(self.source, self.is_test_file)
+        return PythonModule(
+            self.source,
+            self.is_test_file,
+            external=self.project.asserting,
+            xfail_strict=self.project.xfail_strict,
+        )
 
 
 Check = Callable[[Context], Iterator[Violation]]

@@ -29,7 +29,7 @@ _LAYER_NAMES = {
 
 # Rules whose findings can carry a fix, and its applicability. A Rule does not declare
 # this itself; tests/test_docs.py checks the table against the fixes the rules produce.
-FIXES: dict[str, str] = {"REF112": "unsafe", "REF115": "unsafe"}
+FIXES: dict[str, str] = {"REF112": "unsafe", "REF115": "unsafe", "REF116": "unsafe"}
 
 
 def _files(rule: Rule) -> str:
@@ -138,9 +138,53 @@ ignore and re-grade them by code or code prefix in the
 These pages are generated from the rules' docstrings: edit the docstring, not the page,
 and run `{REGENERATE}`.
 
+{SEVERITY_POLICY}
 | code | name | layer | severity | message |
 |---|---|---|---|---|
 {rows}
+"""
+
+
+SEVERITY_POLICY = """## Severity policy
+
+**An error is a defect a maintainer would fix.** `referee check` exits 1 on errors, and a
+user who reads a dozen errors they would never fix stops reading. So a rule reports an
+error only for code that is wrong whatever its author meant, and a warning (or info) for
+code that is often right by design. The column below is each rule's default; one rule
+may grade a finding louder or quieter than its default, and each page says when.
+
+- **error** — a defect: a maintainer who reads it fixes it. A collected test whose body
+  is only `pass` or a docstring; an assertion that cannot fail; `x == 2` with no
+  `assert` in a test; a parametrize case written twice; `assert x is not []`; a stub
+  that promises a value (`-> int`, a `TODO`); a document that is only `TODO`; a
+  contract you declared, broken.
+- **warning** — worth a look, often meant. A test with no assertion (it still checks
+  that nothing raises); an empty method or an informal base class's
+  `raise NotImplementedError`; a no-op annotated `-> None`; `x == x` (a test of
+  `__eq__` may mean it).
+- **info** — a note: a `TODO` marker in a comment.
+
+How the rules apply it:
+
+- **What is intentional is not reported at all**: hook specifications (pluggy/pytest
+  `@hookspec`), `@overload`/`@abstractmethod`, definitions under `if TYPE_CHECKING:`,
+  methods a subclass overrides anywhere in the project, bodies whose comment or
+  docstring says they are empty on purpose, modules pytest would not collect (its
+  `python_files`, `testpaths`, `norecursedirs`), fixtures named `test_*`.
+- **Facts from other files are used, not guessed**: helpers imported from another module
+  or fixtures from a `conftest.py` that assert, overrides in another module — through
+  the project index (`referee.checks.project`).
+- **Guard rules (`REF3xx`) stay errors**: a check weakened without a certificate is what
+  the guard exists to stop, and its default mode already grades a weakening that came
+  with a change to the code under test as a warning ([CI](../ci.md)).
+- **Re-grade any rule** with `severity = { REF110 = "error" }` in the configuration.
+
+By default findings are reported on the whole file: once every error is a real defect,
+an existing project's list is short enough to read. For the change an agent (or anyone)
+just made, `referee check --new-only [--base REF]` keeps only the findings that start on
+a line added or changed since `REF` (default `HEAD`; untracked files count as new), or
+in a Python function with such a line, the way a reviewer reads a diff. `referee guard` is the other side of that coin: what the
+change removed or weakened.
 """
 
 

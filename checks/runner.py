@@ -13,10 +13,11 @@ import pickle
 import signal
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from referee import __version__
 from referee.checks.atomic import StaleFileError, sha256_bytes, write_text_atomic
@@ -24,6 +25,7 @@ from referee.checks.config import Settings
 from referee.checks.engine import check_source
 from referee.checks.fixes import apply_fixes
 from referee.checks.models import CheckReport, Finding, Severity, SkippedFile, Summary
+from referee.checks.project import EMPTY_VIEW, FileView, ModuleFacts, ProjectIndex, summarize
 from referee.checks.source import (
     SourceFile,
     Unreadable,
@@ -44,6 +46,17 @@ class Target:
     relpath: str  # relative to the project root, for globs
     named: bool = False  # named by the user, not found by walking a directory
     kind: str = ""  # "python" or "text"; by default from the display name's suffix
+    # A document found by walking that no setting asked for: only the whole-file rules.
+    whole_file: bool = False
+
+
+# Documents a directory walk checks even unasked, with the rules that judge a file as a
+# whole — nothing but a placeholder, empty, only punctuation — and no rule that reads
+# its lines (markers, test-log words), which ordinary READMEs and changelogs would trip.
+# Prose formats only: a `.txt` met on a walk is as often data (an empty resource, a
+# fixture in another encoding) as a document.
+DOCUMENT_SUFFIXES = frozenset({".md", ".markdown", ".rst"})
+WHOLE_FILE_RULES = frozenset({"REF103", "REF104", "REF105"})
 
 
 @dataclass
@@ -118,9 +131,13 @@ def _walk(directory: Path, settings: Settings) -> Iterator[Target]:
         )
         for name in sorted(filenames):
             relpath = f"{rel_dir}/{name}" if rel_dir else name
-            if not settings.is_excluded(relpath) and settings.wants(relpath):
-                path = base / name
+            if settings.is_excluded(relpath):
+                continue
+            path = base / name
+            if settings.wants(relpath):
                 yield Target(path, _display(path), relpath)
+            elif path.suffix.lower() in DOCUMENT_SUFFIXES:
+                yield Target(path, _display(path), relpath, kind="text", whole_file=True)
 
 
 def _read(target: Target, settings: Settings) -> bytes | str:
@@ -137,25 +154,78 @@ def _read(target: Target, settings: Settings) -> bytes | str:
         return f"cannot read: {exc.strerror or exc}"
 
 
-def check_file(target: Target, settings: Settings) -> FileResult:
+def check_file(target: Target, settings: Settings, view: FileView = EMPTY_VIEW) -> FileResult:
     data = _read(target, settings)
     if isinstance(data, str):
         return FileResult(target.display, skipped=data)
-    return check_bytes(data, target, settings)
+    return check_bytes(data, target, settings, view)
 
 
-def check_bytes(data: bytes, target: Target, settings: Settings) -> FileResult:
+def check_bytes(
+    data: bytes, target: Target, settings: Settings, view: FileView = EMPTY_VIEW
+) -> FileResult:
     kind = target.kind or kind_of(target.display)
     try:
         text = decode(data, kind, settings.config.max_file_size)
     except Unreadable as exc:
         return FileResult(target.display, skipped=exc.reason)
-    source = SourceFile(target.display, text, kind)
+    return _check_source(SourceFile(target.display, text, kind), target, settings, view)
+
+
+def _check_source(
+    source: SourceFile,
+    target: Target,
+    settings: Settings,
+    view: FileView,
+    keep: dict[str, Any] | None = None,
+) -> FileResult:
+    if source.kind == "python":
+        view = settings.pytest_view(target.path, view)
     try:
-        findings = check_source(source, settings, target.relpath)
+        only = WHOLE_FILE_RULES if target.whole_file else None
+        findings = check_source(
+            source, settings, target.relpath, only=only, project=view, keep=keep
+        )
     except RecursionError:
         return FileResult(target.display, skipped="nested too deeply to analyse")
     return FileResult(target.display, findings)
+
+
+def check_and_summarize(
+    target: Target, settings: Settings
+) -> tuple[FileResult, ModuleFacts | None]:
+    """One read and one parse for both passes of a Python file: its findings as seen
+    with an empty view of the project, and its entry in the project index. (A document
+    is only checked: its view is always empty.)"""
+    kind = target.kind or kind_of(target.display)
+    if kind != "python":
+        return check_file(target, settings), None
+    data = _read(target, settings)
+    if isinstance(data, str):
+        return FileResult(target.display, skipped=data), None
+    try:
+        text = decode(data, "python", settings.config.max_file_size)
+    except Unreadable as exc:
+        return FileResult(target.display, skipped=exc.reason), None
+    source = SourceFile(target.display, text, "python")
+    keep: dict[str, Any] = {}  # the rules' analysis of the file, reused for its summary
+    result = _check_source(source, target, settings, EMPTY_VIEW, keep)
+    try:
+        return result, summarize(source, target.relpath, keep.get("module"))
+    except RecursionError:
+        return result, None
+
+
+def summarize_file(target: Target, settings: Settings) -> ModuleFacts | None:
+    """The project index's entry for a Python file; None when it cannot be read."""
+    data = _read(target, settings)
+    if isinstance(data, str):
+        return None
+    try:
+        text = decode(data, "python", settings.config.max_file_size)
+        return summarize(SourceFile(target.display, text, "python"), target.relpath)
+    except (Unreadable, RecursionError):
+        return None
 
 
 # ------------------------------------------------------------------------------ cache
@@ -191,13 +261,16 @@ class ResultCache:
             ).encode()
         ).hexdigest()[:24]
         self.path = directory / f"check-{fingerprint}.pickle"
-        self.entries: dict[str, tuple[int, int, FileResult]] = {}
+        # path -> (size, mtime, the project's view of it, its result)
+        self.entries: dict[str, tuple[int, int, FileView, FileResult]] = {}
+        # path -> (size, mtime, its project index entry)
+        self.summaries: dict[str, tuple[int, int, ModuleFacts | None]] = {}
         self.dirty = False
         try:
             with self.path.open("rb") as handle:
                 loaded = pickle.load(handle)
-            if isinstance(loaded, dict):
-                self.entries = loaded
+            if isinstance(loaded, tuple) and len(loaded) == 2:
+                self.entries, self.summaries = loaded
         except (
             OSError,
             EOFError,
@@ -217,12 +290,26 @@ class ResultCache:
             return None
         return stat.st_size, stat.st_mtime_ns
 
-    def get(self, target: Target) -> FileResult | None:
-        entry = self.entries.get(str(target.path.resolve()))
+    def summary(self, target: Target) -> tuple[bool, ModuleFacts | None]:
+        """(found, the file's index entry) when the file did not change since stored."""
+        entry = self.summaries.get(str(target.path.resolve()))
         stamp = self._stamp(target.path)
         if entry is None or stamp is None or entry[:2] != stamp:
+            return False, None
+        return True, entry[2]
+
+    def put_summary(self, target: Target, facts: ModuleFacts | None) -> None:
+        stamp = self._stamp(target.path)
+        if stamp is not None:
+            self.summaries[str(target.path.resolve())] = (*stamp, facts)
+            self.dirty = True
+
+    def get(self, target: Target, view: FileView = EMPTY_VIEW) -> FileResult | None:
+        entry = self.entries.get(str(target.path.resolve()))
+        stamp = self._stamp(target.path)
+        if entry is None or stamp is None or entry[:3] != (*stamp, view):
             return None
-        result = entry[2]
+        result = entry[3]
         # The same file is named differently from another directory (`src/slug.py` from
         # the project, `slug.py` from src/): its findings carry this run's name for it.
         findings = [
@@ -231,10 +318,10 @@ class ResultCache:
         ]
         return FileResult(target.display, findings, result.skipped)
 
-    def put(self, target: Target, result: FileResult) -> None:
+    def put(self, target: Target, result: FileResult, view: FileView = EMPTY_VIEW) -> None:
         stamp = self._stamp(target.path)
         if stamp is not None:
-            self.entries[str(target.path.resolve())] = (*stamp, result)
+            self.entries[str(target.path.resolve())] = (*stamp, view, result)
             self.dirty = True
 
     def save(self) -> None:
@@ -244,7 +331,9 @@ class ResultCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
             with tmp.open("wb") as handle:
-                pickle.dump(self.entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(
+                    (self.entries, self.summaries), handle, protocol=pickle.HIGHEST_PROTOCOL
+                )
             os.replace(tmp, self.path)
         except OSError:
             pass  # a cache that cannot be written only costs time next run
@@ -269,14 +358,132 @@ def _init_worker(settings: Settings) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _check_chunk(targets: list[Target]) -> list[FileResult]:
+def _check_chunk(work: list[tuple[Target, FileView, FileResult | None]]) -> list[FileResult]:
     assert _worker_settings is not None
-    return [check_file(t, _worker_settings) for t in targets]
+    return [_check_again(t, _worker_settings, view, first) for t, view, first in work]
 
 
-def _chunks(items: list[Target], size: int) -> Iterator[list[Target]]:
+# The rules whose findings can change with a file's view of the project: what counts as
+# an assertion (imported helpers, conftest fixtures) and what is overridden elsewhere.
+VIEW_RULES = frozenset(
+    {"REF101", "REF110", "REF111", "REF112", "REF113", "REF114", "REF116", "REF120"}
+)
+
+
+def _check_again(
+    target: Target, settings: Settings, view: FileView, first: FileResult | None
+) -> FileResult:
+    """``target`` checked with ``view``; given its ``first`` result (an empty view),
+    only the rules in :data:`VIEW_RULES` run again and the others' findings are kept."""
+    if first is None or first.skipped:
+        return check_file(target, settings, view)
+    data = _read(target, settings)
+    if isinstance(data, str):
+        return FileResult(target.display, skipped=data)
+    try:
+        text = decode(data, "python", settings.config.max_file_size)
+        source = SourceFile(target.display, text, "python")
+        again = check_source(
+            source,
+            settings,
+            target.relpath,
+            only=VIEW_RULES,
+            project=settings.pytest_view(target.path, view),
+        )
+    except Unreadable as exc:
+        return FileResult(target.display, skipped=exc.reason)
+    except RecursionError:
+        return FileResult(target.display, skipped="nested too deeply to analyse")
+    kept = [f for f in first.findings if f.code not in VIEW_RULES]
+    findings = sorted(kept + again, key=lambda f: (f.span.start.line, f.span.start.column, f.code))
+    return FileResult(target.display, findings)
+
+
+def _summarize_chunk(targets: list[Target]) -> list[ModuleFacts | None]:
+    assert _worker_settings is not None
+    return [summarize_file(t, _worker_settings) for t in targets]
+
+
+def _check_and_summarize_chunk(
+    targets: list[Target],
+) -> list[tuple[FileResult, ModuleFacts | None]]:
+    assert _worker_settings is not None
+    return [check_and_summarize(t, _worker_settings) for t in targets]
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _conftests(targets: Sequence[Target], settings: Settings) -> list[Target]:
+    """The conftest.py files above the Python targets, up to the project root, that are
+    not targets themselves: pytest hands their fixtures to the targets' tests."""
+    named = {t.path.resolve() for t in targets}
+    root = settings.root.resolve()
+    found: dict[Path, Target] = {}
+    for directory in {t.path.resolve().parent for t in targets if kind_of(t.display) == "python"}:
+        for folder in (directory, *directory.parents):
+            if not folder.is_relative_to(root):
+                break
+            conftest = folder / "conftest.py"
+            if conftest not in named and conftest not in found and conftest.is_file():
+                found[conftest] = Target(conftest, _display(conftest), settings.relative(conftest))
+    return list(found.values())
+
+
+class _Pool:
+    """A process pool started on first use, for the index's pass and the check's."""
+
+    def __init__(self, settings: Settings, jobs: int) -> None:
+        self.settings, self.jobs = settings, jobs
+        self._pool: ProcessPoolExecutor | None = None
+
+    def map(self, fn: Callable[[list], list], items: list, local: Callable) -> list:
+        if self.jobs <= 1 or len(items) < _PARALLEL_THRESHOLD:
+            return [local(item) for item in items]
+        if self._pool is None:
+            context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+            self._pool = ProcessPoolExecutor(self.jobs, context, _init_worker, (self.settings,))
+        # Small chunks keep both cores busy to the end; big files are not all in one.
+        size = max(1, min(16, len(items) // (self.jobs * 8)))
+        try:
+            return [
+                out for chunk in self._pool.map(fn, list(_chunks(items, size))) for out in chunk
+            ]
+        except BaseException:
+            # Interrupted: drop the chunks not started rather than wait for them all.
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+            raise
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+
+
+def build_index(
+    targets: Sequence[Target], settings: Settings, cache: ResultCache | None = None, pool=None
+) -> ProjectIndex:
+    """The project index of the Python ``targets`` and the conftest.py files above them,
+    each entry reused from ``cache`` while its file is unchanged."""
+    python = [t for t in targets if (t.kind or kind_of(t.display)) == "python"]
+    python += _conftests(python, settings)
+    facts: list[ModuleFacts | None] = []
+    todo: list[Target] = []
+    for target in python:
+        found, entry = cache.summary(target) if cache is not None else (False, None)
+        if found:
+            facts.append(entry)
+        else:
+            todo.append(target)
+    pool = pool or _Pool(settings, 1)
+    fresh = pool.map(_summarize_chunk, todo, lambda t: summarize_file(t, settings))
+    for target, entry in zip(todo, fresh, strict=True):
+        facts.append(entry)
+        if cache is not None:
+            cache.put_summary(target, entry)
+    return ProjectIndex.of(f for f in facts if f is not None)
 
 
 def run(
@@ -286,40 +493,76 @@ def run(
     cache: ResultCache | None = None,
 ) -> list[FileResult]:
     """Check ``targets`` on ``jobs`` processes (default: every core), reusing cached
-    results for files that did not change."""
+    results for files that did not change and whose view of the project (the index of
+    the Python targets and the conftest.py files above them) did not either.
+
+    A Python file read for the first time is checked and summarised in one pass, with
+    an empty view of the project; once the index is whole, only the files whose view is
+    not empty (they import a helper that asserts, request a conftest fixture that does,
+    hold a class a module elsewhere subclasses) are checked again."""
+    pool = _Pool(settings, jobs or os.cpu_count() or 1)
     results: dict[int, FileResult] = {}
-    todo: list[tuple[int, Target]] = []
-    for index, target in enumerate(targets):
-        hit = cache.get(target) if cache is not None else None
-        if hit is not None:
-            results[index] = hit
-        else:
-            todo.append((index, target))
-
-    jobs = jobs or os.cpu_count() or 1
-    pending = [t for _, t in todo]
-    if jobs > 1 and len(pending) >= _PARALLEL_THRESHOLD:
-        # Small chunks keep both cores busy to the end; big files are not all in one.
-        size = max(1, min(16, len(pending) // (jobs * 8)))
-        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-        pool = ProcessPoolExecutor(jobs, context, _init_worker, (settings,))
-        try:
-            outputs: Iterable[list[FileResult]] = pool.map(
-                _check_chunk, list(_chunks(pending, size))
-            )
-            fresh = [result for chunk in outputs for result in chunk]
-        except BaseException:
-            # Interrupted: drop the chunks not started rather than wait for them all.
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown()
-    else:
-        fresh = [check_file(t, settings) for t in pending]
-
-    for (index, target), result in zip(todo, fresh, strict=True):
-        results[index] = result
+    try:
+        facts: list[ModuleFacts | None] = []
+        fresh: list[tuple[int, Target]] = []
+        for number, target in enumerate(targets):
+            if (target.kind or kind_of(target.display)) != "python":
+                # A document's view is always empty: checked once, in the first pass.
+                hit = cache.get(target) if cache is not None else None
+                if hit is not None:
+                    results[number] = hit
+                else:
+                    fresh.append((number, target))
+                continue
+            found, entry = cache.summary(target) if cache is not None else (False, None)
+            if found:
+                facts.append(entry)
+            else:
+                fresh.append((number, target))
+        first = pool.map(
+            _check_and_summarize_chunk,
+            [t for _, t in fresh],
+            lambda t: check_and_summarize(t, settings),
+        )
+        provisional: dict[int, FileResult] = {}
+        for (number, target), (result, entry) in zip(fresh, first, strict=True):
+            provisional[number] = result
+            if (target.kind or kind_of(target.display)) != "python":
+                continue
+            facts.append(entry)
+            if cache is not None:
+                cache.put_summary(target, entry)
+        python = [t for t in targets if (t.kind or kind_of(t.display)) == "python"]
+        index = ProjectIndex.of(f for f in facts if f is not None)
+        for conftest in build_index(_conftests(python, settings), settings, cache).modules.values():
+            index.update(conftest)
+        todo: list[tuple[int, Target, FileView, FileResult | None]] = []
+        for number, target in enumerate(targets):
+            if number in results:
+                continue
+            view = index.view(target.relpath)
+            first_result = provisional.get(number)
+            if first_result is not None and (view == EMPTY_VIEW or first_result.skipped):
+                results[number] = first_result
+                if cache is not None:
+                    cache.put(target, first_result, view)
+                continue
+            hit = cache.get(target, view) if cache is not None else None
+            if hit is not None:
+                results[number] = hit
+            else:
+                todo.append((number, target, view, first_result))
+        second = pool.map(
+            _check_chunk,
+            [(t, v, r) for _, t, v, r in todo],
+            lambda tvr: _check_again(tvr[0], settings, tvr[1], tvr[2]),
+        )
+    finally:
+        pool.close()
+    for (number, target, view, _), result in zip(todo, second, strict=True):
+        results[number] = result
         if cache is not None:
-            cache.put(target, result)
+            cache.put(target, result, view)
     if cache is not None:
         cache.save()
     return [results[i] for i in range(len(targets))]

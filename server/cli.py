@@ -108,6 +108,61 @@ def _format_option(choices: list[str], help: str | None = None):
 STDIN = "-"
 
 
+def _keep_new(results: list[runner.FileResult], start: Path, base: str) -> None:
+    """Drop the findings that a change since ``base`` did not touch (``--new-only``): a
+    finding is new when a line added or changed since then lies in it or, in Python, in
+    the function it starts in (a body emptied under an unchanged ``def`` line)."""
+    from referee.checks.guard import baseline
+
+    try:
+        root = baseline.toplevel(start.resolve())
+        baseline.resolve(root, base)
+        changed = baseline.new_lines(root, base)
+    except baseline.GitError as exc:
+        raise _fail(f"--new-only: {exc}") from None
+    for result in results:
+        try:
+            relpath = Path(result.display).resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue  # outside the repository (standard input): every line is new
+        if relpath not in changed:
+            result.findings = []
+            continue
+        lines = changed[relpath]
+        if lines is not None and result.findings:
+            scopes = _function_lines(Path(result.display))
+            result.findings = [
+                f
+                for f in result.findings
+                if not lines.isdisjoint(
+                    scopes.get(f.span.start.line, range(f.span.start.line, f.span.end.line + 1))
+                )
+            ]
+
+
+def _function_lines(path: Path) -> dict[int, range]:
+    """1-based line → the lines of the innermost function that starts on it, for a
+    Python file (empty for anything else, or a file that cannot be read)."""
+    from referee.checks.source import SourceFile, kind_of
+
+    if kind_of(path.name) != "python":
+        return {}
+    try:
+        source = SourceFile(str(path), path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return {}
+    found: dict[int, range] = {}
+    stack = [source.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            first, last = node.start_point.row + 1, node.end_point.row + 1
+            for row in range(first, (node.child_by_field_name("body") or node).start_point.row + 1):
+                found[row] = range(first, last + 1)  # the def line(s): the whole function
+        stack.extend(node.children)
+    return found
+
+
 @main.command()
 @click.argument(
     "paths", nargs=-1, type=click.Path(exists=True, allow_dash=True), metavar="[PATHS]..."
@@ -187,7 +242,14 @@ STDIN = "-"
     default="HEAD",
     show_default=True,
     metavar="REF",
-    help="With --judge: functions unchanged since this git ref are not judged again.",
+    help="With --judge: functions unchanged since this git ref are not judged again. "
+    "With --new-only: the ref new lines are counted from.",
+)
+@click.option(
+    "--new-only",
+    is_flag=True,
+    help="Report only findings that start on a line added or changed since --base "
+    "(untracked files count as new): what a change, an agent's for one, brought in.",
 )
 @click.option(
     "--judge-model",
@@ -216,6 +278,7 @@ def check(
     use_judge: bool,
     judge_all: bool,
     base: str,
+    new_only: bool,
     judge_model: str | None,
     output_file: Path | None,
 ) -> None:
@@ -243,6 +306,7 @@ def check(
       referee check --fix --unsafe-fixes tests/   # apply every fix referee offers
       cat notes.md | referee check --stdin-filename notes.md
       referee check --fix - < test_x.py     # the fixed text on stdout, findings on stderr
+      referee check --new-only --base main  # only what the branch added or changed
       referee check --judge src/            # L0/L1, then the local judge on the residual
       referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
     """
@@ -320,6 +384,8 @@ def check(
 
     for result in results:
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
+    if new_only:
+        _keep_new(results, start, base)
     report = runner.report(results)
 
     for result in results:

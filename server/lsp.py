@@ -30,6 +30,7 @@ from referee.checks.engine import check_source
 from referee.checks.models import Finding, Fix, Layer, Severity, Span
 from referee.server import lsp_arbitration, lsp_judge
 from referee.server.live_guard import LiveGuard
+from referee.server.lsp_project import ProjectIndexes
 from referee.server.options import ClientSettings, parse_settings
 
 log = logging.getLogger("referee.server")
@@ -119,6 +120,7 @@ class RefereeServer(LanguageServer):
         self._oversize_reported: set[str] = set()  # documents said to be too large
         self.live_guard = LiveGuard()
         self.arbitration = lsp_arbitration.ArbitrationService()  # tests on save
+        self.project = ProjectIndexes()  # what each file's rules may ask of the others
 
     # ------------------------------------------------------------------ capabilities
 
@@ -253,6 +255,57 @@ class RefereeServer(LanguageServer):
 
     # ------------------------------------------------------------------ checking
 
+    def index_document(self, uri: str) -> None:
+        """Update the project index with ``uri``'s text; when its entry changed, check
+        again the other open documents whose view of the project changed with it."""
+        document = self.documents.get(uri)
+        if document is None or self._oversized(uri, document):
+            return
+        path = self.path_of(uri)
+        settings = self.settings_for(path)
+        before = self._views(exclude=uri)
+        if self.project.update(settings, settings.relative(path), document.source()):
+            self._recheck_changed(before)
+
+    async def index_workspace(self) -> None:
+        """Index every workspace folder's Python files, off the event loop, then check
+        again the open documents whose view of the project changed."""
+        loop = asyncio.get_running_loop()
+        before = self._views()
+        for folder in self.folders():
+            settings = self.settings_for(folder / "_")
+            open_sources = {
+                settings.relative(self.path_of(uri)): document.source()
+                for uri, document in self.documents.items()
+                if self.folder_of(self.path_of(uri)) == folder
+            }
+            try:
+                await loop.run_in_executor(
+                    self.thread_pool, self.project.build, folder, settings, open_sources
+                )
+            except Exception:  # an index is an aid: checks go on without it
+                log.exception("indexing %s failed", folder)
+        self._recheck_changed(before)
+
+    def _views(self, exclude: str | None = None) -> dict[str, Any]:
+        """Each open document's view of the project now (documents not checked left out)."""
+        views = {}
+        for uri in self.documents:
+            path = self.path_of(uri)
+            if uri != exclude and self.client_settings(path).run != "off":
+                settings = self.settings_for(path)
+                views[uri] = self.project.view(settings, settings.relative(path), path)
+        return views
+
+    def _recheck_changed(self, before: dict[str, Any]) -> None:
+        """Check again the documents whose view differs from ``before``; a pull client is
+        told to ask again (only then: a refresh makes it pull every document)."""
+        changed = [uri for uri, view in self._views().items() if before.get(uri, view) != view]
+        for uri in changed:
+            self.schedule(uri, 0)
+        if changed and self.pull_mode:
+            _refresh(self)
+
     def path_of(self, uri: str) -> Path:
         return Path(to_fs_path(uri) or uri)
 
@@ -322,6 +375,7 @@ class RefereeServer(LanguageServer):
                 relpath,
                 guard,
                 cache=document.cache,  # only the statements changed since the last check
+                project=self.project.view(settings, relpath, path),
             )
         result = Result(version, findings)
         previous = self.results.get(uri)
@@ -545,6 +599,8 @@ async def initialized(ls: RefereeServer, params: types.InitializedParams) -> Non
         # Documents opened while the client was answering were checked with the settings
         # of initializationOptions.
         ls.recheck_all(reload=False)
+    if ls.global_settings.run != "off":
+        asyncio.get_running_loop().create_task(ls.index_workspace())
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -586,6 +642,7 @@ def did_open(ls: RefereeServer, params: types.DidOpenTextDocumentParams) -> None
     item = params.text_document
     ls.documents[item.uri] = Document(str(ls.path_of(item.uri)), item.text, item.version)
     if ls.client_settings(ls.path_of(item.uri)).run != "off":
+        ls.index_document(item.uri)
         ls.schedule(item.uri, 0)
 
 
@@ -621,8 +678,10 @@ def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None
         ls.judge.start(ls, uri)  # L2 on save, off the event loop, cancelled by the next edit
     if ls.path_of(uri).name in _CONFIG_FILES:
         ls.recheck_all()
-    elif ls.client_settings(ls.path_of(uri)).run == "onSave" and uri in ls.documents:
-        ls.schedule(uri, 0)
+    elif ls.client_settings(ls.path_of(uri)).run != "off" and uri in ls.documents:
+        ls.index_document(uri)  # what other files may ask of this one, as saved
+        if ls.client_settings(ls.path_of(uri)).run == "onSave":
+            ls.schedule(uri, 0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -926,8 +985,9 @@ async def check_workspace(ls: RefereeServer, *args: Any) -> dict[str, int]:
             if token and ls.work_done_progress.tokens[token].cancelled():
                 break
             settings = ls.settings_for(target.path.resolve())
+            view = ls.project.view(settings, settings.relative(target.path), target.path)
             file_result = await loop.run_in_executor(
-                ls.thread_pool, runner.check_file, target, settings
+                ls.thread_pool, runner.check_file, target, settings, view
             )
             files += 1
             findings += len(file_result.findings)

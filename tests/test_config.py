@@ -133,7 +133,10 @@ def test_explicit_config_that_does_not_exist_is_an_error(tmp_path: Path):
     ("config", "expected"),
     [
         ({"select": ["REF101"]}, {"REF101"}),
-        ({"select": ["REF11"]}, {"REF110", "REF111", "REF112", "REF113", "REF114", "REF115"}),
+        (
+            {"select": ["REF11"]},
+            {"REF110", "REF111", "REF112", "REF113", "REF114", "REF115", "REF116", "REF117"},
+        ),
         ({"select": ["ref12"]}, {"REF120", "REF121"}),
         ({"select": ["REF101"], "extend-select": ["REF13"]}, {"REF101", "REF130"}),
         (
@@ -332,14 +335,28 @@ def test_excluded_file_named_explicitly_is_still_checked(project: Path):
     assert codes(result.findings) == ["REF101", "REF102"]
 
 
-def test_walking_checks_python_and_only_the_text_files_configured(project: Path):
+def test_walking_checks_python_the_text_files_configured_and_other_prose_lightly(
+    project: Path,
+):
     write(
         project / "referee.toml",
         'extend-include = ["notes/*.txt"]\n\n[[contract]]\nglob = "docs/*.md"\nmin-lines = 1\n',
     )
-    for name in ("a.py", "b.pyi", "notes/n.txt", "docs/d.md", "other.md", "notes/x.md"):
+    names = ("a.py", "b.pyi", "notes/n.txt", "docs/d.md", "other.md", "notes/x.md", "data.txt")
+    for name in names:
         write(project / name, "x = 1\n")
-    assert _walked(project, discover(project)) == ["a.py", "b.pyi", "docs/d.md", "notes/n.txt"]
+    settings = discover(project)
+    assert _walked(project, settings) == [
+        "a.py",
+        "b.pyi",
+        "docs/d.md",
+        "notes/n.txt",
+        "notes/x.md",
+        "other.md",
+    ]
+    # Markdown nobody asked for gets the whole-file rules only; a stray .txt is not read.
+    light = sorted(t.relpath for t in runner.collect([project], settings) if t.whole_file)
+    assert light == ["notes/x.md", "other.md"]
 
 
 # ----------------------------------------------------------------------- glob semantics

@@ -135,6 +135,7 @@ def test_referee_check_passes_on_its_own_readme_and_docs(referee) -> None:
 _FIX_SAMPLES = {
     "REF112": 'def test_total():\n    assert (total([1, 2]) == 3, "sum is off")\n',
     "REF115": 'def test_send(sender):\n    sender.send.called_once_with("hello")\n',
+    "REF116": 'def test_style(console):\n    console.get_style("bold") == 1\n',
 }
 
 
@@ -287,8 +288,7 @@ def test_getting_started_console_blocks_print_what_the_page_shows(tmp_path: Path
     assert len(commands) >= 6, commands
     # Printing the prompt must not change the $? that an `echo $?` on the page reads.
     script = f'referee() {{ "{sys.executable}" -m referee "$@"; }}\nstatus=0\n' + "".join(
-        f"printf '%s\\n' {shlex.quote('$ ' + command)}\n(exit $status); {command} 2>&1\n"
-        "status=$?\n"
+        f"printf '%s\\n' {shlex.quote('$ ' + command)}\n(exit $status); {command} 2>&1\nstatus=$?\n"
         for command in commands
     )
     ran = subprocess.run(

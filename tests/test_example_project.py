@@ -38,6 +38,8 @@ EXPECTED = {
     ("tests/test_vowels.py", 41, "REF120"),
     ("tests/test_vowels.py", 48, "REF121"),
     ("tests/test_vowels.py", 53, "REF101"),
+    ("tests/test_vowels.py", 58, "REF116"),
+    ("tests/test_vowels.py", 61, "REF117"),
     ("textkit/broken.py", 4, "REF001"),
     ("textkit/stats.py", 1, "REF207"),
     ("textkit/stats.py", 9, "REF101"),
@@ -99,5 +101,5 @@ def test_text_output_is_ruff_like_and_exit_status_is_one() -> None:
     assert (line, column) == ("1", "1")
     assert rest.startswith(" REF103 ")
     summary, hint = proc.stdout.rstrip().splitlines()[-2:]
-    assert summary.startswith("Found 29 findings")
-    assert hint == "No safe fixes; 2 unsafe fixes can be applied with --fix --unsafe-fixes."
+    assert summary.startswith("Found 31 findings")
+    assert hint == "No safe fixes; 3 unsafe fixes can be applied with --fix --unsafe-fixes."

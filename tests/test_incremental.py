@@ -5,7 +5,8 @@ changed are checked again; everything else is reused. Whatever the edits, the fi
 must be exactly those of a fresh parse and a full check of the final text: the property
 test below edits real rule fixtures at random (inserting, deleting and replacing text,
 breaking and repairing the syntax, adding and removing tests, helpers, subclasses and
-``# referee: ignore`` comments); the tests after it pin the file-wide facts one by one.
+``# referee: ignore`` comments) while the project's view of the file changes between
+checks (an edit in another file); the tests after it pin the file-wide facts one by one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from referee.checks.config import Settings
 from referee.checks.document import Change, Document
 from referee.checks.engine import check_source
 from referee.checks.models import Contract, Finding, RefereeConfig
+from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.source import SourceFile
 
 RULES_DIR = Path(__file__).resolve().parent / "fixtures" / "rules"
@@ -103,9 +105,26 @@ def changes(draw: st.DrawFn, text: str) -> Change:
     return Change(new, start, start if kind == "insert" else end)
 
 
-def incremental_and_full(document: Document, config: Settings) -> tuple[list[Finding], ...]:
-    incremental = check_source(document.source(), config, document.path, cache=document.cache)
-    full = check_source(SourceFile(document.path, document.text), config, document.path)
+# What the rest of the project may say of the document between two checks (an edit in
+# another file): an imported helper that asserts, an override elsewhere, pytest's word.
+VIEWS = [
+    FileView(),
+    FileView(asserting=frozenset({"helper", "check_a", "do_a"})),
+    FileView(overridden=frozenset({("Base", "check"), ("Store", "save")})),
+    FileView(collected=False),
+    FileView(collected=True, xfail_strict=True),
+]
+
+
+def incremental_and_full(
+    document: Document, config: Settings, view: FileView = EMPTY_VIEW
+) -> tuple[list[Finding], ...]:
+    incremental = check_source(
+        document.source(), config, document.path, cache=document.cache, project=view
+    )
+    full = check_source(
+        SourceFile(document.path, document.text), config, document.path, project=view
+    )
     return incremental, full
 
 
@@ -135,9 +154,11 @@ def test_incremental_findings_equal_a_full_check_after_any_edits(data: st.DataOb
             batch.append(data.draw(changes(document.text), label="change"))
         document.apply(batch, version, encoding)  # type: ignore[arg-type]
         if data.draw(st.booleans(), label="check now"):
-            incremental, full = incremental_and_full(document, config)
+            view = data.draw(st.sampled_from(VIEWS), label="view")
+            incremental, full = incremental_and_full(document, config, view)
             assert incremental == full, document.text
-    incremental, full = incremental_and_full(document, config)
+    view = data.draw(st.sampled_from(VIEWS), label="view")
+    incremental, full = incremental_and_full(document, config, view)
     assert incremental == full, document.text
 
 

@@ -731,12 +731,14 @@ WORKSPACE = {
     "test_one.py": SAMPLE,
     "pkg/test_two.py": "def test_two():\n    assert (1, 2)\n",
     "pkg/clean.py": "def add(a, b):\n    return a + b\n",
-    "notes.md": "# Notes\n\nTODO\n",  # not walked: no extend-include
+    # Walked without extend-include: only the whole-file rules (REF103 here, not REF102).
+    "notes.md": "# Notes\n\nTODO\n",
 }
+WORKSPACE_FILES = 4
 
 
 def _workspace_findings(root: Path) -> int:
-    return sum(
+    return 1 + sum(  # notes.md's REF103
         len(check_text((root / name).read_text("utf-8"), name))
         for name in WORKSPACE
         if name.endswith(".py")
@@ -745,7 +747,7 @@ def _workspace_findings(root: Path) -> int:
 
 @pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(files=WORKSPACE), id="workspace")])
 async def test_check_workspace_reports_progress_and_returns_counts(client: RefereeClient):
-    expected_counts = {"files": 3, "findings": _workspace_findings(client.root)}
+    expected_counts = {"files": WORKSPACE_FILES, "findings": _workspace_findings(client.root)}
     for run in range(2):
         result = await client.workspace_execute_command_async(
             types.ExecuteCommandParams(command="referee.checkWorkspace")
@@ -758,7 +760,9 @@ async def test_check_workspace_reports_progress_and_returns_counts(client: Refer
         assert reports[0].title == "referee: checking"
         assert any(isinstance(r, types.WorkDoneProgressReport) for r in reports[1:-1])
         assert isinstance(reports[-1], types.WorkDoneProgressEnd)
-        assert reports[-1].message == f"3 files, {expected_counts['findings']} findings"
+        assert reports[-1].message == (
+            f"{WORKSPACE_FILES} files, {expected_counts['findings']} findings"
+        )
     if client.mode == "push":
         two = client.uri("pkg/test_two.py")
         assert codes(client.diagnostics[two]) == ["REF112"]
@@ -774,7 +778,7 @@ async def test_check_workspace_without_progress_support_still_returns_counts(
     result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="referee.checkWorkspace")
     )
-    assert result == {"files": 3, "findings": _workspace_findings(client.root)}
+    assert result == {"files": WORKSPACE_FILES, "findings": _workspace_findings(client.root)}
     assert client.progress_requests == []  # never asked to create what it cannot show
 
 
@@ -807,7 +811,7 @@ async def test_cancelling_a_pending_request_leaves_the_server_working(client: Re
     result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="referee.checkWorkspace")
     )
-    assert result == {"files": 3, "findings": _workspace_findings(client.root)}
+    assert result == {"files": WORKSPACE_FILES, "findings": _workspace_findings(client.root)}
 
 
 BIG = SAMPLE + "".join(  # long enough that checking it takes a while
@@ -999,3 +1003,32 @@ async def test_a_document_over_max_file_size_is_not_checked_and_said_once(client
     assert len([m for m in client.messages if "max-file-size" in m.message]) == 1
     doc.set_text(SAMPLE)  # small enough again: checked
     assert codes(await client.diagnostics_for(doc)) == SAMPLE_CODES
+
+
+# ---------------------------------------------------------------------- project index
+
+
+@pytest.mark.parametrize("lsp_setup", [PUSH])
+async def test_saving_a_helper_updates_the_findings_of_a_test_that_calls_it(
+    client: RefereeClient,
+):
+    """The test's REF110 depends on whether the helper it imports asserts: a saved edit
+    of the helper re-checks the open test with the project index updated."""
+    helpers = Doc(client, client.uri("helpers.py"), "def do_a():\n    assert 1\n").open()
+    await client.diagnostics_for(helpers)
+    test = sample(client, "test_x.py", "from helpers import do_a\n\n\ndef test_a():\n    do_a()\n")
+    assert codes(await client.diagnostics_for(test)) == []
+
+    helpers.set_text("def do_a():\n    return 1\n")
+    await client.diagnostics_for(helpers)
+    after = client.mark()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=helpers.identifier))
+
+    def flagged() -> bool:
+        return any(
+            codes(p.diagnostics) == ["REF110"]
+            for p in client.published[after:]
+            if p.uri == test.uri
+        )
+
+    await client.until(flagged, "REF110 on the test once its helper stops asserting")

@@ -263,6 +263,8 @@ def test_matching_understands_all_codes_and_prefixes():
         "REF113",
         "REF114",
         "REF115",
+        "REF116",
+        "REF117",
     ]
     assert [r.code for r in matching("ref001")] == ["REF001"]
     assert matching("REF9") == []

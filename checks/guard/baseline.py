@@ -6,6 +6,7 @@ for untracked files) to list them, ``git cat-file --batch`` to read them.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,3 +112,33 @@ def read_at(root: Path, base: str, paths: list[str]) -> dict[str, str | None]:
 def tracked_files(root: Path) -> list[str]:
     out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+_HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
+def new_lines(root: Path, base: str) -> dict[str, frozenset[int] | None]:
+    """Lines added or changed since ``base``, by path relative to the repository root:
+    1-based line numbers in the working tree, or None for a file that is new as a whole
+    (added, or untracked and not ignored)."""
+    found: dict[str, frozenset[int] | None] = {}
+    for change in changed_files(root, base):
+        if not change.deleted and change.old_path is None:
+            found[change.path] = None
+    out = _git(root, "diff", "-U0", "--no-color", "--no-ext-diff", "-M", base, "--")
+    for section in out.split(b"\ndiff --git "):
+        body = section.partition(b"\n+++ ")[2]
+        if not body:
+            continue
+        target = body.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        if target == "/dev/null" or not target.startswith("b/"):
+            continue
+        path = target[2:]
+        if path in found:
+            continue
+        lines: set[int] = set()
+        for match in _HUNK.finditer(body):
+            start, count = int(match.group(1)), int(match.group(2) or 1)
+            lines.update(range(start, start + count))
+        found[path] = frozenset(lines)
+    return found

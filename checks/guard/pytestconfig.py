@@ -115,6 +115,40 @@ def is_pytest_file(relpath: str, patterns: list[str], testpaths: list[str]) -> b
     return False
 
 
+DEFAULT_NORECURSEDIRS = "*.egg .* _darcs build CVS dist node_modules venv {arch}"
+
+
+def norecursedirs(settings: Mapping[str, str] | None) -> list[str]:
+    """The directory patterns pytest does not descend into."""
+    value = (settings or {}).get("norecursedirs", DEFAULT_NORECURSEDIRS)
+    return value.split()
+
+
+def in_norecursedir(relpath: str, patterns: list[str]) -> bool:
+    """Whether a directory above ``relpath`` (relative to the rootdir) matches one of
+    ``patterns`` as pytest's ``fnmatch_ex`` does: by its name, or by its path for a
+    pattern with a ``/``."""
+    parts = PurePosixPath(relpath).parts[:-1]
+    for depth in range(1, len(parts) + 1):
+        name, path = parts[depth - 1], "/" + "/".join(parts[:depth])
+        for pattern in patterns:
+            if "/" in pattern:
+                if fnmatch.fnmatch(path, "*/" + pattern.strip("/")):
+                    return True
+            elif fnmatch.fnmatch(name, pattern):
+                return True
+    return False
+
+
+def collects(relpath: str, settings: Mapping[str, str] | None) -> bool:
+    """Whether pytest, run without arguments at the rootdir, collects ``relpath``
+    (relative to it) as a test module: ``python_files``, ``testpaths``, ``norecursedirs``."""
+    patterns, paths = test_file_patterns(settings)
+    return is_pytest_file(relpath, patterns, paths) and not in_norecursedir(
+        relpath, norecursedirs(settings)
+    )
+
+
 # Where pytest's own arguments start in a command line: after `pytest`, `py.test`
 # (a path to either included) or `python -m pytest`.
 _PYTEST_COMMAND = re.compile(r"(?:^|[\s/])(?:py\.test|pytest)(?=\s|$)|-m\s+pytest(?=\s|$)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 from tree_sitter import Node
 
@@ -14,6 +15,7 @@ from referee.checks.nodes import (
     excerpt,
     is_literal,
     is_pure,
+    keyword_argument,
     literal_truth,
     same_expression,
     unwrap,
@@ -27,20 +29,29 @@ from referee.checks.source import SourceFile
 def test_without_assertion(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a test function that contains no assertion. Tests are the `test*` functions
-    and methods of a test module (a file that matches `test-files`, by default
-    `test_*.py`, `*_test.py`, `tests.py`); in a module that imports `unittest` and not
+    and methods of a test module (see below); in a module that imports `unittest` and not
     `pytest`, only methods. These count as assertions: `assert`, `self.assert*`,
     `self.fail()`, `pytest.raises`/`warns`/`deprecated_call`/`fail`, mock's
-    `assert_called*`, any `assert_*` function (numpy, pandas), a `raise` (of anything
-    but `NotImplementedError`, `SkipTest` or `StopIteration`), and a call to a helper
-    that itself asserts — a helper in the same file is followed through any number of
-    calls; a helper defined elsewhere (a base class, a support module) counts when its
-    name says it checks (such as `check_*`, `verify*`, `expect*`, `ensure*`,
-    `validate*`, `do_test`, `run_test`, `*_check`). Also followed: an alias of an
-    assertion method (`eq = self.assertEqual; eq(a, b)`), a decorator defined in the
-    same file whose wrapper asserts, and assertions in callbacks the test defines and
-    hands to the code under test. A docstring with doctest examples counts as a test
-    body.
+    `assert_called*`, any `assert_*` function (numpy, pandas, snapshot libraries'
+    `snapshot.assert_match`), pytester's checks (`fnmatch_lines`, `re_match_lines`,
+    `no_fnmatch_line`, `no_re_match_line`, `assert_outcomes`, `assertoutcome`), a
+    `raise` (of anything but `NotImplementedError`, `SkipTest` or `StopIteration`), a
+    strict `@pytest.mark.xfail(raises=E, strict=True)`, a requested fixture that
+    asserts (defined in the file, or in a `conftest.py` above it), a `benchmark`
+    fixture (the test is a benchmark), and a call to a helper that itself asserts — a
+    helper in the same file is followed through any number of calls; one imported from
+    another module of the project, or a method of a base class defined there, is
+    followed through the project index; any other helper counts when its name says it
+    checks (such as `check_*`, `verify*`, `expect*`, `ensure*`, `validate*`, `do_test`,
+    `run_test`, `*_check`). Also followed: an alias of an assertion method
+    (`eq = self.assertEqual; eq(a, b)`), a decorator defined in the same file whose
+    wrapper asserts, and assertions in callbacks the test defines and hands to the code
+    under test. A docstring with doctest examples counts as a test body. A test module
+    is one pytest would collect, by the pytest configuration that governs the file
+    (`python_files`, `testpaths`, `norecursedirs`, read from pytest.ini, pyproject.toml,
+    tox.ini or setup.cfg at the project's root); without one, a file `test-files`
+    matches (a `tests.py` only when it imports a test framework). A fixture named
+    `test_*` is not a test.
 
     Warning level: a test that only calls code does check that it does not raise.
 
@@ -67,8 +78,8 @@ def test_without_assertion(ctx: Context) -> Iterator[Violation]:
     for fn in module.tests:
         if module.assertion_nodes(fn) or module.has_doctest(fn):
             continue
-        if placeholder_kind(module, fn) is not None:
-            continue  # placeholder tests are REF101's, at error level
+        if placeholder_kind(module, fn) is not None or _discarded_comparisons(fn):
+            continue  # REF101's placeholder, REF116's comparison without `assert`: errors
         name = fn.node.child_by_field_name("name") or fn.node
         yield Violation(
             span=ctx.source.node_span(name),
@@ -268,6 +279,9 @@ def _assert_statement_vacuity(
             node,
             f"`{excerpt(source.node_text(cond))}` is always true: {why}the assertion cannot fail",
         )
+    chained = _chained_self_comparison(source, unwrap(cond))
+    if chained is not None:
+        return _self_compared(fn, node, *chained)
     comparison = _comparison(node)
     if comparison is None:
         return None
@@ -286,6 +300,19 @@ def _assert_statement_vacuity(
                 f"`{excerpt(text)}` compares a literal with itself: the assertion cannot fail",
             )
         return _self_compared(fn, node, op, source.node_text(left))
+    return None
+
+
+def _chained_self_comparison(source: SourceFile, cond: Node) -> tuple[str, str] | None:
+    """``a == a == b``: a chain of comparisons in which one link compares an expression
+    with itself; (operator, operand) of that link."""
+    if cond.type != "comparison_operator" or cond.named_child_count < 3:
+        return None
+    operands = cond.named_children
+    operators = [source.node_text(c) for c in cond.children if not c.is_named]
+    for (left, right), op in zip(pairwise(operands), operators, strict=False):
+        if op in _REFLEXIVE and is_pure(left) and same_expression(source, left, right):
+            return op, source.node_text(left)
     return None
 
 
@@ -394,7 +421,10 @@ def _report(ctx: Context, code: str) -> Iterator[Violation]:
             and item.fn.is_test
             and all(n.start_byte in vacuous_nodes for n in module.assertion_nodes(item.fn))
         )
-        louder = code == "REF112" or (proves_nothing and not item.always_warning)
+        # A tuple assertion never checks, and an identity check against a new object
+        # always has the same answer: each is a slip a maintainer fixes, whatever else
+        # the test checks.
+        louder = code in ("REF112", "REF114") or (proves_nothing and not item.always_warning)
         yield Violation(
             span=ctx.source.node_span(item.node),
             message=item.message,
@@ -477,7 +507,8 @@ def self_comparison(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags an assertion that compares an expression with itself: `assert x == x`,
     `assert a.b is a.b`, `self.assertEqual(result, result)`, `self.assertIs(x, x)`.
-    `<=` and `>=` count too. Only names, attributes and subscripts are compared —
+    `<=` and `>=` count too, and so does one link of a chain (`assert x == x == y`).
+    Only names, attributes and subscripts are compared —
     `f() == f()` checks that `f` is deterministic and is not flagged; a literal compared
     with itself is `constant-assertion` (REF111).
 
@@ -513,8 +544,8 @@ def fresh_object_identity(ctx: Context) -> Iterator[Violation]:
     new object that nothing else can be, so `is` is always false and `is not` always
     true. (Calls such as `set()` are not flagged.)
 
-    Severity: an error when the test's every assertion is vacuous (the test proves
-    nothing); a warning when the test also checks something real, or outside a test.
+    Always an error: the answer is the same for every value, so the assertion is a slip
+    a maintainer fixes even when the test also checks something real.
 
     ## Why it matters
     `assertIs(result, [])` fails for every result, and `assert x is not {}` passes for
@@ -618,3 +649,198 @@ def mock_assertion_lookalike(ctx: Context) -> Iterator[Violation]:
                 evidence=source.node_text(call),
                 fix=fix,
             )
+
+
+def comparison_statement(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a comparison that stands as a statement in a test: `result == 3` with no
+    `assert` before it (ruff's B015, `useless-comparison`). Its value is computed and
+    thrown away.
+
+    Left alone: a comparison inside `with` (`with pytest.raises(TypeError): a < b`) or
+    `try`, one followed by an assertion in the test (which checks what the comparison
+    did: the `__eq__` it called, the log it wrote), one with a comment on its line
+    (`d1 == d2  # used to crash`), and every comparison in a test that defines a class
+    (a test of the comparison protocols themselves).
+
+    ## Why it matters
+    The line reads like a check and checks nothing: the test passes whatever `result`
+    is. It is almost always an `assert` that was left out.
+
+    ## Example
+    ```python
+    def test_style():
+        console.get_style("bold") == Style(bold=True)
+    ```
+
+    ## Use instead
+    ```python
+    def test_style():
+        assert console.get_style("bold") == Style(bold=True)
+    ```
+    """
+    source = ctx.source
+    module = ctx.module
+    for fn in module.tests:
+        comparisons = _discarded_comparisons(fn)
+        if not comparisons or _defines_a_class(fn):
+            continue  # a test of comparison protocols (`__eq__`, `__contains__`) compares
+        checks = module.assertion_nodes(fn)
+        for node in comparisons:
+            if _commented(source, node) or any(c.start_byte > node.end_byte for c in checks):
+                continue  # made for what it does: a crash it must not cause, a call it logs
+            yield Violation(
+                span=source.node_span(node),
+                message=f"`{excerpt(source.node_text(node))}` is computed and thrown away: "
+                "did you mean `assert`?",
+                evidence=source.node_text(node),
+                fix=Fix(
+                    message="Assert the comparison",
+                    edits=(
+                        Edit(
+                            span=source.node_span(node), content="assert " + source.node_text(node)
+                        ),
+                    ),
+                    applicability="unsafe",
+                ),
+            )
+
+
+_NOT_DISCARDED = frozenset(
+    {
+        "function_definition",
+        "class_definition",
+        "decorated_definition",
+        "with_statement",
+        "try_statement",
+    }
+)
+
+
+def _defines_a_class(fn: Function) -> bool:
+    stack = list(fn.body.named_children)
+    while stack:
+        node = stack.pop()
+        if node.type == "class_definition":
+            return True
+        if node.type != "function_definition":
+            stack.extend(node.named_children)
+    return False
+
+
+def _commented(source: SourceFile, node: Node) -> bool:
+    """A comment follows the statement on its line: the author says why it is there."""
+    sibling = node.next_sibling
+    return (
+        sibling is not None
+        and sibling.type == "comment"
+        and sibling.start_point.row == node.end_point.row
+    )
+
+
+def _discarded_comparisons(fn: Function) -> list[Node]:
+    """Expression statements of ``fn``'s body (not of functions nested in it) that are
+    one comparison. Not inside a ``with`` or a ``try``: there the comparison is made
+    for the exception it raises (``with pytest.raises(TypeError): a < b``). Computed
+    once per function: two rules ask."""
+    cached = fn.__dict__.get("_discarded")
+    if cached is None:
+        cached = fn.__dict__["_discarded"] = _find_discarded(fn)
+    return cached  # type: ignore[no-any-return]
+
+
+def _find_discarded(fn: Function) -> list[Node]:
+    found = []
+    stack = list(fn.body.named_children)
+    while stack:
+        node = stack.pop()
+        if node.type in _NOT_DISCARDED:
+            continue
+        if node.type == "expression_statement":
+            if node.named_child_count == 1 and node.named_children[0].type == "comparison_operator":
+                found.append(node)
+            continue
+        stack.extend(node.named_children)
+    return sorted(found, key=lambda n: n.start_byte)
+
+
+def duplicate_parametrize_case(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags a case of `@pytest.mark.parametrize` that repeats an earlier case of the same
+    decorator, written the same way (white space aside; ruff's PT014). Cases that call
+    anything but `pytest.param` are left alone: two calls may give different values.
+
+    ## Why it matters
+    The duplicate runs the same check twice and usually stands where another case was
+    meant (a copy-paste slip): the input it should have tested is not tested.
+
+    ## Example
+    ```python
+    @pytest.mark.parametrize("n", [1, 2, 2])
+    def test_square(n): ...
+    ```
+
+    ## Use instead
+    ```python
+    @pytest.mark.parametrize("n", [1, 2, 3])
+    def test_square(n): ...
+    ```
+    """
+    source = ctx.source
+    if "parametrize" not in source.text:
+        return
+    for fn in ctx.module.functions:
+        parent = fn.node.parent
+        if parent is None or parent.type != "decorated_definition":
+            continue
+        for decorator in parent.named_children:
+            cases = _parametrize_cases(source, decorator) if decorator.type == "decorator" else []
+            seen: dict[str, Node] = {}
+            for case in cases:
+                if _calls_other_than_param(source, case):
+                    continue
+                key = _tokens(source, case)
+                first = seen.setdefault(key, case)
+                if first is not case:
+                    yield Violation(
+                        span=source.node_span(case),
+                        message=f"parametrize case `{excerpt(source.node_text(case))}` repeats "
+                        f"the case on line {first.start_point.row + 1}",
+                        evidence=source.node_text(case),
+                    )
+
+
+def _parametrize_cases(source: SourceFile, decorator: Node) -> list[Node]:
+    expr = next((c for c in decorator.named_children if c.type != "comment"), None)
+    if expr is None or expr.type != "call":
+        return []
+    callee = expr.child_by_field_name("function")
+    if callee is None or not source.node_text(callee).endswith("parametrize"):
+        return []
+    values = keyword_argument(source, expr, "argvalues")
+    if values is None:
+        args = call_arguments(expr)
+        values = args[1] if len(args) > 1 else None
+    if values is None or values.type not in ("list", "tuple"):
+        return []
+    return [c for c in values.named_children if c.type != "comment"]
+
+
+def _tokens(source: SourceFile, node: Node) -> tuple[str, ...]:
+    """The node's text as tokens (a string literal is one): equal for two spellings
+    that differ only in white space between tokens."""
+    if node.type in ("string", "concatenated_string") or not node.children:
+        return (source.node_text(node),)
+    return tuple(token for child in node.children for token in _tokens(source, child))
+
+
+def _calls_other_than_param(source: SourceFile, node: Node) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "call":
+            callee = current.child_by_field_name("function")
+            if callee is None or source.node_text(callee) not in ("pytest.param", "param"):
+                return True
+        stack.extend(current.named_children)
+    return False

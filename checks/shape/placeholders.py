@@ -9,6 +9,7 @@ from tree_sitter import Node
 
 from referee.checks.models import Severity
 from referee.checks.nodes import MARKER, excerpt, is_docstring, raised_name, statements
+from referee.checks.project import base_name, module_aliases
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.rule import Context, Violation
 from referee.checks.shape.markup import (
@@ -26,36 +27,117 @@ _EXEMPT_DECORATORS = frozenset(
         "abstractstaticmethod",
         "overload",
         "group",  # click/typer group callbacks run before subcommands; empty is normal
+        "hookspec",  # pluggy / pytest hook specifications: the signature is the spec
+        "hookimpl",
     }
 )
-
+# `hookspec = pluggy.HookspecMarker("project")`: the name it binds marks hook specs.
+_HOOK_MARKER = re.compile(r"\bHook(?:spec|impl)Marker\s*\(")
+# A docstring that says the body is meant to be empty: "Does nothing by default",
+# "Override to ...", "Hook to display ...", "No-op.", "Don't write."
+_SAYS_EMPTY = re.compile(
+    r"\b(?:nothing|no[- ]?op|noop|do(?:es)?\s*n[o']t|don't|override|overridden"
+    r"|hooks?|by default|intentionally|deliberately|ignored?)\b",
+    re.IGNORECASE,
+)
+# A module-level function has no subclass to override it: only plain words will do.
+_SAYS_EMPTY_PLAINLY = re.compile(
+    r"\b(?:does nothing|do nothing|nothing to (?:do|be done)|no[- ]?op|noop|intentionally"
+    r"|deliberately)\b",
+    re.IGNORECASE,
+)
+# An annotation a function that returns nothing satisfies: no value was promised.
+_NO_VALUE = re.compile(r"\b(?:None|NoReturn|Never)\b")
 
 _ABC_META = re.compile(r"metaclass\s*=\s*(?:abc\.)?ABCMeta\b")
 _SKIP = re.compile(r"(^|\.)skip$")
+_CLICK_COMMAND = re.compile(r"(?:^|\.)command$")
+_SPEC_MODULE = re.compile(r"^\w+\s*=\s*(?:\w+\.)?HookspecMarker\(", re.MULTILINE)
 
 
-def _decorator_exempt(fn: Function) -> bool:
-    return any(name.rsplit(".", 1)[-1] in _EXEMPT_DECORATORS for name in fn.decorators)
+def _decorator_exempt(module: PythonModule, fn: Function) -> bool:
+    markers = _hook_markers(module)
+    if fn.class_ is None and fn.parent is None and _SPEC_MODULE.search(module.source.text):
+        # A module that makes a HookspecMarker is a hook specification module: pluggy's
+        # add_hookspecs(module) takes its functions, decorated or not (pytest's own).
+        return True
+    for name in fn.decorators:
+        last = name.rsplit(".", 1)[-1]
+        if last in _EXEMPT_DECORATORS or name in markers:
+            return True
+        # `@click.command(cls=AliasedGroup)`: a group's callback, by another name
+        if _CLICK_COMMAND.search(name) and "cls=" in _decorator_text(module, fn, name):
+            return True
+    return False
 
 
-def _interface_class(module: PythonModule, fn: Function) -> bool:
-    """Methods of protocols, ABCs and classes that a class in this file overrides are
-    declarations by design, not placeholders."""
+def _decorator_text(module: PythonModule, fn: Function, name: str) -> str:
+    parent = fn.node.parent
+    if parent is None or parent.type != "decorated_definition":
+        return ""
+    for child in parent.named_children:
+        text = module.source.node_text(child)
+        if child.type == "decorator" and text.lstrip("@").startswith(name):
+            return text
+    return ""
+
+
+def _hook_markers(module: PythonModule) -> frozenset[str]:
+    """Top-level names bound to a pluggy ``HookspecMarker(...)``/``HookimplMarker(...)``."""
+    found = module.__dict__.get("_hook_markers")
+    if found is None:
+        aliases = module_aliases(module.source) if "Marker" in module.source.text else {}
+        found = frozenset(name for name, value in aliases.items() if _HOOK_MARKER.search(value))
+        module.__dict__["_hook_markers"] = found
+    return found
+
+
+def _in_type_checking(fn: Function) -> bool:
+    """Inside ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): a declaration for the
+    type checker, which the running program never sees."""
+    node = fn.node.parent
+    child = fn.node
+    while node is not None:
+        if node.type == "if_statement" and node.child_by_field_name("consequence") == child:
+            condition = node.child_by_field_name("condition")
+            if condition is not None and _source_text(condition).endswith("TYPE_CHECKING"):
+                return True
+        child, node = node, node.parent
+    return False
+
+
+def _interface_class(ctx: Context, module: PythonModule, fn: Function) -> bool:
+    """Methods of protocols, ABCs and classes that a subclass overrides — in this file
+    (through a generic base, ``Base[int]``, or an alias, ``Alias = Base``) or anywhere
+    in the project (the index's view) — are declarations by design, not placeholders."""
     cls = fn.class_
     if cls is None:
         return False
-    names = {base.split("[", 1)[0].rsplit(".", 1)[-1].strip() for base in cls.bases}
+    names = {base_name(base) for base in cls.bases}
     superclasses = cls.node.child_by_field_name("superclasses")
     declared = module.source.node_text(superclasses) if superclasses is not None else ""
     if names & {"Protocol", "ABC"} or _ABC_META.search(declared):
         return True
+    if (cls.name, fn.name) in ctx.project.overridden:
+        return True
+    aliases = _class_aliases(module)
     return any(
         other.class_ is not None
         and other.class_ is not cls
-        and any(base.rsplit(".", 1)[-1] == cls.name for base in other.class_.bases)
+        and any(
+            base_name(aliases.get(base_name(base), base)) == cls.name for base in other.class_.bases
+        )
         for other in module.functions
         if other.name == fn.name
     )
+
+
+def _class_aliases(module: PythonModule) -> dict[str, str]:
+    found = module.__dict__.get("_class_aliases")
+    if found is None:
+        found = module_aliases(module.source)
+        module.__dict__["_class_aliases"] = found
+    return found  # type: ignore[no-any-return]
 
 
 def _doctest_calls_itself(module: PythonModule, fn: Function) -> bool:
@@ -113,10 +195,18 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
     Flags a function whose body is only `pass`, `...`, `raise NotImplementedError`, a
     docstring, or a `TODO`/`FIXME` comment — a stub that looks like an implementation.
 
-    Abstract methods, `@overload` signatures, `Protocol` and ABC members, methods that a
-    subclass in the same file overrides, dunder methods (`__init__`, `__exit__`, ...) and
-    `.pyi` stubs are declarations by design and are not flagged. A body with an
-    explanatory comment (`pass  # nothing to release`) is taken as meant. Nested
+    Abstract methods, `@overload` signatures (a trailing comment on the decorator
+    included), hook specifications (pluggy's and pytest's `@hookspec`, any name bound to
+    `HookspecMarker(...)`, and every module-level function of a module that binds one),
+    definitions under `if TYPE_CHECKING:`, `Protocol` and ABC members, methods that a
+    subclass overrides — in the same file, through a generic (`Base[int]`) or aliased
+    base, or in another module of the project (the project index) — dunder methods
+    (`__init__`, `__exit__`, ...) and `.pyi` stubs are declarations by design and are
+    not flagged. A body with an explanatory comment (`pass  # nothing to release`) or a
+    docstring that says it is empty on purpose ("Does nothing by default", "Override to
+    ...", "Hook to ...", "No-op") is taken as meant, and so are a visitor's empty
+    `visit_X`/`depart_X` method and a click group's callback (`@click.group`,
+    `@click.command(cls=AliasedGroup)`). Nested
     functions, and every function but the tests in a test module, a `conftest.py` or a
     file under a `test`/`tests`/`testing` directory (fixtures, support modules), are
     flagged only with a `TODO`, `FIXME`, `XXX` or `TBD` marker: dummy callables are what
@@ -125,9 +215,16 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
     `...` or `raise NotImplementedError`: that is a stub whose examples cannot pass. A
     skipped test is left to `skip-without-reason` (REF121).
 
-    The finding is an error when the stub promises something (a docstring, a return
-    annotation, a marker, `raise NotImplementedError`, or a test name) and a warning for
-    a bare `pass` or `...`.
+    Severity follows "would a maintainer fix it?" (docs/rules/index.md). An error: a
+    test that checks nothing (a collected test whose body is `pass`, `...` or a
+    docstring, with no fixture or strict `xfail(raises=...)` that checks for it); a
+    `TODO`/`FIXME`/`XXX`/`TBD` marker; a return annotation that promises a value
+    (`-> int`, not `-> None`) and a body of `pass`, `...` or a docstring (mypy's
+    `empty-body`; for a method, `raise NotImplementedError` is the informal way to
+    declare it abstract); an undecorated module-level function, not annotated
+    `-> None`, that is only a docstring or `raise NotImplementedError`. A warning: the
+    rest — methods (hooks, null objects, informal base classes), framework callbacks
+    (decorated) and functions annotated `-> None` are often empty by design.
 
     ## Why it matters
     A stub that compiles and imports is the cheapest way for an author — human or agent —
@@ -155,33 +252,75 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
         return
     module = ctx.module
     for fn in module.functions:
-        if _decorator_exempt(fn) or (fn.name.startswith("__") and fn.name.endswith("__")):
+        if (
+            (fn.name.startswith("__") and fn.name.endswith("__"))
+            or _decorator_exempt(module, fn)
+            or _in_type_checking(fn)
+        ):
             continue
         found = placeholder_kind(module, fn)
         if found is None:
             continue
         what, marker, docstring = found
-        if fn.is_test and any(_SKIP.search(d) for d in fn.decorators):
-            continue  # a skipped test is REF121's concern, not a placeholder
+        if fn.is_test and (
+            any(_SKIP.search(d) for d in fn.decorators) or module.assertion_nodes(fn)
+        ):
+            # a skipped test is REF121's concern; one whose fixture or strict
+            # `xfail(raises=...)` checks for it has a body to do nothing
+            continue
         if not marker:
-            if fn.is_nested or (ctx.in_test_tree and not fn.is_test):
+            if not fn.is_test and (fn.is_nested or ctx.in_test_tree):
                 continue  # dummies and fixtures are what tests are made of
-            if _interface_class(module, fn):
+            if _interface_class(ctx, module, fn):
                 continue
-        promises = (
-            marker
-            or docstring
-            or fn.is_test
-            or "NotImplementedError" in what
-            or fn.node.child_by_field_name("return_type") is not None
-        )
+            if not fn.is_test and _says_empty(module, fn, docstring):
+                continue
+        severity = _severity(fn, what, marker, docstring)
         noun = "test" if fn.is_test else "function"
         yield Violation(
             span=module.source.node_span(_name_or_node(fn)),
             message=f"{noun} `{fn.name}` is a placeholder: its body is only {what}",
             evidence=module.source.node_text(fn.body),
-            severity=None if promises else Severity.WARNING,
+            severity=severity,
         )
+
+
+def _says_empty(module: PythonModule, fn: Function, docstring: bool) -> bool:
+    """A docstring that says the function does nothing on purpose, or a visitor's
+    ``visit_X``/``depart_X`` (an empty one stops the walk there)."""
+    if fn.class_ is not None and fn.name.startswith(("visit_", "depart_")):
+        return True
+    returns = fn.node.child_by_field_name("return_type")
+    if not docstring or (returns is not None and not _NO_VALUE.search(_source_text(returns))):
+        return False  # a value is promised: no docstring makes an empty body meant
+    words = _SAYS_EMPTY if fn.class_ is not None else _SAYS_EMPTY_PLAINLY
+    return words.search(module.source.node_text(fn.statements[0])) is not None
+
+
+def _severity(fn: Function, what: str, marker: bool, docstring: bool) -> Severity | None:
+    """Error (None: the rule's default) when a maintainer would fix it: a test that
+    checks nothing, a marker saying the work is left, a value promised by the return
+    annotation and never returned, a module-level function whose docstring or
+    ``raise NotImplementedError`` stands for code not written. A method (a hook, a
+    null object, an informal base class's ``raise NotImplementedError``) and a function
+    annotated ``-> None`` are often empty by design: a warning."""
+    returns = fn.node.child_by_field_name("return_type")
+    nothing = returns is not None and _NO_VALUE.search(_source_text(returns)) is not None
+    abstract = fn.class_ is not None and "NotImplementedError" in what
+    if marker or fn.is_test or (returns is not None and not nothing and not abstract):
+        return None
+    if (
+        not nothing
+        and fn.class_ is None
+        and not fn.decorators  # `@app.route(...)`: the framework's callback, often empty
+        and (docstring or "NotImplementedError" in what)
+    ):
+        return None
+    return Severity.WARNING
+
+
+def _source_text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
 
 def _name_or_node(fn: Function) -> Node:

@@ -52,3 +52,12 @@ def test_unicode():
 
 def test_slugify_punctuation():
     pass
+
+
+def test_count_vowels_mixed_case():
+    count_vowels("Banana") == 3
+
+
+@pytest.mark.parametrize("word, n", [("sky", 0), ("tree", 2), ("sky", 0)])
+def test_count_vowels_words(word, n):
+    assert count_vowels(word) == n
