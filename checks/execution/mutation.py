@@ -277,18 +277,14 @@ def _candidates(
                 gap_start = splicer.offset(node.target.end_lineno, node.target.end_col_offset)  # type: ignore[arg-type]
                 gap_end = splicer.offset(node.value.lineno, node.value.col_offset)
                 old, new = _OP_TEXT[type(node.op)] + "=", _OP_TEXT[new_op] + "="
-            yield _Candidate("arithmetic", node, swap, _token(splicer, gap_start, gap_end, old, new))
+            yield _Candidate(
+                "arithmetic", node, swap, _token(splicer, gap_start, gap_end, old, new)
+            )
         elif isinstance(node, ast.Constant):
             value = node.value
             if "negation" in wanted and isinstance(value, bool):
-                yield _Candidate(
-                    "negation", node, lambda c, _v=value: ast.Constant(value=not _v)
-                )
-            elif (
-                "constant" in wanted
-                and isinstance(value, int)
-                and not isinstance(value, bool)
-            ):
+                yield _Candidate("negation", node, lambda c, _v=value: ast.Constant(value=not _v))
+            elif "constant" in wanted and isinstance(value, int) and not isinstance(value, bool):
                 for delta in (1, -1):
                     yield _Candidate(
                         "constant", node, lambda c, _v=value, _d=delta: ast.Constant(value=_v + _d)
@@ -307,9 +303,7 @@ def _candidates(
         if isinstance(node, (ast.If, ast.While, ast.IfExp)) and "negation" in wanted:
             test = node.test
             if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
-                yield _Candidate(
-                    "negation", test, lambda c: ast.UnaryOp(op=ast.Not(), operand=c)
-                )
+                yield _Candidate("negation", test, lambda c: ast.UnaryOp(op=ast.Not(), operand=c))
         if isinstance(node, ast.Return) and node.value is not None and "return" in wanted:
             for constant in _return_constants(fn, node.value):
                 yield _Candidate(
@@ -317,11 +311,8 @@ def _candidates(
                     node.value,
                     lambda c, _k=constant: ast.parse(_k, mode="eval").body,
                 )
-        if (
-            "statement" in wanted
-            and isinstance(
-                node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Raise)
-            )
+        if "statement" in wanted and isinstance(
+            node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Raise)
         ):
             yield _Candidate("statement", node, lambda c: ast.Pass())
 
@@ -531,7 +522,6 @@ def targets(
     def add(module: str, name: str) -> None:
         path = _module_file(module, files, test_path)
         if path is None:
-            # `from pkg import mod` then `mod.f()`
             return
         names = found.setdefault(path, [])
         if name not in names:
@@ -542,11 +532,7 @@ def targets(
             continue
         func = node.func
         if isinstance(func, ast.Name) and func.id in imported:
-            module, name = imported[func.id]
-            if _module_file(module, files, test_path) is not None:
-                add(module, name)
-            elif _module_file(f"{module}.{name}", files, test_path) is None:
-                add(module, name)
+            add(*imported[func.id])
         elif isinstance(func, ast.Attribute):
             base = _dotted(func.value)
             if base is None:
@@ -753,8 +739,7 @@ def grade_test(
     elif grade.tried < len(chosen):
         grade.status = "not-graded"
         grade.reason = (
-            f"the time budget ran out after {grade.tried} of {len(chosen)} mutants, "
-            "none killed"
+            f"the time budget ran out after {grade.tried} of {len(chosen)} mutants, none killed"
         )
         return grade  # not cached: the next run may finish it
     if cache is not None:
