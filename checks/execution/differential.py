@@ -183,7 +183,7 @@ def _imports_function(tree: ast.Module, name: str, module: str) -> tuple[bool, s
     return direct, aliases
 
 
-def test_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input]:
+def observed_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input]:
     """The literal arguments the project's tests pass to ``module.name``: every call of
     it, by the name the test module imported it under, whose arguments are literals."""
     found: list[Input] = []
@@ -594,7 +594,7 @@ def check_function(
     notes: list[str] = []
     budget = execution.inputs
     doc = docstring_inputs(spec) if spec.docstring_value else []
-    observed = test_inputs(spec.name, spec.module, tests)
+    observed = observed_inputs(spec.name, spec.module, tests)
     for item in [*doc, *observed]:
         if item.arguments not in seen and len(gathered) < budget:
             seen.add(item.arguments)
@@ -856,5 +856,5 @@ __all__ = [
     "check_function",
     "docstring_inputs",
     "generated_inputs",
-    "test_inputs",
+    "observed_inputs",
 ]

@@ -42,6 +42,7 @@ from typing import Literal
 from referee import __version__
 from referee.checks import sandbox
 
+_SHOWN_FIRST = ("comparison", "boundary", "arithmetic", "constant", "negation", "statement")
 OPERATORS = ("return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement")
 Operator = Literal[
     "return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement"
@@ -733,6 +734,17 @@ def grade_test(
     grade.seconds = round(time.monotonic() - started, 3)
     if grade.status == "not-graded":
         return grade
+    # Shown in a stable order (runs finish in any order): the changes of a condition or a
+    # computation first, a `return` of a constant last (the least telling).
+    position = {id(m): i for i, m in enumerate(chosen)}
+    shown = {op: i for i, op in enumerate(_SHOWN_FIRST)}
+    order = {(m.path, m.line, m.after, m.operator): position[id(m)] for m in chosen}
+    grade.survivors.sort(
+        key=lambda m: (
+            shown.get(m["operator"], len(shown)),
+            order.get((m["path"], m["line"], m["after"], m["operator"]), 0),
+        )
+    )
     if grade.killed_by is not None:
         grade.status = "killed"
         grade.survivors = []

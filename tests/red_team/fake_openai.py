@@ -31,6 +31,9 @@ class FakeModel:
 
     answer: Answer
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # When set, answers from the whole request body instead (its seed, its prompt): how a
+    # test makes the k oracles differ.
+    answer_for: Callable[[dict[str, Any]], str] | None = None
 
     def __post_init__(self) -> None:
         model = self
@@ -55,7 +58,10 @@ class FakeModel:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "no such endpoint"}})
                     return
-                text = fenced(model.answer(kind))
+                if model.answer_for is not None:
+                    text = fenced(model.answer_for(body))
+                else:
+                    text = fenced(model.answer(kind))
                 self._send(
                     200,
                     {

@@ -1,0 +1,364 @@
+"""L2's execution checks: mutation adequacy (real sandbox, real pytest, no model) and the
+differential check against oracles (real sandbox; the oracles' model is the fake
+OpenAI-compatible server, answering with fixed programs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from referee.checks import sandbox
+from referee.checks.arbitration.isolate import function_spec
+from referee.checks.execution.differential import (
+    check_function,
+    docstring_inputs,
+    generated_inputs,
+    observed_inputs,
+)
+from referee.checks.execution.mutation import GradeCache, grade_test, mutants, targets
+from referee.checks.models import ArbitrationConfig, ExecutionConfig
+
+needs_sandbox = pytest.mark.skipif(
+    sandbox.boundary_problem() is not None, reason="no kernel boundary for the sandbox here"
+)
+
+EVEN = '''def is_even(n: int) -> bool:
+    """Whether n is even."""
+    return n % 2 == 0
+'''
+
+TESTS = """from mathx import is_even
+import mathx
+
+
+def test_weak():
+    assert is_even(4) is not None
+
+
+def test_good():
+    assert mathx.is_even(4)
+    assert not mathx.is_even(3)
+"""
+
+
+# ------------------------------------------------------------------------------ mutants
+
+
+def test_mutants_cover_each_operator_and_keep_the_rest_as_written():
+    text = (
+        "import math\n\n\n"
+        "def f(x: int, lo: int) -> int:\n"
+        '    """Doc."""\n'
+        "    if x < lo:  # below\n"
+        "        return lo\n"
+        "    y = x * 2 + 1\n"
+        "    return y if not x == 3 else -y\n"
+    )
+    found = mutants(text, "m.py", ["f"])
+    changes = {(m.operator, m.before, m.after) for m in found}
+    assert ("boundary", "if x < lo:  # below", "if x <= lo:  # below") in changes
+    assert ("comparison", "if x < lo:  # below", "if x >= lo:  # below") in changes
+    assert ("arithmetic", "y = x * 2 + 1", "y = x * 2 - 1") in changes
+    assert ("constant", "y = x * 2 + 1", "y = x * 3 + 1") in changes
+    assert ("constant", "y = x * 2 + 1", "y = x * 2 + 0") in changes
+    assert ("negation", "if x < lo:  # below", "if not x < lo:  # below") in changes
+    assert ("negation", "return y if not x == 3 else -y", "return y if x == 3 else -y") in changes
+    assert ("return", "return lo", "return 0") in changes  # by the annotation: an int
+    assert ("statement", "y = x * 2 + 1", "pass") in changes
+    # the docstring and the import are never touched; each mutant is one change
+    for m in found:
+        assert '"""Doc."""' in m.text and m.text.startswith("import math\n")
+        before, after = text.splitlines(), m.text.splitlines()
+        assert sum(a != b for a, b in zip(before, after, strict=True)) == 1
+
+
+def test_mutants_respect_the_operator_selection_and_precedence():
+    text = "def g(a, b, c):\n    return a - b * c\n"
+    found = mutants(text, "m.py", ["g"], ["arithmetic"])
+    assert {m.operator for m in found} == {"arithmetic"}
+    afters = {m.after for m in found}
+    # `*` swapped inside `a - b * c` must keep its grouping
+    assert "return a - b / c" in afters
+    assert "return a + b * c" in afters
+    for m in found:
+        compile(m.text, "m.py", "exec")
+
+
+def test_targets_follow_the_test_modules_imports():
+    files = {"mathx.py": EVEN, "tests/test_m.py": TESTS, "other.py": "def is_even(n):\n    pass\n"}
+    assert targets(TESTS, "tests/test_m.py", "test_weak", files) == {"mathx.py": ["is_even"]}
+    assert targets(TESTS, "tests/test_m.py", "test_good", files) == {"mathx.py": ["is_even"]}
+    assert targets(TESTS, "tests/test_m.py", "test_missing", files) == {}
+
+
+# ------------------------------------------------------------------------------ grading
+
+
+@needs_sandbox
+def test_a_test_that_kills_no_mutant_survives_with_the_mutant_as_evidence(tmp_path):
+    files = {"mathx.py": EVEN, "tests/test_m.py": TESTS}
+    cache = GradeCache(tmp_path / "cache")
+    weak = grade_test("tests/test_m.py", "test_weak", files, cache=cache)
+    assert weak.status == "survived", weak
+    assert weak.tried == weak.total > 3
+    changes = {(m["before"], m["after"]) for m in weak.survivors}
+    assert ("return n % 2 == 0", "return n % 2 != 0") in changes
+    good = grade_test("tests/test_m.py", "test_good", files, cache=cache)
+    assert good.status == "killed" and good.survivors == []
+    assert good.killed_by is not None
+    # cached by content: the same files answer from the cache, a change does not
+    again = grade_test("tests/test_m.py", "test_weak", files, cache=cache)
+    assert again.cached and again.status == "survived"
+    stronger = {**files, "tests/test_m.py": TESTS.replace("is not None", "is True")}
+    assert not grade_test("tests/test_m.py", "test_weak", stronger, cache=cache).cached
+
+
+@needs_sandbox
+def test_a_failing_test_and_a_budget_that_runs_out_are_not_graded():
+    failing = TESTS.replace("is not None", "is False")
+    files = {"mathx.py": EVEN, "tests/test_m.py": failing}
+    grade = grade_test("tests/test_m.py", "test_weak", files)
+    assert grade.status == "not-graded"
+    assert "does not pass in the sandbox as it is" in grade.reason
+    import time
+
+    files = {"mathx.py": EVEN, "tests/test_m.py": TESTS}
+    grade = grade_test("tests/test_m.py", "test_weak", files, deadline=time.monotonic())
+    assert grade.status == "not-graded" and "time budget" in grade.reason
+
+
+# ------------------------------------------------------------------------------ the CLI
+
+
+def _referee(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REFEREE_CACHE_DIR": str(cache), "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "referee", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@needs_sandbox
+def test_check_execution_reports_the_weak_test_in_json_and_sarif(tmp_path):
+    project = tmp_path / "p"
+    (project / "tests").mkdir(parents=True)
+    (project / "referee.toml").write_text("[execution]\ndifferential = false\n")
+    (project / "mathx.py").write_text(EVEN)
+    (project / "tests" / "test_m.py").write_text(TESTS)
+    done = _referee(["check", "--execution", "--output-format", "json", "."], project, tmp_path)
+    assert done.returncode == 0, done.stderr  # a warning does not fail the run
+    report = json.loads(done.stdout)
+    found = [(f["code"], f["path"], f["span"]["start"]["line"]) for f in report["findings"]]
+    assert found == [("REF410", "tests/test_m.py", 5)]
+    finding = report["findings"][0]
+    assert "test_weak kills none of" in finding["message"]
+    assert "`return n % 2 == 0` becomes `return n % 2 != 0`" in finding["message"]
+    assert "comparison: mathx.py:3" in finding["evidence"]
+    sarif = _referee(["check", "--execution", "--output-format", "sarif", "."], project, tmp_path)
+    result = json.loads(sarif.stdout)["runs"][0]["results"][0]
+    assert result["ruleId"] == "REF410"
+    assert "return n % 2 != 0" in result["properties"]["evidence"]
+    # switched off in the configuration: nothing
+    (project / "referee.toml").write_text("[execution]\nmutation = false\ndifferential = false\n")
+    done = _referee(["check", "--execution", "--output-format", "json", "."], project, tmp_path)
+    assert json.loads(done.stdout)["findings"] == []
+
+
+# ------------------------------------------------------------------------------ differential
+
+CLAMP_WRONG = '''def clamp(x: int, lo: int, hi: int) -> int:
+    """x limited to the range [lo, hi]."""
+    return max(lo, x)
+'''
+CLAMP_RIGHT = CLAMP_WRONG.replace("max(lo, x)", "max(lo, min(x, hi))")
+ORACLE = """```python
+def clamp(x, lo, hi):
+    return max(lo, min(x, hi))
+```"""
+
+
+def _spec(text: str, name: str = "clamp"):
+    return function_spec(text, "mathx.py", "mathx", name)
+
+
+def test_inputs_come_from_the_docstring_and_the_tests_own_calls():
+    text = '''def clamp(x: int, lo: int, hi: int) -> int:
+    """x limited to [lo, hi].
+
+    >>> clamp(5, 0, 10)
+    5
+    clamp(-1, 0, 10) == 0
+    """
+    return x
+'''
+    doc = docstring_inputs(_spec(text))
+    assert [(i.arguments, i.expected) for i in doc] == [("5, 0, 10", "5"), ("-1, 0, 10", "0")]
+    tests = {
+        "tests/test_a.py": "from mathx import clamp\n\ndef test():\n"
+        "    assert clamp(15, 0, 10) == 10\n    assert clamp(x, 0, 1)\n",
+        "tests/test_b.py": "import mathx\n\ndef test():\n    mathx.clamp(2, hi=3, lo=1)\n",
+        "tests/test_c.py": "from other import clamp\n\ndef test():\n    clamp(99, 0, 1)\n",
+    }
+    observed = [i.arguments for i in observed_inputs("clamp", "mathx", tests)]
+    assert observed == ["15, 0, 10", "2, hi=3, lo=1"]
+    generated, note = generated_inputs(_spec(text), 10, 5.0)
+    assert note == "" and len(generated) == 10
+    assert all(len(eval(f"({g.arguments},)")) == 3 for g in generated)
+    again, _ = generated_inputs(_spec(text), 10, 5.0)
+    assert [g.arguments for g in again] == [g.arguments for g in generated]  # derandomized
+    untyped, note = generated_inputs(_spec("def clamp(x, lo, hi):\n    return x\n"), 10, 5.0)
+    assert untyped == [] and "annotation" in note
+
+
+class _Oracles:
+    """A fake model server whose oracle programs depend on the request's seed."""
+
+    def __init__(self, programs: dict[int, str]):
+        from red_team.fake_openai import FakeModel
+
+        def answer_for(body: dict) -> str:
+            return programs[int(body.get("seed") or 1)]
+
+        self.model = FakeModel(lambda kind: "", answer_for=answer_for)
+
+    def __enter__(self):
+        self.model.__enter__()
+        from referee.checks.arbitration.truth import LazyModel
+
+        return self.model, LazyModel("openai", "fake", self.model.url, None, timeout=30)
+
+    def __exit__(self, *exc):
+        self.model.__exit__(*exc)
+
+
+def _strip(answer: str) -> str:
+    return answer.removeprefix("```python\n").removesuffix("\n```")
+
+
+@needs_sandbox
+def test_a_function_every_oracle_contradicts_is_rejected_with_a_counterexample(tmp_path):
+    files = {"mathx.py": CLAMP_WRONG}
+    tests = {"tests/test_m.py": "from mathx import clamp\n\ndef test():\n    clamp(15, 0, 10)\n"}
+    config = ExecutionConfig(generated_inputs=0)
+    with _Oracles(dict.fromkeys((1, 2, 3), _strip(ORACLE))) as (server, model):
+        result = check_function(
+            _spec(CLAMP_WRONG), "mathx.py", files, tests, config, ArbitrationConfig(), model=model
+        )
+        assert server.kinds() == ["oracle"] * 3
+    assert result.status == "REJECT", result
+    assert result.call == "clamp(15, 0, 10)"
+    assert result.reason == (
+        "clamp(15, 0, 10) returned 15; 3 independent implementations of the docstring "
+        "return 10 (an input the tests use)"
+    )
+    assert result.answers == [["oracle-1", "10"], ["oracle-2", "10"], ["oracle-3", "10"]]
+
+
+@needs_sandbox
+def test_the_right_function_passes_and_generated_counterexamples_are_shrunk(tmp_path):
+    config = ExecutionConfig(generated_inputs=15)
+    with _Oracles(dict.fromkeys((1, 2, 3), _strip(ORACLE))) as (_, model):
+        right = check_function(
+            _spec(CLAMP_RIGHT),
+            "mathx.py",
+            {"mathx.py": CLAMP_RIGHT},
+            {},
+            config,
+            ArbitrationConfig(),
+            model=model,
+        )
+        wrong = check_function(
+            _spec(CLAMP_WRONG),
+            "mathx.py",
+            {"mathx.py": CLAMP_WRONG},
+            {},
+            config,
+            ArbitrationConfig(),
+            model=model,
+        )
+    assert right.status == "PASS", right
+    assert right.inputs["generated"] == 15
+    assert right.reason.startswith("agrees with 3 oracles on 15 inputs")
+    assert wrong.status == "REJECT", wrong
+    assert "(a generated input)" in wrong.reason
+    # shrunk: the function returns x where x > hi; the smallest such input is tiny
+    args = eval(f"({wrong.call.removeprefix('clamp(')[:-1]},)")
+    assert args[0] > args[2] and all(abs(a) <= 2 for a in args), wrong.call
+
+
+@needs_sandbox
+def test_oracles_that_disagree_make_it_unclear_with_the_competing_answers(tmp_path):
+    other = "def clamp(x, lo, hi):\n    return max(lo, x)\n"  # a different reading
+    programs = {1: _strip(ORACLE), 2: other, 3: _strip(ORACLE)}
+    tests = {"tests/test_m.py": "from mathx import clamp\n\ndef test():\n    clamp(15, 0, 10)\n"}
+    with _Oracles(programs) as (_, model):
+        result = check_function(
+            _spec(CLAMP_RIGHT),
+            "mathx.py",
+            {"mathx.py": CLAMP_RIGHT},
+            tests,
+            ExecutionConfig(generated_inputs=0),
+            ArbitrationConfig(),
+            model=model,
+        )
+    assert result.status == "UNCLEAR", result
+    assert result.answers == [["oracle-1", "10"], ["oracle-2", "15"], ["oracle-3", "10"]]
+    assert "the oracles disagree" in result.reason
+
+
+@needs_sandbox
+def test_the_docstrings_own_example_rejects_without_a_model():
+    text = '''def double(n: int) -> int:
+    """Twice n.
+
+    >>> double(3)
+    6
+    """
+    return n + 2
+'''
+    result = check_function(
+        function_spec(text, "m.py", "m", "double"),
+        "m.py",
+        {"m.py": text},
+        {},
+        ExecutionConfig(generated_inputs=0),
+        ArbitrationConfig(),
+        model=None,
+    )
+    assert result.status == "REJECT"
+    assert result.reason.startswith("double(3) returned 5; the docstring says 6")
+
+
+@needs_sandbox
+def test_check_execution_with_the_fake_server_end_to_end(tmp_path):
+    from red_team.fake_openai import FakeModel
+
+    project = tmp_path / "p"
+    (project / "tests").mkdir(parents=True)
+    (project / "mathx.py").write_text(CLAMP_WRONG)
+    (project / "tests" / "test_m.py").write_text(
+        "from mathx import clamp\n\n\ndef test_clamp():\n    assert clamp(5, 0, 10) == 5\n"
+    )
+    with FakeModel(lambda kind: _strip(ORACLE)) as server:
+        (project / "referee.toml").write_text(
+            f'[arbitration]\nbackend = "openai"\nurl = "{server.url}"\nmodel = "fake"\n'
+            "[execution]\ngenerated-inputs = 10\n"
+        )
+        done = _referee(["check", "--execution", "--output-format", "json", "."], project, tmp_path)
+    report = json.loads(done.stdout)
+    codes = sorted((f["code"], f["path"]) for f in report["findings"])
+    assert ("REF411", "mathx.py") in codes, done.stderr
+    reject = next(f for f in report["findings"] if f["code"] == "REF411")
+    assert "3 independent implementations of the docstring return" in reject["message"]
+    assert "oracle-1:" in reject["evidence"]
+    assert done.returncode == 1
