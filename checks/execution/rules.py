@@ -69,6 +69,10 @@ def spec_counterexample(ctx: Context) -> Iterator[Violation]:
     `clamp(15, 0, 10) returned 15; 3 independent implementations of the docstring return 10`.
 
     Execution overrides reading: a function rejected here is not sent to the reading judge.
+    In the editor (on save), the quick fix **Add … as a test (certified)** appends the
+    counterexample to a test module that imports the function, asserting the agreed value,
+    and records its certificate
+    ([a counterexample as a test](../judge.md#a-counterexample-as-a-test)).
 
     ## Why it matters
     A wrong function that looks right passes any reading, a model's included: the reading

@@ -20,6 +20,7 @@ from typing import Any
 from referee.checks import review, sandbox
 from referee.checks.config import Settings
 from referee.checks.execution.differential import Differential, DifferentialCache, check_function
+from referee.checks.execution.mutation import Cancelled as MutationCancelled
 from referee.checks.execution.mutation import Grade, GradeCache, grade_test
 from referee.checks.models import Finding, Layer, Location, Severity, Span
 from referee.checks.source import SourceFile
@@ -33,6 +34,8 @@ class FileExecution:
     support: dict[str, str] = field(default_factory=dict)  # function -> supporting evidence
     grades: list[Grade] = field(default_factory=list)
     differentials: list[Differential] = field(default_factory=list)
+    review_ids: dict[str, str] = field(default_factory=dict)  # function -> its REF412 item
+    cancelled: bool = False  # stopped by ``cancelled()``: what is here is partial
 
 
 class ProjectFiles:
@@ -133,18 +136,21 @@ def check_file(
     for subject in tests:
         if cancelled is not None and cancelled():
             break
-        grade = grade_test(
-            relpath,
-            subject.name,
-            project,
-            operators=config.mutation_operators,
-            max_mutants=config.max_mutants,
-            deadline=deadline,
-            timeout=config.mutation_timeout,
-            cache=GradeCache(cache_root / "mutation" if cache_root else None),
-            cancelled=cancelled,
-            progress=progress,
-        )
+        try:
+            grade = grade_test(
+                relpath,
+                subject.name,
+                project,
+                operators=config.mutation_operators,
+                max_mutants=config.max_mutants,
+                deadline=deadline,
+                timeout=config.mutation_timeout,
+                cache=GradeCache(cache_root / "mutation" if cache_root else None),
+                cancelled=cancelled,
+                progress=progress,
+            )
+        except MutationCancelled:
+            break
         out.grades.append(grade)
         if grade.status == "survived" and grade.survivors:
             first = grade.survivors[0]
@@ -239,6 +245,7 @@ def check_file(
                     evidence=[f"{s}: {v}" for s, v in result.answers]
                     + [f"the function {result.produced}"],
                 )
+                out.review_ids[subject.name] = item.id
                 known = queue_state.items.get(item.id)
                 if known is not None and known.decision == "accepted":
                     continue
@@ -272,6 +279,7 @@ def check_file(
                 out.support[subject.name] = f"execution: {result.reason}"
             elif result.reason:
                 out.notes.append(f"{subject.name}: differential check skipped: {result.reason}")
+    out.cancelled = cancelled is not None and cancelled()
     out.findings = [
         f for f in raw if settings.reports(f.code, relpath) and not _is_suppressed(f, table)
     ]
