@@ -19,6 +19,7 @@ from referee.checks.execution.differential import (
     docstring_inputs,
     generated_inputs,
     observed_inputs,
+    preconditions,
 )
 from referee.checks.execution.mutation import GradeCache, grade_test, mutants, targets
 from referee.checks.models import ArbitrationConfig, ExecutionConfig
@@ -94,6 +95,19 @@ def test_targets_follow_the_test_modules_imports():
     assert targets(TESTS, "tests/test_m.py", "test_weak", files) == {"mathx.py": ["is_even"]}
     assert targets(TESTS, "tests/test_m.py", "test_good", files) == {"mathx.py": ["is_even"]}
     assert targets(TESTS, "tests/test_m.py", "test_missing", files) == {}
+
+
+def test_targets_follow_a_packages_re_exports_to_the_defining_module():
+    """``import pkg as p`` then ``p.is_even``: pkg/__init__.py only re-exports it
+    (``from .core import *`` / ``from .core import is_even``); the mutants are of the
+    module that defines it."""
+    tests = "import pkg as p\n\n\ndef test_it():\n    assert p.is_even(4)\n"
+    for init in ("from .core import *\n", "from .core import is_even\n"):
+        files = {"pkg/__init__.py": init, "pkg/core.py": EVEN, "tests/test_p.py": tests}
+        assert targets(tests, "tests/test_p.py", "test_it", files) == {"pkg/core.py": ["is_even"]}
+    # defined in __init__ itself: stays there
+    files = {"pkg/__init__.py": EVEN, "pkg/core.py": EVEN, "tests/test_p.py": tests}
+    assert targets(tests, "tests/test_p.py", "test_it", files) == {"pkg/__init__.py": ["is_even"]}
 
 
 # ------------------------------------------------------------------------------ grading
@@ -357,8 +371,127 @@ def test_check_execution_with_the_fake_server_end_to_end(tmp_path):
         done = _referee(["check", "--execution", "--output-format", "json", "."], project, tmp_path)
     report = json.loads(done.stdout)
     codes = sorted((f["code"], f["path"]) for f in report["findings"])
-    assert ("REF411", "mathx.py") in codes, done.stderr
+    assert ("REF411", "mathx.py") in codes, (done.stderr, done.stdout)
     reject = next(f for f in report["findings"] if f["code"] == "REF411")
     assert "3 independent implementations of the docstring return" in reject["message"]
     assert "oracle-1:" in reject["evidence"]
     assert done.returncode == 1
+
+
+# ------------------------------------------------------------------ out-of-domain inputs
+
+
+def test_preconditions_are_read_from_the_docstrings_prose_only():
+    def read(text: str, name: str) -> list[str]:
+        return [c.text for c in preconditions(function_spec(text, "m.py", "m", name))]
+
+    assert read(CLAMP_WRONG, "clamp") == ["lo <= hi"]  # "the range [lo, hi]"
+    fib = '''def fib(n: int) -> int:
+    """The n-th Fibonacci number, for a non-negative integer n.
+
+    >>> n = -1; n < 0
+    True
+    """
+'''
+    assert read(fib, "fib") == ["n >= 0"]
+    item = '''def item(xs: list[int], i: int) -> int:
+    """Item i of xs, 0 <= i < len(xs); xs is a non-empty list. Returns positive values."""
+'''
+    assert read(item, "item") == ["0 <= i < len(xs)", "len(xs) > 0"]
+    # a case the spec covers is no condition; a word that is no parameter neither
+    cases = '''def pick(a: int, b: int) -> int:
+    """Return a if a > b, else the sum, when b < 0 the difference; total >= 0."""
+'''
+    assert read(cases, "pick") == []
+    (condition,) = preconditions(function_spec(item, "m.py", "m", "item"))[:1]
+    assert condition.holds({"xs": [1, 2], "i": 1}) is True
+    assert condition.holds({"xs": [1, 2], "i": 2}) is False
+    assert condition.holds({"xs": None, "i": 2}) is None  # cannot say: kept
+
+
+def test_calls_a_test_expects_to_raise_are_not_inputs():
+    tests = {
+        "tests/test_a.py": "import pytest\nfrom mathx import clamp\n\ndef test():\n"
+        "    assert clamp(1, 0, 10) == 1\n"
+        "    with pytest.raises(ValueError):\n        clamp(5, 10, 0)\n"
+        "    pytest.raises(ValueError, clamp, 7, 10, 0)\n"
+        "    pytest.raises(ValueError, lambda: clamp(8, 10, 0))\n",
+    }
+    assert [i.arguments for i in observed_inputs("clamp", "mathx", tests)] == ["1, 0, 10"]
+
+
+# A right clamp, written another way than the oracles: on `lo > hi` (outside the range
+# the docstring speaks of) the two readings part, and neither is wrong.
+CLAMP_OTHER = CLAMP_WRONG.replace("max(lo, x)", "min(max(x, lo), hi)")
+
+
+@needs_sandbox
+def test_generated_inputs_outside_the_docstrings_conditions_reject_nothing():
+    config = ExecutionConfig(generated_inputs=15)
+    with _Oracles(dict.fromkeys((1, 2, 3), _strip(ORACLE))) as (_, model):
+        right = check_function(
+            _spec(CLAMP_OTHER),
+            "mathx.py",
+            {"mathx.py": CLAMP_OTHER},
+            {},
+            config,
+            ArbitrationConfig(),
+            model=model,
+        )
+        wrong = check_function(
+            _spec(CLAMP_WRONG),
+            "mathx.py",
+            {"mathx.py": CLAMP_WRONG},
+            {},
+            config,
+            ArbitrationConfig(),
+            model=model,
+        )
+    assert right.status == "PASS", right
+    assert right.inputs["generated"] == 15
+    assert any("left out: the docstring asks for lo <= hi" in n for n in right.notes), right.notes
+    # the wrong one is still caught, on an input inside the range, shrunk inside it too
+    assert wrong.status == "REJECT", wrong
+    x, lo, hi = eval(f"({wrong.call.removeprefix('clamp(')[:-1]},)")
+    assert lo <= hi < x, wrong.call
+
+
+ROOT = '''import math
+
+
+def root(n: int) -> int:
+    """The integer square root of n."""
+    assert n >= 0
+    return math.isqrt(n)
+'''
+ROOT_ORACLE = "def root(n):\n    return int(abs(n) ** 0.5)\n"
+
+
+@needs_sandbox
+def test_a_function_that_raises_on_a_generated_input_is_not_rejected_there():
+    """``root`` guards its domain with an assert the docstring does not state; the oracles
+    answer for negative n too. A generated negative n is no counterexample — a test's or
+    the docstring's own input still is."""
+    with _Oracles(dict.fromkeys((1, 2, 3), ROOT_ORACLE)) as (_, model):
+        generated = check_function(
+            function_spec(ROOT, "m.py", "m", "root"),
+            "m.py",
+            {"m.py": ROOT},
+            {},
+            ExecutionConfig(generated_inputs=20),
+            ArbitrationConfig(),
+            model=model,
+        )
+        observed = check_function(
+            function_spec(ROOT, "m.py", "m", "root"),
+            "m.py",
+            {"m.py": ROOT},
+            {"tests/test_m.py": "from m import root\n\ndef test():\n    root(-4)\n"},
+            ExecutionConfig(generated_inputs=0),
+            ArbitrationConfig(),
+            model=model,
+        )
+    assert generated.status == "PASS", generated
+    assert generated.inputs["generated"] == 20  # negatives among them: -20..50
+    assert observed.status == "REJECT", observed
+    assert observed.reason.startswith("root(-4) raised AssertionError")

@@ -29,6 +29,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import string
 import tempfile
 import time
@@ -183,9 +184,35 @@ def _imports_function(tree: ast.Module, name: str, module: str) -> tuple[bool, s
     return direct, aliases
 
 
+def _expected_to_raise(tree: ast.Module) -> set[int]:
+    """The calls written where the test expects an exception: inside ``with
+    pytest.raises(...)`` / ``self.assertRaises(...)``, or as the callable and arguments of
+    ``pytest.raises(E, f, x)``. Those arguments are outside the function's domain by the
+    test's own word: an oracle returning a value there proves nothing."""
+    found: set[int] = set()
+
+    def raises(call: ast.expr) -> bool:
+        if not isinstance(call, ast.Call):
+            return False
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in ("raises", "assertRaises", "assertRaisesRegex")
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            raises(item.context_expr) for item in node.items
+        ):
+            for statement in node.body:
+                found.update(id(n) for n in ast.walk(statement) if isinstance(n, ast.Call))
+        elif raises(node):
+            found.update(id(n) for n in ast.walk(node) if isinstance(n, ast.Call))
+    return found
+
+
 def observed_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input]:
     """The literal arguments the project's tests pass to ``module.name``: every call of
-    it, by the name the test module imported it under, whose arguments are literals."""
+    it, by the name the test module imported it under, whose arguments are literals —
+    except where the test expects it to raise (:func:`_expected_to_raise`)."""
     found: list[Input] = []
     for path, text in sorted(tests.items()):
         try:
@@ -193,8 +220,9 @@ def observed_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input
         except (SyntaxError, ValueError, RecursionError):
             continue
         direct, aliases = _imports_function(tree, name, module)
+        expecting = _expected_to_raise(tree)
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
+            if not isinstance(node, ast.Call) or id(node) in expecting:
                 continue
             func = node.func
             if isinstance(func, ast.Name):
@@ -273,6 +301,124 @@ def _definition(spec: FunctionSpec) -> ast.FunctionDef | None:
     return None
 
 
+_OPERAND = r"(?:len\(\s*[A-Za-z_]\w*\s*\)|-?\d+(?:\.\d+)?|[A-Za-z_]\w*)"
+_COMPARE = r"(?:<=|>=|==|!=|<|>|≤|≥)"
+_CHAIN = re.compile(rf"{_OPERAND}(?:\s*{_COMPARE}\s*{_OPERAND})+")
+_CASE = re.compile(r"\b(if|when|whenever|unless|else|otherwise|while|until|returns?)\b")
+_INTERVAL = re.compile(r"[\[(]\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*[\])]")
+_WORDS = {
+    "non-negative": (">=", 0),
+    "nonnegative": (">=", 0),
+    "positive": (">", 0),
+    "non-empty": ("len>", 0),
+    "nonempty": ("len>", 0),
+}
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """A condition on the parameters the docstring states (``lo <= hi``, ``[lo, hi]``,
+    "n is a positive integer"), read from its text, never run as code."""
+
+    text: str  # as shown: "lo <= hi"
+    terms: tuple[str, ...]  # operand, op, operand, op, operand ...
+
+    def holds(self, values: dict[str, Any]) -> bool | None:
+        """Whether the values meet it; None when it cannot say (a type it does not
+        compare, a parameter it does not name)."""
+
+        def value(term: str) -> Any:
+            if term.startswith("len("):
+                return len(values[term[4:-1].strip()])
+            if re.fullmatch(r"-?\d+", term):
+                return int(term)
+            if re.fullmatch(r"-?\d+\.\d+", term):
+                return float(term)
+            return values[term]
+
+        compare = {
+            "<": lambda a, b: a < b,
+            "<=": lambda a, b: a <= b,
+            "≤": lambda a, b: a <= b,
+            ">": lambda a, b: a > b,
+            ">=": lambda a, b: a >= b,
+            "≥": lambda a, b: a >= b,
+            "==": lambda a, b: a == b,
+            "!=": lambda a, b: a != b,
+        }
+        try:
+            operands = [value(t) for t in self.terms[::2]]
+            return all(
+                bool(compare[op](a, b))
+                for a, op, b in zip(operands, self.terms[1::2], operands[1:], strict=False)
+            )
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+
+
+def preconditions(spec: FunctionSpec) -> list[Precondition]:
+    """The conditions on its parameters the docstring states in forms this reads:
+    comparisons of parameters, numbers and ``len(parameter)`` (``0 <= i < len(xs)``), an
+    interval of two parameters (``[lo, hi]``: lo <= hi), and "non-negative", "positive",
+    "non-empty" said of a parameter ("n is a positive integer", "a non-empty list xs")."""
+    fn = _definition(spec)
+    text = spec.docstring_value or ""
+    if fn is None or not text:
+        return []
+    names = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+    found: dict[str, Precondition] = {}
+
+    def named(term: str) -> str | None:
+        inner = term[4:-1].strip() if term.startswith("len(") else term
+        return inner if re.fullmatch(r"[A-Za-z_]\w*", inner) else None
+
+    # doctest lines are examples, not conditions
+    prose = "\n".join(
+        line for line in text.splitlines() if not line.lstrip().startswith((">>>", "..."))
+    )
+    for match in _CHAIN.finditer(prose):
+        before = prose[max(0, match.start() - 24) : match.start()].lower()
+        if _CASE.search(before):
+            continue  # "a if a > b", "when n < 0": a case the spec covers, no condition
+        terms = tuple(t for t in re.split(rf"\s*({_COMPARE})\s*", match.group(0)) if t)
+        operands = terms[::2]
+        idents = [n for t in operands if (n := named(t)) is not None]
+        if not idents or any(n not in names for n in idents):
+            continue  # a word that is no parameter: not a condition on the inputs
+        if all(named(t) is None for t in operands):
+            continue
+        found.setdefault(" ".join(terms), Precondition(" ".join(terms), terms))
+    for match in _INTERVAL.finditer(prose):
+        low, high = match.group(1), match.group(2)
+        if low in names and high in names and low != high:
+            terms = (low, "<=", high)
+            found.setdefault(" ".join(terms), Precondition(" ".join(terms), terms))
+    lowered = prose.lower()
+    for word, (op, bound) in _WORDS.items():
+        for name in sorted(names):
+            near = (
+                rf"\b{word}\b[\w\s]{{0,25}}?\b{re.escape(name.lower())}\b"
+                rf"|\b{re.escape(name.lower())}\b[^.;\n]{{0,30}}?\b{word}\b"
+            )
+            if re.search(near, lowered):
+                terms = (
+                    (f"len({name})", op[3:], str(bound))
+                    if op.startswith("len")
+                    else (name, op, str(bound))
+                )
+                found.setdefault(" ".join(terms), Precondition(" ".join(terms), terms))
+    return list(found.values())
+
+
+def _parameter_values(fn: ast.FunctionDef, arguments: str) -> dict[str, Any] | None:
+    try:
+        values = ast.literal_eval(f"({arguments},)")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    return dict(zip(params, values, strict=False))
+
+
 def generated_inputs(spec: FunctionSpec, count: int, seconds: float) -> tuple[list[Input], str]:
     """Up to ``count`` inputs drawn from the annotations' strategies (derandomized: the
     same function gets the same inputs), and a note when none could be."""
@@ -297,7 +443,7 @@ def generated_inputs(spec: FunctionSpec, count: int, seconds: float) -> tuple[li
         return [], f"no strategy for the annotation of {', '.join(missing)}: no generated inputs"
     drawn: list[str] = []
     seen: set[str] = set()
-    stop_at = time.monotonic() + seconds
+    stop_at: list[float] = []  # from the first example: hypothesis's start-up is not counted
 
     @settings(
         max_examples=max(count * 3, 10),
@@ -309,7 +455,9 @@ def generated_inputs(spec: FunctionSpec, count: int, seconds: float) -> tuple[li
     )
     @given(st.tuples(*strategies))
     def collect(values: tuple) -> None:
-        if len(drawn) >= count or time.monotonic() > stop_at:
+        if not stop_at:
+            stop_at.append(time.monotonic() + seconds)
+        if len(drawn) >= count or time.monotonic() > stop_at[0]:
             return
         text = ", ".join(repr(v) for v in values)
         if text not in seen:
@@ -423,6 +571,10 @@ def _decide_input(
     reference: bool,
 ) -> _Finding | None:
     status, value = produced
+    if item.origin == "generated" and status != "ok":
+        # A generated input may lie outside the function's domain; raising there (an
+        # assert, a ValueError guard) is no counterexample.
+        return None
     if item.expected is not None:
         if status == "ok" and sandbox.values_equal(value, item.expected):
             return None
@@ -441,6 +593,12 @@ def _decide_input(
         )
         answers.append([run.source, text if ok else _shown("error", text)])
     if not results:
+        return None
+    if item.origin == "generated" and (
+        len(results) < len(truths) or any(r.status != "ok" for r in results)
+    ):
+        # A source of truth that raises or fails on a generated input says the spec does
+        # not cover it: no verdict from that input.
         return None
     if reference:
         ref = results[0]
@@ -600,14 +758,33 @@ def check_function(
             seen.add(item.arguments)
             gathered.append(item)
     room = min(execution.generated_inputs, budget - len(gathered))
-    generated, note = generated_inputs(spec, room + 5, execution.generation_time)
+    conditions = preconditions(spec) if room > 0 else []
+    generated, note = generated_inputs(
+        spec, (room * 3 if conditions else room) + 5, execution.generation_time
+    )
     if note:
         notes.append(note)
+    fn = _definition(spec)
+
+    def inside(arguments: str) -> bool:
+        """Whether a generated input meets the docstring's stated conditions (or they
+        cannot be checked on it)."""
+        values = _parameter_values(fn, arguments) if conditions and fn else None
+        return values is None or all(c.holds(values) is not False for c in conditions)
+
+    outside = 0
     for item in generated:
-        if item.arguments not in seen and room > 0:
-            seen.add(item.arguments)
-            gathered.append(item)
-            room -= 1
+        if item.arguments in seen or room <= 0:
+            continue
+        if not inside(item.arguments):
+            outside += 1  # outside what the docstring says the function takes
+            continue
+        seen.add(item.arguments)
+        gathered.append(item)
+        room -= 1
+    if outside:
+        said = ", ".join(c.text for c in conditions)
+        notes.append(f"{outside} generated inputs left out: the docstring asks for {said}")
     result.inputs = {
         origin: sum(i.origin == origin for i in gathered)
         for origin in ("docstring", "test", "generated")
@@ -738,7 +915,7 @@ def check_function(
         item = gathered[first.index]
         if item.origin == "generated":
             say("shrinking the counterexample")
-            item = _shrink(item, run_all, required, reference is not None, cancelled)
+            item = _shrink(item, run_all, required, reference is not None, cancelled, inside)
         # Run once more, alone, before it is shown.
         say(f"re-running {spec.name}({item.arguments})")
         again_function, again_truths = run_all([item])
@@ -818,6 +995,7 @@ def _shrink(
     required: int,
     reference: bool,
     cancelled: Callable[[], bool] | None,
+    inside: Callable[[str], bool] = lambda arguments: True,
     rounds: int = 6,
 ) -> Input:
     """A simpler input on which the function still differs from an agreed truth: simpler
@@ -826,7 +1004,9 @@ def _shrink(
     for _ in range(rounds):
         if cancelled is not None and cancelled():
             break
-        candidates = [Input(a, "generated") for a in _shrink_candidates(best.arguments)]
+        candidates = [
+            Input(a, "generated") for a in _shrink_candidates(best.arguments) if inside(a)
+        ]
         if not candidates:
             break
         function_run, truth_runs = run_all(candidates)
@@ -857,4 +1037,5 @@ __all__ = [
     "docstring_inputs",
     "generated_inputs",
     "observed_inputs",
+    "preconditions",
 ]

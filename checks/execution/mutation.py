@@ -473,6 +473,47 @@ def _module_file(module: str, files: dict[str, str], near: str) -> str | None:
     return None
 
 
+def _defining_file(path: str, name: str, files: dict[str, str], depth: int = 3) -> str:
+    """The module that defines ``name`` when ``path`` (a package's ``__init__.py``, most
+    often) only re-exports it: ``from .more import *`` or ``from .more import chunked``,
+    followed through relative imports of the same package, a few levels at most."""
+    try:
+        tree = ast.parse(files[path])
+    except (SyntaxError, ValueError, RecursionError):
+        return path
+    defined = {
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+    if name in defined or depth <= 0:
+        return path
+    package = path.rsplit("/", 1)[0] if "/" in path else ""  # level 1: this package
+    for node in tree.body:
+        if not (isinstance(node, ast.ImportFrom) and node.level == 1 and node.module):
+            continue
+        if not any(a.name in (name, "*") and a.asname is None for a in node.names):
+            continue
+        stem = (package + "/" if package else "") + node.module.replace(".", "/")
+        for candidate in (stem + ".py", stem + "/__init__.py"):
+            if candidate in files:
+                found = _defining_file(candidate, name, files, depth - 1)
+                if found != candidate or _defines(files[candidate], name):
+                    return found
+    return path
+
+
+def _defines(text: str, name: str) -> bool:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+        for n in tree.body
+    )
+
+
 def _test_function(tree: ast.Module, qualname: str) -> ast.FunctionDef | None:
     parts = qualname.split(".")
     body: list[ast.stmt] = tree.body
@@ -524,6 +565,7 @@ def targets(
         path = _module_file(module, files, test_path)
         if path is None:
             return
+        path = _defining_file(path, name, files)
         names = found.setdefault(path, [])
         if name not in names:
             names.append(name)
