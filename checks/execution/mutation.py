@@ -492,7 +492,7 @@ def _defining_file(path: str, name: str, files: dict[str, str], depth: int = 3) 
     for node in tree.body:
         if not (isinstance(node, ast.ImportFrom) and node.level == 1 and node.module):
             continue
-        if not any(a.name in (name, "*") and a.asname is None for a in node.names):
+        if not any(a.name in (name, "*") and a.asname in (None, name) for a in node.names):
             continue
         stem = (package + "/" if package else "") + node.module.replace(".", "/")
         for candidate in (stem + ".py", stem + "/__init__.py"):
@@ -697,23 +697,16 @@ def grade_test(
     key = hashlib.sha256(key_data.encode("utf-8")).hexdigest()
     if cache is not None and (known := cache.get(key)) is not None:
         return known
-    every: list[Mutant] = []
-    for path, names in found.items():
-        every.extend(mutants(files[path], path, names, operators))
-    if not every:
-        why = (
-            "it calls no function of the project's own modules"
-            if not found
-            else f"no mutant could be written for {', '.join(target_names)}"
-        )
-        return Grade(test_id, "not-graded", why, target_names)
-    chosen = _interleaved(every, operators)[:max_mutants]
+    if not found:
+        return Grade(test_id, "not-graded", "it calls no function of the project's own modules", [])
     limits = sandbox.Limits(timeout_s=timeout, cpu_s=max(1, int(timeout)))
     args = [test_id, "-q", "-x", "--no-header", "-o", "addopts=", "-p", "no:warnings"]
 
     def run(text_by_path: dict[str, str]) -> sandbox.SandboxResult:
         return sandbox.run_pytest({**files, **text_by_path}, args, limits=limits)
 
+    # The test as it is first: one that does not pass is not graded, and no mutant of a
+    # large module is written for it.
     if progress is not None:
         progress(f"{test_id}: the test as it is")
     baseline = run({})
@@ -723,9 +716,15 @@ def grade_test(
             "not-graded",
             f"the test does not pass in the sandbox as it is: {baseline.message}",
             target_names,
-            total=len(chosen),
             seconds=time.monotonic() - started,
         )
+    every: list[Mutant] = []
+    for path, names in found.items():
+        every.extend(mutants(files[path], path, names, operators))
+    if not every:
+        why = f"no mutant could be written for {', '.join(target_names)}"
+        return Grade(test_id, "not-graded", why, target_names)
+    chosen = _interleaved(every, operators)[:max_mutants]
     grade = Grade(test_id, "survived", "", target_names, total=len(chosen))
     lock = threading.Lock()
     stop = threading.Event()
