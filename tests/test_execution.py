@@ -78,6 +78,27 @@ def test_mutants_cover_each_operator_and_keep_the_rest_as_written():
         assert sum(a != b for a, b in zip(before, after, strict=True)) == 1
 
 
+def test_mutants_of_a_method_are_checked_on_the_method_and_spliced_into_the_module():
+    text = (
+        "class Stack:\n"
+        "    def __init__(self):\n"
+        "        self.items = []\n\n"
+        "    @property\n"
+        "    def empty(self) -> bool:\n"
+        "        return len(self.items) == 0\n\n\n"
+        "def other(x):\n    return x + 1\n"
+    )
+    found = mutants(text, "m.py", ["Stack"])
+    changes = {(m.function, m.before, m.after) for m in found}
+    assert ("Stack.empty", "return len(self.items) == 0", "return len(self.items) != 0") in changes
+    assert ("Stack.empty", "return len(self.items) == 0", "return len(self.items) == 1") in changes
+    assert all(m.function.startswith("Stack.") for m in found)  # `other` is not a target
+    for m in found:
+        compile(m.text, "m.py", "exec")
+        before, after = text.splitlines(), m.text.splitlines()
+        assert sum(a != b for a, b in zip(before, after, strict=True)) == 1
+
+
 def test_mutants_respect_the_operator_selection_and_precedence():
     text = "def g(a, b, c):\n    return a - b * c\n"
     found = mutants(text, "m.py", ["g"], ["arithmetic"])

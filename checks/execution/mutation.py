@@ -377,15 +377,16 @@ def _path_to(root: ast.AST, target: ast.AST) -> list[tuple[str, int | None]] | N
 
 def _target_functions(
     tree: ast.Module, names: set[str]
-) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """Top-level functions named in ``names``, and every method of the classes named."""
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, ast.stmt]]:
+    """Top-level functions named in ``names``, and every method of the classes named,
+    each with the top-level statement that holds it."""
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
-            yield node.name, node
+            yield node.name, node, node
         elif isinstance(node, ast.ClassDef) and node.name in names:
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    yield f"{node.name}.{item.name}", item
+                    yield f"{node.name}.{item.name}", item, node
 
 
 def mutants(
@@ -401,10 +402,23 @@ def mutants(
     splicer = _Splicer(text)
     found: list[Mutant] = []
     seen: set[str] = set()
-    for qualname, fn in _target_functions(tree, set(names)):
+    for qualname, fn, top in _target_functions(tree, set(names)):
+        # Each change is checked on the function that holds it, parsed alone (a method
+        # as the body of a stand-in class): the rest of the module is the same bytes, and
+        # parsing all of a large module for every mutant took a minute for one class.
+        first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+        seg_start = splicer.offset(first, 0)
+        seg_end = splicer.offset(fn.end_lineno, fn.end_col_offset)  # type: ignore[arg-type]
+        if fn is top:
+            header = b""
+            holder = ast.Module(body=[fn], type_ignores=[])
+        else:
+            header = b"class _referee_:\n"
+            holder = ast.parse("class _referee_:\n    pass\n")
+            holder.body[0].body = [fn]  # type: ignore[attr-defined]
         for candidate in _candidates(fn, splicer, operators):
             try:
-                expected = _replace_in_tree(tree, candidate.node, candidate.replacement)
+                expected = _replace_in_tree(holder, candidate.node, candidate.replacement)
             except (AssertionError, RecursionError):
                 continue
             start, end = splicer.span(candidate.node)
@@ -420,12 +434,16 @@ def mutants(
                 attempts.append((start, end, ast.unparse(new_node)))
                 attempts.append((start, end, f"({ast.unparse(new_node)})"))
             for a, b, replacement in attempts:
-                mutated = splicer.replace(a, b, replacement)
+                data = splicer.data
+                segment = (
+                    header + data[seg_start:a] + replacement.encode() + data[b:seg_end]
+                ).decode()
                 try:
-                    if _dump(ast.parse(mutated)) != expected:
+                    if _dump(ast.parse(segment)) != expected:
                         continue
                 except (SyntaxError, ValueError, RecursionError):
                     continue
+                mutated = splicer.replace(a, b, replacement)
                 if mutated in seen:
                     break
                 seen.add(mutated)
