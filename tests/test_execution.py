@@ -154,6 +154,20 @@ def test_a_test_that_kills_no_mutant_survives_with_the_mutant_as_evidence(tmp_pa
 
 
 @needs_sandbox
+def test_a_src_layout_is_graded_on_its_own_code_not_an_installed_package():
+    """``src/click/`` here shadows the click installed beside referee: the test must import
+    the project's (mutated) copy, or it would pass on every mutant."""
+    files = {
+        "src/click/__init__.py": EVEN,
+        "tests/test_m.py": "from click import is_even\n\n\ndef test_good():\n"
+        "    assert is_even(4)\n    assert not is_even(3)\n",
+    }
+    grade = grade_test("tests/test_m.py", "test_good", files)
+    assert grade.status == "killed", grade
+    assert grade.targets == ["src/click/__init__.py:is_even"]
+
+
+@needs_sandbox
 def test_a_failing_test_and_a_budget_that_runs_out_are_not_graded():
     failing = TESTS.replace("is not None", "is False")
     files = {"mathx.py": EVEN, "tests/test_m.py": failing}

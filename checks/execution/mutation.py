@@ -719,6 +719,10 @@ def grade_test(
         return Grade(test_id, "not-graded", "it calls no function of the project's own modules", [])
     limits = sandbox.Limits(timeout_s=timeout, cpu_s=max(1, int(timeout)))
     args = [test_id, "-q", "-x", "--no-header", "-o", "addopts=", "-p", "no:warnings"]
+    if any(path.startswith("src/") for path in found):
+        # A src layout: without this the test imports the package as installed where the
+        # sandbox's Python has it (never the mutants), and every mutant "survives".
+        args += ["-o", "pythonpath=src"]
 
     def run(text_by_path: dict[str, str]) -> sandbox.SandboxResult:
         return sandbox.run_pytest({**files, **text_by_path}, args, limits=limits)
