@@ -438,11 +438,10 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
     if bound is None:
         raise NotWritten(f"the new test's assertion `{assertion}` cannot be bound to it")
     files = ProjectFiles(settings).get({executed.relpath: executed.text, test_path: new_text})
-    run = sandbox.run_pytest(
-        files,
-        [test_id, "-q", "-p", "no:cacheprovider", "-o", "addopts="],
-        limits=pytest_run_limits(settings.config.arbitration),
-    )
+    args = [test_id, "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+    if executed.relpath.startswith("src/"):
+        args += ["-o", "pythonpath=src"]  # the project's copy, not an installed one
+    run = sandbox.run_pytest(files, args, limits=pytest_run_limits(settings.config.arbitration))
     passed, total = pytest_counts(run.message)
     if run.status == "refused":
         raise NotWritten(f"the sandbox refused to run it: {run.message}")
