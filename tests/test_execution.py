@@ -530,3 +530,22 @@ def test_a_function_that_raises_on_a_generated_input_is_not_rejected_there():
     assert generated.inputs["generated"] == 20  # negatives among them: -20..50
     assert observed.status == "REJECT", observed
     assert observed.reason.startswith("root(-4) raised AssertionError")
+
+
+@needs_sandbox
+def test_nothing_compared_is_no_pass():
+    """Oracles that all raise (here: a helper the docstring's reader assumed) give no value
+    to hold the function to; that is not agreement."""
+    broken = "def clamp(x, lo, hi):\n    return limit(x, lo, hi)\n"
+    with _Oracles(dict.fromkeys((1, 2, 3), broken)) as (_, model):
+        result = check_function(
+            _spec(CLAMP_WRONG),
+            "mathx.py",
+            {"mathx.py": CLAMP_WRONG},
+            {},
+            ExecutionConfig(generated_inputs=10),
+            ArbitrationConfig(),
+            model=model,
+        )
+    assert result.status == "SKIPPED", result
+    assert result.reason.startswith("no input of 10 was compared")

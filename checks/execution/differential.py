@@ -552,7 +552,7 @@ def _run_code(
 @dataclass
 class _Finding:
     index: int
-    kind: Literal["reject", "unclear"]
+    kind: Literal["reject", "unclear", "agree"]  # agree: compared, and the same
     truth: str | None
     truth_source: str
     answers: list[list[str]]
@@ -577,7 +577,7 @@ def _decide_input(
         return None
     if item.expected is not None:
         if status == "ok" and sandbox.values_equal(value, item.expected):
-            return None
+            return _Finding(index, "agree", item.expected, "docstring", [])
         return _Finding(index, "reject", item.expected, "docstring", [["docstring", item.expected]])
     results: list[OracleResult] = []
     answers: list[list[str]] = []
@@ -605,7 +605,7 @@ def _decide_input(
         if ref.status != "ok" or ref.value is None:
             return None
         if status == "ok" and sandbox.values_equal(value, ref.value):
-            return None
+            return _Finding(index, "agree", ref.value, "reference", answers)
         return _Finding(index, "reject", ref.value, "reference", answers)
     truth = agreed_value(results, required)
     ok_values = [r.value for r in results if r.status == "ok" and r.value is not None]
@@ -615,7 +615,7 @@ def _decide_input(
             distinct.append(v)
     if truth is not None and len(distinct) == 1:
         if status == "ok" and sandbox.values_equal(value, truth):
-            return None
+            return _Finding(index, "agree", truth, "oracles", answers)
         return _Finding(index, "reject", truth, "oracles", answers)
     if len(distinct) > 1:
         return _Finding(index, "unclear", None, "oracles", answers)
@@ -952,8 +952,19 @@ def check_function(
             f"{result.call}: the oracles disagree ({competing}); the function "
             f"{result.produced}: the docstring can be read more than one way here"
         )
+    elif not rejects and not any(f.kind == "agree" for f in findings):
+        # Nothing was compared: every source of truth raised or did not run (an oracle
+        # that calls a helper the docstring names, say), or the function raised on every
+        # generated input. That is no evidence either way.
+        result.status = "SKIPPED"
+        result.reason = (
+            f"no input of {len(gathered)} was compared: the sources of truth gave no value "
+            "the function could be held to (they raised or did not run), or the function "
+            "raised on every generated input"
+        )
     elif not rejects:
         result.status = "PASS"
+        agreed = sum(f.kind == "agree" for f in findings)
         sources = (
             "the declared reference"
             if reference is not None
@@ -962,7 +973,12 @@ def check_function(
             else "the docstring's examples"
         )
         counted = ", ".join(f"{n} {o}" for o, n in result.inputs.items() if n)
-        result.reason = f"agrees with {sources} on {len(gathered)} inputs ({counted})"
+        result.reason = f"agrees with {sources} on {agreed} inputs ({counted})"
+        if agreed < len(gathered):
+            result.reason = (
+                f"agrees with {sources} on {agreed} of {len(gathered)} inputs ({counted}); "
+                f"no verdict on {len(gathered) - agreed} (the function or a source raised)"
+            )
     result.seconds = round(time.monotonic() - started, 3)
     if cache is not None and result.status in ("REJECT", "UNCLEAR", "PASS"):
         cache.put(key, result)
