@@ -217,6 +217,31 @@ class ExecutionService(LayerResults):
             executed.review_ids,
         )
 
+    def decided(self, ls: RefereeServer, uri: str, item_id: str) -> None:
+        """A person decided review item ``item_id``: when it is one of ``uri``'s REF412,
+        run the checks again (from their caches: an accepted item is then no longer
+        reported, a rejected one is a REF403), or, when they do not run on save, take
+        the "needs review" diagnostic away."""
+        executed = self.results.get(uri)
+        if executed is None or item_id not in executed.review_ids.values():
+            return
+        if self.wanted(ls, ls.path_of(uri)):
+            self.start(ls, uri)
+            return
+        subjects = {name for name, known in executed.review_ids.items() if known == item_id}
+        keep = [
+            i
+            for i, f in enumerate(executed.findings)
+            if not (f.code == "REF412" and f.message.split(":", 1)[0] in subjects)
+        ]
+        executed.extents = {
+            new: executed.extents[old] for new, old in enumerate(keep) if old in executed.extents
+        }
+        executed.findings = [executed.findings[i] for i in keep]
+        self._serial += 1
+        executed.serial = self._serial
+        ls.publish_all(uri)
+
     def forget(self, uri: str) -> None:
         self.cancel(uri)
         self.results.pop(uri, None)

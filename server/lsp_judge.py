@@ -455,6 +455,7 @@ def register(server: RefereeServer) -> None:
                     # "needs review" diagnostic goes, and the next run the user asks for
                     # shows what the decision made of it.
                     ls.judge.forget_item(ls, uri, item.id)
+                ls.execution.decided(ls, uri, item.id)  # a REF412 of the execution checks
             ls.judge.notify_status(ls)
             return {"ok": True, "id": item.id, "decision": decision}
         return {"ok": False, "message": f"no review item {item_id!r}"}

@@ -383,3 +383,70 @@ async def test_add_test_refuses_malformed_arguments():
         assert answer["ok"] is False and "takes" in answer["message"], args
     answer = await add_test_command(RefereeServer(), ({"uri": "file:///x.py", "function": "f"},))
     assert answer == {"ok": False, "message": "no counterexample for f: save to check it"}
+
+
+# ------------------------------------------------------------------ the oracles disagree
+
+CLAMP_RIGHT = CLAMP_WRONG.replace("max(lo, x)", "max(lo, min(x, hi))")
+
+
+@pytest_asyncio.fixture(params=["visual-studio-code"])  # push diagnostics
+async def unclear_client(request: pytest.FixtureRequest, tmp_path: Path):
+    from red_team.fake_openai import FakeModel
+
+    other = "def clamp(x, lo, hi):\n    return max(lo, x)\n"  # another reading
+    programs = {1: ORACLE, 2: other, 3: ORACLE}
+    answer_for = lambda body: programs[int(body.get("seed") or 1)]  # noqa: E731
+    with FakeModel(lambda kind: "", answer_for=answer_for) as model:
+        setup = Setup(
+            files={
+                "referee.toml": NO_MODEL
+                + f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\nmodel = "fake"\n'
+                "[execution]\nmutation = false\ngenerated-inputs = 0\n",
+                "mathx.py": CLAMP_RIGHT,
+                "tests/test_m.py": CLAMP_TESTS,
+            },
+            init_options={"debounceMs": 0},
+            refresh=True,
+        )
+        lsp_client = await _client(request, tmp_path, setup)
+        try:
+            yield lsp_client
+            await lsp_client.shutdown_session()
+        finally:
+            await lsp_client.stop()
+
+
+async def test_oracles_that_disagree_are_a_review_item_decided_from_the_editor(
+    unclear_client: RefereeClient,
+):
+    from referee.checks import review
+
+    client = unclear_client
+    doc = Doc(client, client.uri("mathx.py"), CLAMP_RIGHT).open()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    found = await diagnostics(client, doc, has("REF412"))
+    (unclear,) = [d for d in found if d.code == "REF412"]
+    assert "the oracles disagree (oracle-1 10, oracle-2 15, oracle-3 10)" in unclear.message
+    (item,) = review.read(client.root).items.values()
+    assert unclear.data["reviewId"] == item.id and item.kind == "execution"
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=doc.identifier,
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+            ),
+            context=types.CodeActionContext(diagnostics=[unclear]),
+        )
+    )
+    (accept,) = [a for a in actions or [] if a.title.startswith("Accept in review")]
+    command = command_of(accept)
+    assert command.arguments == [item.id, doc.uri]
+    answer: Any = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+    )
+    assert answer["ok"], answer
+    await diagnostics(client, doc, lambda f: not has("REF412")(f))  # run again: accepted
+    (decided,) = review.read(client.root).items.values()
+    assert decided.decision == "accepted"
