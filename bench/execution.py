@@ -175,6 +175,8 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
         or ":" in p["prompt"].split(f"def {p['entry_point']}(")[-1].split(")")[0]
     ]
     rng.shuffle(problems)
+    if args.task:
+        problems = [p for p in read_problems().values() if p["task_id"] in args.task]
     judge = JudgeConfig(model=args.model)
     arbitration = ArbitrationConfig()
     execution = ExecutionConfig(generated_inputs=args.generated)
@@ -271,6 +273,7 @@ def main() -> None:
     d.add_argument("--mutants", type=int, default=2, help="wrong variants per problem")
     d.add_argument("--generated", type=int, default=20, help="generated inputs per function")
     d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--task", action="append", help="only these (HumanEval/50); repeatable")
     d.add_argument("--max-seconds", type=float, default=1500)
     for p in (m, d):
         p.add_argument("--json-out", type=Path)
