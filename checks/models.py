@@ -362,6 +362,65 @@ class ArbitrationConfig(_Config):
         return int(self.agreement) + self.test_edit_total - self.oracles
 
 
+MutationOperator = Literal[
+    "return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement"
+]
+
+
+class ExecutionConfig(_Config):
+    """``[tool.referee.execution]``: L2's execution checks, run before the reading judge.
+    See docs/judge.md#execution-first."""
+
+    enabled: StrictBool = Field(
+        default=True,
+        description="Run the execution checks with the judge (`referee check --judge`, on "
+        "save); `--execution` / `--no-execution` decide for one run.",
+    )
+    mutation: StrictBool = Field(
+        default=True, description="Grade changed tests by the mutants of their targets (REF410)."
+    )
+    mutation_operators: list[MutationOperator] = Field(
+        default_factory=lambda: [
+            "return",
+            "comparison",
+            "arithmetic",
+            "boundary",
+            "constant",
+            "negation",
+            "statement",
+        ],
+        min_length=1,
+        description="The kinds of mutant written, tried in this order, one of each in turn.",
+    )
+    max_mutants: int = Field(default=40, ge=1, le=500, description="Mutants per test, at most.")
+    mutation_budget: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds of mutant runs per file and check (per save); a test not "
+        "finished within it is not graded this time.",
+    )
+    mutation_timeout: float = Field(
+        default=10.0, gt=0, description="Seconds one run of the test against a mutant may take."
+    )
+    differential: StrictBool = Field(
+        default=True,
+        description="Run changed functions with a docstring or reference beside the oracles "
+        "(REF411, REF412).",
+    )
+    inputs: int = Field(
+        default=40, ge=1, le=1000, description="Inputs per function, at most, all sources."
+    )
+    generated_inputs: int = Field(
+        default=20,
+        ge=0,
+        le=1000,
+        description="Of these, inputs generated from the annotations (hypothesis).",
+    )
+    generation_time: float = Field(
+        default=2.0, gt=0, description="Seconds spent generating inputs per function."
+    )
+
+
 class RefereeConfig(_Config):
     """The whole ``[tool.referee]`` table (or a ``referee.toml``). See docs/configuration.md."""
 
@@ -390,6 +449,7 @@ class RefereeConfig(_Config):
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     arbitration: ArbitrationConfig = Field(default_factory=ArbitrationConfig)
     guard: GuardConfig = Field(default_factory=GuardConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
 
     @field_validator("select", "extend_select", "ignore", mode="before")
     @classmethod
@@ -446,7 +506,7 @@ class ReviewItem(_Model):
     """One item waiting for (or decided by) a person, in ``.referee/review.jsonl``."""
 
     id: str = Field(description="Stable id: hash of kind, path, subject and content.")
-    kind: Literal["judge", "audit", "arbitration"]
+    kind: Literal["judge", "audit", "arbitration", "execution"]
     path: str
     line: int = Field(ge=1)
     subject: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from referee.checks.contract import rules as contract
+from referee.checks.execution import rules as execution
 from referee.checks.guard import rules as guard
 from referee.checks.judge import rules as judge
 from referee.checks.models import Layer, Severity
@@ -120,6 +121,16 @@ RULES: tuple[Rule, ...] = (
          judge.needs_human_review),
     Rule("REF403", "review-rejected", L3, ERR, "rejected in human review", MODEL_LAYER,
          judge.review_rejected),
+    # ---- L2 execution checks (reported by referee.checks.execution.run)
+    Rule("REF410", "test-kills-no-mutant", L2, WARN,
+         "the test kills none of its target's mutants", MODEL_LAYER,
+         execution.test_kills_no_mutant),
+    Rule("REF411", "spec-counterexample", L2, ERR,
+         "a counterexample to the function's spec", MODEL_LAYER,
+         execution.spec_counterexample),
+    Rule("REF412", "spec-ambiguous", L3, INFO,
+         "independent readings of the spec disagree", MODEL_LAYER,
+         execution.spec_ambiguous),
 )
 # fmt: on
 

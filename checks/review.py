@@ -44,7 +44,7 @@ def now() -> str:
 
 def new_item(
     *,
-    kind: Literal["judge", "audit", "arbitration"],
+    kind: Literal["judge", "audit", "arbitration", "execution"],
     path: str,
     line: int,
     subject: str,

@@ -33,6 +33,11 @@ FIXES: dict[str, str] = {"REF112": "unsafe", "REF115": "unsafe", "REF116": "unsa
 
 
 def _files(rule: Rule) -> str:
+    if rule.code in ("REF410", "REF411", "REF412"):
+        return (
+            "what the [execution checks](../judge.md#execution-first) run: changed tests "
+            "(REF410), changed functions with a docstring or a reference (REF411, REF412)"
+        )
     if rule.layer in (Layer.L2, Layer.L3):
         return (
             "what the [judge](../judge.md) reads: changed Python functions and tests, "
@@ -131,7 +136,8 @@ Every check referee runs is a rule with a stable code: `REF0xx` for files that c
 analysed and `REF1xx` for the shape of code, documents and test logs (layer L0); `REF2xx`
 for the contracts you declare (layer L1, see [contracts](../contracts.md)); `REF3xx` for
 the guard's comparison of tests with a git ref (layer L1, see [CI](../ci.md)); `REF4xx` for
-the judge and the review queue (layers L2 and L3, see [the judge](../judge.md)). Select,
+the judge, its execution checks (`REF41x`: mutants and counterexamples) and the review
+queue (layers L2 and L3, see [the judge](../judge.md)). Select,
 ignore and re-grade them by code or code prefix in the
 [configuration](../configuration.md); `referee rule CODE` prints a page in the terminal.
 

@@ -258,6 +258,15 @@ def _function_lines(path: Path) -> dict[int, range]:
     help="The judge's model for this run: a known id (`referee model list`), a GGUF path, or "
     "the server's model name (default: judge.model). Implies --judge.",
 )
+@click.option(
+    "--execution/--no-execution",
+    "use_execution",
+    default=None,
+    help="Run L2's execution checks: changed tests graded by mutants of their targets "
+    "(REF410), changed functions run beside their docstring's oracles (REF411, REF412). "
+    "With --judge they run by default (execution.enabled); --execution alone runs them "
+    "without the reading judge.",
+)
 @_output_option
 def check(
     paths: tuple[str, ...],
@@ -280,6 +289,7 @@ def check(
     base: str,
     new_only: bool,
     judge_model: str | None,
+    use_execution: bool | None,
     output_file: Path | None,
 ) -> None:
     """Run the L0 shape and L1 contract rules on PATHS: files, and directories with
@@ -309,6 +319,7 @@ def check(
       referee check --new-only --base main  # only what the branch added or changed
       referee check --judge src/            # L0/L1, then the local judge on the residual
       referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
+      referee check --execution tests/     # grade changed tests by mutants, no model
     """
     if stdin_filename is not None and not stdin_filename.strip():
         raise _fail(
@@ -368,13 +379,20 @@ def check(
                     results[index] = runner.fix_file(target, settings, wanted)
 
     judge_failed = interrupted = False
-    if use_judge or judge_all or judge_model is not None:
+    reading = use_judge or judge_all or judge_model is not None
+    if reading or use_execution:
         from referee.server.cli_judge import judge_results
 
         stdin_texts = {results[0].display: fixed_text or data} if use_stdin else None
         try:
             judge_failed = not judge_results(
-                results, settings, judge_all=judge_all, base=base, texts=stdin_texts
+                results,
+                settings,
+                judge_all=judge_all,
+                base=base,
+                texts=stdin_texts,
+                execution=use_execution,
+                reading=reading,
             )
         except KeyboardInterrupt:
             # Whatever happens to the judge, L0/L1's findings (and the judge's so far) are

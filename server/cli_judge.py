@@ -46,27 +46,44 @@ def judge_results(
     judge_all: bool,
     base: str,
     texts: dict[str, bytes] | None = None,
+    execution: bool | None = None,
+    reading: bool = True,
 ) -> bool:
     """Add L2/L3 findings to ``results`` in place; False when the judge cannot run.
 
     ``texts``: file contents that are not on disk (``--stdin-filename``), by display name.
+    ``execution``: run the execution checks first (mutation, differential; default: the
+    ``execution.enabled`` setting); ``reading``: then the reading judge.
     """
     from referee.checks.judge import core
     from referee.checks.judge.backend import BackendError, backend_for
 
     config = settings.config.judge
-    try:
-        core.perspective_instructions(config)
-        backend = backend_for(config)
-    except (BackendError, ValueError) as exc:
-        err.print(
-            f"[bold red]referee: the judge (L2) cannot run:[/] {escape(str(exc))}\n"
-            "L0/L1 findings are reported as usual.",
-            soft_wrap=True,
-        )
-        return False
+    run_execution = settings.config.execution.enabled if execution is None else execution
+    backend = None
+    judged = True
+    if reading:
+        try:
+            core.perspective_instructions(config)
+            backend = backend_for(config)
+        except (BackendError, ValueError) as exc:
+            err.print(
+                f"[bold red]referee: the judge (L2) cannot run:[/] {escape(str(exc))}\n"
+                "L0/L1 findings are reported as usual.",
+                soft_wrap=True,
+            )
+            if not run_execution:
+                return False
+            judged = False
     baselines = {} if judge_all else _baselines(settings, results, base)
     candidates = [r for r in results if r.skipped is None]
+    oracle_model = files = None
+    if run_execution:
+        from referee.checks.arbitration.truth import LazyModel
+        from referee.checks.execution.run import ProjectFiles
+
+        oracle_model = LazyModel.from_settings(settings.config.arbitration, config)
+        files = ProjectFiles(settings)
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -92,6 +109,34 @@ def judge_results(
             def show(message: str, _name: str = result.display) -> None:
                 bar.update(task, description=f"judging {_name}: {message}")
 
+            decided: set[str] = set()
+            support: dict[str, str] = {}
+            if run_execution:
+                from referee.checks.execution.run import check_file
+
+                executed = check_file(
+                    source,
+                    settings,
+                    relpath,
+                    result.findings,
+                    baseline=baselines.get(result.display),
+                    files=files,
+                    model=oracle_model,
+                    cache_dir=runner.default_cache_dir() if settings.config.cache else None,
+                    progress=show,
+                )
+                for note in executed.notes:
+                    err.print(
+                        f"[dim]referee: execution: {escape(result.display)}: {escape(note)}[/]"
+                    )
+                decided, support = executed.decided, executed.support
+                result.findings = sorted(
+                    [*result.findings, *executed.findings],
+                    key=lambda f: (f.span.start.line, f.span.start.column, f.code),
+                )
+            if backend is None:
+                bar.advance(task)
+                continue
             try:
                 judgement = core.judge_file(
                     source,
@@ -101,6 +146,7 @@ def judge_results(
                     backend,
                     baseline=baselines.get(result.display),
                     progress=show,
+                    decided=decided,
                 )
             except BackendError as exc:  # e.g. the model process could not load the model
                 err.print(
@@ -111,8 +157,12 @@ def judge_results(
                 return False
             for note in judgement.notes:
                 err.print(f"[dim]referee: judge: {escape(result.display)}: {escape(note)}[/]")
+            judge_findings = [
+                _with_support(f, d, support)
+                for f, d in zip(judgement.findings, judgement.finding_decisions, strict=True)
+            ]
             result.findings = sorted(
-                [*result.findings, *judgement.findings],
+                [*result.findings, *judge_findings],
                 key=lambda f: (f.span.start.line, f.span.start.column, f.code),
             )
             bar.advance(task)
@@ -126,7 +176,18 @@ def judge_results(
                     soft_wrap=True,
                 )
                 return False
-    return True
+    return judged
+
+
+def _with_support(finding, decision, support: dict[str, str]):  # type: ignore[no-untyped-def]
+    """A reading judge's finding with execution's supporting evidence beside it: the
+    function agreed with its spec's implementations on every input tried. It is shown,
+    never used to overturn the reading (only a counterexample overrides a reading)."""
+    line = support.get(decision.subject)
+    if line is None:
+        return finding
+    evidence = "\n".join(x for x in (finding.evidence, line) if x)
+    return finding.model_copy(update={"evidence": evidence})
 
 
 # ---------------------------------------------------------------------------- review

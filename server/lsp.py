@@ -28,7 +28,7 @@ from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.document import Change, Document, Encoding, index_to_units
 from referee.checks.engine import check_source
 from referee.checks.models import Finding, Fix, Layer, Severity, Span
-from referee.server import lsp_arbitration, lsp_judge
+from referee.server import lsp_arbitration, lsp_execution, lsp_judge
 from referee.server.live_guard import LiveGuard
 from referee.server.lsp_project import ProjectIndexes
 from referee.server.options import ClientSettings, parse_settings
@@ -121,6 +121,7 @@ class RefereeServer(LanguageServer):
         self.live_guard = LiveGuard()
         self.arbitration = lsp_arbitration.ArbitrationService()  # tests on save
         self.project = ProjectIndexes()  # what each file's rules may ask of the others
+        self.execution = lsp_execution.ExecutionService()  # L2's execution checks on save
 
     # ------------------------------------------------------------------ capabilities
 
@@ -442,14 +443,24 @@ class RefereeServer(LanguageServer):
             )
 
     def all_diagnostics(self, uri: str, result: Result | None) -> list[types.Diagnostic]:
-        """L0/L1's diagnostics and, beside them, the judge's (L2/L3) and the failing tests'
-        (layer arbitration): each layer's own, none replacing another's."""
+        """L0/L1's diagnostics and, beside them, the execution checks' and the judge's
+        (L2/L3) and the failing tests' (layer arbitration): each layer's own, none
+        replacing another's."""
         found = result.all_diagnostics() if result is not None else []
-        return found + self.judge.diagnostics(self, uri) + self.arbitration.diagnostics(self, uri)
+        return (
+            found
+            + self.execution.diagnostics(self, uri)
+            + self.judge.diagnostics(self, uri)
+            + self.arbitration.diagnostics(self, uri)
+        )
 
     def result_tag(self, uri: str) -> str:
         """What the model layers add to a pull result id."""
-        return self.judge.result_tag(uri) + self.arbitration.result_tag(uri)
+        return (
+            self.execution.result_tag(uri)
+            + self.judge.result_tag(uri)
+            + self.arbitration.result_tag(uri)
+        )
 
     def publish_all(self, uri: str) -> None:
         """A later layer changed ``uri``'s diagnostics: show every layer's."""
@@ -676,6 +687,7 @@ def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None
     ls.arbitration.on_save(ls, uri)  # tests on save, when the client asked for them
     if uri in ls.documents and ls.client_settings(ls.path_of(uri)).judge.run == "onSave":
         ls.judge.start(ls, uri)  # L2 on save, off the event loop, cancelled by the next edit
+    ls.execution.on_save(ls, uri)  # L2's execution checks; a newer save cancels the older
     if ls.path_of(uri).name in _CONFIG_FILES:
         ls.recheck_all()
     elif ls.client_settings(ls.path_of(uri)).run != "off" and uri in ls.documents:
@@ -691,6 +703,7 @@ def did_close(ls: RefereeServer, params: types.DidCloseTextDocumentParams) -> No
     ls.results.pop(uri, None)
     ls.judge.cancel(uri)
     ls.judge.results.pop(uri, None)
+    ls.execution.forget(uri)
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
@@ -940,6 +953,7 @@ async def code_action(
             )
         actions.extend(ls.arbitration.code_actions(ls, uri, params))
         actions.extend(ls.judge.code_actions(ls, uri, params))  # accept/reject in review
+        actions.extend(ls.execution.code_actions(ls, uri, params))  # counterexample as a test
     if _wanted(FIX_ALL_KIND, only) and any(
         f.fix is not None and f.fix.applicability == "safe" for f in result.findings
     ):
@@ -1019,6 +1033,7 @@ async def check_workspace(ls: RefereeServer, *args: Any) -> dict[str, int]:
 
 lsp_judge.register(server)  # the L2 judge on save, the L3 review queue
 lsp_arbitration.register(server)  # tests on save, failing-test diagnostics, referee.arbitrate
+lsp_execution.register(server)  # mutation and differential checks on save, referee.execution.*
 
 
 def _read_lines(path: Path) -> list[str]:

@@ -61,10 +61,42 @@ class Judged:
     crashed: str | None = None  # the model process died while judging (see WorkerCrashed)
 
 
-class JudgeService:
+class LayerResults:
+    """What the layers that run on save (the judge, the execution checks) share: where
+    their findings, computed on the text of the last run, are in the text as it is now."""
+
     def __init__(self) -> None:
-        self.results: dict[str, Judged] = {}
         self._blocks: dict[tuple[str, int, int], list[tuple[int, int, int]]] = {}
+
+    def _moved(self, uri: str, judged: Any, now: str) -> Callable[[int, int], int | None]:
+        """For the text as it is now: how far the lines ``first..last`` (1-based) of the
+        judged text moved, or None when any of them was edited. Edits above a judged
+        function move its diagnostic with it; an edit inside it takes the diagnostic away
+        (the verdict was about other text) until the judge runs again."""
+        if now == judged.text:
+            return lambda first, last: 0
+        key = (uri, id(judged), hash(now))
+        blocks = self._blocks.get(key)
+        if blocks is None:
+            matcher = difflib.SequenceMatcher(
+                None, judged.text.split("\n"), now.split("\n"), autojunk=False
+            )
+            blocks = [(i, j, n) for i, j, n in matcher.get_matching_blocks() if n]
+            self._blocks = {key: blocks}  # one document's latest text is enough
+
+        def moved(first: int, last: int) -> int | None:
+            for i, j, n in blocks:
+                if i < first and last <= i + n:  # lines first..last are 0-based i..i+n-1
+                    return j - i
+            return None
+
+        return moved
+
+
+class JudgeService(LayerResults):
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: dict[str, Judged] = {}
         self.running: dict[str, tuple[asyncio.Task[None], threading.Event]] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="referee-judge")
         self.unavailable: str | None = None  # why the model cannot be used, once said
@@ -278,30 +310,6 @@ class JudgeService:
             out.append(diagnostic)
         return out
 
-    def _moved(self, uri: str, judged: Judged, now: str) -> Callable[[int, int], int | None]:
-        """For the text as it is now: how far the lines ``first..last`` (1-based) of the
-        judged text moved, or None when any of them was edited. Edits above a judged
-        function move its diagnostic with it; an edit inside it takes the diagnostic away
-        (the verdict was about other text) until the judge runs again."""
-        if now == judged.text:
-            return lambda first, last: 0
-        key = (uri, id(judged), hash(now))
-        blocks = self._blocks.get(key)
-        if blocks is None:
-            matcher = difflib.SequenceMatcher(
-                None, judged.text.split("\n"), now.split("\n"), autojunk=False
-            )
-            blocks = [(i, j, n) for i, j, n in matcher.get_matching_blocks() if n]
-            self._blocks = {key: blocks}  # one document's latest text is enough
-
-        def moved(first: int, last: int) -> int | None:
-            for i, j, n in blocks:
-                if i < first and last <= i + n:  # lines first..last are 0-based i..i+n-1
-                    return j - i
-            return None
-
-        return moved
-
     def result_tag(self, uri: str) -> str:
         judged = self.results.get(uri)
         return "" if judged is None else f"-j{judged.version}-{len(judged.findings)}"
@@ -319,6 +327,7 @@ class JudgeService:
             {
                 "reviewPending": pending,
                 "judge": "running" if self.running else "idle",
+                "execution": "running" if ls.execution.running else "idle",
                 "arbitration": "idle",
                 "model": "crashed" if self.model_down else "ok",
                 **({"modelMessage": self.model_down} if self.model_down else {}),
@@ -400,6 +409,8 @@ def register(server: RefereeServer) -> None:
 
         for uri in list(ls.judge.running):
             ls.judge.cancel(uri)
+        for uri in list(ls.execution.running):
+            ls.execution.cancel(uri)
         close_all()
 
     @server.command("referee.judge.run")
@@ -444,6 +455,7 @@ def register(server: RefereeServer) -> None:
                     # "needs review" diagnostic goes, and the next run the user asks for
                     # shows what the decision made of it.
                     ls.judge.forget_item(ls, uri, item.id)
+                ls.execution.decided(ls, uri, item.id)  # a REF412 of the execution checks
             ls.judge.notify_status(ls)
             return {"ok": True, "id": item.id, "decision": decision}
         return {"ok": False, "message": f"no review item {item_id!r}"}

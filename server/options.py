@@ -55,6 +55,16 @@ class ArbitrationSettings(_Section):
     )
 
 
+class ExecutionSettings(_Section):
+    """L2's execution checks in the editor (``referee.execution.*``): mutation grading of
+    the saved tests, the differential check of the saved functions. The project's
+    ``[tool.referee.execution]`` says what runs (``enabled = false``: nothing)."""
+
+    run: Literal["onSave", "off"] = Field(
+        default="onSave", description="Run the execution checks on save, or never."
+    )
+
+
 class ClientSettings(BaseModel):
     """What an editor may set for referee; every key optional."""
 
@@ -79,6 +89,7 @@ class ClientSettings(BaseModel):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     tests: TestSettings = Field(default_factory=TestSettings)
     arbitration: ArbitrationSettings = Field(default_factory=ArbitrationSettings)
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
 
 
 def parse_settings(raw: Any) -> tuple[ClientSettings, str | None]:

@@ -137,6 +137,9 @@ def sarif(report: CheckReport) -> str:
                 }
             ],
         }
+        if f.evidence:
+            # what backs the finding: the judge's quotes, a counterexample, surviving mutants
+            result["properties"] = {"evidence": f.evidence}
         if f.fix is not None:
             result["fixes"] = [
                 {

@@ -21,6 +21,7 @@ from referee.checks.engine import check_text
 from referee.checks.models import (
     ArbitrationConfig,
     Contract,
+    ExecutionConfig,
     GuardConfig,
     JudgeConfig,
     RefereeConfig,
@@ -208,7 +209,7 @@ def test_relative_links_lead_to_pages_and_headings_that_exist(page: Path) -> Non
 
 @pytest.mark.parametrize(
     "model",
-    [RefereeConfig, Contract, JudgeConfig, ArbitrationConfig, GuardConfig],
+    [RefereeConfig, Contract, JudgeConfig, ArbitrationConfig, GuardConfig, ExecutionConfig],
     ids=lambda m: m.__name__,
 )
 def test_every_configuration_key_is_documented(model: type) -> None:

@@ -86,9 +86,17 @@ async def saved_failures(client: RefereeClient, doc: Doc) -> list[types.Diagnost
     client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
     if client.mode == "push":
         return await client.until(lambda: failing(client, doc.uri), "failing-test diagnostics")
-    await client.until(lambda: client.diagnostic_refresh_count, "a diagnostic refresh")
-    report = await client.pull(doc.uri)
-    return [d for d in report.items if d.code == "test-failed"]
+    # Other layers that run on save (the execution checks) refresh too: pull until the
+    # failures are there.
+    while True:
+        seen = client.diagnostic_refresh_count
+        report = await client.pull(doc.uri)
+        found = [d for d in report.items if d.code == "test-failed"]
+        if found:
+            return found
+        await client.until(
+            lambda seen=seen: client.diagnostic_refresh_count > seen, "a diagnostic refresh"
+        )
 
 
 def command_of(action: types.CodeAction | types.Command) -> types.Command:

@@ -61,7 +61,10 @@ async def client(request, tmp_path: Path, small_model: Path, monkeypatch):
     monkeypatch.setattr(harness, "TIMEOUT", 600.0)  # the model runs on 2 shared cores
     setup = Setup(
         files={
-            "referee.toml": f'[judge]\nmodel = "{small_model}"\n{SPLIT}{CONTRACT}',
+            # The judge alone: the execution checks (which would ask the same model for
+            # oracles, and queue their own review items) are tested in test_lsp_execution.
+            "referee.toml": f'[judge]\nmodel = "{small_model}"\n{SPLIT}{CONTRACT}'
+            "[execution]\nenabled = false\n",
             "mathx.py": CODE,
             "notes/release.md": NOTE,
         },

@@ -57,8 +57,9 @@ async def session(tmp_path: Path, worker_env: Path, request):
     setup = Setup(
         files={
             # safe: no fallback from fast mode to hide the crash (tested in test_model_worker)
+            # The judge's worker alone: the execution checks would ask it for oracles too.
             "referee.toml": f'[judge]\nmodel = "{worker_env}"\naudit-rate = 0.0\n'
-            'runtime = "safe"\n',
+            'runtime = "safe"\n[execution]\nenabled = false\n',
             "mathx.py": CODE,
         },
         init_options={"debounceMs": 0},

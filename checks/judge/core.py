@@ -32,7 +32,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -294,6 +294,7 @@ def subjects(
     is_test_file: bool,
     blocked: Sequence[Finding] = (),
     baseline: str | None = None,
+    decided: Collection[str] = (),
 ) -> tuple[list[Subject], list[str]]:
     """The subjects of one file, and why others were left out.
 
@@ -322,6 +323,9 @@ def subjects(
             notes.append(f"{subject.name}: rejected at L0/L1; not judged")
             continue
         if before is not None and before.get(subject.name) == _normalized(subject.text):
+            continue
+        if subject.name in decided:
+            notes.append(f"{subject.name}: rejected by execution (a counterexample); not read")
             continue
         found.append(subject)
     if len(found) > MAX_SUBJECTS:
@@ -728,7 +732,7 @@ def outdated(items: Sequence[review.ReviewItem], settings: Settings) -> set[str]
     """
     by_path: dict[str, list[review.ReviewItem]] = {}
     for item in items:
-        if item.kind in ("judge", "audit"):
+        if item.kind in ("judge", "audit", "execution"):
             by_path.setdefault(item.path, []).append(item)
     gone: set[str] = set()
     for path, group in by_path.items():
@@ -799,6 +803,7 @@ def judge_file(
     cancelled: Callable[[], bool] | None = None,
     progress: Callable[[str], None] | None = None,
     queue: bool = True,
+    decided: Collection[str] = (),
 ) -> FileJudgement:
     """L2 and L3 for one file, after L0/L1 gave ``findings``: the judge's findings, filtered
     by the project's rule selection, per-file-ignores and ``# referee: ignore`` comments."""
@@ -816,6 +821,7 @@ def judge_file(
         is_test_file=source.kind == "python" and settings.is_test_file(relpath),
         blocked=blocked,
         baseline=baseline,
+        decided=decided,
     )
     result = judge_subjects(
         relpath,

@@ -33,6 +33,9 @@ class FakeModel:
     answer: Answer
     requests: list[dict[str, Any]] = field(default_factory=list)
     seeded: Seeded | None = None  # when set, answers by kind and seed instead
+    # When set, answers from the whole request body instead (its seed, its prompt): how a
+    # test makes the k oracles differ.
+    answer_for: Callable[[dict[str, Any]], str] | None = None
 
     def __post_init__(self) -> None:
         model = self
@@ -57,7 +60,9 @@ class FakeModel:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "no such endpoint"}})
                     return
-                if model.seeded is not None:
+                if model.answer_for is not None:
+                    text = fenced(model.answer_for(body))
+                elif model.seeded is not None:
                     text = fenced(model.seeded(kind, body.get("seed")))
                 else:
                     text = fenced(model.answer(kind))

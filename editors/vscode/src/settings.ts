@@ -21,6 +21,7 @@ export const SERVER_SETTINGS = [
   'judge.divergenceThreshold',
   'tests.runOnSave',
   'arbitration.oracles',
+  'execution.run',
 ] as const;
 
 /** Settings only the extension reads; they never reach the server. */

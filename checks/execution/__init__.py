@@ -1,0 +1,10 @@
+"""Execution checks of L2: code is judged by running it before a model reads it.
+
+- :mod:`.mutation` grades a changed test by the mutants of its target it kills (no model);
+- :mod:`.differential` runs a changed function beside k oracle programs written from its
+  docstring (arbitration's oracles, cache included) on the docstring's examples, the
+  arguments the project's tests pass it and inputs generated from its annotations.
+
+Everything that runs goes through :mod:`referee.checks.sandbox`; the values are compared
+here, in the parent.
+"""

@@ -1,0 +1,1057 @@
+"""The differential check: a changed function against independent implementations of its spec.
+
+For one function with a docstring (or a declared reference), :func:`check_function`
+
+1. gathers inputs, in this order: the docstring's examples (with the values they give),
+   the literal arguments the project's tests pass to the function (read from the tests'
+   calls, not guessed), and inputs generated from the signature's annotations with
+   hypothesis (bounded in number and time);
+2. runs the function on all of them in one sandbox run, and each source of truth — the
+   declared reference, or the k oracle programs arbitration writes from the signature and
+   docstring (its prompt, its program cache) — in a sandbox run of its own;
+3. compares the values here, in the parent, input by input:
+
+   - the docstring's own example, the reference, or every oracle (``agreement``) gives a
+     value and the function returns another (or raises) → **REJECT** with that input as
+     a counterexample; a generated one is first shrunk (simpler candidates, run in
+     batches), and the counterexample is run once more, alone, before it is reported;
+   - oracles that disagree among themselves on an input → **UNCLEAR** (the docstring can
+     be read two ways there), with the input and the competing answers;
+   - no disagreement on any input → supporting evidence beside the reading judge's verdict.
+
+No verdict is read from a process that ran the function or an oracle: each run returns a
+list of ``[status, repr]`` pairs, checked for shape, and compared here.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import string
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from referee import __version__
+from referee.checks import sandbox
+from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.truth import (
+    ProgramCache,
+    agreed_value,
+    docstring_examples,
+    generate_many,
+    oracle_messages,
+    program_from,
+    prompts,
+)
+from referee.checks.models import ArbitrationConfig, ExecutionConfig, OracleResult
+
+Origin = Literal["docstring", "test", "generated"]
+
+_PROBE = """
+
+def _referee_probe(thunk):
+    try:
+        value = thunk()
+    except BaseException as exc:
+        try:
+            text = type(exc).__name__ + ": " + str(exc)
+        except BaseException:
+            text = "exception"
+        return ["error", text[:300]]
+    try:
+        return ["ok", repr(value)[:{cap}]]
+    except BaseException as exc:
+        return ["error", "repr failed: " + type(exc).__name__]
+"""
+
+_IMPORT = """
+import importlib.util as _referee_util, os as _referee_os, sys as _referee_sys
+_referee_sys.path.insert(0, _referee_os.path.join(_referee_os.getcwd(), {entry!r}))
+try:
+    import {module} as _referee_m
+except ImportError:
+    _referee_spec = _referee_util.spec_from_file_location(
+        {module!r}, _referee_os.path.join(_referee_os.getcwd(), {relpath!r})
+    )
+    _referee_m = _referee_util.module_from_spec(_referee_spec)
+    _referee_sys.modules[{module!r}] = _referee_m
+    _referee_spec.loader.exec_module(_referee_m)
+"""
+
+
+@dataclass(frozen=True)
+class Input:
+    arguments: str  # as written in a call: "15, 0, 10"
+    origin: Origin
+    expected: str | None = None  # the docstring's value for it
+    where: str = ""  # the docstring line, or the test file
+
+
+@dataclass
+class Differential:
+    """What running a function beside its spec's implementations showed."""
+
+    function: str
+    path: str
+    line: int
+    status: Literal["REJECT", "UNCLEAR", "PASS", "SKIPPED"]
+    reason: str
+    call: str | None = None
+    produced: str | None = None
+    truth: str | None = None
+    truth_source: str | None = None  # "docstring", "reference", "oracles"
+    answers: list[list[str]] = field(default_factory=list)  # [[source, value], ...]
+    inputs: dict[str, int] = field(default_factory=dict)  # origin -> count
+    sources: list[dict[str, Any]] = field(default_factory=list)  # each oracle/reference
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def evidence(self) -> str:
+        lines = [f"{source}: {value}" for source, value in self.answers]
+        counted = ", ".join(f"{n} {origin}" for origin, n in self.inputs.items() if n)
+        if counted:
+            lines.append(f"inputs: {counted}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+def _literal_args(call: ast.Call) -> str | None:
+    try:
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                return None
+            ast.literal_eval(arg)
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                return None
+            ast.literal_eval(keyword.value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    parts = [ast.unparse(a) for a in call.args]
+    parts += [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords]
+    return ", ".join(parts)
+
+
+def docstring_inputs(spec: FunctionSpec) -> list[Input]:
+    """The docstring's examples of calls with literal arguments, with their values."""
+    found: list[Input] = []
+    for source, want, line in docstring_examples(spec.docstring_value or "", spec.name):
+        try:
+            node = ast.parse(source, mode="eval").body
+        except SyntaxError:
+            continue
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name != spec.name:
+            continue
+        arguments = _literal_args(node)
+        if arguments is not None:
+            found.append(Input(arguments, "docstring", want, line))
+    return found
+
+
+def _imports_function(tree: ast.Module, name: str, module: str) -> tuple[bool, set[str]]:
+    """Whether a test module imports ``name`` from ``module`` (or a module whose last part
+    is the same), and the local names it gives ``module`` itself."""
+    last = module.rsplit(".", 1)[-1]
+    direct = False
+    aliases: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == module or node.module.rsplit(".", 1)[-1] == last:
+                direct = direct or any(a.name == name and a.asname is None for a in node.names)
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" == module or alias.name == last:
+                    aliases.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == module or alias.name.rsplit(".", 1)[-1] == last:
+                    aliases.add(alias.asname or alias.name)
+    return direct, aliases
+
+
+def _expected_to_raise(tree: ast.Module) -> set[int]:
+    """The calls written where the test expects an exception: inside ``with
+    pytest.raises(...)`` / ``self.assertRaises(...)``, or as the callable and arguments of
+    ``pytest.raises(E, f, x)``. Those arguments are outside the function's domain by the
+    test's own word: an oracle returning a value there proves nothing."""
+    found: set[int] = set()
+
+    def raises(call: ast.expr) -> bool:
+        if not isinstance(call, ast.Call):
+            return False
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in ("raises", "assertRaises", "assertRaisesRegex")
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            raises(item.context_expr) for item in node.items
+        ):
+            for statement in node.body:
+                found.update(id(n) for n in ast.walk(statement) if isinstance(n, ast.Call))
+        elif raises(node):
+            found.update(id(n) for n in ast.walk(node) if isinstance(n, ast.Call))
+    return found
+
+
+def observed_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input]:
+    """The literal arguments the project's tests pass to ``module.name``: every call of
+    it, by the name the test module imported it under, whose arguments are literals —
+    except where the test expects it to raise (:func:`_expected_to_raise`)."""
+    found: list[Input] = []
+    for path, text in sorted(tests.items()):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        direct, aliases = _imports_function(tree, name, module)
+        expecting = _expected_to_raise(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or id(node) in expecting:
+                continue
+            func = node.func
+            if isinstance(func, ast.Name):
+                ours = direct and func.id == name
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                ours = func.attr == name and func.value.id in aliases
+            else:
+                ours = False
+            if ours and (arguments := _literal_args(node)) is not None:
+                found.append(Input(arguments, "test", None, path))
+    return found
+
+
+def _strategy(node: ast.expr | None) -> Any:
+    """A hypothesis strategy for an annotation, or None when it is not one of the plain
+    types this knows (built-in scalars and containers, Optional, Union)."""
+    from hypothesis import strategies as st
+
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return _strategy(ast.parse(node.value, mode="eval").body)
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.Constant) and node.value is None:
+        return st.none()
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _strategy(node.left), _strategy(node.right)
+        return None if left is None or right is None else st.one_of(left, right)
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return {
+            "int": st.integers(-20, 50),
+            "float": st.floats(-100, 100, allow_nan=False, allow_infinity=False, width=32),
+            "str": st.text(string.ascii_letters + string.digits + " ,.!?-", max_size=12),
+            "bool": st.booleans(),
+            "None": st.none(),
+        }.get(name or "")
+    if not isinstance(node, ast.Subscript):
+        return None
+    base = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")
+    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    inner = [_strategy(i) if not _is_ellipsis(i) else ... for i in items]
+    if any(i is None for i in inner):
+        return None
+    if base in ("list", "List", "Sequence", "Iterable") and len(inner) == 1:
+        return st.lists(inner[0], max_size=6)
+    if base in ("set", "Set", "frozenset", "FrozenSet") and len(inner) == 1:
+        return st.sets(inner[0], max_size=5)
+    if base in ("tuple", "Tuple"):
+        if len(inner) == 2 and inner[1] is ...:
+            return st.lists(inner[0], max_size=5).map(tuple)
+        return st.tuples(*inner)
+    if base in ("dict", "Dict", "Mapping") and len(inner) == 2:
+        return st.dictionaries(inner[0], inner[1], max_size=4)
+    if base == "Optional" and len(inner) == 1:
+        return st.one_of(st.none(), inner[0])
+    if base == "Union":
+        return st.one_of(*inner)
+    return None
+
+
+def _is_ellipsis(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def _definition(spec: FunctionSpec) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(spec.text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == spec.name:
+            return node
+    return None
+
+
+_OPERAND = r"(?:len\(\s*[A-Za-z_]\w*\s*\)|-?\d+(?:\.\d+)?|[A-Za-z_]\w*)"
+_COMPARE = r"(?:<=|>=|==|!=|<|>|≤|≥)"
+_CHAIN = re.compile(rf"{_OPERAND}(?:\s*{_COMPARE}\s*{_OPERAND})+")
+_CASE = re.compile(r"\b(if|when|whenever|unless|else|otherwise|while|until|returns?)\b")
+_INTERVAL = re.compile(r"[\[(]\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*[\])]")
+_WORDS = {
+    "non-negative": (">=", 0),
+    "nonnegative": (">=", 0),
+    "positive": (">", 0),
+    "non-empty": ("len>", 0),
+    "nonempty": ("len>", 0),
+}
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """A condition on the parameters the docstring states (``lo <= hi``, ``[lo, hi]``,
+    "n is a positive integer"), read from its text, never run as code."""
+
+    text: str  # as shown: "lo <= hi"
+    terms: tuple[str, ...]  # operand, op, operand, op, operand ...
+
+    def holds(self, values: dict[str, Any]) -> bool | None:
+        """Whether the values meet it; None when it cannot say (a type it does not
+        compare, a parameter it does not name)."""
+
+        def value(term: str) -> Any:
+            if term.startswith("len("):
+                return len(values[term[4:-1].strip()])
+            if re.fullmatch(r"-?\d+", term):
+                return int(term)
+            if re.fullmatch(r"-?\d+\.\d+", term):
+                return float(term)
+            return values[term]
+
+        compare = {
+            "<": lambda a, b: a < b,
+            "<=": lambda a, b: a <= b,
+            "≤": lambda a, b: a <= b,
+            ">": lambda a, b: a > b,
+            ">=": lambda a, b: a >= b,
+            "≥": lambda a, b: a >= b,
+            "==": lambda a, b: a == b,
+            "!=": lambda a, b: a != b,
+        }
+        try:
+            operands = [value(t) for t in self.terms[::2]]
+            return all(
+                bool(compare[op](a, b))
+                for a, op, b in zip(operands, self.terms[1::2], operands[1:], strict=False)
+            )
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+
+
+def preconditions(spec: FunctionSpec) -> list[Precondition]:
+    """The conditions on its parameters the docstring states in forms this reads:
+    comparisons of parameters, numbers and ``len(parameter)`` (``0 <= i < len(xs)``), an
+    interval of two parameters (``[lo, hi]``: lo <= hi), and "non-negative", "positive",
+    "non-empty" said of a parameter ("n is a positive integer", "a non-empty list xs")."""
+    fn = _definition(spec)
+    text = spec.docstring_value or ""
+    if fn is None or not text:
+        return []
+    names = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+    found: dict[str, Precondition] = {}
+
+    def named(term: str) -> str | None:
+        inner = term[4:-1].strip() if term.startswith("len(") else term
+        return inner if re.fullmatch(r"[A-Za-z_]\w*", inner) else None
+
+    # doctest lines are examples, not conditions
+    prose = "\n".join(
+        line for line in text.splitlines() if not line.lstrip().startswith((">>>", "..."))
+    )
+    for match in _CHAIN.finditer(prose):
+        before = prose[max(0, match.start() - 24) : match.start()].lower()
+        if _CASE.search(before):
+            continue  # "a if a > b", "when n < 0": a case the spec covers, no condition
+        terms = tuple(t for t in re.split(rf"\s*({_COMPARE})\s*", match.group(0)) if t)
+        operands = terms[::2]
+        idents = [n for t in operands if (n := named(t)) is not None]
+        if not idents or any(n not in names for n in idents):
+            continue  # a word that is no parameter: not a condition on the inputs
+        if all(named(t) is None for t in operands):
+            continue
+        found.setdefault(" ".join(terms), Precondition(" ".join(terms), terms))
+    for match in _INTERVAL.finditer(prose):
+        low, high = match.group(1), match.group(2)
+        if low in names and high in names and low != high:
+            terms = (low, "<=", high)
+            found.setdefault(" ".join(terms), Precondition(" ".join(terms), terms))
+    lowered = prose.lower()
+    for word, (op, bound) in _WORDS.items():
+        for name in sorted(names):
+            near = (
+                rf"\b{word}\b[\w\s]{{0,25}}?\b{re.escape(name.lower())}\b"
+                rf"|\b{re.escape(name.lower())}\b[^.;\n]{{0,30}}?\b{word}\b"
+            )
+            if re.search(near, lowered):
+                terms = (
+                    (f"len({name})", op[3:], str(bound))
+                    if op.startswith("len")
+                    else (name, op, str(bound))
+                )
+                found.setdefault(" ".join(terms), Precondition(" ".join(terms), terms))
+    return list(found.values())
+
+
+def _parameter_values(fn: ast.FunctionDef, arguments: str) -> dict[str, Any] | None:
+    try:
+        values = ast.literal_eval(f"({arguments},)")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    return dict(zip(params, values, strict=False))
+
+
+def generated_inputs(spec: FunctionSpec, count: int, seconds: float) -> tuple[list[Input], str]:
+    """Up to ``count`` inputs drawn from the annotations' strategies (derandomized: the
+    same function gets the same inputs), and a note when none could be."""
+    if count <= 0:
+        return [], ""
+    fn = _definition(spec)
+    if fn is None:
+        return [], "no definition to read the annotations from"
+    try:
+        from hypothesis import HealthCheck, Phase, given, settings
+        from hypothesis import strategies as st
+    except ImportError:
+        return [], "hypothesis is not installed: no generated inputs"
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    if fn.args.vararg or (fn.args.kwonlyargs and any(d is None for d in fn.args.kw_defaults)):
+        return [], "variadic or keyword-only parameters: no generated inputs"
+    if not params:
+        return [], ""
+    strategies = [_strategy(p.annotation) for p in params]
+    missing = [p.arg for p, s in zip(params, strategies, strict=True) if s is None]
+    if missing:
+        return [], f"no strategy for the annotation of {', '.join(missing)}: no generated inputs"
+    drawn: list[str] = []
+    seen: set[str] = set()
+    stop_at: list[float] = []  # from the first example: hypothesis's start-up is not counted
+
+    @settings(
+        max_examples=max(count * 3, 10),
+        database=None,
+        derandomize=True,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.tuples(*strategies))
+    def collect(values: tuple) -> None:
+        if not stop_at:
+            stop_at.append(time.monotonic() + seconds)
+        if len(drawn) >= count or time.monotonic() > stop_at[0]:
+            return
+        text = ", ".join(repr(v) for v in values)
+        if text not in seen:
+            seen.add(text)
+            drawn.append(text)
+
+    try:
+        collect()
+    except Exception as exc:  # hypothesis refusing a strategy is not a verdict
+        return [], f"input generation failed: {type(exc).__name__}"
+    return [Input(text, "generated") for text in drawn], ""
+
+
+# ---------------------------------------------------------------------------- running
+
+
+@dataclass
+class _Run:
+    source: str
+    status: str  # the sandbox run's status
+    detail: str
+    values: list[tuple[str, str]] | None  # (status, repr) per input
+    program: str | None = None
+    cached: bool = False
+
+
+def _module_of(relpath: str) -> tuple[str, str]:
+    """(sys.path entry, module name) of a project file."""
+    entry = "."
+    rest = relpath
+    if relpath.startswith("src/"):
+        entry, rest = "src", relpath[4:]
+    parts = rest.removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return entry, ".".join(parts)
+
+
+def _expression(callee: str, inputs: Sequence[Input]) -> str:
+    return "[" + ", ".join(f"_referee_probe(lambda: {callee}({i.arguments}))" for i in inputs) + "]"
+
+
+def _repr_cap(limits: sandbox.Limits, count: int) -> int:
+    return max(256, max(1024 * 1024, limits.output_kb * 1024) // (12 * max(1, count)))
+
+
+def _values(result: sandbox.SandboxResult, count: int, cap: int) -> list[tuple[str, str]] | None:
+    values = result.value_json
+    if not (
+        result.status == "ok"
+        and isinstance(values, list)
+        and len(values) == count
+        and all(
+            isinstance(v, list)
+            and len(v) == 2
+            and v[0] in ("ok", "error")
+            and isinstance(v[1], str)
+            and len(v[1]) <= cap
+            for v in values
+        )
+    ):
+        return None
+    return [(v[0], v[1]) for v in values]
+
+
+def _run_code(
+    source: str,
+    code: str,
+    callee: str,
+    inputs: Sequence[Input],
+    limits: sandbox.Limits,
+    files: dict[str, str] | None = None,
+) -> _Run:
+    cap = _repr_cap(limits, len(inputs))
+    result = sandbox.evaluate(
+        code + _PROBE.format(cap=cap), _expression(callee, inputs), limits=limits, files=files
+    )
+    values = _values(result, len(inputs), cap)
+    if values is None:
+        detail = (
+            result.message
+            if result.status != "ok"
+            else "the sandbox answered something other than values"
+        )
+        return _Run(source, result.status if result.status != "ok" else "error", detail, None)
+    return _Run(source, "ok", "", values)
+
+
+# ---------------------------------------------------------------------------- deciding
+
+
+@dataclass
+class _Finding:
+    index: int
+    kind: Literal["reject", "unclear", "agree"]  # agree: compared, and the same
+    truth: str | None
+    truth_source: str
+    answers: list[list[str]]
+
+
+def _shown(status: str, text: str) -> str:
+    return f"raised {text}" if status == "error" else f"returned {text}"
+
+
+def _decide_input(
+    index: int,
+    item: Input,
+    produced: tuple[str, str],
+    truths: list[_Run],
+    required: int,
+    reference: bool,
+) -> _Finding | None:
+    status, value = produced
+    if item.origin == "generated" and status != "ok":
+        # A generated input may lie outside the function's domain; raising there (an
+        # assert, a ValueError guard) is no counterexample.
+        return None
+    if item.expected is not None:
+        if status == "ok" and sandbox.values_equal(value, item.expected):
+            return _Finding(index, "agree", item.expected, "docstring", [])
+        return _Finding(index, "reject", item.expected, "docstring", [["docstring", item.expected]])
+    results: list[OracleResult] = []
+    answers: list[list[str]] = []
+    for run in truths:
+        if run.values is None:
+            continue
+        answer_status, text = run.values[index]
+        ok = answer_status == "ok"
+        results.append(
+            OracleResult(
+                source=run.source, status="ok" if ok else "error", value=text if ok else None
+            )
+        )
+        answers.append([run.source, text if ok else _shown("error", text)])
+    if not results:
+        return None
+    if item.origin == "generated" and (
+        len(results) < len(truths) or any(r.status != "ok" for r in results)
+    ):
+        # A source of truth that raises or fails on a generated input says the spec does
+        # not cover it: no verdict from that input.
+        return None
+    if reference:
+        ref = results[0]
+        if ref.status != "ok" or ref.value is None:
+            return None
+        if status == "ok" and sandbox.values_equal(value, ref.value):
+            return _Finding(index, "agree", ref.value, "reference", answers)
+        return _Finding(index, "reject", ref.value, "reference", answers)
+    truth = agreed_value(results, required)
+    ok_values = [r.value for r in results if r.status == "ok" and r.value is not None]
+    distinct: list[str] = []
+    for v in ok_values:
+        if not any(sandbox.values_equal(v, d) for d in distinct):
+            distinct.append(v)
+    if truth is not None and len(distinct) == 1:
+        if status == "ok" and sandbox.values_equal(value, truth):
+            return _Finding(index, "agree", truth, "oracles", answers)
+        return _Finding(index, "reject", truth, "oracles", answers)
+    if len(distinct) > 1:
+        return _Finding(index, "unclear", None, "oracles", answers)
+    return None
+
+
+# ---------------------------------------------------------------------------- shrinking
+
+
+def _simpler(value: Any) -> list[Any]:
+    if isinstance(value, bool):
+        return [False] if value else []
+    if isinstance(value, int):
+        return [
+            v
+            for v in dict.fromkeys([0, 1, -1, value // 2, value - 1 if value > 0 else value + 1])
+            if abs(v) < abs(value) or (abs(v) == abs(value) and v > value)
+        ]
+    if isinstance(value, float):
+        return [
+            v
+            for v in dict.fromkeys([0.0, 1.0, float(round(value)), value / 2])
+            if abs(v) < abs(value) or (v == round(value) and v != value)
+        ]
+    if isinstance(value, str):
+        return [
+            v
+            for v in dict.fromkeys(["", value[: len(value) // 2], value[1:], value[:-1]])
+            if len(v) < len(value)
+        ]
+    if isinstance(value, (list, tuple)):
+        kind = type(value)
+        shorter = [kind(value[: len(value) // 2]), kind(value[1:]), kind(value[:-1])]
+        if not value:
+            return []
+        deeper = []
+        for i, item in enumerate(value):
+            for simple in _simpler(item)[:2]:
+                copy = list(value)
+                copy[i] = simple
+                deeper.append(kind(copy))
+        return [*([kind()] if value else []), *shorter, *deeper]
+    if isinstance(value, dict):
+        keys = list(value)
+        return [{}, *({k: value[k] for k in keys if k != key} for key in keys)] if value else []
+    if isinstance(value, (set, frozenset)):
+        items = list(value)
+        return [type(value)(items[:i] + items[i + 1 :]) for i in range(len(items))]
+    return []
+
+
+def _shrink_candidates(arguments: str) -> list[str]:
+    try:
+        values = ast.literal_eval(f"({arguments},)")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return []
+    out: list[str] = []
+    for i, value in enumerate(values):
+        for simple in _simpler(value):
+            copy = list(values)
+            copy[i] = simple
+            text = ", ".join(repr(v) for v in copy)
+            if text != arguments and text not in out:
+                out.append(text)
+    return out[:40]
+
+
+# ---------------------------------------------------------------------------- the check
+
+
+class DifferentialCache:
+    """Outcomes by (function's module, inputs, the sources' programs, settings)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    def get(self, key: str) -> Differential | None:
+        if self.directory is None:
+            return None
+        try:
+            data = json.loads((self.directory / key[:2] / f"{key}.json").read_text("utf-8"))
+            return Differential(**{**data, "cached": True})
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def put(self, key: str, value: Differential) -> None:
+        if self.directory is None:
+            return
+        folder = self.directory / key[:2]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(asdict(value), handle)
+            os.replace(tmp, folder / f"{key}.json")
+        except OSError:
+            pass
+
+
+def check_function(
+    spec: FunctionSpec,
+    relpath: str,
+    files: dict[str, str],
+    tests: dict[str, str],
+    execution: ExecutionConfig,
+    arbitration: ArbitrationConfig,
+    *,
+    model: Any = None,
+    reference: str | None = None,
+    program_cache: ProgramCache | None = None,
+    cache: DifferentialCache | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Differential:
+    """Run ``spec``'s function beside the independent implementations of its spec (see
+    the module's docstring). ``files`` is the project as the sandbox gets it (the
+    function's module at ``relpath`` among them), ``tests`` the project's test modules
+    (where the arguments the tests pass are read), ``model`` the oracles' model (a
+    :class:`~referee.checks.arbitration.truth.LazyModel`; asked only for programs the
+    cache lacks), ``reference`` a declared ``module:function`` or ``path.py:function``."""
+    started = time.monotonic()
+    result = Differential(spec.name, relpath, spec.line, "SKIPPED", "")
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(f"{spec.name}: {message}")
+
+    if not spec.docstring_value and reference is None:
+        result.reason = "no docstring and no declared reference: no spec to run it against"
+        return result
+    # --- inputs, in order of trust, without repeats
+    gathered: list[Input] = []
+    seen: set[str] = set()
+    notes: list[str] = []
+    budget = execution.inputs
+    doc = docstring_inputs(spec) if spec.docstring_value else []
+    observed = observed_inputs(spec.name, spec.module, tests)
+    for item in [*doc, *observed]:
+        if item.arguments not in seen and len(gathered) < budget:
+            seen.add(item.arguments)
+            gathered.append(item)
+    room = min(execution.generated_inputs, budget - len(gathered))
+    conditions = preconditions(spec) if room > 0 else []
+    generated, note = generated_inputs(
+        spec, (room * 3 if conditions else room) + 5, execution.generation_time
+    )
+    if note:
+        notes.append(note)
+    fn = _definition(spec)
+
+    def inside(arguments: str) -> bool:
+        """Whether a generated input meets the docstring's stated conditions (or they
+        cannot be checked on it)."""
+        values = _parameter_values(fn, arguments) if conditions and fn else None
+        return values is None or all(c.holds(values) is not False for c in conditions)
+
+    outside = 0
+    for item in generated:
+        if item.arguments in seen or room <= 0:
+            continue
+        if not inside(item.arguments):
+            outside += 1  # outside what the docstring says the function takes
+            continue
+        seen.add(item.arguments)
+        gathered.append(item)
+        room -= 1
+    if outside:
+        said = ", ".join(c.text for c in conditions)
+        notes.append(f"{outside} generated inputs left out: the docstring asks for {said}")
+    result.inputs = {
+        origin: sum(i.origin == origin for i in gathered)
+        for origin in ("docstring", "test", "generated")
+    }
+    result.notes = notes
+    if not gathered:
+        result.reason = (
+            "no input to run it on: no docstring example, no test call with "
+            "literal arguments, no annotations to generate from"
+        )
+        return result
+    limits = sandbox.Limits(
+        timeout_s=arbitration.timeout,
+        cpu_s=max(1, int(arbitration.timeout)),
+        memory_mb=arbitration.memory_mb,
+    )
+    # --- the sources of truth: a reference, else the k oracles (programs cached)
+    programs: list[tuple[str, str | None, str, bool]] = []  # (source, program, problem, cached)
+    needs_oracles = reference is None and any(i.expected is None for i in gathered)
+    if needs_oracles:
+        if not spec.docstring_value:
+            result.reason = "no docstring to write oracles from"
+            return result
+        if model is None:
+            result.reason = "the oracles need a model; none is set up"
+            return result
+        say(f"oracles ({arbitration.oracles}) from the signature and docstring")
+        answers = generate_many(
+            model,
+            oracle_messages(spec),
+            seeds=list(range(1, arbitration.oracles + 1)),
+            temperature=arbitration.temperature,
+            cache=program_cache or ProgramCache(None),
+            cancelled=cancelled,
+        )
+        for seed, (answer, was_cached) in enumerate(answers, start=1):
+            program, problem = program_from(answer, spec.name)
+            programs.append((f"oracle-{seed}", program, problem, was_cached))
+    key = hashlib.sha256(
+        json.dumps(
+            [
+                __version__,
+                prompts().version,
+                relpath,
+                files.get(relpath, spec.text),
+                spec.name,
+                [asdict(i) for i in gathered],
+                [(s, p) for s, p, _, _ in programs],
+                reference,
+                files.get(reference.rpartition(":")[0], "") if reference else "",
+                arbitration.required_agreement,
+            ]
+        ).encode("utf-8")
+    ).hexdigest()
+    if cache is not None and (known := cache.get(key)) is not None:
+        known.seconds = round(time.monotonic() - started, 3)
+        return known
+
+    entry, module = _module_of(relpath)
+    function_code = _IMPORT.format(entry=entry, module=module, relpath=relpath)
+    project = {**files, relpath: files.get(relpath, spec.text)}
+
+    def run_all(inputs: Sequence[Input]) -> tuple[_Run, list[_Run]]:
+        jobs: list[Callable[[], _Run]] = [
+            lambda: _run_code(
+                "function", function_code, f"_referee_m.{spec.name}", inputs, limits, project
+            )
+        ]
+        if reference is not None:
+            target, _, name = reference.rpartition(":")
+            if target.endswith(".py"):
+                code, callee = project.get(target, ""), name
+            else:
+                code = (
+                    "import os, sys\nsys.path.insert(0, os.getcwd())\n"
+                    f"from {target} import {name} as __referee_reference__\n"
+                )
+                callee = "__referee_reference__"
+            jobs.append(lambda: _run_code("reference", code, callee, inputs, limits, project))
+        for source, program, problem, _ in programs:
+            if program is None:
+                jobs.append(
+                    lambda s=source, p=problem: _Run(s, "error", f"the model's program {p}", None)
+                )
+            else:
+                jobs.append(lambda s=source, p=program: _run_code(s, p, spec.name, inputs, limits))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = list(pool.map(lambda job: job(), jobs))
+        return runs[0], runs[1:]
+
+    say(f"running it and its spec's implementations on {len(gathered)} inputs")
+    function_run, truth_runs = run_all(gathered)
+    result.sources = [
+        {
+            "source": r.source,
+            "status": r.status,
+            "detail": r.detail,
+            **({"program": p} if (p := _program(programs, r.source)) else {}),
+        }
+        for r in truth_runs
+    ]
+    if function_run.status == "refused" or any(r.status == "refused" for r in truth_runs):
+        result.reason = (
+            function_run.detail
+            if function_run.status == "refused"
+            else next(r.detail for r in truth_runs if r.status == "refused")
+        )
+        return result
+    if function_run.values is None:
+        result.status = "SKIPPED"
+        result.reason = f"the function's module did not run in the sandbox: {function_run.detail}"
+        return result
+    required = arbitration.required_agreement
+    findings = [
+        f
+        for index, item in enumerate(gathered)
+        if (
+            f := _decide_input(
+                index, item, function_run.values[index], truth_runs, required, reference is not None
+            )
+        )
+        is not None
+    ]
+    rejects = [f for f in findings if f.kind == "reject"]
+    unclear = [f for f in findings if f.kind == "unclear"]
+    if rejects:
+        first = rejects[0]
+        item = gathered[first.index]
+        if item.origin == "generated":
+            say("shrinking the counterexample")
+            item = _shrink(item, run_all, required, reference is not None, cancelled, inside)
+        # Run once more, alone, before it is shown.
+        say(f"re-running {spec.name}({item.arguments})")
+        again_function, again_truths = run_all([item])
+        confirm = (
+            _decide_input(
+                0, item, again_function.values[0], again_truths, required, reference is not None
+            )
+            if again_function.values is not None
+            else None
+        )
+        if confirm is not None and confirm.kind == "reject":
+            produced = again_function.values[0]  # type: ignore[index]
+            result.status = "REJECT"
+            result.call = f"{spec.name}({item.arguments})"
+            result.produced = _shown(*produced)
+            result.truth = confirm.truth
+            result.truth_source = confirm.truth_source
+            result.answers = confirm.answers
+            result.reason = _reject_reason(result, confirm, len(programs), item)
+        else:
+            notes.append(
+                f"{spec.name}({item.arguments}) differed once and not when run again: not reported"
+            )
+            rejects = []
+    if not rejects and unclear:
+        first = unclear[0]
+        item = gathered[first.index]
+        result.status = "UNCLEAR"
+        result.call = f"{spec.name}({item.arguments})"
+        result.produced = _shown(*function_run.values[first.index])
+        result.answers = first.answers
+        competing = ", ".join(f"{s} {v}" for s, v in first.answers)
+        result.reason = (
+            f"{result.call}: the oracles disagree ({competing}); the function "
+            f"{result.produced}: the docstring can be read more than one way here"
+        )
+    elif not rejects and not any(f.kind == "agree" for f in findings):
+        # Nothing was compared: every source of truth raised or did not run (an oracle
+        # that calls a helper the docstring names, say), or the function raised on every
+        # generated input. That is no evidence either way.
+        result.status = "SKIPPED"
+        result.reason = (
+            f"no input of {len(gathered)} was compared: the sources of truth gave no value "
+            "the function could be held to (they raised or did not run), or the function "
+            "raised on every generated input"
+        )
+    elif not rejects:
+        result.status = "PASS"
+        agreed = sum(f.kind == "agree" for f in findings)
+        sources = (
+            "the declared reference"
+            if reference is not None
+            else f"{len(programs)} oracles"
+            if programs
+            else "the docstring's examples"
+        )
+        counted = ", ".join(f"{n} {o}" for o, n in result.inputs.items() if n)
+        result.reason = f"agrees with {sources} on {agreed} inputs ({counted})"
+        if agreed < len(gathered):
+            result.reason = (
+                f"agrees with {sources} on {agreed} of {len(gathered)} inputs ({counted}); "
+                f"no verdict on {len(gathered) - agreed} (the function or a source raised)"
+            )
+    result.seconds = round(time.monotonic() - started, 3)
+    if cache is not None and result.status in ("REJECT", "UNCLEAR", "PASS"):
+        cache.put(key, result)
+    return result
+
+
+def _program(programs: list[tuple[str, str | None, str, bool]], source: str) -> str | None:
+    return next((p for s, p, _, _ in programs if s == source), None)
+
+
+def _reject_reason(result: Differential, found: _Finding, k: int, item: Input) -> str:
+    if found.truth_source == "docstring":
+        said = f"the docstring says {found.truth} ({item.where.strip()})"
+    elif found.truth_source == "reference":
+        said = f"the declared reference returns {found.truth}"
+    else:
+        agreeing = sum(1 for _, v in found.answers if sandbox.values_equal(v, found.truth or ""))
+        said = f"{agreeing} independent implementations of the docstring return {found.truth}"
+    origin = {
+        "docstring": "a docstring example",
+        "test": "an input the tests use",
+        "generated": "a generated input",
+    }[item.origin]
+    return f"{result.call} {result.produced}; {said} ({origin})"
+
+
+def _shrink(
+    item: Input,
+    run_all: Callable[[Sequence[Input]], tuple[_Run, list[_Run]]],
+    required: int,
+    reference: bool,
+    cancelled: Callable[[], bool] | None,
+    inside: Callable[[str], bool] = lambda arguments: True,
+    rounds: int = 6,
+) -> Input:
+    """A simpler input on which the function still differs from an agreed truth: simpler
+    candidates are run in one batch per round, the shortest counterexample kept."""
+    best = item
+    for _ in range(rounds):
+        if cancelled is not None and cancelled():
+            break
+        candidates = [
+            Input(a, "generated") for a in _shrink_candidates(best.arguments) if inside(a)
+        ]
+        if not candidates:
+            break
+        function_run, truth_runs = run_all(candidates)
+        if function_run.values is None:
+            break
+        still = [
+            c
+            for index, c in enumerate(candidates)
+            if (
+                f := _decide_input(
+                    index, c, function_run.values[index], truth_runs, required, reference
+                )
+            )
+            is not None
+            and f.kind == "reject"
+        ]
+        if not still:
+            break
+        best = min(still, key=lambda c: (len(c.arguments), c.arguments))
+    return best
+
+
+__all__ = [
+    "Differential",
+    "DifferentialCache",
+    "Input",
+    "check_function",
+    "docstring_inputs",
+    "generated_inputs",
+    "observed_inputs",
+    "preconditions",
+]

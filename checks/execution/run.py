@@ -1,0 +1,289 @@
+"""L2's execution checks for one file, after L0/L1 and before the reading judge.
+
+:func:`check_file` picks what changed since the baseline (as the judge does): each changed
+test is graded by mutation (REF410), each changed top-level function with a docstring or
+a declared reference is run beside its spec's implementations (REF411, REF412). It
+returns the findings, filtered by the project's rule selection and ``# referee: ignore``
+comments, the functions execution decided (the reading judge skips them: execution
+overrides reading, never the reverse) and the supporting evidence for the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from referee.checks import review, sandbox
+from referee.checks.config import Settings
+from referee.checks.execution.differential import Differential, DifferentialCache, check_function
+from referee.checks.execution.mutation import Cancelled as MutationCancelled
+from referee.checks.execution.mutation import Grade, GradeCache, grade_test
+from referee.checks.models import Finding, Layer, Location, Severity, Span
+from referee.checks.source import SourceFile
+
+
+@dataclass
+class FileExecution:
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    decided: set[str] = field(default_factory=set)  # functions rejected by a counterexample
+    support: dict[str, str] = field(default_factory=dict)  # function -> supporting evidence
+    grades: list[Grade] = field(default_factory=list)
+    differentials: list[Differential] = field(default_factory=list)
+    review_ids: dict[str, str] = field(default_factory=dict)  # function -> its REF412 item
+    cancelled: bool = False  # stopped by ``cancelled()``: what is here is partial
+
+
+class ProjectFiles:
+    """The project's files as the sandbox gets them, read once per check, with the
+    buffers being checked in place of their files on disk."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._files: dict[str, str] | None = None
+
+    def get(self, overrides: dict[str, str] | None = None) -> dict[str, str]:
+        if self._files is None:
+            from referee.checks.arbitration.engine import project_files
+
+            self._files = project_files(self.settings.root.resolve(), self.settings)
+        return {**self._files, **(overrides or {})}
+
+
+def _module_name(relpath: str) -> str:
+    rest = relpath[4:] if relpath.startswith("src/") else relpath
+    parts = rest.removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _finding(
+    settings: Settings, code: str, path: str, line: int, message: str, evidence: str | None
+) -> Finding:
+    from referee.checks.registry import BY_CODE
+
+    rule = BY_CODE[code]
+    return Finding(
+        code=code,
+        name=rule.name,
+        layer=rule.layer,
+        severity=settings.severity(rule, rule.severity),
+        message=message,
+        path=path,
+        span=Span(start=Location(line=line, column=1), end=Location(line=line, column=2)),
+        evidence=evidence or None,
+        url=rule.url,
+    )
+
+
+def _first_line(span: Span) -> int:
+    return span.start.line
+
+
+def check_file(
+    source: SourceFile,
+    settings: Settings,
+    relpath: str,
+    findings: list[Finding],
+    *,
+    baseline: str | None = None,
+    files: ProjectFiles | None = None,
+    model: Any = None,
+    cache_dir: Path | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[str], None] | None = None,
+    queue: bool = True,
+) -> FileExecution:
+    """The execution checks of one file (see the module's docstring). ``model`` is the
+    oracles' model (a LazyModel: opened only for programs the cache lacks)."""
+    from referee.checks.engine import _is_suppressed, suppressions
+    from referee.checks.judge.core import subjects
+
+    out = FileExecution()
+    config = settings.config.execution
+    if source.kind != "python" or not (config.mutation or config.differential):
+        return out
+    is_test = settings.is_test_file(relpath)
+    blocked = [
+        f for f in findings if f.severity == Severity.ERROR and f.layer in (Layer.L0, Layer.L1)
+    ]
+    found, _ = subjects(source, task=None, is_test_file=is_test, blocked=blocked, baseline=baseline)
+    tests = [s for s in found if s.kind == "test"] if config.mutation else []
+    functions = (
+        [s for s in found if s.kind == "function" and "." not in s.name]
+        if config.differential and not is_test
+        else []
+    )
+    if not tests and not functions:
+        return out
+    refused = sandbox.boundary_problem()
+    if refused is not None:
+        out.notes.append(f"execution checks not run: {refused}")
+        return out
+    files = files or ProjectFiles(settings)
+    project = files.get({relpath: source.text})
+    cache_root = cache_dir
+    table = suppressions(source.text)
+    raw: list[Finding] = []
+
+    # --- tests, by mutation
+    deadline = time.monotonic() + config.mutation_budget
+    for subject in tests:
+        if cancelled is not None and cancelled():
+            break
+        try:
+            grade = grade_test(
+                relpath,
+                subject.name,
+                project,
+                operators=config.mutation_operators,
+                max_mutants=config.max_mutants,
+                deadline=deadline,
+                timeout=config.mutation_timeout,
+                cache=GradeCache(cache_root / "mutation" if cache_root else None),
+                cancelled=cancelled,
+                progress=progress,
+            )
+        except MutationCancelled:
+            break
+        out.grades.append(grade)
+        if grade.status == "survived" and grade.survivors:
+            first = grade.survivors[0]
+            change = f"`{first['before']}` becomes `{first['after']}`"
+            where = ", ".join(grade.targets)
+            message = (
+                f"{subject.name} kills none of {grade.tried} mutants of {where}: "
+                f"still passes when {change}"
+            )
+            evidence = "\n".join(
+                f"{m['operator']}: {m['path']}:{m['line']} `{m['before']}` -> `{m['after']}`"
+                for m in grade.survivors[:8]
+            )
+            raw.append(
+                _finding(
+                    settings, "REF410", source.path, _first_line(subject.span), message, evidence
+                )
+            )
+        elif grade.status == "not-graded":
+            out.notes.append(f"{subject.name}: not graded by mutation: {grade.reason}")
+
+    # --- functions, against their spec's implementations
+    if functions:
+        from referee.checks.arbitration.isolate import NotIsolated, function_spec
+        from referee.checks.arbitration.truth import (
+            ArbitrationError,
+            Cancelled,
+            ProgramCache,
+            reference_for,
+        )
+
+        arbitration = settings.config.arbitration
+        module = _module_name(relpath)
+        tests_text = {p: t for p, t in project.items() if settings.is_test_file(p)}
+        queue_state = review.read(settings.root) if queue else review.Queue()
+        for subject in functions:
+            if cancelled is not None and cancelled():
+                break
+            try:
+                spec = function_spec(source.text, source.path, module, subject.name)
+            except NotIsolated:
+                continue
+            reference = reference_for(
+                arbitration, [f"{module}:{subject.name}", f"{relpath}:{subject.name}"]
+            )
+            if not spec.docstring_value and reference is None:
+                continue
+            try:
+                result = check_function(
+                    spec,
+                    relpath,
+                    project,
+                    tests_text,
+                    config,
+                    arbitration,
+                    model=model,
+                    reference=reference,
+                    program_cache=ProgramCache(cache_root / "arbitration" if cache_root else None),
+                    cache=DifferentialCache(cache_root / "differential" if cache_root else None),
+                    cancelled=cancelled,
+                    progress=progress,
+                )
+            except Cancelled:
+                break
+            except ArbitrationError as exc:  # no model, or the model process died
+                out.notes.append(f"{subject.name}: differential check not run: {exc}")
+                continue
+            out.differentials.append(result)
+            out.notes.extend(f"{subject.name}: {note}" for note in result.notes)
+            line = _first_line(subject.span)
+            if result.status == "REJECT":
+                out.decided.add(subject.name)
+                raw.append(
+                    _finding(
+                        settings,
+                        "REF411",
+                        source.path,
+                        line,
+                        f"{subject.name}: {result.reason}",
+                        result.evidence,
+                    )
+                )
+            elif result.status == "UNCLEAR":
+                item = review.new_item(
+                    kind="execution",
+                    path=relpath,
+                    line=line,
+                    subject=subject.name,
+                    content_sha256=subject.content_sha256,
+                    title=f"{subject.name}: the oracles disagree on {result.call}",
+                    reasons=[result.reason],
+                    evidence=[f"{s}: {v}" for s, v in result.answers]
+                    + [f"the function {result.produced}"],
+                )
+                out.review_ids[subject.name] = item.id
+                known = queue_state.items.get(item.id)
+                if known is not None and known.decision == "accepted":
+                    continue
+                if known is not None and known.decision == "rejected":
+                    raw.append(
+                        _finding(
+                            settings,
+                            "REF403",
+                            source.path,
+                            line,
+                            f"{subject.name}: rejected in human review "
+                            f"({known.decided_by or 'a reviewer'})",
+                            result.evidence,
+                        )
+                    )
+                    continue
+                if queue and known is None:
+                    with contextlib.suppress(OSError):
+                        review.submit(settings.root, item)
+                raw.append(
+                    _finding(
+                        settings,
+                        "REF412",
+                        source.path,
+                        line,
+                        f"{subject.name}: needs human review: {result.reason}",
+                        result.evidence,
+                    )
+                )
+            elif result.status == "PASS":
+                out.support[subject.name] = f"execution: {result.reason}"
+            elif result.reason:
+                out.notes.append(f"{subject.name}: differential check skipped: {result.reason}")
+    out.cancelled = cancelled is not None and cancelled()
+    out.findings = [
+        f for f in raw if settings.reports(f.code, relpath) and not _is_suppressed(f, table)
+    ]
+    return out
+
+
+__all__ = ["FileExecution", "ProjectFiles", "check_file"]
