@@ -944,13 +944,24 @@ def _install_hook(root, processes, netns):
         elif event in introspection:
             deny(f"{event}")
         elif event == "object.__setattr__":
-            if len(args) > 1 and args[1] == "__code__":
-                deny("replacing a function's code")
+            # Replacing the code of the sandbox's own functions (this hook, the wrappers,
+            # what they call) would unmake them; other code may do it (asyncio's
+            # types.coroutine does, on import).
+            if len(args) > 1 and args[1] == "__code__" and sandbox_own(args[0]):
+                deny("replacing the code of the sandbox's functions")
         elif event == "object.__getattr__":
             if args and args[0] in guarded and len(args) > 1:
                 deny(f"reading the sandbox's {args[1]}")
         elif not processes and event in process_events:
             deny("starting a process")
+
+    own_file = hook.__code__.co_filename
+
+    def sandbox_own(function):
+        if function in guarded:
+            return True
+        code = getattr(function, "__code__", None)  # audited: object.__getattr__
+        return code is not None and code.co_filename == own_file
 
     sys.addaudithook(hook)
     _guard_unaudited(inside, deny, check_open, processes, guarded)
