@@ -268,6 +268,10 @@ def test_check_judge_reports_l0_l1_and_one_line_when_the_model_crashes(
 ):
     monkeypatch.setenv("REFEREE_TEST_FAULT", "segv")
     root = _project(tmp_path / "p", fake_model, {"mathx.py": PLACEHOLDER_AND_REAL})
+    # the reading judge's crash alone: with the execution checks on, writing their oracles
+    # crashes first and says so in a line of its own
+    with (root / "referee.toml").open("a", encoding="utf-8") as config:
+        config.write("[execution]\nenabled = false\n")
     done = referee("check", "--judge-all", "--judge", "mathx.py", cwd=root)
     assert done.returncode == 1, done.stderr  # L0 found an error: exit 1, as without judge
     assert "REF101" in done.stdout  # the placeholder: L0's finding is in the report

@@ -50,7 +50,7 @@ from referee.checks.judge.backend import (
     ChatRequest,
     chat_batch,
 )
-from referee.checks.judge.worker import WorkerCrashed
+from referee.checks.judge.worker import WorkerCrashed, WorkerUnavailable
 from referee.checks.models import (
     Decision,
     Finding,
@@ -634,9 +634,10 @@ def judge_subjects(
             verdicts = ask_all(
                 subject, path, instructions, backend, config, cache, result.stats, cancelled
             )
-        except WorkerCrashed as exc:
+        except (WorkerCrashed, WorkerUnavailable) as exc:
             # Never a PASS: the item goes to a person with the reason, the rest wait for
-            # the next run (a fresh model process).
+            # the next run (a fresh model process). Unavailable: it crashed a moment ago
+            # (writing an execution check's oracles, say) and is not restarted yet.
             result.crashed = str(exc)
             verdicts = []
             outcome, agreement, reasons = "UNCLEAR", 0.0, [str(exc)]
