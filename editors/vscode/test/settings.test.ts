@@ -104,6 +104,7 @@ describe('package.json', () => {
       run: 'onType',
       debounceMs: 50,
       judge: { run: 'onSave' },
+      execution: { run: 'onSave' },
       tests: { runOnSave: false },
     });
   });
