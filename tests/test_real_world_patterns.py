@@ -1,7 +1,7 @@
 """What real pytest projects write, and what referee must make of it.
 
-Each case is a pattern read in public projects (``../shared/data/realworld/README.md``
-§2): intentional code that must not be an error, misreadings that must not happen, and
+Each case is a pattern read in public projects (the real-world measurements of issue
+21): intentional code that must not be an error, misreadings that must not happen, and
 the real defects that must still be reported. Cases that need more than one file run
 through the CLI's path (``runner.collect`` + ``runner.run``) on a project in
 ``tmp_path``, so the project index is what the user gets.
