@@ -74,8 +74,10 @@ def wait_http(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> N
 
 def problem_rows(page: Any) -> list[str]:
     """The Problems panel's rows as shown: message, source(code), position."""
-    rows = page.locator(".markers-panel .monaco-list-row")
-    return [" ".join(rows.nth(i).inner_text().split()) for i in range(rows.count())]
+    # One read of every row: the list re-renders while the server publishes again (after
+    # the project index is built), and a row counted a moment ago may be gone.
+    texts = page.locator(".markers-panel .monaco-list-row").all_inner_texts()
+    return [" ".join(text.split()) for text in texts]
 
 
 def wait_rows(page: Any, condition: Any, what: str) -> list[str]:
@@ -170,7 +172,7 @@ def run(args: argparse.Namespace, report: dict[str, Any]) -> None:
             browser = playwright.chromium.launch(
                 executable_path=args.chromium, headless=True, args=CHROMIUM_FLAGS
             )
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page = browser.new_page(viewport={"width": 1280, "height": 1600})
             try:
                 drive(page, port, args, report, work)
             except Exception:
