@@ -28,15 +28,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 import re
 import string
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from referee import __version__
@@ -51,6 +48,7 @@ from referee.checks.arbitration.truth import (
     program_from,
     prompts,
 )
+from referee.checks.execution.cache import JsonCache
 from referee.checks.models import ArbitrationConfig, ExecutionConfig, OracleResult
 
 Origin = Literal["docstring", "test", "generated"]
@@ -686,33 +684,10 @@ def _shrink_candidates(arguments: str) -> list[str]:
 # ---------------------------------------------------------------------------- the check
 
 
-class DifferentialCache:
+class DifferentialCache(JsonCache[Differential]):
     """Outcomes by (function's module, inputs, the sources' programs, settings)."""
 
-    def __init__(self, directory: Path | None) -> None:
-        self.directory = directory
-
-    def get(self, key: str) -> Differential | None:
-        if self.directory is None:
-            return None
-        try:
-            data = json.loads((self.directory / key[:2] / f"{key}.json").read_text("utf-8"))
-            return Differential(**{**data, "cached": True})
-        except (OSError, ValueError, TypeError):
-            return None
-
-    def put(self, key: str, value: Differential) -> None:
-        if self.directory is None:
-            return
-        folder = self.directory / key[:2]
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(asdict(value), handle)
-            os.replace(tmp, folder / f"{key}.json")
-        except OSError:
-            pass
+    kind = Differential
 
 
 def check_function(

@@ -29,18 +29,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from referee import __version__
 from referee.checks import sandbox
+from referee.checks.execution.cache import JsonCache
 
 _SHOWN_FIRST = ("comparison", "boundary", "arithmetic", "constant", "negation", "statement")
 OPERATORS = ("return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement")
@@ -637,33 +635,10 @@ class Grade:
     cached: bool = False
 
 
-class GradeCache:
+class GradeCache(JsonCache[Grade]):
     """One JSON file per (test module, target modules, settings)."""
 
-    def __init__(self, directory: Path | None) -> None:
-        self.directory = directory
-
-    def get(self, key: str) -> Grade | None:
-        if self.directory is None:
-            return None
-        try:
-            data = json.loads((self.directory / key[:2] / f"{key}.json").read_text("utf-8"))
-            return Grade(**{**data, "cached": True})
-        except (OSError, ValueError, TypeError):
-            return None
-
-    def put(self, key: str, grade: Grade) -> None:
-        if self.directory is None:
-            return
-        folder = self.directory / key[:2]
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(asdict(grade), handle)
-            os.replace(tmp, folder / f"{key}.json")
-        except OSError:
-            pass
+    kind = Grade
 
 
 def _public(mutant: Mutant) -> dict:
