@@ -134,6 +134,21 @@ def _read_exact(fd: int, count: int, deadline: Callable[[], float], alive: Calla
     return b"".join(chunks)
 
 
+def _exited(popen: subprocess.Popen[bytes]) -> bool:
+    """Whether the worker is gone. ``poll()`` alone is not enough: a killed process with
+    threads shows as a zombie while its other threads still unwind, and cannot be waited
+    for until they have; a request sent in that window would be read as a crash of its
+    own. On Linux the process's state says so at once (our own child's ``stat``)."""
+    if popen.poll() is not None:
+        return True
+    try:
+        with open(f"/proc/{popen.pid}/stat", encoding="ascii", errors="replace") as handle:
+            state = handle.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in {"Z", "X", "x"}
+
+
 class WorkerBackend:
     """The :class:`~referee.checks.judge.backend.Backend` of a GGUF model run by a worker
     process. Thread-safe: calls are serialised (the worker answers one at a time)."""
@@ -188,7 +203,7 @@ class WorkerBackend:
 
     def _ensure(self, mode: runtime.Mode | None = None) -> _Process:
         process = self._process
-        if process is not None and process.popen.poll() is None:
+        if process is not None and not _exited(process.popen):
             return process
         if process is not None:
             # It died while idle (killed for memory, say): nothing was being judged, so no
