@@ -15,7 +15,13 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ValidationError
 
 from referee.checks.guard import pytestconfig
-from referee.checks.models import Contract, RefereeConfig, Severity
+from referee.checks.models import (
+    DEFAULT_TEST_FILES,
+    Contract,
+    RefereeConfig,
+    Severity,
+    default_config,
+)
 from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.registry import RULES, matching
 from referee.checks.rule import Rule
@@ -119,7 +125,7 @@ def _format_loc(loc: Sequence[str | int]) -> str:
 class Settings:
     """A validated configuration and the project root it applies to."""
 
-    config: RefereeConfig = field(default_factory=RefereeConfig)
+    config: RefereeConfig = field(default_factory=default_config)
     root: Path = field(default_factory=Path.cwd)
     path: Path | None = None  # the file it came from; None for the defaults
 
@@ -241,7 +247,7 @@ class Settings:
         return Settings(validate(data, None), self.root, self.path)
 
 
-_DEFAULT_TEST_FILES = RefereeConfig().test_files
+_DEFAULT_TEST_FILES = list(DEFAULT_TEST_FILES)
 
 
 _PROJECT_MARKERS = (
@@ -397,5 +403,5 @@ def discover(start: Path, explicit: Path | None = None) -> Settings:
     found = find_config(start)
     if found is None:
         root = start.resolve()
-        return Settings(RefereeConfig(), root if root.is_dir() else root.parent, None)
+        return Settings(default_config(), root if root.is_dir() else root.parent, None)
     return load_file(found)

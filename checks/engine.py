@@ -19,7 +19,7 @@ from tree_sitter import Node
 
 from referee.checks.config import Settings
 from referee.checks.guard.context import GuardContext
-from referee.checks.models import Finding, Fix, Span
+from referee.checks.models import DEFAULT_TEST_FILES, Finding, Fix, Span
 from referee.checks.project import EMPTY_VIEW, FileView, base_name
 from referee.checks.pymodule import (
     Function,
@@ -223,7 +223,7 @@ def is_test_module(
     return _USES_TEST_FRAMEWORK.search(source.text) is not None
 
 
-_DEFAULT_GLOBS = Settings().config.test_files
+_DEFAULT_GLOBS = list(DEFAULT_TEST_FILES)
 
 
 def _run(ctx: Context, rules: Iterable[Rule], settings: Settings) -> list[Finding]:

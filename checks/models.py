@@ -43,7 +43,9 @@ class Layer(str, Enum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: a model's validator is built on its first use, not on import (building
+    # all of them was most of the start-up of a run that checks nothing)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Location(_Model):
@@ -128,7 +130,11 @@ class _Config(BaseModel):
     """Configuration keys are kebab-case in TOML, like ruff's."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", alias_generator=_kebab, populate_by_name=True
+        frozen=True,
+        extra="forbid",
+        alias_generator=_kebab,
+        populate_by_name=True,
+        defer_build=True,
     )
 
     @field_validator("*", mode="before")
@@ -421,6 +427,9 @@ class ExecutionConfig(_Config):
     )
 
 
+DEFAULT_TEST_FILES = ("test_*.py", "*_test.py", "tests.py")
+
+
 class RefereeConfig(_Config):
     """The whole ``[tool.referee]`` table (or a ``referee.toml``). See docs/configuration.md."""
 
@@ -437,7 +446,7 @@ class RefereeConfig(_Config):
         description="Globs of non-Python files to check when walking directories.",
     )
     test_files: list[str] = Field(
-        default_factory=lambda: ["test_*.py", "*_test.py", "tests.py"],
+        default_factory=lambda: list(DEFAULT_TEST_FILES),
         description="File-name globs that make a Python file a test module.",
     )
     max_file_size: int = Field(
@@ -458,6 +467,13 @@ class RefereeConfig(_Config):
         if isinstance(value, list):
             return [item.upper() if isinstance(item, str) else item for item in value]
         return value
+
+
+def default_config() -> RefereeConfig:
+    """The configuration of a project without one. Built without validation (the defaults
+    are valid by construction): validating them would build every configuration model's
+    validator, the larger part of the start-up of a run that has no configuration."""
+    return RefereeConfig.model_construct()
 
 
 def json_schema() -> dict:

@@ -25,9 +25,15 @@ from tree_sitter import Node, Query, QueryCursor
 from referee.checks.nodes import is_docstring, raised_name, statements
 from referee.checks.source import PYTHON, SourceFile
 
-_QUERY = Query(
-    PYTHON,
-    """
+
+@functools.cache
+def _query() -> Query:
+    """The query every module summary runs (compiled on first use: tree-sitter takes a
+    noticeable part of start-up to compile it, and a run may check no Python file)."""
+    return Query(PYTHON, _QUERY_TEXT)
+
+
+_QUERY_TEXT = """
     (function_definition) @function
     (class_definition) @class
     (assert_statement) @assert
@@ -38,8 +44,7 @@ _QUERY = Query(
     [(print_statement) (exec_statement)] @python2
     (assignment left: (identifier) @alias.name right: (attribute attribute: (identifier)
         @alias.target))
-    """,
-)
+    """
 
 # Names that make a call an assertion wherever they are defined: unittest's assert*/fail*,
 # pytest's raises/warns/fail, mock's assert_called*, numpy.testing's assert_*, ...
@@ -349,11 +354,11 @@ class PythonModule:
         errors), and what the rules report follows this order."""
         root = self.source.tree.root_node
         if self._ranges is None:
-            captures = QueryCursor(_QUERY).captures(root)
+            captures = QueryCursor(_query()).captures(root)
         else:
             captures = {}
             for start, end in self._ranges:
-                cursor = QueryCursor(_QUERY)
+                cursor = QueryCursor(_query())
                 cursor.set_byte_range(start, end)
                 for name, nodes in cursor.captures(root).items():
                     # The cursor also returns nodes that only overlap the range.

@@ -189,8 +189,8 @@ By default findings are reported on the whole file: once every error is a real d
 an existing project's list is short enough to read. For the change an agent (or anyone)
 just made, `referee check --new-only [--base REF]` keeps only the findings that start on
 a line added or changed since `REF` (default `HEAD`; untracked files count as new), or
-in a Python function with such a line, the way a reviewer reads a diff. `referee guard` is the other side of that coin: what the
-change removed or weakened.
+in a Python function with such a line, the way a reviewer reads a diff. `referee guard` is
+the other side of that coin: what the change removed or weakened.
 """
 
 

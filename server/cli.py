@@ -15,9 +15,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
 
 from referee import __version__
 from referee.checks import runner
@@ -526,6 +524,8 @@ def rule(code: str | None, show_all: bool, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps([_rule_json(r) for r in chosen if r], indent=2))
         return
+    from rich.markdown import Markdown  # markdown-it: only for this command
+
     console = Console()
     for r in chosen:
         assert r is not None
@@ -548,6 +548,8 @@ def _rule_table(console: Console) -> None:
             cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
             click.echo("  ".join([*cells, row[4]]))
         return
+    from rich.table import Table
+
     table = Table(*header, box=None)
     for column in table.columns[:4]:
         column.no_wrap = True
@@ -765,8 +767,9 @@ def _configuration_at_base(settings: Settings, base: str) -> Settings:
     guard that checks it (``ignore = ["REF3"]``, ``test-files = []``, a tiny
     ``max-file-size`` added in the same commit). A configuration file new since ``base``
     gives the defaults. ``--config`` names the file to use as it is."""
-    from referee.checks.config import RefereeConfig, load_text
+    from referee.checks.config import load_text
     from referee.checks.guard import baseline
+    from referee.checks.models import default_config
 
     assert settings.path is not None
     path = settings.path.resolve()
@@ -782,7 +785,7 @@ def _configuration_at_base(settings: Settings, base: str) -> Settings:
             "the guard runs with the default configuration",
             soft_wrap=True,
         )
-        return Settings(RefereeConfig(), root, None)
+        return Settings(default_config(), root, None)
     before = load_text(then, settings.path)
     if before.config == settings.config:  # e.g. a pyproject.toml whose other tables changed
         return settings
@@ -967,10 +970,18 @@ def model() -> None:
     """
 
 
-def _model_argument(function):
-    from referee.checks.judge.models import DEFAULT_MODEL
+def _default_model(_context: click.Context, _parameter: click.Parameter, value: str | None) -> str:
+    from referee.checks.judge.models import DEFAULT_MODEL  # not at start-up: see _model_argument
 
-    return click.argument("model_id", metavar="[MODEL]", default=DEFAULT_MODEL)(function)
+    return value or DEFAULT_MODEL
+
+
+def _model_argument(function):
+    # The default is filled in when the command runs, so that the model catalogue is not
+    # imported by every `referee check`.
+    return click.argument("model_id", metavar="[MODEL]", required=False, callback=_default_model)(
+        function
+    )
 
 
 def _known_model(model_id: str):
@@ -1155,6 +1166,8 @@ def model_info(model_id: str) -> None:
 @model.command("list")
 def model_list() -> None:
     """List the known models and whether each is installed (no hashing: see `info`)."""
+    from rich.table import Table
+
     from referee.checks.judge import models
 
     table = Table(box=None)

@@ -8,8 +8,6 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from referee.checks import review, runner
 from referee.checks.config import ConfigError, Settings, discover
@@ -84,6 +82,8 @@ def judge_results(
 
         oracle_model = LazyModel.from_settings(settings.config.arbitration, config)
         files = ProjectFiles(settings)
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -302,6 +302,8 @@ def review_list(show_all: bool = False, fmt: str = "text", root: Path | None = N
     if not items:
         click.echo(f"Nothing waits for review.{hidden}")
         return
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False)
     for column in ("id", "kind", "where", "item", *(["status"] if show_all else [])):
         table.add_column(column)
@@ -474,6 +476,8 @@ def judge_calibrate(labels: Path, cost_ratio: float | None, review_cost: float, 
         err.print("[bold red]referee: error:[/] no labelled item with every perspective")
         raise click.exceptions.Exit(EXIT_USAGE)
     points = operating_points(complete, names, cost_ratio=ratio, review_cost=review_cost)
+    from rich.table import Table
+
     table = Table(
         title=f"{len(complete)} items, cost = {ratio:g}×FN + FP + {review_cost:g}×UNCLEAR"
     )

@@ -1050,3 +1050,43 @@ def test_review_list_hides_items_whose_code_changed_and_all_shows_them(invoke, t
         "Nothing waits for review. 2 outdated (their code has changed since): "
         "`referee review list --all`."
     )
+
+
+_WHAT_START_UP_LOADED = """
+import sys
+from referee.server.cli import main
+try:
+    main(["check", "--no-cache", sys.argv[1]])
+except SystemExit:
+    pass
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+def test_a_check_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
+    """Start-up is most of a small run (pre-commit on one file, an empty directory): a
+    check does not import the Markdown renderer, the model catalogue or the judge's
+    progress display, nor build a validator for its default configuration."""
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", _WHAT_START_UP_LOADED, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    loaded = set(proc.stdout.split())
+    assert "All checks passed!" in proc.stdout
+    assert "referee.checks.engine" in loaded  # the probe sees the modules a check needs
+    unused = {"rich.markdown", "markdown_it", "referee.checks.judge.models", "rich.progress"}
+    assert loaded.isdisjoint(unused), sorted(loaded & unused)
+
+
+def test_the_default_configuration_is_the_validated_one() -> None:
+    """The defaults are built without validation (start-up); they must equal what
+    validating an empty configuration gives."""
+    from referee.checks.models import RefereeConfig, default_config
+
+    built, validated = default_config(), RefereeConfig.model_validate({})
+    assert built == validated
+    assert built.model_dump() == validated.model_dump()
