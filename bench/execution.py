@@ -231,6 +231,8 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
                     "seconds": round(seconds, 2),
                 }
             )
+            if args.json_out:  # so far, so that a run stopped early still has its rows
+                args.json_out.write_text(json.dumps({"rows": rows}, indent=2), encoding="utf-8")
             print(
                 f"{problem['task_id']:14} {kind:9} {result.status:8} {seconds:6.1f}s "
                 f"{result.reason[:90]}",
