@@ -275,6 +275,8 @@ class RefereeServer(LanguageServer):
         before = self._views()
         for folder in self.folders():
             settings = self.settings_for(folder / "_")
+            if not self.project.begin(settings):
+                continue  # this project's index is built, or being built, already
             open_sources = {
                 settings.relative(self.path_of(uri)): document.source()
                 for uri, document in self.documents.items()

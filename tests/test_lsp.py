@@ -1032,3 +1032,52 @@ async def test_saving_a_helper_updates_the_findings_of_a_test_that_calls_it(
         )
 
     await client.until(flagged, "REF110 on the test once its helper stops asserting")
+
+
+# Files changed on disk outside the editor (a checkout, a script, an agent): the server
+# re-reads them when the client says so (workspace/didChangeWatchedFiles).
+
+HELPER_ASSERTS = "def do_a():\n    assert 1\n"
+HELPER_RETURNS = "def do_a():\n    return 1\n"
+CALLS_HELPER = "from helpers import do_a\n\n\ndef test_a():\n    do_a()\n"
+CALLS_TWO_HELPERS = (
+    "from helpers import do_a\nfrom steps import do_b\n\n\n"
+    "def test_a():\n    do_a()\n\n\ndef test_b():\n    do_b()\n"
+)
+
+
+def test_entries_made_while_the_workspace_is_indexed_outlive_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A file changed (or deleted) on disk while the workspace's index is being built:
+    the build read it before, so the newer entry is laid over the build's result."""
+    from referee.checks import runner
+    from referee.checks.project import summarize
+    from referee.checks.source import SourceFile
+    from referee.server.lsp_project import ProjectIndexes
+
+    files = {
+        "referee.toml": "",
+        "helpers.py": HELPER_ASSERTS,
+        "steps.py": "def do_b():\n    assert 1\n",
+        "test_x.py": CALLS_TWO_HELPERS,
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    settings = discover(tmp_path)
+    indexes = ProjectIndexes()
+    build_index = runner.build_index
+
+    def racing(targets, settings):
+        index = build_index(targets, settings)  # helpers.py and steps.py as they were
+        returns = SourceFile("helpers.py", HELPER_RETURNS, "python")
+        assert indexes.put(settings, "helpers.py", summarize(returns, "helpers.py"))
+        assert not indexes.put(settings, "steps.py", None)  # not in the old index
+        return index
+
+    monkeypatch.setattr(runner, "build_index", racing)
+    assert indexes.begin(settings)
+    indexes.build(tmp_path, settings, {})
+    assert not indexes.begin(settings)  # built: not again
+    view = indexes.view(settings, "test_x.py", tmp_path / "test_x.py")
+    assert view.asserting == frozenset()  # neither do_a (changed) nor do_b (deleted)
