@@ -1044,6 +1044,163 @@ CALLS_TWO_HELPERS = (
     "from helpers import do_a\nfrom steps import do_b\n\n\n"
     "def test_a():\n    do_a()\n\n\ndef test_b():\n    do_b()\n"
 )
+ON_DISK = {"referee.toml": "", "helpers.py": HELPER_ASSERTS}
+
+
+def on_disk(client: RefereeClient, relative: str, text: str | None) -> types.FileEvent:
+    """Write (or, for None, delete) a file behind the editor's back; the event saying so."""
+    path = client.root / relative
+    if text is None:
+        path.unlink()
+        kind = types.FileChangeType.Deleted
+    else:
+        kind = types.FileChangeType.Changed if path.exists() else types.FileChangeType.Created
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return types.FileEvent(uri=client.uri(relative), type=kind)
+
+
+def errors_shown(client: RefereeClient) -> list[str]:
+    error = types.MessageType.Error
+    return [m.message for m in [*client.messages, *client.log_messages] if m.type == error]
+
+
+def watched(client: RefereeClient, *events: types.FileEvent) -> int:
+    """Send the events as the client's file watcher would; the mark before them."""
+    after = client.mark()
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=list(events))
+    )
+    return after
+
+
+async def published_codes(client: RefereeClient, doc: Doc, expect: list[str], after: int = 0):
+    """Wait for a publishDiagnostics of ``doc`` after ``after`` with exactly ``expect``."""
+
+    def found() -> bool:
+        return any(
+            codes(p.diagnostics) == expect for p in client.published[after:] if p.uri == doc.uri
+        )
+
+    await client.until(found, f"{expect} published for {doc.uri}")
+
+
+@pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(mode="push", files=ON_DISK), id="push")])
+async def test_a_helper_rewritten_on_disk_updates_the_findings_of_an_open_test(
+    client: RefereeClient,
+):
+    """helpers.py is never opened: the index has it from the workspace's indexing, and a
+    change on disk that the client reports is read again."""
+    test = sample(client, "test_x.py", CALLS_HELPER)
+    await published_codes(client, test, [])  # once the workspace is indexed
+
+    after = watched(client, on_disk(client, "helpers.py", HELPER_RETURNS))
+    await published_codes(client, test, ["REF110"], after)
+
+    after = watched(client, on_disk(client, "helpers.py", HELPER_ASSERTS))
+    await published_codes(client, test, [], after)
+
+
+@pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(mode="push", files=ON_DISK), id="push")])
+async def test_a_helper_module_deleted_on_disk_leaves_the_index(client: RefereeClient):
+    """A call into a module the index does not have is a call to an unknown helper:
+    REF110, as `referee check` says without the module. Created again, it counts again."""
+    test = sample(client, "test_x.py", CALLS_HELPER)
+    await published_codes(client, test, [])
+
+    after = watched(client, on_disk(client, "helpers.py", None))
+    await published_codes(client, test, ["REF110"], after)
+
+    after = watched(client, on_disk(client, "helpers.py", HELPER_ASSERTS))
+    await published_codes(client, test, [], after)
+
+
+async def test_the_server_watches_python_files_where_the_client_registers_watchers(
+    client: RefereeClient,
+):
+    """VS Code offers dynamic registration of file watchers; the Neovim profile does not,
+    and is asked for nothing (nor shown an error)."""
+    # `initialized` registers first, then asks for the configuration.
+    await client.until(lambda: client.configuration_requests, "workspace/configuration")
+    offered = client.capabilities_sent.workspace.did_change_watched_files
+    registered = [
+        r for r in client.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    ]
+    if not (offered and offered.dynamic_registration):
+        assert registered == []
+        assert not errors_shown(client)
+        return
+    (registration,) = registered
+    options = registration.register_options
+    watchers = options["watchers"] if isinstance(options, dict) else options.watchers
+    globs = [w["globPattern"] if isinstance(w, dict) else w.glob_pattern for w in watchers]
+    assert "**/*.py" in globs
+    assert any("pyproject.toml" in str(g) for g in globs)  # the configuration, as before
+
+
+OUTSIDE_FOLDER = {
+    "referee.toml": "",  # the project's root is above the workspace folder `ws`
+    "ws/steps.py": "def do_b():\n    assert 1\n",
+    "other/helpers.py": HELPER_ASSERTS,  # in the project, outside the workspace folder
+}
+
+
+@pytest.mark.parametrize(
+    "lsp_setup",
+    [pytest.param(Setup(mode="push", files=OUTSIDE_FOLDER, folders=("ws",)), id="push")],
+)
+async def test_events_the_server_cannot_use_are_ignored_and_the_rest_applied(
+    client: RefereeClient,
+):
+    """Other schemes, files outside the workspace folders, missing files, directories and
+    garbage in one batch: none stops the server, or the batch's good event. A file outside
+    the folder is not indexed even where the project's index would find it (other/
+    helpers.py would answer `from helpers import do_a`)."""
+    test = sample(client, "ws/test_x.py", CALLS_TWO_HELPERS)
+    await published_codes(client, test, ["REF110"])  # test_a's, once ws/ is indexed
+    assert client.diagnostics[test.uri][0].range.start.line == 4  # `def test_a`
+
+    created = types.FileChangeType.Created
+    bad = [
+        types.FileEvent(uri="untitled:Untitled-1", type=created),
+        types.FileEvent(uri="https://example.com/helpers.py", type=created),
+        types.FileEvent(uri="file://", type=created),
+        types.FileEvent(uri="not a uri at all", type=created),
+        types.FileEvent(uri=client.uri("other/helpers.py"), type=created),
+        types.FileEvent(uri=client.uri("ws/missing.py"), type=types.FileChangeType.Changed),
+        types.FileEvent(uri=client.uri("ws/gone"), type=types.FileChangeType.Deleted),
+        types.FileEvent(uri=client.uri("ws"), type=types.FileChangeType.Changed),
+    ]
+    (client.root / "ws" / "dir.py").mkdir()  # a directory named like a module
+    bad.append(types.FileEvent(uri=client.uri("ws/dir.py"), type=created))
+    good = on_disk(client, "ws/steps.py", "def do_b():\n    return 1\n")
+    after = watched(client, *bad, good)
+    # test_b's REF110 comes back (steps stopped asserting); test_a's stays (the helpers
+    # outside the folder were not indexed).
+    await published_codes(client, test, ["REF110", "REF110"], after)
+    assert not errors_shown(client)
+    assert await code_actions(client, test, whole(test), []) is not None  # still answering
+
+
+@pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(mode="push", files=ON_DISK), id="push")])
+async def test_a_document_open_in_the_editor_keeps_its_text_over_the_file_on_disk(
+    client: RefereeClient,
+):
+    """The editor's text wins: a change on disk to a document that is open (a save from
+    elsewhere, a formatter) does not replace its entry; a closed file's change does."""
+    helpers = Doc(client, client.uri("helpers.py"), HELPER_ASSERTS).open()
+    (client.root / "steps.py").write_text("def do_b():\n    assert 1\n", encoding="utf-8")
+    test = sample(client, "test_x.py", CALLS_TWO_HELPERS)
+    await published_codes(client, test, [])
+
+    after = watched(
+        client,
+        on_disk(client, "helpers.py", HELPER_RETURNS),  # open: the editor's text stays
+        on_disk(client, "steps.py", "def do_b():\n    return 1\n"),  # not open: read again
+    )
+    await published_codes(client, test, ["REF110"], after)
+    assert client.diagnostics[test.uri][0].range.start.line == 8  # `def test_b`
+    assert helpers.text == HELPER_ASSERTS
 
 
 def test_entries_made_while_the_workspace_is_indexed_outlive_the_build(
