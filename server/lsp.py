@@ -24,7 +24,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from referee import __version__
-from referee.checks.config import ConfigError, Settings, discover
+from referee.checks.config import ConfigError, Settings, discover, forget_pytest_layouts
 from referee.checks.document import Change, Document, Encoding, index_to_units
 from referee.checks.engine import check_source
 from referee.checks.models import Finding, Fix, Layer, Severity, Span
@@ -43,7 +43,11 @@ _SEVERITY = {
     Severity.WARNING: types.DiagnosticSeverity.Warning,
     Severity.INFO: types.DiagnosticSeverity.Information,
 }
-_CONFIG_FILES = frozenset({"pyproject.toml", "referee.toml", ".referee.toml"})
+# referee's configuration, and pytest's (which files are test modules, strict xfails).
+_CONFIG_FILES = frozenset(
+    {"pyproject.toml", "referee.toml", ".referee.toml"}
+    | {"pytest.ini", ".pytest.ini", "setup.cfg", "tox.ini"}
+)
 _WATCHED_SOURCES = ("**/*.py", "**/*.pyi")  # the project index's files
 
 
@@ -197,6 +201,7 @@ class RefereeServer(LanguageServer):
 
     def forget_settings(self) -> None:
         self._project_settings.clear()
+        forget_pytest_layouts()
         self._reported_config_errors.clear()
         self.live_guard.invalidate()
 

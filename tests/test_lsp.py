@@ -935,6 +935,24 @@ async def test_a_config_file_changed_outside_the_editor_applies_live(client: Ref
     assert codes(diagnostics) == [c for c in SAMPLE_CODES if c != "REF102"]
 
 
+CHECK_MODULE = {"referee.toml": "", "check_x.py": "def test_a():\n    run()\n"}
+
+
+@pytest.mark.parametrize(
+    "lsp_setup", [pytest.param(Setup(mode="push", files=CHECK_MODULE), id="push")]
+)
+async def test_a_pytest_configuration_changed_outside_the_editor_applies_live(
+    client: RefereeClient,
+):
+    """pytest.ini says which files are test modules: created on disk, it makes
+    check_x.py one, and its test without an assertion is flagged."""
+    doc = sample(client, "check_x.py", CHECK_MODULE["check_x.py"])
+    assert codes(await client.diagnostics_for(doc)) == []  # not a test module (yet)
+    pytest_ini = on_disk(client, "pytest.ini", "[pytest]\npython_files = check_*.py\n")
+    after = watched(client, pytest_ini)
+    await published_codes(client, doc, ["REF110"], after)
+
+
 def test_a_check_that_could_start_only_after_newer_edits_is_skipped(tmp_path: Path):
     """Versions typed while one check runs queue on the document's lock; checking each of
     them to the end put the diagnostics seconds behind the typing (2,000 lines, an edit
