@@ -300,13 +300,13 @@ class RefereeServer(LanguageServer):
 
     async def reindex_files(self, events: Iterable[types.FileEvent]) -> None:
         """Python files changed on disk outside the editor (a checkout, a script, an
-        agent): their index entries are made again from the files as they are now (a
-        file that is gone, or can no longer be read, leaves the index, whatever the event
-        said), off the event loop; then the open documents whose view of the project
-        changed are checked again. Left alone: documents open in the editor (their entry
-        is the editor's text), files outside the workspace folders, URIs that are not
-        files, and the files the workspace's indexing leaves out (excluded, ignored by
-        git, not Python)."""
+        agent), or closed in it: their index entries are made again from the files as
+        they are now (a file that is gone, or can no longer be read, leaves the index,
+        whatever the event said), off the event loop; then the open documents whose view
+        of the project changed are checked again. Left alone: documents open in the
+        editor (their entry is the editor's text), files outside the workspace folders,
+        URIs that are not files, and the files the workspace's indexing leaves out
+        (excluded, ignored by git, not Python)."""
         open_paths = {self.path_of(uri) for uri in self.documents}
         groups: dict[tuple[Path, Path, Path | None], tuple[Settings, list[Path]]] = {}
         for event in events:
@@ -330,7 +330,6 @@ class RefereeServer(LanguageServer):
                 paths.append(path)
         if not groups:
             return
-        self.live_guard.invalidate()  # the working tree changed: the guard's plan is stale
         loop = asyncio.get_running_loop()
         async with self._reindexing:  # one batch at a time: a later read is applied later
             entries = await loop.run_in_executor(self.thread_pool, self._read_entries, groups)
@@ -690,6 +689,8 @@ async def did_change_watched_files(
 ) -> None:
     if any(ls.path_of(change.uri).name in _CONFIG_FILES for change in params.changes):
         ls.recheck_all()
+    elif params.changes:
+        ls.live_guard.invalidate()  # the working tree changed: the guard's plan is stale
     await ls.reindex_files(params.changes)  # what other files may ask of these, as on disk
 
 
@@ -772,7 +773,11 @@ def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: RefereeServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.documents.pop(uri, None)
+    if ls.documents.pop(uri, None) is not None:
+        # Its index entry was the editor's text; now it is the file's (a close without
+        # saving drops the edits), read off the event loop.
+        reread = [types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]
+        asyncio.get_running_loop().create_task(ls.reindex_files(reread))
     ls.results.pop(uri, None)
     ls.judge.cancel(uri)
     ls.judge.results.pop(uri, None)

@@ -1221,6 +1221,23 @@ async def test_a_document_open_in_the_editor_keeps_its_text_over_the_file_on_dis
     assert helpers.text == HELPER_ASSERTS
 
 
+@pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(mode="push", files=ON_DISK), id="push")])
+async def test_a_helper_closed_without_saving_is_indexed_from_the_file_on_disk_again(
+    client: RefereeClient,
+):
+    """An open document's entry is the editor's text, which may differ from the file (an
+    unsaved buffer restored at start-up); once closed without saving, the file counts."""
+    test = sample(client, "test_x.py", CALLS_HELPER)
+    await published_codes(client, test, [])  # helpers.py on disk asserts
+    after = client.mark()
+    helpers = Doc(client, client.uri("helpers.py"), HELPER_RETURNS).open()  # unsaved text
+    await published_codes(client, test, ["REF110"], after)
+
+    after = client.mark()
+    helpers.close()
+    await published_codes(client, test, [], after)
+
+
 def test_entries_made_while_the_workspace_is_indexed_outlive_the_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
