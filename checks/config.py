@@ -305,6 +305,13 @@ def _pytest_settings_in(folder: str) -> dict[str, str] | None:
     return found[1] if found is not None else None
 
 
+def forget_pytest_layouts() -> None:
+    """Read the pytest configuration files again at the next ask: one of them changed
+    (the language server is told so; a ``referee check`` run reads them once)."""
+    pytest_layout.cache_clear()
+    _pytest_settings_in.cache_clear()
+
+
 def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
     try:
         config = RefereeConfig.model_validate(data)

@@ -140,6 +140,39 @@ def _walk(directory: Path, settings: Settings) -> Iterator[Target]:
                 yield Target(path, _display(path), relpath, kind="text", whole_file=True)
 
 
+def indexed_targets(paths: Sequence[Path], folder: Path, settings: Settings) -> list[Target]:
+    """The targets among ``paths`` that indexing ``folder`` (``collect``, then
+    ``build_index``) would read; a walk leaves out a file outside ``folder``, in an
+    excluded directory, excluded itself, not Python, or ignored by git. Whether a file
+    can be read (size, encoding) is :func:`summarize_file`'s to say. The language server
+    asks it of files changed on disk, to keep its index as a fresh walk would make it. (A
+    ``conftest.py`` left out here that lies above an indexed module is the one file the
+    walk's index still takes: ``build_index`` adds it whatever the exclusions say.)"""
+    found: list[tuple[str, Target]] = []
+    for path in paths:
+        try:
+            inside = path.relative_to(folder)
+        except ValueError:
+            continue
+        if not inside.parts or kind_of(path.name) != "python":
+            continue
+        directory = folder
+        excluded = False
+        for part in inside.parts[:-1]:
+            directory = directory / part
+            excluded = excluded or settings.is_excluded(f"{settings.relative(directory)}/")
+        relpath = settings.relative(path)
+        if excluded or settings.is_excluded(relpath) or not settings.wants(relpath):
+            continue
+        found.append((inside.as_posix(), Target(path, _display(path), relpath)))
+    if settings.config.respect_gitignore and found:
+        top = folder.resolve()
+        if not _git_ignored(top.parent, [top.name]):
+            ignored = _git_ignored(top, [inside for inside, _ in found])
+            found = [(inside, t) for inside, t in found if inside not in ignored]
+    return [target for _, target in found]
+
+
 def _read(target: Target, settings: Settings) -> bytes | str:
     """The file's bytes, or why it cannot be checked."""
     try:

@@ -24,10 +24,11 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from referee import __version__
-from referee.checks.config import ConfigError, Settings, discover
+from referee.checks.config import ConfigError, Settings, discover, forget_pytest_layouts
 from referee.checks.document import Change, Document, Encoding, index_to_units
 from referee.checks.engine import check_source
 from referee.checks.models import Finding, Fix, Layer, Severity, Span
+from referee.checks.project import ModuleFacts
 from referee.server import lsp_arbitration, lsp_execution, lsp_judge
 from referee.server.live_guard import LiveGuard
 from referee.server.lsp_project import ProjectIndexes
@@ -42,7 +43,12 @@ _SEVERITY = {
     Severity.WARNING: types.DiagnosticSeverity.Warning,
     Severity.INFO: types.DiagnosticSeverity.Information,
 }
-_CONFIG_FILES = frozenset({"pyproject.toml", "referee.toml", ".referee.toml"})
+# referee's configuration, and pytest's (which files are test modules, strict xfails).
+_CONFIG_FILES = frozenset(
+    {"pyproject.toml", "referee.toml", ".referee.toml"}
+    | {"pytest.ini", ".pytest.ini", "setup.cfg", "tox.ini"}
+)
+_WATCHED_SOURCES = ("**/*.py", "**/*.pyi")  # the project index's files
 
 
 @dataclass
@@ -122,6 +128,7 @@ class RefereeServer(LanguageServer):
         self.arbitration = lsp_arbitration.ArbitrationService()  # tests on save
         self.project = ProjectIndexes()  # what each file's rules may ask of the others
         self.execution = lsp_execution.ExecutionService()  # L2's execution checks on save
+        self._reindexing = asyncio.Lock()  # files changed on disk, re-indexed in turn
 
     # ------------------------------------------------------------------ capabilities
 
@@ -194,6 +201,7 @@ class RefereeServer(LanguageServer):
 
     def forget_settings(self) -> None:
         self._project_settings.clear()
+        forget_pytest_layouts()
         self._reported_config_errors.clear()
         self.live_guard.invalidate()
 
@@ -275,6 +283,8 @@ class RefereeServer(LanguageServer):
         before = self._views()
         for folder in self.folders():
             settings = self.settings_for(folder / "_")
+            if not self.project.begin(settings):
+                continue  # this project's index is built, or being built, already
             open_sources = {
                 settings.relative(self.path_of(uri)): document.source()
                 for uri, document in self.documents.items()
@@ -287,6 +297,64 @@ class RefereeServer(LanguageServer):
             except Exception:  # an index is an aid: checks go on without it
                 log.exception("indexing %s failed", folder)
         self._recheck_changed(before)
+
+    async def reindex_files(self, events: Iterable[types.FileEvent]) -> None:
+        """Python files changed on disk outside the editor (a checkout, a script, an
+        agent), or closed in it: their index entries are made again from the files as
+        they are now (a file that is gone, or can no longer be read, leaves the index,
+        whatever the event said), off the event loop; then the open documents whose view
+        of the project changed are checked again. Left alone: documents open in the
+        editor (their entry is the editor's text), files outside the workspace folders,
+        URIs that are not files, and the files the workspace's indexing leaves out
+        (excluded, ignored by git, not Python)."""
+        open_paths = {self.path_of(uri) for uri in self.documents}
+        groups: dict[tuple[Path, Path, Path | None], tuple[Settings, list[Path]]] = {}
+        for event in events:
+            try:
+                fs_path = to_fs_path(event.uri)  # None for another scheme
+                if fs_path is None:
+                    continue
+                path = Path(fs_path)
+                folder = self.folder_of(path)
+                if folder is None or path in open_paths or path.suffix not in (".py", ".pyi"):
+                    continue
+                if self.client_settings(path).run == "off":
+                    continue
+                settings = self.settings_for(path)
+            except Exception:  # a URI no path comes from: nothing to index
+                log.warning("didChangeWatchedFiles: %s ignored", event.uri, exc_info=True)
+                continue
+            key = (folder, settings.root, settings.path)
+            paths = groups.setdefault(key, (settings, []))[1]
+            if path not in paths:
+                paths.append(path)
+        if not groups:
+            return
+        loop = asyncio.get_running_loop()
+        async with self._reindexing:  # one batch at a time: a later read is applied later
+            entries = await loop.run_in_executor(self.thread_pool, self._read_entries, groups)
+            open_paths = {self.path_of(uri) for uri in self.documents}
+            before = self._views()
+            changed = False
+            for settings, path, relpath, facts in entries:
+                if path not in open_paths:  # opened meanwhile: the editor's text wins
+                    changed = self.project.put(settings, relpath, facts) or changed
+            if changed:
+                self._recheck_changed(before)
+
+    def _read_entries(
+        self, groups: dict[Any, tuple[Settings, list[Path]]]
+    ) -> list[tuple[Settings, Path, str, ModuleFacts | None]]:
+        """Each file's index entry from disk (blocking), grouped by folder and project."""
+        entries = []
+        for (folder, _root, _config), (settings, paths) in groups.items():
+            try:
+                read = self.project.read(paths, folder, settings)
+            except Exception:  # an index is an aid: the old entries stay
+                log.exception("re-indexing files of %s failed", folder)
+                continue
+            entries.extend((settings, path, relpath, facts) for path, relpath, facts in read)
+        return entries
 
     def _views(self, exclude: str | None = None) -> dict[str, Any]:
         """Each open document's view of the project now (documents not checked left out)."""
@@ -588,14 +656,15 @@ async def initialized(ls: RefereeServer, params: types.InitializedParams) -> Non
         )
     watched = workspace.did_change_watched_files if workspace else None
     if watched and watched.dynamic_registration:
-        # Configuration files edited outside the editor (a checkout, a script) count too.
-        pattern = "**/{" + ",".join(sorted(_CONFIG_FILES)) + "}"
+        # Files edited outside the editor (a checkout, a script, an agent) count too: the
+        # configuration, and the Python files the project index is made of.
+        patterns = ["**/{" + ",".join(sorted(_CONFIG_FILES)) + "}", *_WATCHED_SOURCES]
         registrations.append(
             types.Registration(
-                id="referee-config-files",
+                id="referee-watched-files",
                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                 register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                    watchers=[types.FileSystemWatcher(glob_pattern=pattern)]
+                    watchers=[types.FileSystemWatcher(glob_pattern=p) for p in patterns]
                 ),
             )
         )
@@ -604,8 +673,8 @@ async def initialized(ls: RefereeServer, params: types.InitializedParams) -> Non
             await ls.client_register_capability_async(
                 types.RegistrationParams(registrations=registrations)
             )
-        except Exception as exc:  # settings then only change on restart; say so
-            log.warning("could not register for configuration changes: %s", exc)
+        except Exception as exc:  # settings, files changed on disk: only on restart; say so
+            log.warning("could not register for configuration and file changes: %s", exc)
     if await ls.pull_configuration() and ls.documents:
         # Documents opened while the client was answering were checked with the settings
         # of initializationOptions.
@@ -615,9 +684,14 @@ async def initialized(ls: RefereeServer, params: types.InitializedParams) -> Non
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-def did_change_watched_files(ls: RefereeServer, params: types.DidChangeWatchedFilesParams) -> None:
+async def did_change_watched_files(
+    ls: RefereeServer, params: types.DidChangeWatchedFilesParams
+) -> None:
     if any(ls.path_of(change.uri).name in _CONFIG_FILES for change in params.changes):
         ls.recheck_all()
+    elif params.changes:
+        ls.live_guard.invalidate()  # the working tree changed: the guard's plan is stale
+    await ls.reindex_files(params.changes)  # what other files may ask of these, as on disk
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -699,7 +773,11 @@ def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: RefereeServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.documents.pop(uri, None)
+    if ls.documents.pop(uri, None) is not None:
+        # Its index entry was the editor's text; now it is the file's (a close without
+        # saving drops the edits), read off the event loop.
+        reread = [types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]
+        asyncio.get_running_loop().create_task(ls.reindex_files(reread))
     ls.results.pop(uri, None)
     ls.judge.cancel(uri)
     ls.judge.results.pop(uri, None)

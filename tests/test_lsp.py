@@ -935,6 +935,24 @@ async def test_a_config_file_changed_outside_the_editor_applies_live(client: Ref
     assert codes(diagnostics) == [c for c in SAMPLE_CODES if c != "REF102"]
 
 
+CHECK_MODULE = {"referee.toml": "", "check_x.py": "def test_a():\n    run()\n"}
+
+
+@pytest.mark.parametrize(
+    "lsp_setup", [pytest.param(Setup(mode="push", files=CHECK_MODULE), id="push")]
+)
+async def test_a_pytest_configuration_changed_outside_the_editor_applies_live(
+    client: RefereeClient,
+):
+    """pytest.ini says which files are test modules: created on disk, it makes
+    check_x.py one, and its test without an assertion is flagged."""
+    doc = sample(client, "check_x.py", CHECK_MODULE["check_x.py"])
+    assert codes(await client.diagnostics_for(doc)) == []  # not a test module (yet)
+    pytest_ini = on_disk(client, "pytest.ini", "[pytest]\npython_files = check_*.py\n")
+    after = watched(client, pytest_ini)
+    await published_codes(client, doc, ["REF110"], after)
+
+
 def test_a_check_that_could_start_only_after_newer_edits_is_skipped(tmp_path: Path):
     """Versions typed while one check runs queue on the document's lock; checking each of
     them to the end put the diagnostics seconds behind the typing (2,000 lines, an edit
@@ -1032,3 +1050,226 @@ async def test_saving_a_helper_updates_the_findings_of_a_test_that_calls_it(
         )
 
     await client.until(flagged, "REF110 on the test once its helper stops asserting")
+
+
+# Files changed on disk outside the editor (a checkout, a script, an agent): the server
+# re-reads them when the client says so (workspace/didChangeWatchedFiles).
+
+HELPER_ASSERTS = "def do_a():\n    assert 1\n"
+HELPER_RETURNS = "def do_a():\n    return 1\n"
+CALLS_HELPER = "from helpers import do_a\n\n\ndef test_a():\n    do_a()\n"
+CALLS_TWO_HELPERS = (
+    "from helpers import do_a\nfrom steps import do_b\n\n\n"
+    "def test_a():\n    do_a()\n\n\ndef test_b():\n    do_b()\n"
+)
+ON_DISK = {"referee.toml": "", "helpers.py": HELPER_ASSERTS}
+
+
+def on_disk(client: RefereeClient, relative: str, text: str | None) -> types.FileEvent:
+    """Write (or, for None, delete) a file behind the editor's back; the event saying so."""
+    path = client.root / relative
+    if text is None:
+        path.unlink()
+        kind = types.FileChangeType.Deleted
+    else:
+        kind = types.FileChangeType.Changed if path.exists() else types.FileChangeType.Created
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return types.FileEvent(uri=client.uri(relative), type=kind)
+
+
+def errors_shown(client: RefereeClient) -> list[str]:
+    error = types.MessageType.Error
+    return [m.message for m in [*client.messages, *client.log_messages] if m.type == error]
+
+
+def watched(client: RefereeClient, *events: types.FileEvent) -> int:
+    """Send the events as the client's file watcher would; the mark before them."""
+    after = client.mark()
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=list(events))
+    )
+    return after
+
+
+async def published_codes(client: RefereeClient, doc: Doc, expect: list[str], after: int = 0):
+    """Wait for a publishDiagnostics of ``doc`` after ``after`` with exactly ``expect``."""
+
+    def found() -> bool:
+        return any(
+            codes(p.diagnostics) == expect for p in client.published[after:] if p.uri == doc.uri
+        )
+
+    await client.until(found, f"{expect} published for {doc.uri}")
+
+
+@pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(mode="push", files=ON_DISK), id="push")])
+async def test_a_helper_rewritten_on_disk_updates_the_findings_of_an_open_test(
+    client: RefereeClient,
+):
+    """helpers.py is never opened: the index has it from the workspace's indexing, and a
+    change on disk that the client reports is read again."""
+    test = sample(client, "test_x.py", CALLS_HELPER)
+    await published_codes(client, test, [])  # once the workspace is indexed
+
+    after = watched(client, on_disk(client, "helpers.py", HELPER_RETURNS))
+    await published_codes(client, test, ["REF110"], after)
+
+    after = watched(client, on_disk(client, "helpers.py", HELPER_ASSERTS))
+    await published_codes(client, test, [], after)
+
+
+@pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(mode="push", files=ON_DISK), id="push")])
+async def test_a_helper_module_deleted_on_disk_leaves_the_index(client: RefereeClient):
+    """A call into a module the index does not have is a call to an unknown helper:
+    REF110, as `referee check` says without the module. Created again, it counts again."""
+    test = sample(client, "test_x.py", CALLS_HELPER)
+    await published_codes(client, test, [])
+
+    after = watched(client, on_disk(client, "helpers.py", None))
+    await published_codes(client, test, ["REF110"], after)
+
+    after = watched(client, on_disk(client, "helpers.py", HELPER_ASSERTS))
+    await published_codes(client, test, [], after)
+
+
+async def test_the_server_watches_python_files_where_the_client_registers_watchers(
+    client: RefereeClient,
+):
+    """VS Code offers dynamic registration of file watchers; the Neovim profile does not,
+    and is asked for nothing (nor shown an error)."""
+    # `initialized` registers first, then asks for the configuration.
+    await client.until(lambda: client.configuration_requests, "workspace/configuration")
+    offered = client.capabilities_sent.workspace.did_change_watched_files
+    registered = [
+        r for r in client.registrations if r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    ]
+    if not (offered and offered.dynamic_registration):
+        assert registered == []
+        assert not errors_shown(client)
+        return
+    (registration,) = registered
+    options = registration.register_options
+    watchers = options["watchers"] if isinstance(options, dict) else options.watchers
+    globs = [w["globPattern"] if isinstance(w, dict) else w.glob_pattern for w in watchers]
+    assert "**/*.py" in globs
+    assert any("pyproject.toml" in str(g) for g in globs)  # the configuration, as before
+
+
+OUTSIDE_FOLDER = {
+    "referee.toml": "",  # the project's root is above the workspace folder `ws`
+    "ws/steps.py": "def do_b():\n    assert 1\n",
+    "other/helpers.py": HELPER_ASSERTS,  # in the project, outside the workspace folder
+}
+
+
+@pytest.mark.parametrize(
+    "lsp_setup",
+    [pytest.param(Setup(mode="push", files=OUTSIDE_FOLDER, folders=("ws",)), id="push")],
+)
+async def test_events_the_server_cannot_use_are_ignored_and_the_rest_applied(
+    client: RefereeClient,
+):
+    """Other schemes, files outside the workspace folders, missing files, directories and
+    garbage in one batch: none stops the server, or the batch's good event. A file outside
+    the folder is not indexed even where the project's index would find it (other/
+    helpers.py would answer `from helpers import do_a`)."""
+    test = sample(client, "ws/test_x.py", CALLS_TWO_HELPERS)
+    await published_codes(client, test, ["REF110"])  # test_a's, once ws/ is indexed
+    assert client.diagnostics[test.uri][0].range.start.line == 4  # `def test_a`
+
+    created = types.FileChangeType.Created
+    bad = [
+        types.FileEvent(uri="untitled:Untitled-1", type=created),
+        types.FileEvent(uri="https://example.com/helpers.py", type=created),
+        types.FileEvent(uri="file://", type=created),
+        types.FileEvent(uri="not a uri at all", type=created),
+        types.FileEvent(uri=client.uri("other/helpers.py"), type=created),
+        types.FileEvent(uri=client.uri("ws/missing.py"), type=types.FileChangeType.Changed),
+        types.FileEvent(uri=client.uri("ws/gone"), type=types.FileChangeType.Deleted),
+        types.FileEvent(uri=client.uri("ws"), type=types.FileChangeType.Changed),
+    ]
+    (client.root / "ws" / "dir.py").mkdir()  # a directory named like a module
+    bad.append(types.FileEvent(uri=client.uri("ws/dir.py"), type=created))
+    good = on_disk(client, "ws/steps.py", "def do_b():\n    return 1\n")
+    after = watched(client, *bad, good)
+    # test_b's REF110 comes back (steps stopped asserting); test_a's stays (the helpers
+    # outside the folder were not indexed).
+    await published_codes(client, test, ["REF110", "REF110"], after)
+    assert not errors_shown(client)
+    assert await code_actions(client, test, whole(test), []) is not None  # still answering
+
+
+@pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(mode="push", files=ON_DISK), id="push")])
+async def test_a_document_open_in_the_editor_keeps_its_text_over_the_file_on_disk(
+    client: RefereeClient,
+):
+    """The editor's text wins: a change on disk to a document that is open (a save from
+    elsewhere, a formatter) does not replace its entry; a closed file's change does."""
+    helpers = Doc(client, client.uri("helpers.py"), HELPER_ASSERTS).open()
+    (client.root / "steps.py").write_text("def do_b():\n    assert 1\n", encoding="utf-8")
+    test = sample(client, "test_x.py", CALLS_TWO_HELPERS)
+    await published_codes(client, test, [])
+
+    after = watched(
+        client,
+        on_disk(client, "helpers.py", HELPER_RETURNS),  # open: the editor's text stays
+        on_disk(client, "steps.py", "def do_b():\n    return 1\n"),  # not open: read again
+    )
+    await published_codes(client, test, ["REF110"], after)
+    assert client.diagnostics[test.uri][0].range.start.line == 8  # `def test_b`
+    assert helpers.text == HELPER_ASSERTS
+
+
+@pytest.mark.parametrize("lsp_setup", [pytest.param(Setup(mode="push", files=ON_DISK), id="push")])
+async def test_a_helper_closed_without_saving_is_indexed_from_the_file_on_disk_again(
+    client: RefereeClient,
+):
+    """An open document's entry is the editor's text, which may differ from the file (an
+    unsaved buffer restored at start-up); once closed without saving, the file counts."""
+    test = sample(client, "test_x.py", CALLS_HELPER)
+    await published_codes(client, test, [])  # helpers.py on disk asserts
+    after = client.mark()
+    helpers = Doc(client, client.uri("helpers.py"), HELPER_RETURNS).open()  # unsaved text
+    await published_codes(client, test, ["REF110"], after)
+
+    after = client.mark()
+    helpers.close()
+    await published_codes(client, test, [], after)
+
+
+def test_entries_made_while_the_workspace_is_indexed_outlive_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A file changed (or deleted) on disk while the workspace's index is being built:
+    the build read it before, so the newer entry is laid over the build's result."""
+    from referee.checks import runner
+    from referee.checks.project import summarize
+    from referee.checks.source import SourceFile
+    from referee.server.lsp_project import ProjectIndexes
+
+    files = {
+        "referee.toml": "",
+        "helpers.py": HELPER_ASSERTS,
+        "steps.py": "def do_b():\n    assert 1\n",
+        "test_x.py": CALLS_TWO_HELPERS,
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    settings = discover(tmp_path)
+    indexes = ProjectIndexes()
+    build_index = runner.build_index
+
+    def racing(targets, settings):
+        index = build_index(targets, settings)  # helpers.py and steps.py as they were
+        returns = SourceFile("helpers.py", HELPER_RETURNS, "python")
+        assert indexes.put(settings, "helpers.py", summarize(returns, "helpers.py"))
+        assert not indexes.put(settings, "steps.py", None)  # not in the old index
+        return index
+
+    monkeypatch.setattr(runner, "build_index", racing)
+    assert indexes.begin(settings)
+    indexes.build(tmp_path, settings, {})
+    assert not indexes.begin(settings)  # built: not again
+    view = indexes.view(settings, "test_x.py", tmp_path / "test_x.py")
+    assert view.asserting == frozenset()  # neither do_a (changed) nor do_b (deleted)

@@ -315,3 +315,28 @@ def test_cache_is_not_shared_across_engine_versions(tmp_path: Path, monkeypatch)
     monkeypatch.setattr(runner, "_engine_stamp", lambda: "placeholders.py:1:2")
     after = runner.ResultCache(tmp_path / "cache", settings).path
     assert before != after
+
+
+def test_indexed_targets_are_the_files_a_walk_of_the_folder_indexes(repo: Path):
+    """What the language server re-reads when a file changes on disk: the files that
+    walking the folder would index, and no others (gitignored, excluded, not Python,
+    outside the folder)."""
+    write(repo / "referee.toml", 'exclude = ["build/", "skip_*.py"]\n')
+    write(repo / "build" / "out.py", MODULES["stub.py"])
+    write(repo / "src" / "skip_me.py", MODULES["stub.py"])
+    write(repo / "notes.md", MODULES["notes.md"])
+    write(repo / "src" / "types.pyi", "def f() -> int: ...\n")
+    settings = discover(repo)
+    everything = sorted(p for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts)
+    walked = sorted(
+        t.relpath for t in runner.collect([repo], settings) if t.relpath.endswith((".py", ".pyi"))
+    )
+    assert walked == ["kept.py", "src/real.py", "src/types.pyi"]
+    assert [t.relpath for t in runner.indexed_targets(everything, repo, settings)] == walked
+    # A folder below the root: its files only, relpaths from the project's root.
+    src = [t.relpath for t in runner.indexed_targets(everything, repo / "src", settings)]
+    assert src == ["src/real.py", "src/types.pyi"]
+    # A file that is gone is still the walk's to read (and summarize_file finds nothing).
+    (gone,) = runner.indexed_targets([repo / "src" / "gone.py"], repo, settings)
+    assert runner.summarize_file(gone, settings) is None
+    assert runner.indexed_targets([repo.parent / "elsewhere.py", repo], repo, settings) == []
