@@ -470,6 +470,14 @@ def test_guard_prints_github_annotations(invoke, project: Path):
 # ---------------------------------------------------------------------- other options
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A child inherits an ignored SIGINT (a test run started in the background by a
+    non-interactive shell has one, by POSIX): give it the terminal's default again."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_exits_130_with_one_line(project: Path):
     """click's own handling said "Aborted!" and exited 1 — the code for "findings"."""
@@ -484,6 +492,7 @@ def test_ctrl_c_exits_130_with_one_line(project: Path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     # Interrupt once it waits in the read (past start-up, where an interrupt would
     # land in an import): /proc says where it sleeps; elsewhere, give it five seconds.

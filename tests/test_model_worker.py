@@ -404,6 +404,8 @@ def test_ctrl_c_while_the_model_works_still_reports_l0_l1(fake_model, tmp_path, 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # an ignored SIGINT is inherited (a run started in the background by a script)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     worker = None
