@@ -149,6 +149,29 @@ def run_once(case: Case, cwd: Path) -> float:
     return elapsed
 
 
+def compile_package(executable: str, package: str) -> None:
+    """Write the bytecode of ``package`` (and of its sub-packages, an editable install's
+    folders included) for the interpreter that runs ``executable``."""
+    python = Path(executable).with_name("python")
+    if not python.exists():
+        return
+    # an editable install maps referee.checks and referee.server to folders of their own
+    script = (
+        "import compileall, importlib, sys\n"
+        f"names = [{package!r}, {package + '.checks'!r}, {package + '.server'!r}]\n"
+        "folders = set()\n"
+        "for name in names:\n"
+        "    try:\n"
+        "        folders.update(importlib.import_module(name).__path__)\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "ok = all(compileall.compile_dir(f, quiet=2) for f in sorted(folders))\n"
+        "sys.exit(0 if ok else 1)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([str(python), "-c", script], env=env, capture_output=True, check=False)
+
+
 def build_cases(tmp: Path, target: str, concise: bool, flake8_jobs: int) -> list[Case]:
     referee, ruff, flake8 = find_tool("referee"), find_tool("ruff"), find_tool("flake8")
     ref_cache = tmp / "referee-cache"
@@ -369,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
         cases = build_cases(tmp, corpus.name, args.concise, args.flake8_jobs)
         names = {"referee": cases[0].argv[0], "ruff": cases[2].argv[0], "flake8": cases[-1].argv[0]}
         versions = {name: version_of(exe) for name, exe in names.items()}
+        # As a user's install has them: the bytecode of referee's modules (and of
+        # flake8's). PYTHONDONTWRITEBYTECODE in this shell would otherwise make every
+        # run compile referee from source, a start-up cost no user pays.
+        for name in ("referee", "flake8"):
+            compile_package(names[name], name)
         for case in cases:
             if case.prime:
                 print(f"priming {case.label} ...", file=sys.stderr, flush=True)

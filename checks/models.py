@@ -473,7 +473,17 @@ def default_config() -> RefereeConfig:
     """The configuration of a project without one. Built without validation (the defaults
     are valid by construction): validating them would build every configuration model's
     validator, the larger part of the start-up of a run that has no configuration."""
-    return RefereeConfig.model_construct()
+    return _constructed(RefereeConfig)
+
+
+def _constructed(model: type[_Config]) -> Any:
+    # a section's default is built the same way (its default factory would validate it)
+    sections = {
+        name: _constructed(info.default_factory)
+        for name, info in model.model_fields.items()
+        if isinstance(info.default_factory, type) and issubclass(info.default_factory, _Config)
+    }
+    return model.model_construct(**sections)
 
 
 def json_schema() -> dict:
