@@ -256,6 +256,29 @@ def test_docstring_examples_in_doctest_and_arrow_forms_are_read():
     assert found == {('f("ab")', "2"), ('f("abc")', "3"), ("f('x')", "1"), ("f([1, 2])", "[2, 1]")}
 
 
+def test_a_prompted_comparison_without_output_is_an_example():
+    """``>>> f(19) == 'xix'`` with nothing under it says what f(19) is (run as a doctest
+    it would print True); with output under it, the output is the example's value."""
+    doc = """Roman numerals.
+
+    Examples:
+    >>> f(19) == 'xix'
+    >>> f(152) == 'clii'
+    >>> f(4) == 'iv'
+    True
+    >>> f(1)
+    'i'
+    >>> g(3) == 'iii'
+    """
+    found = {(call, value) for call, value, _ in docstring_examples(doc, "f")}
+    assert found == {
+        ("f(19)", "'xix'"),
+        ("f(152)", "'clii'"),
+        ("f(4) == 'iv'", "True"),
+        ("f(1)", "'i'"),
+    }
+
+
 def test_docstring_examples_of_other_functions_are_not_this_ones():
     doc = """The mean.
 

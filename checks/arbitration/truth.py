@@ -256,22 +256,30 @@ _SEPARATOR = re.compile(
 def docstring_examples(docstring: str, name: str) -> list[tuple[str, str, str]]:
     """(call source, expected value, the line it came from) of every example in a
     docstring: doctest examples (``>>> f(1)`` then ``2``) and example lines
-    (``f(1) == 2``, ``f(1) -> 2``, ``f(1) ➞ 2``, ``f(1) returns 2``)."""
+    (``f(1) == 2``, ``f(1) -> 2``, ``f(1) ➞ 2``, ``f(1) returns 2``, and ``>>> f(1) == 2``
+    with no output under it)."""
     found: list[tuple[str, str, str]] = []
     try:
         examples = doctest.DocTestParser().get_examples(docstring)
     except ValueError:
         examples = []
+    # ``>>> f(19) == 'xix'`` with no output under it: an example line written with the
+    # prompt (doctest would print True there), read as ``f(19) == 'xix'`` below
+    without_output = set()
     for example in examples:
         # The whole expected output, else its first line: example lines written right
         # under a doctest read as part of its output.
         want = _literal_value(example.want) or _literal_value(example.want.split("\n")[0])
         if want is not None:
             found.append((example.source.strip(), want, f">>> {example.source.strip()}"))
+        elif not example.want.strip():
+            without_output.add(example.source.strip())
     for raw_line in docstring.splitlines():
         line = raw_line.strip().lstrip("-*•").strip().strip("`")
         if line.startswith(">>>"):
-            continue
+            line = line[3:].strip()
+            if line not in without_output:
+                continue
         # ``name(`` standing alone or after its module's name, not the tail of another
         # name (``geometric_mean(`` is not ``mean(``); _call_values checks the prefix.
         found_at = re.search(rf"(?<![\w])(?:[A-Za-z_][\w.]*\.)?{re.escape(name)}\(", line)
