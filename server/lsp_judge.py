@@ -7,6 +7,10 @@ apart from L0/L1's and published beside them, never instead of them; they stay u
 next judge run of that document, moved with their lines as the text above them is edited
 and withdrawn when their own lines are.
 
+Execution overrides reading: when the execution checks run on save, the judge waits for
+their run on the same text (at most ``EXECUTION_WAIT_S``) and does not read the functions
+they rejected.
+
 Commands: ``referee.judge.run`` [uri] (for ``judge.run = "manual"``), ``referee.review.list``,
 ``referee.review.accept`` / ``referee.review.reject`` [id]. A ``referee/status``
 notification tells clients whether the judge is running and how many items wait for review.
@@ -39,6 +43,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("referee.server.judge")
 
 STATUS = "referee/status"
+# How long the judge started by a save waits for the execution checks of the same text
+# (their verdict overrides its reading); after that it reads everything.
+EXECUTION_WAIT_S = 120.0
 COMMANDS = (
     "referee.judge.run",
     "referee.review.list",
@@ -165,6 +172,7 @@ class JudgeService(LayerResults):
         await progress.begin(f"referee: judging {path.name}")
         loop = asyncio.get_running_loop()
         try:
+            decided = await self._executed(ls, uri, path, text, progress)
             judged = await loop.run_in_executor(
                 self.executor,
                 self._judge,
@@ -175,6 +183,7 @@ class JudgeService(LayerResults):
                 settings,
                 stop,
                 lambda message: loop.call_soon_threadsafe(progress.report, message),
+                decided,
             )
         except Cancelled:
             return
@@ -205,6 +214,42 @@ class JudgeService(LayerResults):
         self.results[uri] = judged
         ls.publish_all(uri)
 
+    async def _executed(
+        self, ls: RefereeServer, uri: str, path: Path, text: str, progress: WorkProgress
+    ) -> set[str]:
+        """The functions of ``text`` the execution checks rejected (a counterexample):
+        execution overrides reading, so the judge does not read them. When the checks run
+        on save, a run of theirs on the same text is waited for (at most
+        ``EXECUTION_WAIT_S``; cancelling this judge run does not cancel it, and a run of
+        theirs that is cancelled or fails ends the wait); when they are off, no wait."""
+        execution = ls.execution
+        if not execution.wanted(ls, path):
+            return set()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + EXECUTION_WAIT_S
+        said = False
+        while (running := execution.running.get(uri)) is not None and running[2] == text:
+            task = running[0]
+            left = deadline - loop.time()
+            if task.done() or left <= 0:
+                if left <= 0:
+                    log.info(
+                        "judge: %s: the execution checks still run after %.0f s; reading all",
+                        path.name,
+                        EXECUTION_WAIT_S,
+                    )
+                break
+            if not said:
+                progress.report("waiting for the execution checks")
+                said = True
+            # asyncio.wait neither cancels the run it waits for (this task may be cancelled
+            # by the next edit) nor raises when that run was cancelled or failed.
+            await asyncio.wait({task}, timeout=left)
+        executed = execution.results.get(uri)
+        if executed is None or executed.text != text:
+            return set()
+        return set(executed.decided)
+
     def _crashed(self, ls: RefereeServer, reason: str) -> None:
         """The model process died: one message per episode (not per save); the status
         says so until the model answers again. The item is already UNCLEAR."""
@@ -228,6 +273,7 @@ class JudgeService(LayerResults):
         settings: Settings,
         stop: threading.Event,
         report: Any,
+        decided: set[str] | None = None,
     ) -> Judged | None:
         from referee.checks.judge import core
         from referee.checks.judge.backend import backend_for
@@ -249,7 +295,10 @@ class JudgeService(LayerResults):
             baseline=_baseline(settings.root, path),
             cancelled=stop.is_set,
             progress=report,
+            decided=decided or (),
         )
+        for note in judgement.notes:
+            log.info("judge: %s: %s", relpath, note)
         ids = {
             index: core.review_item_for(relpath, decision)
             for index, (finding, decision) in enumerate(
