@@ -9,7 +9,8 @@ and withdrawn when their own lines are.
 
 Execution overrides reading: when the execution checks run on save, the judge waits for
 their run on the same text (at most ``EXECUTION_WAIT_S``) and does not read the functions
-they rejected.
+they rejected; a finding of its own on a function they rejected in the text it read
+(read before they ended) is not shown.
 
 Commands: ``referee.judge.run`` [uri] (for ``judge.run = "manual"``), ``referee.review.list``,
 ``referee.review.accept`` / ``referee.review.reject`` [id]. A ``referee/status``
@@ -44,7 +45,8 @@ log = logging.getLogger("referee.server.judge")
 
 STATUS = "referee/status"
 # How long the judge started by a save waits for the execution checks of the same text
-# (their verdict overrides its reading); after that it reads everything.
+# (their verdict overrides its reading); after that it reads everything, and what the
+# checks reject later is still not shown from the judge (JudgeService.diagnostics).
 EXECUTION_WAIT_S = 120.0
 COMMANDS = (
     "referee.judge.run",
@@ -66,6 +68,7 @@ class Judged:
     # underlines only the first, but an edit anywhere in the function makes it stale
     extents: dict[int, tuple[int, int]] = field(default_factory=dict)
     crashed: str | None = None  # the model process died while judging (see WorkerCrashed)
+    subjects: dict[int, str] = field(default_factory=dict)  # finding index -> what was judged
 
 
 class LayerResults:
@@ -311,7 +314,10 @@ class JudgeService(LayerResults):
             for index, decision in enumerate(judgement.finding_decisions)
             if decision.span is not None
         }
-        return Judged(version, text, judgement.findings, ids, extents, judgement.crashed)
+        subjects = {
+            index: decision.subject for index, decision in enumerate(judgement.finding_decisions)
+        }
+        return Judged(version, text, judgement.findings, ids, extents, judgement.crashed, subjects)
 
     def forget_item(self, ls: RefereeServer, uri: str, item_id: str) -> None:
         """Drop the finding of review item ``item_id`` from ``uri``'s judge results."""
@@ -326,6 +332,7 @@ class JudgeService(LayerResults):
             [judged.findings[i] for i in keep],
             {renumber[i]: v for i, v in judged.review_ids.items() if i in renumber},
             {renumber[i]: v for i, v in judged.extents.items() if i in renumber},
+            subjects={renumber[i]: v for i, v in judged.subjects.items() if i in renumber},
         )
         ls.publish_all(uri)
 
@@ -339,8 +346,11 @@ class JudgeService(LayerResults):
         now = document.text if document is not None else judged.text
         lines = now.split("\n")
         moved = self._moved(uri, judged, now)
+        overruled = self.overruled(ls, uri, judged)
         out = []
         for index, finding in enumerate(judged.findings):
+            if judged.subjects.get(index) in overruled:
+                continue  # a counterexample rejected it: its REF411 stands alone
             first, last = judged.extents.get(
                 index, (finding.span.start.line, finding.span.end.line)
             )
@@ -358,6 +368,15 @@ class JudgeService(LayerResults):
                 diagnostic.data = {**(diagnostic.data or {}), "reviewId": judged.review_ids[index]}
             out.append(diagnostic)
         return out
+
+    def overruled(self, ls: RefereeServer, uri: str, judged: Judged) -> set[str]:
+        """The functions whose reading is not shown: those the execution checks rejected
+        in the same text (execution overrides reading). The judge does not read them when
+        it waited for those checks; this covers a reading done before they ended."""
+        executed = ls.execution.results.get(uri)
+        if executed is None or executed.text != judged.text:
+            return set()
+        return executed.decided
 
     def result_tag(self, uri: str) -> str:
         judged = self.results.get(uri)

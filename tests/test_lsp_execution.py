@@ -20,6 +20,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
 from referee.checks import ledger, sandbox
+from referee.checks.models import Finding
 
 pytestmark = [
     pytest.mark.filterwarnings("error::pytest_lsp.checks.LspSpecificationWarning"),
@@ -586,6 +587,60 @@ async def test_with_execution_off_the_judge_reads_every_function(
     assert not any(s.get("execution") == "running" for s in client.statuses)  # type: ignore[attr-defined]
     sent = prompts(client)
     assert any("def clamp(x: int, lo: int, hi: int) -> int:" in p for p in sent), sent
+
+
+def test_a_reading_of_a_function_execution_rejected_is_not_shown():
+    """The safety net: a judge's finding on a function that the execution checks of the
+    same text rejected (read before they ended) is not shown; the REF411 stands alone."""
+    from referee.checks.document import Document
+    from referee.checks.models import Location, Span
+    from referee.checks.registry import BY_CODE
+    from referee.server.lsp import RefereeServer
+    from referee.server.lsp_execution import Executed
+    from referee.server.lsp_judge import Judged, JudgeService
+
+    def finding(code: str, line: int, message: str) -> Finding:
+        rule = BY_CODE[code]
+        span = Span(start=Location(line=line, column=1), end=Location(line=line, column=2))
+        return Finding(
+            code=code,
+            name=rule.name,
+            layer=rule.layer,
+            severity=rule.severity,
+            message=message,
+            path="mathx.py",
+            span=span,
+            url=rule.url,
+        )
+
+    ls = RefereeServer()
+    ls.protocol.server_capabilities = types.ServerCapabilities()  # as initialize leaves it
+    ls.judge = JudgeService()
+    uri = "file:///project/mathx.py"
+    ls.documents[uri] = Document("/project/mathx.py", OVERRIDDEN, 3)
+    ls.execution.results[uri] = Executed(
+        3,
+        OVERRIDDEN,
+        "mathx.py",
+        Path("/project"),
+        [finding("REF411", 1, "clamp: clamp(15, 0, 10) returned 15; the docstring says 10")],
+        decided={"clamp"},
+    )
+    readings = [
+        finding("REF401", 1, "clamp: the judge rejects this function"),
+        finding("REF401", SCALE_LINE + 1, "scale: the judge rejects this function"),
+    ]
+    ls.judge.results[uri] = Judged(
+        3, OVERRIDDEN, readings, extents={0: (1, 7), 1: (10, 11)}, subjects={0: "clamp", 1: "scale"}
+    )
+
+    def shown() -> list[tuple[str, int]]:
+        return sorted((str(d.code), d.range.start.line) for d in ls.all_diagnostics(uri, None))
+
+    assert shown() == [("REF401", SCALE_LINE), ("REF411", 0)]
+    # execution results of other text overrule nothing: the function may have changed
+    ls.execution.results[uri].text = OVERRIDDEN.replace("n * 3", "n * 4")
+    assert ("REF401", 0) in shown()
 
 
 async def test_the_judge_waits_for_the_execution_run_and_goes_on_when_it_is_cancelled(
