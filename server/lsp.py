@@ -759,9 +759,11 @@ def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None
     uri = params.text_document.uri
     ls.live_guard.invalidate()  # the working tree changed: the guard's plan is stale
     ls.arbitration.on_save(ls, uri)  # tests on save, when the client asked for them
+    # L2's execution checks, first: a newer save cancels the older run, and the judge
+    # waits for this one (what it rejects is not read: execution overrides reading)
+    ls.execution.on_save(ls, uri)
     if uri in ls.documents and ls.client_settings(ls.path_of(uri)).judge.run == "onSave":
         ls.judge.start(ls, uri)  # L2 on save, off the event loop, cancelled by the next edit
-    ls.execution.on_save(ls, uri)  # L2's execution checks; a newer save cancels the older
     if ls.path_of(uri).name in _CONFIG_FILES:
         ls.recheck_all()
     elif ls.client_settings(ls.path_of(uri)).run != "off" and uri in ls.documents:

@@ -66,13 +66,18 @@ class Executed:
     rejected: dict[str, Differential] = field(default_factory=dict)  # function -> REF411
     review_ids: dict[str, str] = field(default_factory=dict)  # function -> REF412 item
     serial: int = 0
+    # The functions a counterexample rejected (REF411 or not: one the rule selection or an
+    # ignore comment hides is decided all the same): the reading judge does not read them.
+    decided: set[str] = field(default_factory=set)
 
 
 class ExecutionService(LayerResults):
     def __init__(self) -> None:
         super().__init__()
         self.results: dict[str, Executed] = {}
-        self.running: dict[str, tuple[asyncio.Task[None], threading.Event]] = {}
+        # uri -> the run in progress, its stop flag, and the text it runs on (what the
+        # judge, started by the same save, waits for)
+        self.running: dict[str, tuple[asyncio.Task[None], threading.Event, str]] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="referee-execution")
         self._serial = 0
 
@@ -118,7 +123,7 @@ class ExecutionService(LayerResults):
         task = asyncio.get_running_loop().create_task(
             self._run(ls, uri, document.text, document.version, stop)
         )
-        self.running[uri] = (task, stop)
+        self.running[uri] = (task, stop, document.text)
         task.add_done_callback(lambda t, uri=uri: self._done(ls, uri, t))
         ls.judge.notify_status(ls)
         return task
@@ -215,6 +220,7 @@ class ExecutionService(LayerResults):
                 if d.status == "REJECT" and any(f.code == "REF411" for f in executed.findings)
             },
             executed.review_ids,
+            decided=set(executed.decided),
         )
 
     def decided(self, ls: RefereeServer, uri: str, item_id: str) -> None:

@@ -7,6 +7,11 @@ apart from L0/L1's and published beside them, never instead of them; they stay u
 next judge run of that document, moved with their lines as the text above them is edited
 and withdrawn when their own lines are.
 
+Execution overrides reading: when the execution checks run on save, the judge waits for
+their run on the same text (at most ``EXECUTION_WAIT_S``) and does not read the functions
+they rejected; a finding of its own on a function they rejected in the text it read
+(read before they ended) is not shown.
+
 Commands: ``referee.judge.run`` [uri] (for ``judge.run = "manual"``), ``referee.review.list``,
 ``referee.review.accept`` / ``referee.review.reject`` [id]. A ``referee/status``
 notification tells clients whether the judge is running and how many items wait for review.
@@ -39,6 +44,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("referee.server.judge")
 
 STATUS = "referee/status"
+# How long the judge started by a save waits for the execution checks of the same text
+# (their verdict overrides its reading); after that it reads everything, and what the
+# checks reject later is still not shown from the judge (JudgeService.diagnostics).
+EXECUTION_WAIT_S = 120.0
 COMMANDS = (
     "referee.judge.run",
     "referee.review.list",
@@ -59,6 +68,7 @@ class Judged:
     # underlines only the first, but an edit anywhere in the function makes it stale
     extents: dict[int, tuple[int, int]] = field(default_factory=dict)
     crashed: str | None = None  # the model process died while judging (see WorkerCrashed)
+    subjects: dict[int, str] = field(default_factory=dict)  # finding index -> what was judged
 
 
 class LayerResults:
@@ -165,6 +175,7 @@ class JudgeService(LayerResults):
         await progress.begin(f"referee: judging {path.name}")
         loop = asyncio.get_running_loop()
         try:
+            decided = await self._executed(ls, uri, path, text, progress)
             judged = await loop.run_in_executor(
                 self.executor,
                 self._judge,
@@ -175,6 +186,7 @@ class JudgeService(LayerResults):
                 settings,
                 stop,
                 lambda message: loop.call_soon_threadsafe(progress.report, message),
+                decided,
             )
         except Cancelled:
             return
@@ -205,6 +217,42 @@ class JudgeService(LayerResults):
         self.results[uri] = judged
         ls.publish_all(uri)
 
+    async def _executed(
+        self, ls: RefereeServer, uri: str, path: Path, text: str, progress: WorkProgress
+    ) -> set[str]:
+        """The functions of ``text`` the execution checks rejected (a counterexample):
+        execution overrides reading, so the judge does not read them. When the checks run
+        on save, a run of theirs on the same text is waited for (at most
+        ``EXECUTION_WAIT_S``; cancelling this judge run does not cancel it, and a run of
+        theirs that is cancelled or fails ends the wait); when they are off, no wait."""
+        execution = ls.execution
+        if not execution.wanted(ls, path):
+            return set()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + EXECUTION_WAIT_S
+        said = False
+        while (running := execution.running.get(uri)) is not None and running[2] == text:
+            task = running[0]
+            left = deadline - loop.time()
+            if task.done() or left <= 0:
+                if left <= 0:
+                    log.info(
+                        "judge: %s: the execution checks still run after %.0f s; reading all",
+                        path.name,
+                        EXECUTION_WAIT_S,
+                    )
+                break
+            if not said:
+                progress.report("waiting for the execution checks")
+                said = True
+            # asyncio.wait neither cancels the run it waits for (this task may be cancelled
+            # by the next edit) nor raises when that run was cancelled or failed.
+            await asyncio.wait({task}, timeout=left)
+        executed = execution.results.get(uri)
+        if executed is None or executed.text != text:
+            return set()
+        return set(executed.decided)
+
     def _crashed(self, ls: RefereeServer, reason: str) -> None:
         """The model process died: one message per episode (not per save); the status
         says so until the model answers again. The item is already UNCLEAR."""
@@ -228,6 +276,7 @@ class JudgeService(LayerResults):
         settings: Settings,
         stop: threading.Event,
         report: Any,
+        decided: set[str] | None = None,
     ) -> Judged | None:
         from referee.checks.judge import core
         from referee.checks.judge.backend import backend_for
@@ -249,7 +298,10 @@ class JudgeService(LayerResults):
             baseline=_baseline(settings.root, path),
             cancelled=stop.is_set,
             progress=report,
+            decided=decided or (),
         )
+        for note in judgement.notes:
+            log.info("judge: %s: %s", relpath, note)
         ids = {
             index: core.review_item_for(relpath, decision)
             for index, (finding, decision) in enumerate(
@@ -262,7 +314,10 @@ class JudgeService(LayerResults):
             for index, decision in enumerate(judgement.finding_decisions)
             if decision.span is not None
         }
-        return Judged(version, text, judgement.findings, ids, extents, judgement.crashed)
+        subjects = {
+            index: decision.subject for index, decision in enumerate(judgement.finding_decisions)
+        }
+        return Judged(version, text, judgement.findings, ids, extents, judgement.crashed, subjects)
 
     def forget_item(self, ls: RefereeServer, uri: str, item_id: str) -> None:
         """Drop the finding of review item ``item_id`` from ``uri``'s judge results."""
@@ -277,6 +332,7 @@ class JudgeService(LayerResults):
             [judged.findings[i] for i in keep],
             {renumber[i]: v for i, v in judged.review_ids.items() if i in renumber},
             {renumber[i]: v for i, v in judged.extents.items() if i in renumber},
+            subjects={renumber[i]: v for i, v in judged.subjects.items() if i in renumber},
         )
         ls.publish_all(uri)
 
@@ -290,8 +346,11 @@ class JudgeService(LayerResults):
         now = document.text if document is not None else judged.text
         lines = now.split("\n")
         moved = self._moved(uri, judged, now)
+        overruled = self.overruled(ls, uri, judged)
         out = []
         for index, finding in enumerate(judged.findings):
+            if judged.subjects.get(index) in overruled:
+                continue  # a counterexample rejected it: its REF411 stands alone
             first, last = judged.extents.get(
                 index, (finding.span.start.line, finding.span.end.line)
             )
@@ -309,6 +368,15 @@ class JudgeService(LayerResults):
                 diagnostic.data = {**(diagnostic.data or {}), "reviewId": judged.review_ids[index]}
             out.append(diagnostic)
         return out
+
+    def overruled(self, ls: RefereeServer, uri: str, judged: Judged) -> set[str]:
+        """The functions whose reading is not shown: those the execution checks rejected
+        in the same text (execution overrides reading). The judge does not read them when
+        it waited for those checks; this covers a reading done before they ended."""
+        executed = ls.execution.results.get(uri)
+        if executed is None or executed.text != judged.text:
+            return set()
+        return executed.decided
 
     def result_tag(self, uri: str) -> str:
         judged = self.results.get(uri)

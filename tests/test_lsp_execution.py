@@ -20,6 +20,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
 from referee.checks import ledger, sandbox
+from referee.checks.models import Finding
 
 pytestmark = [
     pytest.mark.filterwarnings("error::pytest_lsp.checks.LspSpecificationWarning"),
@@ -49,6 +50,7 @@ def test_weak():
     time.sleep(0.4)
     assert is_even(4) is not None
 """
+SLOW_TEST_LINE = 5  # 0-based: its `def test_weak():`
 GOOD = """from mathx import is_even
 
 
@@ -450,3 +452,243 @@ async def test_oracles_that_disagree_are_a_review_item_decided_from_the_editor(
     await diagnostics(client, doc, lambda f: not has("REF412")(f))  # run again: accepted
     (decided,) = review.read(client.root).items.values()
     assert decided.decision == "accepted"
+
+
+# ------------------------------------------------------------------ execution overrides reading
+
+# The docstring's own example contradicts clamp (no model needed to reject it); scale has
+# no docstring, so only the reading judge has anything to say about it.
+OVERRIDDEN = '''def clamp(x: int, lo: int, hi: int) -> int:
+    """x limited to the range [lo, hi].
+
+    >>> clamp(15, 0, 10)
+    10
+    """
+    return max(lo, x)
+
+
+def scale(n: int) -> int:
+    return n * 3
+'''
+CLAMP_LINES = range(0, 7)  # 0-based, the def to the return
+SCALE_LINE = 9
+# Every reading is a REJECT quoting the function (so it is a REF401, not a review item
+# for an answer the judge cannot read).
+VERDICT = '{"reason": "It does not do what it says.", "evidence": ["def"], "verdict": "REJECT"}'
+JUDGE_CODES = ("REF401", "REF402")
+DIFFERENTIAL = "mutation = false\ngenerated-inputs = 0\n"
+
+
+async def _judged(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    execution: str,
+    files: dict[str, str] | None = None,
+):
+    """A session with the reading judge on save, its model the fake server (which records
+    every prompt), and the execution checks as the ``[execution]`` table ``execution``
+    sets them."""
+    from red_team.fake_openai import FakeModel
+
+    with FakeModel(lambda kind: VERDICT, fence=False) as model:
+        config = (
+            f'[judge]\nbackend = "openai"\nurl = "{model.url}"\nmodel = "fake"\n'
+            f'perspectives = ["balanced"]\naudit-rate = 0.0\n[execution]\n{execution}'
+        )
+        setup = Setup(
+            files={"referee.toml": config, **(files or {"mathx.py": OVERRIDDEN})},
+            init_options={"debounceMs": 0},
+            refresh=True,
+        )
+        lsp_client = await _client(request, tmp_path, setup)
+        lsp_client.model = model  # type: ignore[attr-defined]
+        try:
+            yield lsp_client
+            await lsp_client.shutdown_session()
+        finally:
+            await lsp_client.stop()
+
+
+@pytest_asyncio.fixture(params=["visual-studio-code", "neovim"])
+async def judged_client(request: pytest.FixtureRequest, tmp_path: Path):
+    """The reading judge and the execution checks both on save."""
+    async for lsp_client in _judged(request, tmp_path, DIFFERENTIAL):
+        yield lsp_client
+
+
+@pytest_asyncio.fixture(params=["visual-studio-code"])
+async def unexecuted_client(request: pytest.FixtureRequest, tmp_path: Path):
+    """The reading judge on save, the execution checks off in the project."""
+    async for lsp_client in _judged(request, tmp_path, DIFFERENTIAL + "enabled = false\n"):
+        yield lsp_client
+
+
+@pytest_asyncio.fixture(params=["visual-studio-code"])
+async def mutating_client(request: pytest.FixtureRequest, tmp_path: Path):
+    """The reading judge on save, and the mutation checks, on a test slow to run."""
+    files = {"mathx.py": EVEN, "tests/test_m.py": SLOW}
+    async for lsp_client in _judged(request, tmp_path, "differential = false\n", files):
+        yield lsp_client
+
+
+def prompts(client: RefereeClient) -> list[str]:
+    """The text of every request the fake model server was sent."""
+    return [
+        "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+        for body in client.model.requests  # type: ignore[attr-defined]
+    ]
+
+
+def judge_idle(client: RefereeClient) -> bool:
+    statuses = client.statuses  # type: ignore[attr-defined]
+    return bool(statuses) and statuses[-1].get("judge") == "idle"
+
+
+def on(line: int, codes: tuple[str, ...]):
+    return lambda found: any(d.code in codes and d.range.start.line == line for d in found)
+
+
+async def test_the_judge_does_not_read_what_execution_rejected(judged_client: RefereeClient):
+    client = judged_client
+    doc = Doc(client, client.uri("mathx.py"), OVERRIDDEN).open()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    found = await diagnostics(
+        client, doc, lambda f: has("REF411")(f) and on(SCALE_LINE, JUDGE_CODES)(f)
+    )
+    await client.until(lambda: judge_idle(client) and execution_idle(client), "both done")
+    found = await diagnostics(client, doc, lambda f: True)
+    (reject,) = [d for d in found if d.code == "REF411"]
+    assert reject.range.start.line == 0
+    assert "the docstring says 10" in reject.message
+    # the REF411 stands alone on clamp; scale, which execution did not decide, is read
+    assert [
+        (d.code, d.range.start.line)
+        for d in found
+        if d.code in JUDGE_CODES and d.range.start.line in CLAMP_LINES
+    ] == []
+    (read,) = [d for d in found if d.code in JUDGE_CODES]
+    assert read.range.start.line == SCALE_LINE and read.message.startswith("scale: ")
+    # and the judge was never asked about clamp
+    sent = prompts(client)
+    assert any("def scale(n: int) -> int:" in p for p in sent), sent
+    assert not any("clamp" in p for p in sent), sent
+
+
+async def test_with_execution_off_the_judge_reads_every_function(
+    unexecuted_client: RefereeClient,
+):
+    client = unexecuted_client
+    doc = Doc(client, client.uri("mathx.py"), OVERRIDDEN).open()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    found = await diagnostics(
+        client, doc, lambda f: on(0, JUDGE_CODES)(f) and on(SCALE_LINE, JUDGE_CODES)(f)
+    )
+    assert not has("REF411")(found)
+    assert not any(s.get("execution") == "running" for s in client.statuses)  # type: ignore[attr-defined]
+    sent = prompts(client)
+    assert any("def clamp(x: int, lo: int, hi: int) -> int:" in p for p in sent), sent
+
+
+def test_a_reading_of_a_function_execution_rejected_is_not_shown():
+    """The safety net: a judge's finding on a function that the execution checks of the
+    same text rejected (read before they ended) is not shown; the REF411 stands alone."""
+    from referee.checks.document import Document
+    from referee.checks.models import Location, Span
+    from referee.checks.registry import BY_CODE
+    from referee.server.lsp import RefereeServer
+    from referee.server.lsp_execution import Executed
+    from referee.server.lsp_judge import Judged, JudgeService
+
+    def finding(code: str, line: int, message: str) -> Finding:
+        rule = BY_CODE[code]
+        span = Span(start=Location(line=line, column=1), end=Location(line=line, column=2))
+        return Finding(
+            code=code,
+            name=rule.name,
+            layer=rule.layer,
+            severity=rule.severity,
+            message=message,
+            path="mathx.py",
+            span=span,
+            url=rule.url,
+        )
+
+    ls = RefereeServer()
+    ls.protocol.server_capabilities = types.ServerCapabilities()  # as initialize leaves it
+    ls.judge = JudgeService()
+    uri = "file:///project/mathx.py"
+    ls.documents[uri] = Document("/project/mathx.py", OVERRIDDEN, 3)
+    ls.execution.results[uri] = Executed(
+        3,
+        OVERRIDDEN,
+        "mathx.py",
+        Path("/project"),
+        [finding("REF411", 1, "clamp: clamp(15, 0, 10) returned 15; the docstring says 10")],
+        decided={"clamp"},
+    )
+    readings = [
+        finding("REF401", 1, "clamp: the judge rejects this function"),
+        finding("REF401", SCALE_LINE + 1, "scale: the judge rejects this function"),
+    ]
+    ls.judge.results[uri] = Judged(
+        3, OVERRIDDEN, readings, extents={0: (1, 7), 1: (10, 11)}, subjects={0: "clamp", 1: "scale"}
+    )
+
+    def shown() -> list[tuple[str, int]]:
+        return sorted((str(d.code), d.range.start.line) for d in ls.all_diagnostics(uri, None))
+
+    assert shown() == [("REF401", SCALE_LINE), ("REF411", 0)]
+    # execution results of other text overrule nothing: the function may have changed
+    ls.execution.results[uri].text = OVERRIDDEN.replace("n * 3", "n * 4")
+    assert ("REF401", 0) in shown()
+
+
+async def test_the_judge_waits_for_the_execution_run_and_goes_on_when_it_is_cancelled(
+    mutating_client: RefereeClient,
+):
+    client = mutating_client
+    doc = Doc(client, client.uri("tests/test_m.py"), SLOW).open()
+    save(client, doc)
+
+    def mutants() -> list[str]:
+        runs = execution_reports(client)
+        messages = [getattr(p, "message", None) or "" for p in (runs[0] if runs else [])]
+        return [m for m in messages if "mutant" in m]
+
+    await client.until(lambda: len(mutants()) >= 3, "three mutants run")
+    # the judge, started by the same save, waits for the run before it reads anything
+    assert prompts(client) == []
+    assert client.statuses[-1]["judge"] == "running"  # type: ignore[attr-defined]
+    (token,) = [
+        p.token for p in client.progress_requests if str(p.token).startswith("referee-execution")
+    ]
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    # the cancelled run ends the wait: the judge reads the test (nothing was rejected)
+    found = await diagnostics(client, doc, on(SLOW_TEST_LINE, JUDGE_CODES))
+    await client.until(lambda: judge_idle(client) and execution_idle(client), "both done")
+    assert not has("REF410")(found)  # the run was cancelled: no grade
+    assert any("def test_weak():" in p for p in prompts(client))
+    done, total = map(int, mutants()[-1].rsplit(" ", 1)[-1].split("/"))
+    assert done < total, mutants()
+
+
+async def test_an_edit_cancels_the_waiting_judge_and_not_the_execution_run(
+    mutating_client: RefereeClient,
+):
+    client = mutating_client
+    doc = Doc(client, client.uri("tests/test_m.py"), SLOW).open()
+    save(client, doc)
+
+    def mutants() -> int:
+        runs = execution_reports(client)
+        return sum("mutant" in (getattr(p, "message", None) or "") for p in runs[0]) if runs else 0
+
+    await client.until(lambda: mutants() >= 2, "two mutants run")
+    assert client.statuses[-1]["judge"] == "running"  # type: ignore[attr-defined]
+    doc.replace("time.sleep(0.4)", "time.sleep(0.5)")  # an edit cancels the judge run...
+    await client.until(lambda: judge_idle(client), "the judge cancelled")
+    seen = mutants()
+    # ...which never read anything, and the execution run goes on
+    await client.until(lambda: mutants() >= seen + 2, "two more mutants run")
+    assert prompts(client) == []
+    assert not ended(execution_reports(client)[0])

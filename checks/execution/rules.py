@@ -68,7 +68,9 @@ def spec_counterexample(ctx: Context) -> Iterator[Violation]:
     once more before it is shown:
     `clamp(15, 0, 10) returned 15; 3 independent implementations of the docstring return 10`.
 
-    Execution overrides reading: a function rejected here is not sent to the reading judge.
+    Execution overrides reading: a function rejected here is not sent to the reading judge,
+    by `referee check --judge` or in the editor, where the judge started by a save waits
+    for these checks of the same text and shows no reading of a function they reject.
     In the editor (on save), the quick fix **Add … as a test (certified)** appends the
     counterexample to a test module that imports the function, asserting the agreed value,
     and records its certificate

@@ -36,6 +36,9 @@ class FakeModel:
     # When set, answers from the whole request body instead (its seed, its prompt): how a
     # test makes the k oracles differ.
     answer_for: Callable[[dict[str, Any]], str] | None = None
+    # False: the answer is sent as the test wrote it, not in a ```python block (a judge's
+    # JSON verdict, say; the test fences the programs it answers itself).
+    fence: bool = True
 
     def __post_init__(self) -> None:
         model = self
@@ -61,11 +64,12 @@ class FakeModel:
                     self._send(404, {"error": {"message": "no such endpoint"}})
                     return
                 if model.answer_for is not None:
-                    text = fenced(model.answer_for(body))
+                    text = model.answer_for(body)
                 elif model.seeded is not None:
-                    text = fenced(model.seeded(kind, body.get("seed")))
+                    text = model.seeded(kind, body.get("seed"))
                 else:
-                    text = fenced(model.answer(kind))
+                    text = model.answer(kind)
+                text = fenced(text) if model.fence else text
                 self._send(
                     200,
                     {
