@@ -124,7 +124,8 @@ def test_a_function_passed_to_a_call_is_a_target():
     tests = (
         "from mathx import is_even, LIMIT\n\n\n"
         "def check(candidate):\n    assert candidate(4)\n\n\n"
-        "def test_it():\n    check(is_even)\n    assert list(map(is_even, [LIMIT]))\n    assert is_even(LIMIT) is False\n"
+        "def test_it():\n    check(is_even)\n    assert list(map(is_even, [LIMIT]))\n"
+        "    assert is_even(LIMIT) is False\n"
     )
     files = {"mathx.py": EVEN + "LIMIT = 3\n", "tests/test_m.py": tests}
     assert targets(tests, "tests/test_m.py", "test_it", files) == {"mathx.py": ["is_even"]}
