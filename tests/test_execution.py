@@ -379,6 +379,48 @@ def test_oracles_that_disagree_make_it_unclear_with_the_competing_answers(tmp_pa
 
 
 @needs_sandbox
+def test_oracles_that_contradict_the_docstrings_example_are_no_source_of_truth():
+    """Three oracles share a misreading ("remove duplicates" as "keep one of each"), which
+    the docstring's own example contradicts: they are set aside, and cannot outvote the
+    example to reject a right function on a generated input."""
+    text = '''def remove_duplicates(numbers: list[int]) -> list[int]:
+    """Remove all elements that occur more than once; keep the order of the rest.
+
+    >>> remove_duplicates([1, 2, 3, 2, 4])
+    [1, 3, 4]
+    """
+    return [n for n in numbers if numbers.count(n) == 1]
+'''
+    misread = (
+        "def remove_duplicates(numbers):\n"
+        "    seen = []\n"
+        "    for n in numbers:\n"
+        "        if n not in seen:\n"
+        "            seen.append(n)\n"
+        "    return seen\n"
+    )
+    tests = {
+        "tests/test_d.py": "from d import remove_duplicates\n\ndef test():\n"
+        "    remove_duplicates([0, 0])\n"
+    }
+    with _Oracles(dict.fromkeys((1, 2, 3), misread)) as (_, model):
+        result = check_function(
+            function_spec(text, "d.py", "d", "remove_duplicates"),
+            "d.py",
+            {"d.py": text},
+            tests,
+            ExecutionConfig(generated_inputs=10),
+            ArbitrationConfig(),
+            model=model,
+        )
+    assert result.status != "REJECT", result
+    assert [s["source"] for s in result.sources] == ["oracle-1", "oracle-2", "oracle-3"]
+    assert all(
+        s["detail"].startswith("set aside: it returned [1, 2, 3, 4]") for s in result.sources
+    )
+
+
+@needs_sandbox
 def test_the_docstrings_own_example_rejects_without_a_model():
     text = '''def double(n: int) -> int:
     """Twice n.

@@ -560,6 +560,27 @@ def _shown(status: str, text: str) -> str:
     return f"raised {text}" if status == "error" else f"returned {text}"
 
 
+def _contradicting_examples(inputs: Sequence[Input], runs: Sequence[_Run]) -> dict[str, str]:
+    """The oracle programs that contradict the docstring's own examples (a different
+    value, or an exception, where an example gives the value), each with why. Several
+    programs that share one misreading of the words would otherwise outvote the example
+    the docstring spells out."""
+    found: dict[str, str] = {}
+    examples = [(index, item) for index, item in enumerate(inputs) if item.expected is not None]
+    for run in runs:
+        if not run.source.startswith("oracle-") or run.values is None:
+            continue
+        for index, item in examples:
+            status, value = run.values[index]
+            if status != "ok" or not sandbox.values_equal(value, item.expected):
+                found[run.source] = (
+                    f"set aside: it {_shown(status, value)} where the docstring's example "
+                    f"says {item.expected} ({item.where or item.arguments})"
+                )
+                break
+    return found
+
+
 def _decide_input(
     index: int,
     item: Input,
@@ -821,6 +842,9 @@ def check_function(
     entry, module = _module_of(relpath)
     function_code = _IMPORT.format(entry=entry, module=module, relpath=relpath)
     project = {**files, relpath: files.get(relpath, spec.text)}
+    # An oracle that contradicts the docstring's own examples misread the docstring: it is
+    # no source of truth on any input (source -> why), here and in every later run.
+    disqualified: dict[str, str] = {}
 
     def run_all(inputs: Sequence[Input]) -> tuple[_Run, list[_Run]]:
         jobs: list[Callable[[], _Run]] = [
@@ -848,10 +872,20 @@ def check_function(
                 jobs.append(lambda s=source, p=program: _run_code(s, p, spec.name, inputs, limits))
         with ThreadPoolExecutor(max_workers=2) as pool:
             runs = list(pool.map(lambda job: job(), jobs))
+        runs = [
+            _Run(r.source, "error", disqualified[r.source], None) if r.source in disqualified else r
+            for r in runs
+        ]
         return runs[0], runs[1:]
 
     say(f"running it and its spec's implementations on {len(gathered)} inputs")
     function_run, truth_runs = run_all(gathered)
+    if programs:
+        disqualified.update(_contradicting_examples(gathered, truth_runs))
+        truth_runs = [
+            _Run(r.source, "error", disqualified[r.source], None) if r.source in disqualified else r
+            for r in truth_runs
+        ]
     result.sources = [
         {
             "source": r.source,

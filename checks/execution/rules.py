@@ -67,6 +67,10 @@ def spec_counterexample(ctx: Context) -> Iterator[Violation]:
     something else, the function is rejected with that input as a counterexample, re-run
     once more before it is shown:
     `clamp(15, 0, 10) returned 15; 3 independent implementations of the docstring return 10`.
+    An oracle that contradicts one of the docstring's own examples (another value, or an
+    exception) misread the docstring: it is set aside for every input, and its entry in
+    the evidence says which example it failed. A docstring example counts in both doctest
+    form (`>>> f(3)` then `6`) and as a line (`f(3) -> 6`, `>>> f(3) == 6`).
 
     Execution overrides reading: a function rejected here is not sent to the reading judge,
     by `referee check --judge` or in the editor, where the judge started by a save waits
