@@ -632,6 +632,8 @@ def _why(status: str | None, detail: str) -> str:
         return "does not parse"
     if "does not define" in detail:
         return "no function of the name"
+    if detail.startswith("contradicts the docstring"):
+        return "contradicts a docstring example"
     match = re.match(r"([A-Za-z_][\w.]*):", detail)
     return match.group(1) if match else "error"
 

@@ -115,6 +115,88 @@ def test_an_oracle_with_another_value_is_an_opinion_never_replaced_never_outvote
     assert verdict.verdict == "UNCLEAR" and verdict.oracles_replaced == 0
 
 
+EXAMPLED = '''def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains.
+
+    >>> count_vowels("HELLO")
+    2
+    >>> count_vowels("apple")
+    2
+    """
+    return sum(1 for ch in text[1:].lower() if ch in "aeiou")
+'''
+UPPER_TESTS = """from text import count_vowels
+
+
+def test_vowels():
+    assert count_vowels("AEIOU") == 5
+
+
+def test_hello():
+    assert count_vowels("HELLO") == 2
+"""
+
+
+def test_an_oracle_that_contradicts_a_docstring_example_is_set_aside_and_replaced(
+    tmp_path: Path,
+):
+    # oracle-1 reads "vowels" as lower-case ones: 0 for "AEIOU", where the others say 5.
+    # It would block certification; but it also says 0 for the docstring's own example
+    # count_vowels("HELLO"), where the docstring says 2 — it misread the spec.
+    root = project(tmp_path / "p", EXAMPLED, UPPER_TESTS)
+    verdict = run(root, NODE, scripted([LONE_ORACLE, ORACLE, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert (verdict.truth, verdict.truth_source) == ("5", "oracles")
+    (gone,) = verdict.replaced_oracles
+    assert (gone.source, gone.replaced_by) == ("oracle-1", "oracle-101")
+    assert "contradicts the docstring's example" in gone.detail
+    assert "count_vowels('HELLO') returned 0" in gone.detail
+
+
+def test_without_the_example_the_same_oracle_is_an_opinion_and_blocks(tmp_path: Path):
+    root = project(tmp_path / "p", BUGGY, UPPER_TESTS)
+    verdict = run(root, NODE, scripted([LONE_ORACLE, ORACLE, ORACLE, ORACLE])).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.oracles_replaced == 0
+
+
+def test_example_calls_are_the_docstrings_literal_calls_without_errata():
+    from referee.checks.arbitration.isolate import function_spec
+    from referee.checks.arbitration.truth import example_calls
+
+    text = '''def f(xs, n=1):
+    """Spread XS.
+
+    >>> f([1, 2])
+    [1, 2]
+    >>> list(f([3], n=2))
+    [3, 3]
+    >>> ys = [4]
+    >>> f(ys)
+    [4]
+    >>> m.f(5)
+    5
+    f(7) -> 7
+    f(7) -> 8
+    """
+'''
+    spec = function_spec(text, "m.py", "m", "f")
+    calls = [(call, want) for call, want, _ in example_calls(spec)]
+    assert calls == [("f([1, 2])", "[1, 2]"), ("list(f([3], n=2))", "[3, 3]"), ("f(5)", "5")]
+
+
+def test_a_doctest_truth_still_gets_oracle_programs_as_candidate_fixes(tmp_path: Path):
+    # The failing call is the docstring's example: the doctest is the truth and no oracle
+    # is needed for it. Oracles are still written, for the fix only.
+    tests = UPPER_TESTS.replace('"AEIOU") == 5', '"apple") == 2')
+    root = project(tmp_path / "p", EXAMPLED, tests)
+    verdict = run(root, NODE, scripted([ORACLE])).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.truth_source == "doctest"
+    assert verdict.fix is not None
+    assert [(p.origin, p.status) for p in verdict.patches] == [("oracle-1", "passed")]
+    assert [o.source for o in verdict.oracles] == ["doctest"]
+
+
 def test_an_exception_the_docstring_names_is_an_opinion_not_a_crash():
     def result(status: str, detail: str) -> OracleResult:
         return OracleResult(source="oracle-1", status=status, detail=detail)  # type: ignore[arg-type]

@@ -407,6 +407,37 @@ class _Context:
             )
         return self.unclear(reason, truth=truth, truth_source=truth_source, history=history)
 
+    def _fix_programs(
+        self,
+        isolated: Isolated,
+        truth: str,
+        backend: BackendFactory,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> list[tuple[str, str]]:
+        """Oracle programs written only as candidate fixes, when the truth came from a
+        doctest or a reference and no oracle was needed for it: independent
+        implementations of the docstring, kept when they give the truth on the failing
+        call (and, as every oracle, the docstring's own examples). They decide nothing."""
+        assert self.spec is not None
+        written = oracle_evidence(
+            self.spec,
+            isolated.arguments,
+            backend(),
+            self.config,
+            ProgramCache(cache_dir),
+            say,
+            cancelled,
+            replacements=Replacements(self.config.oracle_replacements),
+            wrapper=isolated.wrapper,
+        )
+        return [
+            (r.source, r.program)
+            for r in written
+            if r.program and r.value is not None and sandbox.values_equal(truth, r.value)
+        ]
+
     def _confirm_test_edit(
         self,
         model: Any,
@@ -664,6 +695,9 @@ class _Context:
             ],
             say,
             cancelled,
+            more_programs=lambda: self._fix_programs(
+                isolated, truth, backend, say, cancelled, cache_dir
+            ),
         )
         if result.fix is None:
             verdict = self.verdict(

@@ -330,13 +330,18 @@ def source_fix(
     oracle_programs: Sequence[tuple[str, str]] = (),
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
+    more_programs: Callable[[], Sequence[tuple[str, str]]] | None = None,
 ) -> SourceFix:
     """Up to N candidate patches from the model and the programs of the oracles that
     certified the truth (``(source, program)``: independent implementations of the same
     docstring). Each is refused when it adds capabilities or special-cases the input;
     otherwise referee checks the values it gives for every asserted call of the test
     module (``failing``, the call under arbitration, first) and then runs the module's
-    tests against it in the sandbox. The first that passes both is the fix."""
+    tests against it in the sandbox. The first that passes both is the fix.
+
+    With no oracle programs (the truth came from a doctest or a reference),
+    ``more_programs`` is asked for some: oracles written only for the fix, which the
+    caller keeps to those that give the truth on the failing call."""
     messages = patch_messages(spec, failing.call, produced, truth)
     test_text = "".join(
         squash_lines(text) for path, text in files.items() if _is_test(settings, path)
@@ -371,6 +376,8 @@ def source_fix(
         agreed on the truth, and cost no model call — then the model's patches (the first
         greedy, the others sampled)."""
         yield from oracle_programs
+        if not oracle_programs and more_programs is not None:
+            yield from more_programs()
         for index in range(1, config.candidates + 1):
             if cancelled is not None and cancelled():
                 raise Cancelled

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.checks import sandbox
-from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.isolate import WRAPPERS, FunctionSpec
 from referee.checks.config import tomllib
 from referee.checks.judge.backend import BatchCancelled, ChatRequest, chat_batch
 from referee.checks.models import ArbitrationConfig, OracleResult
@@ -388,6 +388,114 @@ def doctest_evidence(
     return OracleResult(source="doctest", status="ok", value=first, detail=line)
 
 
+def example_calls(spec: FunctionSpec) -> list[tuple[str, str, str]]:
+    """The docstring's examples that are a self-contained call of the function — literal
+    arguments, perhaps under one wrapper (``list(f(3))``) — each as (a call of the bare
+    name an oracle program defines, the value the example gives, its line). A call whose
+    examples give different values (an erratum) gives none."""
+    if not spec.docstring_value:
+        return []
+    found: dict[str, tuple[str, str, str]] = {}
+    conflicting: set[str] = set()
+    for source, want, line in docstring_examples(spec.docstring_value, spec.name):
+        try:
+            node = ast.parse(source, mode="eval").body
+        except SyntaxError:
+            continue
+        wrapper = None
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in WRAPPERS
+            and node.func.id != spec.name
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            wrapper, node = node.func.id, node.args[0]
+        if _call_values(node, spec.name, spec.module) is None:
+            continue
+        assert isinstance(node, ast.Call)
+        bare = ast.Call(func=ast.Name(id=spec.name), args=node.args, keywords=node.keywords)
+        call = ast.unparse(bare)
+        if wrapper is not None:
+            call = f"{wrapper}({call})"
+        if call in found and not sandbox.values_equal(found[call][1], want):
+            conflicting.add(call)
+        found.setdefault(call, (call, want, line))
+    return [example for call, example in found.items() if call not in conflicting]
+
+
+PROBE = """
+
+def _referee_probe(thunk):
+    try:
+        value = thunk()
+    except BaseException as exc:
+        try:
+            text = type(exc).__name__ + ": " + str(exc)
+        except BaseException:
+            text = "exception"
+        return ["error", text[:300]]
+    try:
+        return ["ok", repr(value)[:{cap}]]
+    except BaseException as exc:
+        return ["error", "repr failed: " + type(exc).__name__]
+"""
+
+
+def probe_cap(limits: sandbox.Limits, count: int) -> int:
+    """How long each repr in a batch of ``count`` probed calls may be."""
+    return max(256, max(1024 * 1024, limits.output_kb * 1024) // (12 * max(1, count)))
+
+
+def probe_values(
+    result: sandbox.SandboxResult, count: int, cap: int
+) -> list[tuple[str, str]] | None:
+    """The ``count`` (status, text) pairs a :data:`PROBE` batch returned, or None when the
+    sandbox answered anything else (the program is untrusted: its answer is checked)."""
+    values = result.value_json
+    if not (
+        result.status == "ok"
+        and isinstance(values, list)
+        and len(values) == count
+        and all(
+            isinstance(v, list)
+            and len(v) == 2
+            and v[0] in ("ok", "error")
+            and isinstance(v[1], str)
+            and len(v[1]) <= cap
+            for v in values
+        )
+    ):
+        return None
+    return [(v[0], v[1]) for v in values]
+
+
+def contradicted_example(
+    program: str, examples: Sequence[tuple[str, str, str]], limits: sandbox.Limits
+) -> str | None:
+    """Why an oracle program is set aside — it contradicts one of the docstring's own
+    examples (another value, an exception, no answer) — or None when it gives every
+    example's value. Programs of one model can share a misreading of the words; the
+    example the docstring spells out is the spec, and no number of them outvotes it."""
+    if not examples:
+        return None
+    cap = probe_cap(limits, len(examples))
+    expression = "[" + ", ".join(f"_referee_probe(lambda: {c})" for c, _, _ in examples) + "]"
+    result = sandbox.evaluate(program + PROBE.format(cap=cap), expression, limits=limits)
+    values = probe_values(result, len(examples), cap)
+    if values is None:
+        return (
+            f"contradicts the docstring's examples: running them gave "
+            f"{result.message or 'no values'}"
+        )
+    for (call, want, _), (status, text) in zip(examples, values, strict=True):
+        if status != "ok" or not sandbox.values_equal(text, want):
+            got = f"raised {text}" if status != "ok" else f"returned {text}"
+            return f"contradicts the docstring's example: {call} {got}, the docstring says {want}"
+    return None
+
+
 # ----------------------------------------------------------------------- reference
 
 
@@ -611,7 +719,8 @@ _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|War
 
 def failed_to_run(result: OracleResult, docstring: str | None) -> bool:
     """Whether an oracle gave no opinion about the value: its program did not parse or
-    define the function, it crashed, it timed out or ran out of memory. An exception the
+    define the function, it crashed, it timed out or ran out of memory, or it contradicts
+    one of the docstring's examples (a misreading of the spec). An exception the
     docstring names (``Raises ValueError``) is an opinion — "this call raises" — and
     stays: it blocks certification as any disagreement does, it is never replaced by
     programs that happen to return."""
@@ -646,11 +755,15 @@ def oracle_evidence(
     ``seeds`` (default 1..k) names the oracles: oracle-N is the one written with seed N,
     so more oracles for the same call extend the first k rather than repeat them.
 
+    An oracle whose program contradicts one of the docstring's own examples
+    (:func:`contradicted_example`) is set aside as if it had not run: it misread the spec.
+
     An oracle that failed to run (:func:`failed_to_run`) is no opinion about the value:
     while ``replacements`` has budget left, a fresh one (seed 101, 102, ...) takes its
     place, and the failed one is recorded in ``replacements.replaced``. ``wrapper``
     (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
     messages = oracle_messages(spec)
+    examples = example_calls(spec)
     inner = f"{spec.name}({arguments})"
     call = f"{wrapper}({inner})" if wrapper else inner
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
@@ -680,6 +793,17 @@ def oracle_evidence(
                     cached=cached,
                 )
             result = sandbox.evaluate(program, call, limits=limits(config))
+            if result.status == "ok":
+                why = contradicted_example(program, examples, limits(config))
+                if why is not None:
+                    return OracleResult(
+                        source=source,
+                        status="error",
+                        detail=why,
+                        duration_s=result.duration_s,
+                        cached=cached,
+                        program=program,
+                    )
             return OracleResult(
                 source=source,
                 status=result.status,

@@ -40,11 +40,14 @@ from referee import __version__
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.truth import (
+    PROBE,
     ProgramCache,
     agreed_value,
     docstring_examples,
     generate_many,
     oracle_messages,
+    probe_cap,
+    probe_values,
     program_from,
     prompts,
 )
@@ -52,23 +55,6 @@ from referee.checks.execution.cache import JsonCache
 from referee.checks.models import ArbitrationConfig, ExecutionConfig, OracleResult
 
 Origin = Literal["docstring", "test", "generated"]
-
-_PROBE = """
-
-def _referee_probe(thunk):
-    try:
-        value = thunk()
-    except BaseException as exc:
-        try:
-            text = type(exc).__name__ + ": " + str(exc)
-        except BaseException:
-            text = "exception"
-        return ["error", text[:300]]
-    try:
-        return ["ok", repr(value)[:{cap}]]
-    except BaseException as exc:
-        return ["error", "repr failed: " + type(exc).__name__]
-"""
 
 _IMPORT = """
 import importlib.util as _referee_util, os as _referee_os, sys as _referee_sys
@@ -498,29 +484,6 @@ def _expression(callee: str, inputs: Sequence[Input]) -> str:
     return "[" + ", ".join(f"_referee_probe(lambda: {callee}({i.arguments}))" for i in inputs) + "]"
 
 
-def _repr_cap(limits: sandbox.Limits, count: int) -> int:
-    return max(256, max(1024 * 1024, limits.output_kb * 1024) // (12 * max(1, count)))
-
-
-def _values(result: sandbox.SandboxResult, count: int, cap: int) -> list[tuple[str, str]] | None:
-    values = result.value_json
-    if not (
-        result.status == "ok"
-        and isinstance(values, list)
-        and len(values) == count
-        and all(
-            isinstance(v, list)
-            and len(v) == 2
-            and v[0] in ("ok", "error")
-            and isinstance(v[1], str)
-            and len(v[1]) <= cap
-            for v in values
-        )
-    ):
-        return None
-    return [(v[0], v[1]) for v in values]
-
-
 def _run_code(
     source: str,
     code: str,
@@ -529,11 +492,11 @@ def _run_code(
     limits: sandbox.Limits,
     files: dict[str, str] | None = None,
 ) -> _Run:
-    cap = _repr_cap(limits, len(inputs))
+    cap = probe_cap(limits, len(inputs))
     result = sandbox.evaluate(
-        code + _PROBE.format(cap=cap), _expression(callee, inputs), limits=limits, files=files
+        code + PROBE.format(cap=cap), _expression(callee, inputs), limits=limits, files=files
     )
-    values = _values(result, len(inputs), cap)
+    values = probe_values(result, len(inputs), cap)
     if values is None:
         detail = (
             result.message
