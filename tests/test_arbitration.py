@@ -432,7 +432,7 @@ def test_an_oracles_program_that_passes_the_module_is_the_fix_and_keeps_the_docs
     assert result.new_text == (
         "def count_vowels(text: str) -> int:\n"
         '    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""\n'
-        "    return sum((ch in 'aeiouAEIOU' for ch in text))\n"  # as ast.unparse writes it
+        '    return sum(ch in "aeiouAEIOU" for ch in text)\n'  # as the oracle wrote it
     )
 
 

@@ -226,7 +226,7 @@ def test_cli_replaces_an_oracle_that_does_not_parse_and_says_so_in_json(tmp_path
     assert verdict["replaced_oracles"][0]["replaced_by"] == "oracle-101"
     assert "not valid Python" in verdict["replaced_oracles"][0]["detail"]
     assert verdict["applied"] is True
-    assert "ch in 'aeiouAEIOU'" in (root / "text.py").read_text(encoding="utf-8")
+    assert 'ch in "aeiouAEIOU"' in (root / "text.py").read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------- 2. a fix changes only the body
@@ -582,3 +582,71 @@ def test_cli_list_of_a_generator_is_arbitrated(tmp_path: Path, referee):
     assert verdict["verdict"] == "SOURCE_WRONG" and verdict["applied"], verdict["reason"]
     assert verdict["call"] == "list(flatten([[1, [2]], 3]))"
     assert "yield from flatten(item)" in (root / "text.py").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------ the project's own style
+
+STYLED = '''"""Text helpers."""
+
+import re
+
+
+def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""
+    return sum(1 for ch in text[1:].lower() if ch in "aeiou")
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"\\w+", text)
+'''
+UNSTYLED_ORACLE = """```python
+from collections import Counter
+def count_vowels(text):
+    counts = Counter( text.lower() )
+    return sum(counts[v] for v in 'aeiou')
+```"""
+RUFF_CONFIG = '[tool.ruff]\nline-length = 88\n\n[tool.ruff.lint]\nselect = ["E", "I"]\n'
+
+
+def _ruff_project(root: Path, module: str) -> Path:
+    project(root, module, TESTS.format(expected="5"))
+    (root / "pyproject.toml").write_text(RUFF_CONFIG, encoding="utf-8")
+    return root
+
+
+def test_a_fix_goes_through_the_projects_formatter_and_import_sorter(tmp_path: Path):
+    from referee.checks.arbitration.style import formatters
+
+    root = _ruff_project(tmp_path / "p", STYLED)
+    assert formatters(root) == ["ruff-isort", "ruff-format"]
+    result = run(root, NODE, scripted([UNSTYLED_ORACLE] * 3))
+    assert result.verdict.verdict == "SOURCE_WRONG", result.verdict.reason
+    fixed = result.new_text
+    assert fixed is not None
+    assert "    counts = Counter(text.lower())\n" in fixed
+    assert 'for v in "aeiou")' in fixed
+    assert fixed.startswith(
+        '"""Text helpers."""\n\nimport re\nfrom collections import Counter\n\n\n'
+    )
+    # everything but the function is as it was
+    assert fixed.endswith(STYLED[STYLED.index("\n\ndef words") :])
+
+
+def test_a_module_its_formatter_would_change_is_not_reformatted(tmp_path: Path):
+    module = STYLED.replace("def words(text: str) -> list[str]:", "def words(text:str)->list[str]:")
+    root = _ruff_project(tmp_path / "p", module)
+    result = run(root, NODE, scripted([UNSTYLED_ORACLE] * 3))
+    fixed = result.new_text
+    assert fixed is not None and "def words(text:str)->list[str]:" in fixed
+    assert "Counter( text.lower() )" in fixed  # the candidate's text, as spliced
+
+
+def test_without_a_configured_formatter_nothing_is_run(tmp_path: Path):
+    from referee.checks.arbitration.style import formatters
+
+    root = project(tmp_path / "p", STYLED, TESTS.format(expected="5"))
+    assert formatters(root) == []
+    (root / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n", encoding="utf-8")
+    assert formatters(root) == ["black"]
+    (root / "pyproject.toml").write_text("[tool.isort]\nprofile = 'black'\n", encoding="utf-8")
+    assert formatters(root) == ["isort"]

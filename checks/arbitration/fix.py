@@ -32,6 +32,7 @@ from referee.checks.arbitration import verify
 from referee.checks.arbitration.capabilities import added_capabilities
 from referee.checks.arbitration.isolate import FunctionSpec, Site
 from referee.checks.arbitration.splice import Refused, splice
+from referee.checks.arbitration.style import restyler
 from referee.checks.arbitration.truth import (
     Cancelled,
     ProgramCache,
@@ -396,9 +397,12 @@ def source_fix(
 
     patches: list[PatchResult] = []
     tried: set[str] = set()
+    restyle = restyler(settings.root, module_relpath, spec.text)
 
     for index, (origin, answer) in enumerate(candidates(), start=1):
         new_text, problem = patched_module(spec, answer)
+        if new_text is not None:
+            new_text, _ = restyle(new_text)
         if new_text is None or new_text == spec.text or new_text in tried:
             why = problem or ("changes nothing" if new_text == spec.text else "tried already")
             patches.append(

@@ -604,7 +604,19 @@ def program_from(answer: str, name: str) -> tuple[str | None, str]:
         isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name for s in body
     ):
         return None, f"does not define `{name}`"
-    program = "from __future__ import annotations\n\n" + ast.unparse(ast.Module(body, []))
+    # each definition as the model wrote it (its comments and quotes: a fix taken from
+    # this program reads as written), or as ast writes it when its lines do not stand alone
+    lines = code.splitlines()
+    parts = []
+    for stmt in body:
+        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        text = "\n".join(lines[first - 1 : stmt.end_lineno]).rstrip()
+        try:
+            ast.parse(text)
+        except SyntaxError:
+            text = ast.unparse(stmt)
+        parts.append(text)
+    program = "from __future__ import annotations\n\n" + "\n".join(parts)
     return program + "\n", ""
 
 
