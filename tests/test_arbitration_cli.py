@@ -257,3 +257,96 @@ def test_count_vowels_story_with_the_real_model(tmp_path: Path, referee, small_m
     assert (repo / "tests/test_text.py").read_text(encoding="utf-8") == SCORE_TESTS
     assert (repo / "text.py").read_text(encoding="utf-8") == AMBIGUOUS
     assert verdict["review_item"] in review.read(repo).items
+
+
+# The items of issue 23, end to end with the real model: a source that never returns, a
+# generator tested through list(), and a fix that keeps what a maintainer wrote.
+HANGS = '''"""Numbers."""
+
+
+def total(numbers: list[int]) -> int:
+    """Return the sum of NUMBERS (0 for an empty list)."""
+    result = 0
+    i = 0
+    while i < len(numbers):
+        result += numbers[i]
+    return result
+'''
+HANG_TESTS = """from numbers_ import total
+
+
+def test_total():
+    assert total([1, 2, 3]) == 6
+"""
+EVENS = '''"""Sequences."""
+
+
+def evens(limit: int):
+    """Yield the even numbers from 0 up to LIMIT, LIMIT excluded, in increasing order."""
+    n = 1
+    while n < limit:
+        yield n
+        n += 2
+'''
+EVENS_TESTS = """from seq import evens
+
+
+def test_evens():
+    assert list(evens(7)) == [0, 2, 4, 6]
+"""
+
+
+def _kept_what_the_maintainer_wrote(before: str, after: str, name: str) -> None:
+    """A source fix changes the body and what it needs: the module's docstring, the
+    signature and the function's docstring stay, and nothing is imported by star."""
+    head = before[: before.index(f"def {name}(")]
+    signature = before[before.index(f"def {name}(") :].split("\n", 1)[0]
+    docstring = before.split('"""')[3]
+    assert after.startswith(head.split("\n\n")[0]), after
+    assert signature in after and docstring in after, after
+    assert "import *" not in after, after
+
+
+@pytest.mark.model
+@needs_git
+def test_a_hanging_source_and_a_generator_with_the_real_model(
+    tmp_path: Path, referee, small_model: Path
+):
+    # 1. the loop never advances: the test does not fail, it hangs
+    repo = tmp_path / "hangs"
+    config = model_config() + "test-timeout = 10\n"
+    commit_repo(
+        repo,
+        {"referee.toml": config, "numbers_.py": HANGS, "tests/test_numbers.py": HANG_TESTS},
+    )
+    done = slow(
+        "arbitrate", "tests/test_numbers.py::test_total", "--apply", "--format", "json", cwd=repo
+    )
+    assert done.stdout.strip(), done.stderr
+    verdict = json.loads(done.stdout)
+    jsonschema.validate(verdict, arbitration_schema())
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    observed = verdict["observation"]
+    assert observed["timeout_s"] and "did not return" in observed["produced_error"], observed
+    assert verdict["truth"] == "6" and verdict["truth_source"] == "oracles"
+    assert verdict["fix"] is not None, verdict["patches"]
+    assert done.returncode == 0 and verdict["applied"]
+    _kept_what_the_maintainer_wrote(
+        HANGS, (repo / "numbers_.py").read_text(encoding="utf-8"), "total"
+    )
+    assert referee("arbitrate", "tests/test_numbers.py::test_total", cwd=repo).returncode == 2
+
+    # 2. a generator, tested through list(): arbitrated through the wrapper
+    repo = tmp_path / "evens"
+    commit_repo(
+        repo, {"referee.toml": model_config(), "seq.py": EVENS, "tests/test_seq.py": EVENS_TESTS}
+    )
+    done = slow(
+        "arbitrate", "tests/test_seq.py::test_evens", "--apply", "--format", "json", cwd=repo
+    )
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["observation"]["produced"] == "[1, 3, 5]" and verdict["truth"] == "[0, 2, 4, 6]"
+    assert verdict["fix"] is not None, verdict["patches"]
+    assert done.returncode == 0 and verdict["applied"]
+    _kept_what_the_maintainer_wrote(EVENS, (repo / "seq.py").read_text(encoding="utf-8"), "evens")
