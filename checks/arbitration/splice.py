@@ -14,6 +14,9 @@ are, and takes from the candidate:
 - the imports the body and helpers use, each by name (a star import of a standard
   module becomes ``from module import name`` for the names used), placed in the module's
   import block as isort/ruff would place them — never an import the module already has.
+
+The project's own formatter and import sorter, where it configures them, run afterwards
+(:mod:`.style`).
 """
 
 from __future__ import annotations
