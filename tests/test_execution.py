@@ -418,6 +418,9 @@ def test_oracles_that_contradict_the_docstrings_example_are_no_source_of_truth()
     assert all(
         s["detail"].startswith("set aside: it returned [1, 2, 3, 4]") for s in result.sources
     )
+    # a pass with every oracle set aside rests on the docstring's example alone, and says so
+    assert result.status == "PASS", result
+    assert result.reason.startswith("agrees with the docstring's examples on 1 "), result.reason
 
 
 @needs_sandbox

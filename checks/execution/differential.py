@@ -56,6 +56,11 @@ from referee.checks.models import ArbitrationConfig, ExecutionConfig, OracleResu
 
 Origin = Literal["docstring", "test", "generated"]
 
+# Part of every cached result's key: raised when the way results are decided changes, so
+# that a result cached by an older rule is not reused (2: oracles contradicting the
+# docstring's examples are set aside).
+DECISION_VERSION = 2
+
 _IMPORT = """
 import importlib.util as _referee_util, os as _referee_os, sys as _referee_sys
 _referee_sys.path.insert(0, _referee_os.path.join(_referee_os.getcwd(), {entry!r}))
@@ -786,6 +791,7 @@ def check_function(
         json.dumps(
             [
                 __version__,
+                DECISION_VERSION,
                 prompts().version,
                 relpath,
                 files.get(relpath, spec.text),
@@ -937,13 +943,18 @@ def check_function(
     elif not rejects:
         result.status = "PASS"
         agreed = sum(f.kind == "agree" for f in findings)
+        usable = sum(1 for r in truth_runs if r.values is not None and r.source != "reference")
         sources = (
             "the declared reference"
             if reference is not None
+            else f"{usable} of {len(programs)} oracles"
+            if usable < len(programs)
             else f"{len(programs)} oracles"
             if programs
             else "the docstring's examples"
         )
+        if not usable and reference is None:
+            sources = "the docstring's examples"
         counted = ", ".join(f"{n} {o}" for o, n in result.inputs.items() if n)
         result.reason = f"agrees with {sources} on {agreed} inputs ({counted})"
         if agreed < len(gathered):
