@@ -149,3 +149,24 @@ def append_json_line(path: Path, record: dict[str, Any]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def create_text_exclusive(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> str:
+    """Create ``path`` with ``text``, whole or not at all, and never over a file that
+    exists (:class:`FileExistsError`); return the content's sha256. The text goes to a
+    temporary file beside it first, which is then linked into place."""
+    target = Path(path)
+    data = text.encode(encoding)
+    temp = str(target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp"))
+    # created with 0o666 under the umask, as any new file of the user's
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(temp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+    return hashlib.sha256(data).hexdigest()

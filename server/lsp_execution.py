@@ -19,8 +19,8 @@ the editor's ``referee.execution.run`` is ``onSave`` (the default).
 The code action "Add the counterexample as a test" on a REF411 diagnostic runs
 ``referee.execution.addTest`` with ``[{"uri": str, "function": str}]``: a new test that
 asserts the value the oracles agreed on is appended to a test module that imports the
-function, through ``workspace/applyEdit``, and its certificate is written to
-``.referee/certificates.jsonl`` once the editor applied it.
+function (a new test module where none does), through ``workspace/applyEdit``, and its
+certificate is written to ``.referee/certificates.jsonl`` once the editor applied it.
 """
 
 from __future__ import annotations
@@ -365,6 +365,24 @@ class NewTest:
     new_text: str
     test_id: str
     certificate: dict[str, Any]
+    create: bool = False  # a new test module: no test module imported the function
+
+
+def _new_test_module(root: Path, settings: Settings, module: str) -> str:
+    """Where a new test module for ``module`` goes when none imports the function: the
+    project's ``tests`` directory (``tests/test_mathx.py``), else beside the project's
+    root; a name no file has yet, that the project's ``test-files`` patterns match."""
+    stem = module.rsplit(".", 1)[-1]
+    folder = "tests/" if (root / "tests").is_dir() else ""
+    for name in (f"test_{stem}.py", f"test_{stem}_referee.py"):
+        relpath = folder + name
+        if not (root / relpath).exists() and settings.is_test_file(relpath):
+            return relpath
+    raise NotWritten(
+        f"no test module imports {module}'s function, and {folder}test_{stem}.py exists or "
+        "is not a test module by the project's test-files patterns; add an import of it to "
+        "a test module and try again"
+    )
 
 
 class NotWritten(Exception):
@@ -433,16 +451,16 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
         raise NotWritten(str(exc)) from exc
     root = executed.root
     importers = _importers(root, settings, module, name)
-    if not importers:
-        raise NotWritten(
-            f"no test module imports {name} from {module}; add one (`from {module} import "
-            f"{name}`) and try again"
-        )
-    test_path, callee = importers[0]
-    try:
-        old_text = (root / test_path).read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise NotWritten(f"cannot read {test_path}: {exc}") from exc
+    create = not importers
+    if create:
+        test_path, callee = _new_test_module(root, settings, module), name
+        old_text = ""
+    else:
+        test_path, callee = importers[0]
+        try:
+            old_text = (root / test_path).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise NotWritten(f"cannot read {test_path}: {exc}") from exc
     arguments = rejected.call[len(name) + 1 : -1]
     test_name = _fresh_name(old_text, f"test_{name}_counterexample")
     agreed = [
@@ -464,6 +482,8 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
     separator = "" if not old_text or old_text.endswith("\n") else "\n"
     blank = "" if not old_text.strip() else "\n\n"
     new_text = f"{old_text}{separator}{blank}{block}"
+    if create:
+        new_text = f'"""Tests of {module}."""\n\nfrom {module} import {name}\n\n\n{block}'
     test_id = f"{test_path}::{test_name}"
     bound = ledger.test_sha256(new_text, test_path, test_id, truth)
     if bound is None:
@@ -493,11 +513,10 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
         "test_sha256": bound,
         "created": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
     }
-    return NewTest(test_path, old_text, new_text, test_id, certificate)
+    return NewTest(test_path, old_text, new_text, test_id, certificate, create)
 
 
 async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
-    from referee.checks import ledger
 
     request = _first(args)
     if not (
@@ -532,6 +551,8 @@ async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str
     except NotWritten as exc:
         return {"ok": False, "message": str(exc)}
     test_file = executed.root / new.path
+    if new.create:
+        return await _create_test_module(ls, executed.root, new)
     test_uri = test_file.resolve().as_uri()
     test_document = ls.documents.get(test_uri)
     # Never applied to text other than what the test was written against: the file as
@@ -566,7 +587,13 @@ async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str
     )
     if not applied.applied:
         return {"ok": False, "message": applied.failure_reason or "the editor did not apply it"}
-    certificate = ledger.append(executed.root, new.certificate)
+    return _added(executed.root, new)
+
+
+def _added(root: Path, new: NewTest) -> dict[str, Any]:
+    from referee.checks import ledger
+
+    certificate = ledger.append(root, new.certificate)
     return {
         "ok": True,
         "applied": True,
@@ -574,7 +601,54 @@ async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str
         "path": new.path,
         "certificate": certificate.id,
         "sha256": hashlib.sha256(new.new_text.encode("utf-8")).hexdigest(),
+        "created": new.create,
     }
+
+
+def _can_create_files(ls: RefereeServer) -> bool:
+    workspace = ls.client_capabilities.workspace
+    edit = workspace.workspace_edit if workspace else None
+    operations = (edit.resource_operations or []) if edit else []
+    return ls.document_changes and types.ResourceOperationKind.Create in operations
+
+
+async def _create_test_module(ls: RefereeServer, root: Path, new: NewTest) -> dict[str, Any]:
+    """A new test module: created by the editor (a ``CreateFile`` and its text, one undo
+    step) where it can create files, else written by referee, never over a file that
+    exists by now."""
+    from referee.checks.atomic import create_text_exclusive
+
+    test_file = root / new.path
+    if test_file.exists():
+        return {"ok": False, "message": f"{new.path} exists by now; try again"}
+    if not _can_create_files(ls):
+        test_file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            create_text_exclusive(test_file, new.new_text)
+        except FileExistsError:
+            return {"ok": False, "message": f"{new.path} exists by now; try again"}
+        return _added(root, new)
+    uri = test_file.resolve().as_uri()
+    start = types.Position(line=0, character=0)
+    workspace_edit = types.WorkspaceEdit(
+        document_changes=[
+            types.CreateFile(
+                uri=uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False)
+            ),
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+                edits=[
+                    types.TextEdit(range=types.Range(start=start, end=start), new_text=new.new_text)
+                ],
+            ),
+        ]
+    )
+    applied = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=workspace_edit, label=f"referee: {new.test_id}")
+    )
+    if not applied.applied:
+        return {"ok": False, "message": applied.failure_reason or "the editor did not apply it"}
+    return _added(root, new)
 
 
 def register(server: RefereeServer) -> None:

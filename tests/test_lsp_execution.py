@@ -376,6 +376,67 @@ async def test_a_counterexample_is_a_diagnostic_and_becomes_a_certified_test(
     assert answer["test"] == "tests/test_m.py::test_clamp_counterexample_2"
 
 
+async def test_with_no_test_module_importing_it_the_counterexample_gets_a_new_one(
+    oracle_client: RefereeClient,
+):
+    client = oracle_client
+    doc = Doc(client, client.uri("mathx.py"), CLAMP_WRONG).open()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    found = await diagnostics(client, doc, has("REF411"))
+    assert [d.code for d in found].count("REF411") == 1
+    # the test that supplied the input is gone by now: nothing imports clamp
+    (client.root / "tests/test_m.py").write_text("def test_other():\n    assert 1 + 1 == 2\n")
+    arguments = [{"uri": doc.uri, "function": "clamp"}]
+    answer: Any = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="referee.execution.addTest", arguments=arguments)
+    )
+    assert answer["ok"] and answer["created"], answer
+    assert answer["test"] == "tests/test_mathx.py::test_clamp_counterexample"
+    expected = (
+        '"""Tests of mathx."""\n\nfrom mathx import clamp\n\n\ndef test_clamp_counterexample():\n'
+    )
+    new_file = client.root / "tests/test_mathx.py"
+    (certificate,) = ledger.read(client.root).certificates
+    if client.profile == "visual-studio-code":
+        # a client that takes documentChanges with file creation: the editor creates it,
+        # one undo step (this client only records the edit)
+        (applied,) = client.applied_edits  # type: ignore[attr-defined]
+        create, change = applied.edit.document_changes
+        assert isinstance(create, types.CreateFile) and create.uri == new_file.resolve().as_uri()
+        assert create.options is not None and not create.options.overwrite
+        (text_edit,) = change.edits
+        written = text_edit.new_text
+        assert not new_file.exists()
+    else:
+        # Neovim announces no documentChanges: referee creates the file itself
+        assert client.applied_edits == []  # type: ignore[attr-defined]
+        written = new_file.read_text(encoding="utf-8")
+    assert written.startswith(expected)
+    assert written.endswith("    assert clamp(15, 0, 10) == 10\n")
+    assert certificate.test_sha256 == ledger.test_sha256(
+        written, "tests/test_mathx.py", certificate.test_id, "10"
+    )
+
+    # a file by that name now exists and still imports nothing: the next name
+    new_file.write_text("", encoding="utf-8")
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="referee.execution.addTest", arguments=arguments)
+    )
+    assert answer["ok"] and answer["test"].startswith("tests/test_mathx_referee.py::"), answer
+
+
+def test_a_new_test_module_is_created_whole_and_never_over_a_file(tmp_path: Path):
+    from referee.checks.atomic import create_text_exclusive
+
+    target = tmp_path / "test_new.py"
+    create_text_exclusive(target, "x = 1\n")
+    assert target.read_text() == "x = 1\n"
+    with pytest.raises(FileExistsError):
+        create_text_exclusive(target, "y = 2\n")
+    assert target.read_text() == "x = 1\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["test_new.py"]  # no temporary left
+
+
 async def test_add_test_refuses_malformed_arguments():
     from referee.server.lsp import RefereeServer
     from referee.server.lsp_execution import add_test_command
