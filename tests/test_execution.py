@@ -282,6 +282,40 @@ def test_inputs_come_from_the_docstring_and_the_tests_own_calls():
     assert untyped == [] and "annotation" in note
 
 
+def test_generated_inputs_are_shaped_like_the_known_ones():
+    # HumanEval/56's spec: "brackets is a string of '<' and '>'", shown only with those; a
+    # generated "a1" is outside it, where the function and the oracles part ways.
+    text = '''def correct_bracketing(brackets: str, depth: int, weights: list[float]) -> bool:
+    """Whether every "<" has a matching ">".
+
+    >>> correct_bracketing("<>", 0, [0.5])
+    True
+    >>> correct_bracketing("<<><>>", 2, [1.0, 2.0])
+    True
+    """
+'''
+    spec = _spec(text, "correct_bracketing")
+    known = docstring_inputs(spec)
+    generated, note = generated_inputs(spec, 20, 5.0, known)
+    assert note == "" and len(generated) == 20
+    values = [eval(f"({g.arguments},)") for g in generated]
+    assert all(set(b) <= {"<", ">"} for b, _, _ in values)
+    assert all(d >= 0 for _, d, _ in values) and any(d == 0 for _, d, _ in values)
+    assert all(w >= 0 for _, _, ws in values for w in ws)
+    # without known inputs: the annotation's whole range
+    wide = [eval(f"({g.arguments},)") for g in generated_inputs(spec, 20, 5.0)[0]]
+    assert any(set(b) - {"<", ">"} for b, _, _ in wide) and any(d < 0 for _, d, _ in wide)
+
+
+def test_a_string_shape_keeps_character_classes_not_just_characters():
+    from referee.checks.execution.differential import Shape
+
+    shape = Shape()
+    shape.add("Hello, World")
+    assert shape.characters is not None
+    assert set("azAZ ,") <= shape.characters and not set("09!") & shape.characters
+
+
 class _Oracles:
     """A fake model server whose oracle programs depend on the request's seed."""
 

@@ -225,37 +225,104 @@ def observed_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input
     return found
 
 
-def _strategy(node: ast.expr | None) -> Any:
+_TEXT = string.ascii_letters + string.digits + " ,.!?-"
+
+
+@dataclass
+class Shape:
+    """What the known inputs (the docstring's examples, the tests' calls) of one parameter
+    look like, to keep generated ones alike: the least number seen (generated numbers
+    start at 0 or 1 when no known one is negative or zero), the characters a string is
+    made of (the classes seen: lower-case letters, upper-case, digits, and each other
+    character itself), and the same for a container's items, keys and values."""
+
+    least: float | None = None
+    characters: set[str] | None = None
+    item: Shape | None = None
+    key: Shape | None = None
+    value: Shape | None = None
+
+    def add(self, value: Any) -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, (int, float)):
+            self.least = value if self.least is None else min(self.least, value)
+        elif isinstance(value, str):
+            self.characters = self.characters or set()
+            for ch in value:
+                if ch in string.ascii_lowercase:
+                    self.characters.update(string.ascii_lowercase)
+                elif ch in string.ascii_uppercase:
+                    self.characters.update(string.ascii_uppercase)
+                elif ch in string.digits:
+                    self.characters.update(string.digits)
+                else:
+                    self.characters.add(ch)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            self.item = self.item or Shape()
+            for element in value:
+                self.item.add(element)
+        elif isinstance(value, dict):
+            self.key, self.value = self.key or Shape(), self.value or Shape()
+            for k, v in value.items():
+                self.key.add(k)
+                self.value.add(v)
+
+
+def input_shapes(fn: ast.FunctionDef, inputs: Sequence[Input]) -> dict[str, Shape]:
+    """Each positional parameter's :class:`Shape` over ``inputs``' literal arguments."""
+    shapes: dict[str, Shape] = {}
+    for item in inputs:
+        values = _parameter_values(fn, item.arguments)
+        for name, value in (values or {}).items():
+            shapes.setdefault(name, Shape()).add(value)
+    return shapes
+
+
+def _strategy(node: ast.expr | None, shape: Shape | None = None) -> Any:
     """A hypothesis strategy for an annotation, or None when it is not one of the plain
-    types this knows (built-in scalars and containers, Optional, Union)."""
+    types this knows (built-in scalars and containers, Optional, Union); values shaped
+    like ``shape`` when it is given."""
     from hypothesis import strategies as st
 
     if node is None:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
-            return _strategy(ast.parse(node.value, mode="eval").body)
+            return _strategy(ast.parse(node.value, mode="eval").body, shape)
         except SyntaxError:
             return None
     if isinstance(node, ast.Constant) and node.value is None:
         return st.none()
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        left, right = _strategy(node.left), _strategy(node.right)
+        left, right = _strategy(node.left, shape), _strategy(node.right, shape)
         return None if left is None or right is None else st.one_of(left, right)
     name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+    least = shape.least if shape is not None else None
+    low = -20 if least is None or least < 0 else (0 if least < 1 else 1)
     if isinstance(node, (ast.Name, ast.Attribute)):
-        return {
-            "int": st.integers(-20, 50),
-            "float": st.floats(-100, 100, allow_nan=False, allow_infinity=False, width=32),
-            "str": st.text(string.ascii_letters + string.digits + " ,.!?-", max_size=12),
-            "bool": st.booleans(),
-            "None": st.none(),
-        }.get(name or "")
+        if name == "int":
+            return st.integers(low, 50)
+        if name == "float":
+            return st.floats(max(low, -100), 100, allow_nan=False, allow_infinity=False, width=32)
+        if name == "str":
+            chars = shape.characters if shape is not None and shape.characters else None
+            return st.text("".join(sorted(chars)) if chars else _TEXT, max_size=12)
+        return {"bool": st.booleans(), "None": st.none()}.get(name or "")
     if not isinstance(node, ast.Subscript):
         return None
     base = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")
     items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    inner = [_strategy(i) if not _is_ellipsis(i) else ... for i in items]
+    if base in ("dict", "Dict", "Mapping") and len(items) == 2:
+        parts = [shape.key if shape else None, shape.value if shape else None]
+    elif base in ("Optional", "Union"):
+        parts = [shape] * len(items)
+    else:
+        parts = [shape.item if shape else None] * len(items)
+    inner = [
+        _strategy(i, part) if not _is_ellipsis(i) else ...
+        for i, part in zip(items, parts, strict=True)
+    ]
     if any(i is None for i in inner):
         return None
     if base in ("list", "List", "Sequence", "Iterable") and len(inner) == 1:
@@ -408,9 +475,14 @@ def _parameter_values(fn: ast.FunctionDef, arguments: str) -> dict[str, Any] | N
     return dict(zip(params, values, strict=False))
 
 
-def generated_inputs(spec: FunctionSpec, count: int, seconds: float) -> tuple[list[Input], str]:
+def generated_inputs(
+    spec: FunctionSpec, count: int, seconds: float, known: Sequence[Input] = ()
+) -> tuple[list[Input], str]:
     """Up to ``count`` inputs drawn from the annotations' strategies (derandomized: the
-    same function gets the same inputs), and a note when none could be."""
+    same function gets the same inputs), shaped like the ``known`` inputs (the docstring's
+    examples and the tests' calls: see :class:`Shape`) — a generated input unlike any the
+    spec shows is where independent readings of it part ways, the function's included —
+    and a note when none could be."""
     if count <= 0:
         return [], ""
     fn = _definition(spec)
@@ -426,7 +498,8 @@ def generated_inputs(spec: FunctionSpec, count: int, seconds: float) -> tuple[li
         return [], "variadic or keyword-only parameters: no generated inputs"
     if not params:
         return [], ""
-    strategies = [_strategy(p.annotation) for p in params]
+    shapes = input_shapes(fn, known)
+    strategies = [_strategy(p.annotation, shapes.get(p.arg)) for p in params]
     missing = [p.arg for p, s in zip(params, strategies, strict=True) if s is None]
     if missing:
         return [], f"no strategy for the annotation of {', '.join(missing)}: no generated inputs"
@@ -724,7 +797,7 @@ def check_function(
     room = min(execution.generated_inputs, budget - len(gathered))
     conditions = preconditions(spec) if room > 0 else []
     generated, note = generated_inputs(
-        spec, (room * 3 if conditions else room) + 5, execution.generation_time
+        spec, (room * 3 if conditions else room) + 5, execution.generation_time, gathered
     )
     if note:
         notes.append(note)
