@@ -294,7 +294,7 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
     arbitration = ArbitrationConfig()
     execution = ExecutionConfig(generated_inputs=args.generated)
     model = LazyModel.from_settings(arbitration, judge)
-    cache_dir = Path(tempfile.mkdtemp(prefix="referee-bench-differential-"))
+    cache_dir = args.cache or Path(tempfile.mkdtemp(prefix="referee-bench-differential-"))
     limits = Limits(timeout_s=10)
     rows = []
     started = time.monotonic()
@@ -390,6 +390,14 @@ def main() -> None:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--task", action="append", help="only these (HumanEval/50); repeatable")
     d.add_argument("--max-seconds", type=float, default=1500)
+    d.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="oracle programs cache to reuse (a directory; default: a fresh one). The model's "
+        "answers are keyed by model, prompt and seed, so a re-run after a change to how they "
+        "are used asks the model nothing",
+    )
     a = sub.add_parser(
         "adequacy", help="HumanEval's full check against weakened tests, graded by mutation"
     )
