@@ -166,6 +166,56 @@ def test_a_test_that_kills_no_mutant_survives_with_the_mutant_as_evidence(tmp_pa
     assert not grade_test("tests/test_m.py", "test_weak", stronger, cache=cache).cached
 
 
+LAST = '''def last_even(xs: list[int]) -> int:
+    """The last even number of XS (XS has one)."""
+    i = len(xs) - 1
+    while xs[i] % 2 != 0:
+        i -= 1
+    return xs[i]
+'''
+LAST_TESTS = """from seq import last_even
+
+
+def test_runs():
+    assert last_even([2, 3, 4, 5]) is not None
+
+
+def test_value():
+    assert last_even([2, 3, 4, 5]) == 4
+"""
+
+
+@needs_sandbox
+def test_a_test_that_fails_only_when_the_code_crashes_is_no_kill(tmp_path):
+    # `i = len(xs)` (constant +1) makes xs[i] raise IndexError: `is not None` fails there,
+    # without any check of a value; on `i -= 2` (a wrong value, no crash) it passes.
+    files = {"seq.py": LAST, "tests/test_s.py": LAST_TESTS}
+    runs = grade_test("tests/test_s.py", "test_runs", files)
+    assert runs.status == "survived", runs
+    crashed = {(m["before"], m["after"]) for m in runs.crashed}
+    assert ("i = len(xs) - 1", "i = len(xs) - 0") in crashed  # IndexError
+    assert ("i -= 1", "i -= 0") in crashed  # never ends: timed out
+    assert runs.survivors and runs.tried == runs.total
+    value = grade_test("tests/test_s.py", "test_value", files)
+    assert value.status == "killed", value
+    assert value.killed_by is not None
+
+
+def test_crash_only_reads_the_failure_summary():
+    from referee.checks.execution.mutation import crash_only
+
+    def result(stdout: str, status: str = "error") -> sandbox.SandboxResult:
+        return sandbox.SandboxResult(status=status, message="1 failed", stdout=stdout)  # type: ignore[arg-type]
+
+    assert crash_only(result("FAILED t.py::test_x - IndexError: list index out of range\n"))
+    assert crash_only(result("FAILED t.py::test_x - TypeError: 'NoneType' is not iterable\n"))
+    assert crash_only(result("", status="timeout"))
+    assert not crash_only(result("FAILED t.py::test_x - assert 3 == 4\n"))
+    assert not crash_only(result("FAILED t.py::test_x - AssertionError: wrong\n"))
+    assert not crash_only(result("FAILED t.py::test_x - Failed: DID NOT RAISE <class 'E'>\n"))
+    assert not crash_only(result("1 failed in 0.1s\n"))  # nothing to read: a kill, as before
+
+
 @needs_sandbox
 def test_a_src_layout_is_graded_on_its_own_code_not_an_installed_package():
     """``src/click/`` here shadows the click installed beside referee: the test must import

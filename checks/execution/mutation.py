@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,6 +41,9 @@ from referee import __version__
 from referee.checks import sandbox
 from referee.checks.execution.cache import JsonCache
 
+# Part of every cached grade's key; raised when grading changes (2: a kill by a crash only
+# is no kill).
+GRADING_VERSION = 2
 _SHOWN_FIRST = ("comparison", "boundary", "arithmetic", "constant", "negation", "statement")
 OPERATORS = ("return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement")
 Operator = Literal[
@@ -638,6 +642,9 @@ class Grade:
     tried: int = 0  # mutants run
     killed_by: dict | None = None  # the first mutant it killed (asdict, without text)
     survivors: list[dict] = field(default_factory=list)
+    # mutants it "killed" only because they crashed or hung (the test failed with an
+    # exception other than an assertion's): the test checks that the code runs
+    crashed: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False
 
@@ -646,6 +653,28 @@ class GradeCache(JsonCache[Grade]):
     """One JSON file per (test module, target modules, settings)."""
 
     kind = Grade
+
+
+_FAILED = re.compile(r"^(?:FAILED|ERROR) \S+(?: - (?P<why>.*))?$")
+_CHECKS = ("assert", "AssertionError", "Failed", "DID NOT RAISE", "DID NOT WARN")
+
+
+def crash_only(result: sandbox.SandboxResult) -> bool:
+    """Whether a test failed on a mutant only because the mutant crashed or hung — an
+    exception other than a failed assertion (``IndexError``, ``TypeError`` from a
+    ``None``, ``RecursionError``) or a time limit — rather than because a check of the
+    test saw a wrong value. ``pytest.raises`` that saw no exception is a check
+    (``Failed: DID NOT RAISE``)."""
+    if result.status == "timeout":
+        return True
+    reasons = [
+        (match.group("why") or "").strip()
+        for line in result.stdout.splitlines()
+        if (match := _FAILED.match(line.strip()))
+    ]
+    if not reasons:
+        return False  # no summary to read: a failure of the test, as before
+    return not any(why.startswith(_CHECKS) or "AssertionError" in why for why in reasons)
 
 
 def _public(mutant: Mutant) -> dict:
@@ -686,6 +715,7 @@ def grade_test(
     key_data = json.dumps(
         [
             __version__,
+            GRADING_VERSION,
             test_id,
             test_text,
             sorted((path, files[path], names) for path, names in found.items()),
@@ -700,7 +730,7 @@ def grade_test(
     if not found:
         return Grade(test_id, "not-graded", "it calls no function of the project's own modules", [])
     limits = sandbox.Limits(timeout_s=timeout, cpu_s=max(1, int(timeout)))
-    args = [test_id, "-q", "-x", "--no-header", "-o", "addopts=", "-p", "no:warnings"]
+    args = [test_id, "-q", "-x", "-rfE", "--no-header", "-o", "addopts=", "-p", "no:warnings"]
     if any(path.startswith("src/") for path in found):
         # A src layout: without this the test imports the package as installed where the
         # sandbox's Python has it (never the mutants), and every mutant "survives".
@@ -733,12 +763,12 @@ def grade_test(
     lock = threading.Lock()
     stop = threading.Event()
 
-    def one(mutant: Mutant) -> tuple[Mutant, bool, str]:
+    def one(mutant: Mutant) -> tuple[Mutant, bool, bool, str]:
         result = run({mutant.path: mutant.text})
         if result.status == "refused":
             raise sandbox.SandboxError(result.message)
         survived = result.status == "ok"
-        return mutant, survived, result.message
+        return mutant, survived, not survived and crash_only(result), result.message
 
     pending: set[Future] = set()
     queue = list(chosen)
@@ -758,7 +788,7 @@ def grade_test(
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 try:
-                    mutant, survived, message = future.result()
+                    mutant, survived, crashed, message = future.result()
                 except sandbox.SandboxError as exc:
                     stop.set()
                     grade.status, grade.reason = "not-graded", str(exc)
@@ -767,6 +797,9 @@ def grade_test(
                     grade.tried += 1
                     if survived:
                         grade.survivors.append(_public(mutant))
+                    elif crashed:
+                        # no check of the test saw it: grading goes on
+                        grade.crashed.append({**_public(mutant), "message": message})
                     elif grade.killed_by is None:
                         grade.killed_by = {**_public(mutant), "message": message}
                         stop.set()
@@ -790,6 +823,8 @@ def grade_test(
             order.get((m["path"], m["line"], m["after"], m["operator"]), 0),
         )
     )
+    if grade.killed_by is None and grade.crashed and not grade.survivors:
+        grade.killed_by = grade.crashed[0]  # every mutant crashed: nothing passed unseen
     if grade.killed_by is not None:
         grade.status = "killed"
         grade.survivors = []

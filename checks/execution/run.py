@@ -160,6 +160,12 @@ def check_file(
                 f"{subject.name} kills none of {grade.tried} mutants of {where}: "
                 f"still passes when {change}"
             )
+            if grade.crashed:
+                message = (
+                    f"{subject.name} fails only where the code crashes ({len(grade.crashed)} of "
+                    f"{grade.tried} mutants of {where}), never on a wrong value: still passes "
+                    f"when {change}"
+                )
             evidence = "\n".join(
                 f"{m['operator']}: {m['path']}:{m['line']} `{m['before']}` -> `{m['after']}`"
                 for m in grade.survivors[:8]
