@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("referee.server.execution")
 
 ADD_TEST = "referee.execution.addTest"
+FIX_SOURCE = "referee.execution.fixSource"
 
 
 @dataclass
@@ -314,6 +315,19 @@ class ExecutionService(LayerResults):
                         command=types.Command(
                             title=title,
                             command=ADD_TEST,
+                            arguments=[{"uri": uri, "function": function}],
+                        ),
+                    )
+                )
+                fix_title = f"Fix {function} so that {rejected.call} == {rejected.truth} (verified)"
+                actions.append(
+                    types.CodeAction(
+                        title=fix_title,
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        command=types.Command(
+                            title=fix_title,
+                            command=FIX_SOURCE,
                             arguments=[{"uri": uri, "function": function}],
                         ),
                     )
@@ -651,6 +665,174 @@ async def _create_test_module(ls: RefereeServer, root: Path, new: NewTest) -> di
     return _added(root, new)
 
 
+@dataclass
+class SourceFixed:
+    """A verified fix of the function a counterexample rejected."""
+
+    new_text: str
+    origin: str  # the candidate it came from: oracle-N, or model
+    verified: str  # "3/3 asserted calls"
+    test_path: str  # the test module it was verified against (with the counterexample)
+
+
+def counterexample_fix(
+    executed: Executed, rejected: Differential, settings: Settings, cache_dir: Path | None
+) -> SourceFixed:
+    """A fix of the function that ``rejected`` found a counterexample to, found as
+    arbitration finds one (:func:`referee.checks.arbitration.fix.source_fix`): the
+    programs of the oracles that agreed on the counterexample's value first, then the
+    model's patches; each refused when it adds capabilities or special-cases the input,
+    and offered only when it gives the right value for every asserted call of a test
+    module that imports the function — the counterexample written into it as a test — and
+    that module passes against it in the sandbox."""
+    from referee.checks import sandbox
+    from referee.checks.arbitration.fix import source_fix
+    from referee.checks.arbitration.isolate import NotIsolated, function_spec
+    from referee.checks.arbitration.truth import LazyModel, ProgramCache
+    from referee.checks.arbitration.verify import AssertedCall
+    from referee.checks.execution.run import ProjectFiles, _module_name
+
+    new_test = counterexample_test(executed, rejected, settings)  # it fails on the code now
+    assert rejected.call is not None and rejected.truth is not None
+    name = rejected.function
+    try:
+        spec = function_spec(executed.text, executed.relpath, _module_name(executed.relpath), name)
+    except NotIsolated as exc:
+        raise NotWritten(str(exc)) from exc
+    files = ProjectFiles(settings).get(
+        {executed.relpath: executed.text, new_test.path: new_test.new_text}
+    )
+    agreeing = {
+        source for source, value in rejected.answers if sandbox.values_equal(value, rejected.truth)
+    }
+    programs = [
+        (str(s["source"]), str(s["program"]))
+        for s in rejected.sources
+        if s.get("program") and s.get("source") in agreeing
+    ]
+    config = settings.config.arbitration
+    found = source_fix(
+        spec,
+        executed.relpath,
+        new_test.path,
+        files,
+        AssertedCall(
+            where=new_test.test_id,
+            function=name,
+            arguments=rejected.call[len(name) + 1 : -1],
+            expected=rejected.truth,
+            op="==",
+            wrapper=None,
+        ),
+        rejected.produced or "",
+        rejected.truth,
+        LazyModel.from_settings(config, settings.config.judge),
+        config,
+        settings,
+        ProgramCache(cache_dir / "arbitration" if cache_dir else None),
+        programs,
+    )
+    if found.fix is None or found.new_text is None:
+        tried = "; ".join(f"{p.origin}: {p.message}" for p in found.patches[:4])
+        raise NotWritten(f"no verified fix of {name} ({len(found.patches)} tried: {tried})")
+    passed = next((p for p in found.patches if p.status == "passed"), None)
+    verified = (
+        f"{found.fix.calls_verified}/{found.fix.calls_total} asserted calls"
+        if found.fix.calls_total
+        else "the test module"
+    )
+    return SourceFixed(
+        found.new_text, passed.origin if passed else "model", verified, new_test.path
+    )
+
+
+def _line_edit(old: str, new: str) -> types.TextEdit:
+    """One edit of whole lines turning ``old`` into ``new``."""
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    head = 0
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while (
+        tail < min(len(old_lines), len(new_lines)) - head
+        and old_lines[-1 - tail] == new_lines[-1 - tail]
+    ):
+        tail += 1
+    start = types.Position(line=head, character=0)
+    end = types.Position(line=len(old_lines) - tail, character=0)
+    return types.TextEdit(
+        range=types.Range(start=start, end=end),
+        new_text="".join(new_lines[head : len(new_lines) - tail]),
+    )
+
+
+async def fix_source_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    from referee.checks import runner
+
+    request = _first(args)
+    if not (
+        isinstance(request, dict)
+        and isinstance(request.get("uri"), str)
+        and isinstance(request.get("function"), str)
+    ):
+        return {"ok": False, "message": f'{FIX_SOURCE} takes [{{"uri": str, "function": str}}]'}
+    uri, function = request["uri"], request["function"]
+    service: ExecutionService = ls.execution
+    executed = service.results.get(uri)
+    rejected = executed.rejected.get(function) if executed is not None else None
+    if executed is None or rejected is None:
+        return {"ok": False, "message": f"no counterexample for {function}: save to check it"}
+    path = ls.path_of(uri)
+    settings = service.settings_for(ls, path)
+    cache_dir = runner.default_cache_dir() if settings.config.cache else None
+    loop = asyncio.get_running_loop()
+    try:
+        fixed = await loop.run_in_executor(
+            service.executor, counterexample_fix, executed, rejected, settings, cache_dir
+        )
+    except NotWritten as exc:
+        return {"ok": False, "message": str(exc)}
+    # Never applied to text other than what the fix was found for: the file as checked,
+    # unchanged on disk since, and no unsaved edits of it in the editor.
+    try:
+        on_disk = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        on_disk = None
+    document = ls.documents.get(uri)
+    if on_disk != executed.text or (document is not None and document.text != on_disk):
+        return {
+            "ok": False,
+            "message": f"{path.name} changed since it was checked; save it to check it again",
+        }
+    edit = _line_edit(executed.text, fixed.new_text)
+    if ls.document_changes:
+        workspace_edit = types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=document.version if document is not None else None
+                    ),
+                    edits=[edit],
+                )
+            ]
+        )
+    else:
+        workspace_edit = types.WorkspaceEdit(changes={uri: [edit]})
+    applied = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=workspace_edit, label=f"referee: fix {function}")
+    )
+    if not applied.applied:
+        return {"ok": False, "message": applied.failure_reason or "the editor did not apply it"}
+    return {
+        "ok": True,
+        "applied": True,
+        "origin": fixed.origin,
+        "verified": fixed.verified,
+        "against": fixed.test_path,
+        "sha256": hashlib.sha256(fixed.new_text.encode("utf-8")).hexdigest(),
+    }
+
+
 def register(server: RefereeServer) -> None:
     """Add the ``referee.execution.addTest`` command to ``server`` (whose
     ``execution`` service runs the checks on save)."""
@@ -658,3 +840,7 @@ def register(server: RefereeServer) -> None:
     @server.command(ADD_TEST)
     async def add_test(ls: Any, *args: Any) -> dict[str, Any]:
         return await add_test_command(ls, args)
+
+    @server.command(FIX_SOURCE)
+    async def fix_source(ls: Any, *args: Any) -> dict[str, Any]:
+        return await fix_source_command(ls, args)

@@ -425,6 +425,58 @@ async def test_with_no_test_module_importing_it_the_counterexample_gets_a_new_on
     assert answer["ok"] and answer["test"].startswith("tests/test_mathx_referee.py::"), answer
 
 
+async def test_a_counterexample_offers_a_verified_source_fix(oracle_client: RefereeClient):
+    client = oracle_client
+    doc = Doc(client, client.uri("mathx.py"), CLAMP_WRONG).open()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
+    found = await diagnostics(client, doc, has("REF411"))
+    (reject,) = [d for d in found if d.code == "REF411"]
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=doc.identifier,
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+            ),
+            context=types.CodeActionContext(diagnostics=[reject]),
+        )
+    )
+    title = "Fix clamp so that clamp(15, 0, 10) == 10 (verified)"
+    (action,) = [a for a in actions or [] if a.title == title]
+    command = command_of(action)
+    assert command.command == "referee.execution.fixSource"
+    answer: Any = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+    )
+    assert answer["ok"] and answer["applied"], answer
+    # the oracles' program, verified on the module's asserted calls with the
+    # counterexample among them, and on a pytest run of that module
+    # (`clamp(15, 0, 10) >= 0` is no literal equality: only the counterexample is a call)
+    assert answer["origin"] == "oracle-1" and answer["verified"] == "1/1 asserted calls", answer
+    (applied,) = client.applied_edits  # type: ignore[attr-defined]
+    edit = applied.edit
+    if edit.document_changes:
+        (change,) = edit.document_changes
+        uri, edits = change.text_document.uri, list(change.edits)
+    else:
+        ((uri, edits),) = edit.changes.items()
+    assert uri == doc.uri
+    (text_edit,) = edits
+    lines = CLAMP_WRONG.splitlines(keepends=True)
+    start, end = text_edit.range.start.line, text_edit.range.end.line
+    fixed = "".join(lines[:start]) + text_edit.new_text + "".join(lines[end:])
+    assert fixed == CLAMP_WRONG.replace("max(lo, x)", "max(lo, min(x, hi))"), fixed
+    assert (start, end) == (2, 3)  # the signature and the docstring are not touched
+    assert ledger.read(client.root).certificates == []  # a source fix needs no certificate
+    assert (client.root / "tests/test_m.py").read_text() == CLAMP_TESTS  # the tests are not
+
+    # refused once the file differs from what was checked
+    doc.replace("max(lo, x)", "max(lo, x) ")
+    answer = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+    )
+    assert not answer["ok"] and "changed since it was checked" in answer["message"]
+
+
 def test_a_new_test_module_is_created_whole_and_never_over_a_file(tmp_path: Path):
     from referee.checks.atomic import create_text_exclusive
 
