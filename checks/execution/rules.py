@@ -21,9 +21,18 @@ def test_kills_no_mutant(ctx: Context) -> Iterator[Violation]:
     `test_parity kills none of 7 mutants of mathx.py:is_even: still passes when
     `return n % 2 == 0` becomes `return n % 2 != 0``.
 
+    A mutant the test fails on only because the mutant **crashed or hung** — the test
+    failed with an exception that is not a failed check (an `IndexError`, a `TypeError`
+    from a `None`, a time limit), where a failed `assert` or `pytest.raises` that saw no
+    exception is a check — is no kill: the test checks that the code runs, not what it
+    computes. Such a test is reported too, when some mutant that changes a value without
+    crashing passes it: `test_runs fails only where the code crashes (3 of 15 mutants of
+    seq.py:last_even), never on a wrong value: still passes when `i -= 1` becomes `i -= 2``.
+    When every mutant crashes, the test is not reported (nothing got past it).
+
     Runs with `referee check --judge` (or `--execution`) on the tests changed since the
     baseline; it needs no model. The test must pass in the sandbox as it is, or it is not
-    graded. Stops at the first mutant the test kills, and within the time budget
+    graded. Stops at the first mutant the test kills (a crash does not stop it), and within the time budget
     ([`execution`](../configuration.md#execution): `mutation-budget`, `max-mutants`,
     `mutation-operators`); results are cached by the contents of the test module and the
     modules it calls.
@@ -76,9 +85,11 @@ def spec_counterexample(ctx: Context) -> Iterator[Violation]:
     by `referee check --judge` or in the editor, where the judge started by a save waits
     for these checks of the same text and shows no reading of a function they reject.
     In the editor (on save), the quick fix **Add … as a test (certified)** appends the
-    counterexample to a test module that imports the function, asserting the agreed value,
-    and records its certificate
-    ([a counterexample as a test](../judge.md#a-counterexample-as-a-test)).
+    counterexample to a test module that imports the function (or creates one, where none
+    does), asserting the agreed value, and records its certificate
+    ([a counterexample as a test](../judge.md#a-counterexample-as-a-test)); **Fix …
+    (verified)** rewrites the function's body with a candidate verified on that test module
+    with the counterexample in it ([its source fix](../judge.md#a-counterexamples-source-fix)).
 
     ## Why it matters
     A wrong function that looks right passes any reading, a model's included: the reading
