@@ -32,8 +32,8 @@ def test_kills_no_mutant(ctx: Context) -> Iterator[Violation]:
 
     Runs with `referee check --judge` (or `--execution`) on the tests changed since the
     baseline; it needs no model. The test must pass in the sandbox as it is, or it is not
-    graded. Stops at the first mutant the test kills (a crash does not stop it), and within the time budget
-    ([`execution`](../configuration.md#execution): `mutation-budget`, `max-mutants`,
+    graded. Stops at the first mutant the test kills (a crash does not stop it), and within
+    the time budget ([`execution`](../configuration.md#execution): `mutation-budget`, `max-mutants`,
     `mutation-operators`); results are cached by the contents of the test module and the
     modules it calls.
 
