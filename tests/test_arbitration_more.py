@@ -28,7 +28,7 @@ from test_arbitration import (
     scripted,
 )
 
-from referee.checks.arbitration.truth import failed_to_run
+from referee.checks.arbitration.truth import failed_to_run, prompts
 from referee.checks.models import OracleResult, arbitration_schema
 
 NODE = "tests/test_text.py::test_vowels"
@@ -151,6 +151,23 @@ def test_an_oracle_that_contradicts_a_docstring_example_is_set_aside_and_replace
     assert (gone.source, gone.replaced_by) == ("oracle-1", "oracle-101")
     assert "contradicts the docstring's example" in gone.detail
     assert "count_vowels('HELLO') returned 0" in gone.detail
+
+
+def test_a_replacement_oracle_is_shown_its_own_mistake_and_nothing_else(tmp_path: Path):
+    root = project(tmp_path / "p", EXAMPLED, UPPER_TESTS)
+    model = scripted([LONE_ORACLE, ORACLE, ORACLE, ORACLE], [GOOD_PATCH])
+    verdict = run(root, NODE, model).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    oracle_calls = [c for c in model.calls if c[0]["content"] == prompts().oracle_system]
+    (repair,) = [c for c in oracle_calls if len(c) > 2]
+    # the prompt, the failed oracle's own program, what went wrong with it
+    assert repair[:2] == oracle_calls[0][:2]
+    assert repair[2]["role"] == "assistant" and "sum(c in 'aeiou'" in repair[2]["content"]
+    said = repair[3]["content"]
+    assert "count_vowels('HELLO') returned 0, but the docstring says 2" in said
+    # never the function's body, never the test's call or expected value
+    text = json.dumps(repair)
+    assert "text[1:]" not in text and "AEIOU" not in text
 
 
 def test_without_the_example_the_same_oracle_is_an_opinion_and_blocks(tmp_path: Path):

@@ -143,6 +143,7 @@ class Prompts:
     version: str
     oracle_system: str
     oracle: str
+    oracle_repair: str
     patch_system: str
     patch: str
 
@@ -155,6 +156,7 @@ def prompts() -> Prompts:
         version="arbitration-v1-" + hashlib.sha256(raw).hexdigest()[:8],
         oracle_system=data["oracle_system"],
         oracle=data["oracle"],
+        oracle_repair=data["oracle_repair"],
         patch_system=data["patch_system"],
         patch=data["patch"],
     )
@@ -679,7 +681,7 @@ def generate(
 
 def generate_many(
     backend: Any,
-    messages: Sequence[dict[str, str]],
+    messages: Sequence[dict[str, str]] | Sequence[Sequence[dict[str, str]]],
     *,
     seeds: Sequence[int],
     temperature: float,
@@ -688,14 +690,22 @@ def generate_many(
     cancelled: Callable[[], bool] | None = None,
 ) -> list[tuple[str, bool]]:
     """One answer per seed, (answer, whether it came from the cache): those not cached are
-    decoded as one batch where the backend can (see :func:`chat_batch`)."""
-    keys = [cache.key(messages, backend.identity, seed, temperature, max_tokens) for seed in seeds]
+    decoded as one batch where the backend can (see :func:`chat_batch`). ``messages`` is
+    one conversation for every seed, or one per seed."""
+    if messages and isinstance(messages[0], dict):
+        conversations = [messages] * len(seeds)
+    else:
+        conversations = list(messages)  # type: ignore[arg-type]
+    keys = [
+        cache.key(conversation, backend.identity, seed, temperature, max_tokens)  # type: ignore[arg-type]
+        for conversation, seed in zip(conversations, seeds, strict=True)
+    ]
     found = [cache.get(key) for key in keys]
     missing = [i for i, answer in enumerate(found) if answer is None]
     if missing:
         requests = [
             ChatRequest(
-                messages,
+                conversations[i],  # type: ignore[arg-type]
                 max_tokens=max_tokens,
                 temperature=temperature,
                 seed=seeds[i],
@@ -771,8 +781,10 @@ def oracle_evidence(
     (:func:`contradicted_example`) is set aside as if it had not run: it misread the spec.
 
     An oracle that failed to run (:func:`failed_to_run`) is no opinion about the value:
-    while ``replacements`` has budget left, a fresh one (seed 101, 102, ...) takes its
-    place, and the failed one is recorded in ``replacements.replaced``. ``wrapper``
+    while ``replacements`` has budget left, another one (seed 101, 102, ...) takes its
+    place — the model shown the failed program and what went wrong with it
+    (:func:`repair_messages`) — and the failed one is recorded in
+    ``replacements.replaced``. ``wrapper``
     (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
     messages = oracle_messages(spec)
     examples = example_calls(spec)
@@ -783,10 +795,14 @@ def oracle_evidence(
         more = "" if seeds[0] == 1 else " more"
         progress(f"writing {len(seeds)}{more} oracles from the signature and docstring")
 
-    def run_round(round_seeds: list[int]) -> list[OracleResult]:
+    written: dict[str, str] = {}  # oracle -> the model's answer, for a repair
+
+    def run_round(
+        round_seeds: list[int], conversations: list[list[dict[str, str]]] | None = None
+    ) -> list[OracleResult]:
         answers = generate_many(
             backend,
-            messages,
+            conversations if conversations is not None else messages,
             seeds=round_seeds,
             temperature=config.temperature,
             cache=cache,
@@ -796,6 +812,7 @@ def oracle_evidence(
         def oracle(position: int) -> OracleResult:
             source = f"oracle-{round_seeds[position]}"
             answer, cached = answers[position]
+            written[source] = answer
             program, problem = program_from(answer, spec.name)
             if program is None:
                 return OracleResult(
@@ -843,13 +860,53 @@ def oracle_evidence(
         if cancelled is not None and cancelled():
             raise Cancelled
         if progress is not None:
-            progress(f"{len(failed)} oracle(s) did not run; writing fresh ones in their place")
-        for index, result in zip(failed, run_round(fresh), strict=True):
+            progress(f"{len(failed)} oracle(s) did not run; asking for corrected ones")
+        repairs = [
+            repair_messages(messages, written.get(results[i].source, ""), results[i], spec.name)
+            for i in failed
+        ]
+        for index, result in zip(failed, run_round(fresh, repairs), strict=True):
             replacements.replaced.append(
                 results[index].model_copy(update={"replaced_by": result.source})
             )
             results[index] = result
     return results
+
+
+def _problem(result: OracleResult, name: str) -> str:
+    """What went wrong with an oracle's program, in the words of the repair prompt."""
+    detail = result.detail.strip()
+    if detail.startswith("contradicts the docstring's example: "):
+        rest = detail.removeprefix("contradicts the docstring's example: ")
+        return rest.replace(", the docstring says ", ", but the docstring says ")
+    if detail.startswith("contradicts the docstring's examples: "):
+        return "running the docstring's examples with it " + detail.split(": ", 1)[1]
+    if result.status == "timeout":
+        return "it did not finish in time (an endless loop or far too slow)"
+    if result.status == "memory":
+        return "it used too much memory"
+    if detail.startswith("the model's program "):
+        return "the program " + detail.removeprefix("the model's program ")
+    return f"calling `{name}` raised {detail}" if detail else f"`{name}` failed ({result.status})"
+
+
+def repair_messages(
+    messages: Sequence[dict[str, str]], answer: str, failed: OracleResult, name: str
+) -> list[dict[str, str]]:
+    """The oracle prompt, the failed oracle's own answer, and what went wrong with it: the
+    next attempt sees its own mistake, never the function's body or the test. A failed
+    program with no answer to show gets the plain prompt (a fresh sample)."""
+    if not answer.strip():
+        return list(messages)
+    p = prompts()
+    return [
+        *messages,
+        {"role": "assistant", "content": answer},
+        {
+            "role": "user",
+            "content": p.oracle_repair.format(problem=_problem(failed, name), name=name),
+        },
+    ]
 
 
 def agreed_value(results: Sequence[OracleResult], required: int) -> str | None:
