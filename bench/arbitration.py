@@ -410,8 +410,22 @@ def wrong_value(text: str, rng: random.Random) -> str | None:
     return None
 
 
-def test_wrong_case(problem: Problem, rng: random.Random) -> Case | None:
-    index = rng.randrange(len(problem.asserts))
+def is_doc_example(problem: Problem, index: int) -> bool:
+    """Whether the problem's index-th asserted call is one of its docstring's examples."""
+    return _normal(problem.asserts[index][0]) in {_normal(a) for a in problem.doc_calls}
+
+
+def _preferred(problem: Problem, indices: list[int], doc: bool | None) -> list[int]:
+    """``indices`` with those whose call is (``doc``) or is not a docstring example first."""
+    if doc is None:
+        return indices
+    return sorted(indices, key=lambda i: is_doc_example(problem, i) != doc)
+
+
+def test_wrong_case(problem: Problem, rng: random.Random, doc: bool | None = None) -> Case | None:
+    order = list(range(len(problem.asserts)))
+    rng.shuffle(order)
+    index = _preferred(problem, order, doc)[0]
     args, expected = problem.asserts[index]
     wrong = wrong_value(expected, rng)
     if wrong is None or sandbox.values_equal(wrong, expected):
@@ -483,15 +497,31 @@ def mutants(problem: Problem) -> list[tuple[str, str]]:
     return out
 
 
-def source_wrong_case(problem: Problem, rng: random.Random, tries: int = 8) -> Case | None:
+def source_wrong_case(
+    problem: Problem, rng: random.Random, tries: int = 8, doc: bool | None = None
+) -> Case | None:
+    """A mutant of the solution that fails a test; the failing test arbitrated is one whose
+    call is (``doc`` True) or is not (False) a docstring example where the mutant fails
+    both kinds."""
     tests = test_module(problem, problem.asserts)
     candidates = mutants(problem)
     rng.shuffle(candidates)
     for source, mutation in candidates[:tries]:
         failed = failed_tests(run_tests(source, tests))
         if failed:
-            return Case("source-wrong", problem, source, tests, failed[0], mutation=mutation)
+            indices = _preferred(problem, [int(t.rsplit("_", 1)[1]) - 1 for t in failed], doc)
+            name = f"test_{indices[0] + 1}"
+            return Case("source-wrong", problem, source, tests, name, mutation=mutation)
     return None
+
+
+def _index(case: Case) -> int:
+    return int(case.test_name.rsplit("_", 1)[1]) - 1
+
+
+def _fewer_on_examples(cases: list[Case]) -> bool:
+    on = sum(is_doc_example(c.problem, _index(c)) for c in cases)
+    return on <= len(cases) - on
 
 
 def build_cases(problems: list[Problem], limit: int, seed: int) -> list[Case]:
@@ -506,12 +536,14 @@ def build_cases(problems: list[Problem], limit: int, seed: int) -> list[Case]:
         canonical = run_tests(problem.source, test_module(problem, problem.asserts))
         if canonical.status != "ok":
             continue  # the canonical solution fails its own tests here: leave it out
+        # a call that is a docstring example where fewer of the kind's cases so far have
+        # one, else one that is not: about half of each kind is not (where a problem has both)
         if len(test_wrong) < limit:
-            case = test_wrong_case(problem, rng)
+            case = test_wrong_case(problem, rng, doc=_fewer_on_examples(test_wrong))
             if case is not None:
                 test_wrong.append(case)
         if len(source_wrong) < limit:
-            case = source_wrong_case(problem, rng)
+            case = source_wrong_case(problem, rng, doc=_fewer_on_examples(source_wrong))
             if case is not None:
                 source_wrong.append(case)
     return test_wrong + source_wrong
@@ -595,8 +627,7 @@ def arbitrate(case: Case, directory: Path, args: argparse.Namespace, cache: Path
         time.perf_counter() - started, original=case.original,
     )  # fmt: skip
     index = int(case.test_name.rsplit("_", 1)[1]) - 1
-    doc = {_normal(a) for a in case.problem.doc_calls}
-    outcome.doc_example = _normal(case.problem.asserts[index][0]) in doc
+    outcome.doc_example = is_doc_example(case.problem, index)
     try:
         verdict = json.loads(stdout)
     except ValueError:
