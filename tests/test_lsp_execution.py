@@ -277,6 +277,21 @@ async def oracle_client(request: pytest.FixtureRequest, tmp_path: Path):
             await lsp_client.stop()
 
 
+async def actions_at_top(
+    client: RefereeClient, doc: Doc, diagnostic: types.Diagnostic
+) -> list[types.CodeAction | types.Command]:
+    """The code actions offered at the document's first line for ``diagnostic``."""
+    start = types.Position(line=0, character=0)
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=doc.identifier,
+            range=types.Range(start=start, end=start),
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    return list(actions or [])
+
+
 def command_of(action: types.CodeAction | types.Command) -> types.Command:
     """pytest-lsp's client reads a CodeAction carrying a command as a Command whose
     ``command`` is the repr of the whole object; read it back."""
@@ -306,15 +321,7 @@ async def test_a_counterexample_is_a_diagnostic_and_becomes_a_certified_test(
     assert "oracle-1: 10" in reject.message
     assert [r for r in client.model.requests if r]  # type: ignore[attr-defined]
 
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=doc.identifier,
-            range=types.Range(
-                start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
-            ),
-            context=types.CodeActionContext(diagnostics=[reject]),
-        )
-    )
+    actions = await actions_at_top(client, doc, reject)
     titles = [a.title for a in actions or []]
     offered = [
         a for a in actions or [] if a.title == "Add clamp(15, 0, 10) == 10 as a test (certified)"
@@ -431,15 +438,7 @@ async def test_a_counterexample_offers_a_verified_source_fix(oracle_client: Refe
     client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
     found = await diagnostics(client, doc, has("REF411"))
     (reject,) = [d for d in found if d.code == "REF411"]
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=doc.identifier,
-            range=types.Range(
-                start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
-            ),
-            context=types.CodeActionContext(diagnostics=[reject]),
-        )
-    )
+    actions = await actions_at_top(client, doc, reject)
     title = "Fix clamp so that clamp(15, 0, 10) == 10 (verified)"
     (action,) = [a for a in actions or [] if a.title == title]
     command = command_of(action)
@@ -546,15 +545,7 @@ async def test_oracles_that_disagree_are_a_review_item_decided_from_the_editor(
     (item,) = review.read(client.root).items.values()
     assert unclear.data["reviewId"] == item.id and item.kind == "execution"
 
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=doc.identifier,
-            range=types.Range(
-                start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
-            ),
-            context=types.CodeActionContext(diagnostics=[unclear]),
-        )
-    )
+    actions = await actions_at_top(client, doc, unclear)
     (accept,) = [a for a in actions or [] if a.title.startswith("Accept in review")]
     command = command_of(accept)
     assert command.arguments == [item.id, doc.uri]
