@@ -310,12 +310,13 @@ class ArbitrationConfig(_Config):
         "k first ones are extended to this many, and the extra ones must agree too.",
     )
     oracle_replacements: int = Field(
-        default=3,
+        default=6,
         ge=0,
         le=9,
-        description="Fresh oracle programs written, in all, in place of oracles that failed "
-        "to run (did not parse, did not define the function, raised, timed out) before "
-        "agreement is counted.",
+        description="Oracle programs written, in all, in place of oracles that failed to run "
+        "(did not parse, did not define the function, raised, timed out) or contradict one "
+        "of the docstring's examples, before agreement is counted; each is the model shown "
+        "the failed program and what went wrong.",
     )
     candidates: int = Field(
         default=3, ge=0, le=9, description="N candidate patches tried when the source is wrong."
