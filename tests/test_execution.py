@@ -201,6 +201,19 @@ def test_a_test_that_fails_only_when_the_code_crashes_is_no_kill(tmp_path):
     assert value.killed_by is not None
 
 
+@needs_sandbox
+def test_a_return_none_mutant_caught_by_is_not_none_is_no_kill(tmp_path):
+    files = {
+        "calc.py": "def double(n):\n    return n * 2\n",
+        "tests/test_c.py": "from calc import double\n\n\ndef test_some():\n"
+        "    assert double(3) is not None\n",
+    }
+    grade = grade_test("tests/test_c.py", "test_some", files)
+    assert grade.status == "survived", grade
+    assert [m["after"] for m in grade.crashed] == ["return None"]
+    assert grade.survivors and all(m["after"] != "return None" for m in grade.survivors)
+
+
 def test_crash_only_reads_the_failure_summary():
     from referee.checks.execution.mutation import crash_only
 

@@ -41,9 +41,9 @@ from referee import __version__
 from referee.checks import sandbox
 from referee.checks.execution.cache import JsonCache
 
-# Part of every cached grade's key; raised when grading changes (2: a kill by a crash only
-# is no kill).
-GRADING_VERSION = 2
+# Part of every cached grade's key; raised when grading changes (3: a kill by a crash, a
+# hang or a `return None` alone is no kill).
+GRADING_VERSION = 3
 _SHOWN_FIRST = ("comparison", "boundary", "arithmetic", "constant", "negation", "statement")
 OPERATORS = ("return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement")
 Operator = Literal[
@@ -642,8 +642,9 @@ class Grade:
     tried: int = 0  # mutants run
     killed_by: dict | None = None  # the first mutant it killed (asdict, without text)
     survivors: list[dict] = field(default_factory=list)
-    # mutants it "killed" only because they crashed or hung (the test failed with an
-    # exception other than an assertion's): the test checks that the code runs
+    # mutants it "killed" only because they crashed, hung (the test failed with an
+    # exception other than an assertion's) or returned None: the test checks that the
+    # code runs and returns something, nothing about the value
     crashed: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False
@@ -768,7 +769,9 @@ def grade_test(
         if result.status == "refused":
             raise sandbox.SandboxError(result.message)
         survived = result.status == "ok"
-        return mutant, survived, not survived and crash_only(result), result.message
+        # a mutant that returns None is caught by any "it returned something" check
+        trivial = mutant.after.strip() == "return None" or crash_only(result)
+        return mutant, survived, not survived and trivial, result.message
 
     pending: set[Future] = set()
     queue = list(chosen)

@@ -21,13 +21,15 @@ def test_kills_no_mutant(ctx: Context) -> Iterator[Violation]:
     `test_parity kills none of 7 mutants of mathx.py:is_even: still passes when
     `return n % 2 == 0` becomes `return n % 2 != 0``.
 
-    A mutant the test fails on only because the mutant **crashed or hung** — the test
-    failed with an exception that is not a failed check (an `IndexError`, a `TypeError`
-    from a `None`, a time limit), where a failed `assert` or `pytest.raises` that saw no
-    exception is a check — is no kill: the test checks that the code runs, not what it
-    computes. Such a test is reported too, when some mutant that changes a value without
-    crashing passes it: `test_runs fails only where the code crashes (3 of 15 mutants of
-    seq.py:last_even), never on a wrong value: still passes when `i -= 1` becomes `i -= 2``.
+    A mutant the test fails on only because the mutant **crashed, hung or returned
+    `None`** — the test failed with an exception that is not a failed check (an
+    `IndexError`, a `TypeError` from a `None`, a time limit), where a failed `assert` or
+    `pytest.raises` that saw no exception is a check; or the mutant is `return None`, which
+    any `is not None` catches — is no kill: the test checks that the code runs and returns
+    something, not what it computes. Such a test is reported too, when some mutant that
+    changes a value without crashing passes it: `test_runs fails only where the code
+    crashes or returns None (3 of 15 mutants of seq.py:last_even), never on a wrong
+    value: still passes when `i -= 1` becomes `i -= 2``.
     When every mutant crashes, the test is not reported (nothing got past it).
 
     Runs with `referee check --judge` (or `--execution`) on the tests changed since the

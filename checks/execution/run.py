@@ -162,7 +162,8 @@ def check_file(
             )
             if grade.crashed:
                 message = (
-                    f"{subject.name} fails only where the code crashes ({len(grade.crashed)} of "
+                    f"{subject.name} fails only where the code crashes or returns None "
+                    f"({len(grade.crashed)} of "
                     f"{grade.tried} mutants of {where}), never on a wrong value: still passes "
                     f"when {change}"
                 )
