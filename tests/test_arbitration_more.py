@@ -64,7 +64,9 @@ def arbitrate_json(referee, root: Path, *args: str) -> dict:
 
 def test_an_oracle_that_does_not_parse_is_replaced_before_agreement_is_counted(tmp_path: Path):
     root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
-    result = run(root, NODE, scripted([BROKEN, ORACLE, ORACLE, ORACLE], [GOOD_PATCH]))
+    # the failed oracle's two candidates (a fresh sample, a repair) both run: the first
+    # takes its place, the second is not used
+    result = run(root, NODE, scripted([BROKEN, ORACLE, ORACLE, ORACLE, ORACLE], [GOOD_PATCH]))
     verdict = result.verdict
     assert verdict.verdict == "SOURCE_WRONG", verdict.reason
     assert [(o.source, o.value) for o in verdict.oracles] == [
@@ -90,6 +92,54 @@ def test_crashing_looping_and_misnamed_oracles_are_replaced_too(tmp_path: Path):
     assert why["oracle-1"][0] == "error" and "TypeError" in why["oracle-1"][1]
     assert why["oracle-2"][0] == "timeout"
     assert "does not define `count_vowels`" in why["oracle-3"][1]
+
+
+def test_a_failed_oracle_gets_a_fresh_sample_and_a_repair_and_the_first_that_runs_stays(
+    tmp_path: Path,
+):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    # round 1: oracle-1 does not parse; round 2: its fresh sample (oracle-101) does not
+    # parse either, its repair (oracle-102) runs
+    model = scripted([BROKEN, ORACLE, ORACLE, BROKEN, ORACLE], [GOOD_PATCH])
+    verdict = run(root, NODE, model).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [o.source for o in verdict.oracles] == ["oracle-102", "oracle-2", "oracle-3"]
+    gone = [(o.source, o.replaced_by) for o in verdict.replaced_oracles]
+    assert gone == [("oracle-1", "oracle-102"), ("oracle-101", "oracle-102")]
+    oracle_calls = [c for c in model.calls if c[0]["content"] == prompts().oracle_system]
+    # 3 first oracles, then one plain prompt and one repair, asked together
+    assert [len(c) for c in oracle_calls] == [2, 2, 2, 2, 4]
+    assert oracle_calls[3] == oracle_calls[0]
+
+
+def test_an_oracle_may_use_what_the_module_imports_from_the_standard_library(tmp_path: Path):
+    module = BUGGY.replace(
+        "def count_vowels",
+        "from math import pi\nimport os.path\n\n\ndef count_vowels",
+        1,
+    )
+    root = project(tmp_path / "p", module, TESTS.format(expected="5"))
+    uses_pi = "```python\ndef count_vowels(text):\n    return round(pi) + 2\n```"
+    verdict = run(root, NODE, scripted([uses_pi, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.oracles_replaced == 0
+    assert [o.value for o in verdict.oracles] == ["5", "5", "5"]
+
+
+def test_module_imports_are_the_standard_library_ones_only():
+    from referee.checks.arbitration.truth import module_imports
+
+    text = (
+        "from __future__ import annotations\nimport math, os.path\nimport numpy as np\n"
+        "from collections import deque as dq\nfrom . import sibling\n"
+        "from typing import (\n    Any,\n    Iterable,\n)\nimport os; import yaml\n"
+        "if True:\n    import json\n"
+    )
+    assert module_imports(text) == (
+        "import math, os.path\nfrom collections import deque as dq\n"
+        "from typing import Any, Iterable\nimport os\n"
+    )
+    assert module_imports("def broken(:\n") == ""
 
 
 def test_the_replacement_budget_is_a_limit_and_failed_oracles_never_count(tmp_path: Path):
@@ -144,7 +194,8 @@ def test_an_oracle_that_contradicts_a_docstring_example_is_set_aside_and_replace
     # It would block certification; but it also says 0 for the docstring's own example
     # count_vowels("HELLO"), where the docstring says 2 — it misread the spec.
     root = project(tmp_path / "p", EXAMPLED, UPPER_TESTS)
-    verdict = run(root, NODE, scripted([LONE_ORACLE, ORACLE, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    answers = [LONE_ORACLE, ORACLE, ORACLE, ORACLE, ORACLE]
+    verdict = run(root, NODE, scripted(answers, [GOOD_PATCH])).verdict
     assert verdict.verdict == "SOURCE_WRONG", verdict.reason
     assert (verdict.truth, verdict.truth_source) == ("5", "oracles")
     (gone,) = verdict.replaced_oracles

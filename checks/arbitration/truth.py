@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -588,9 +589,33 @@ _KEPT = (
 )
 
 
-def program_from(answer: str, name: str) -> tuple[str | None, str]:
+def module_imports(text: str) -> str:
+    """The standard-library imports at the top level of a module: what the
+    module's functions take for granted (``from math import pi``). An oracle program runs
+    with them in front of its own code — the model sees the signature and docstring, not
+    the module, and an oracle that uses ``pi`` as the docstring does is no worse for
+    forgetting the import. Its own definitions come after them and win."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ""
+    kept = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            roots = [alias.name.partition(".")[0] for alias in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+            roots = [stmt.module.partition(".")[0]]
+        else:
+            continue
+        if all(r in sys.stdlib_module_names and r != "__future__" for r in roots):
+            kept.append(ast.unparse(stmt))
+    return "".join(f"{line}\n" for line in kept)
+
+
+def program_from(answer: str, name: str, preamble: str = "") -> tuple[str | None, str]:
     """(program, problem): the definitions of a model's answer — imports, functions,
-    classes, constants; examples and prints dropped — or None and why not."""
+    classes, constants; examples and prints dropped — or None and why not. ``preamble``
+    (:func:`module_imports`) goes in front of them."""
     code = extract_code(answer)
     try:
         tree = ast.parse(code)
@@ -618,7 +643,7 @@ def program_from(answer: str, name: str) -> tuple[str | None, str]:
         except SyntaxError:
             text = ast.unparse(stmt)
         parts.append(text)
-    program = "from __future__ import annotations\n\n" + "\n".join(parts)
+    program = "from __future__ import annotations\n\n" + preamble + "\n".join(parts)
     return program + "\n", ""
 
 
@@ -788,6 +813,7 @@ def oracle_evidence(
     (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
     messages = oracle_messages(spec)
     examples = example_calls(spec)
+    preamble = module_imports(spec.text)
     inner = f"{spec.name}({arguments})"
     call = f"{wrapper}({inner})" if wrapper else inner
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
@@ -813,7 +839,7 @@ def oracle_evidence(
             source = f"oracle-{round_seeds[position]}"
             answer, cached = answers[position]
             written[source] = answer
-            program, problem = program_from(answer, spec.name)
+            program, problem = program_from(answer, spec.name, preamble)
             if program is None:
                 return OracleResult(
                     source=source,
@@ -853,23 +879,45 @@ def oracle_evidence(
         failed = [i for i, r in enumerate(results) if failed_to_run(r, spec.docstring_value)]
         if not failed:
             break
-        failed = failed[: replacements.budget]
-        fresh = list(range(replacements.next_seed, replacements.next_seed + len(failed)))
-        replacements.next_seed += len(failed)
-        replacements.budget -= len(failed)
         if cancelled is not None and cancelled():
             raise Cancelled
         if progress is not None:
-            progress(f"{len(failed)} oracle(s) did not run; asking for corrected ones")
-        repairs = [
-            repair_messages(messages, written.get(results[i].source, ""), results[i], spec.name)
+            progress(f"{len(failed)} oracle(s) did not run; asking for new ones")
+        # Each failed oracle gets two candidates, decoded in one batch: a fresh sample of
+        # the plain prompt, and a repair — the model shown its own program and what went
+        # wrong with it. A repair alone tends to stay with the mistake it was shown; a
+        # fresh sample alone forgets what was learnt. Fresh samples come first while the
+        # budget is short. The first candidate of the two (in that fixed order, whatever
+        # its value) that runs takes the place; when neither does, the fresh one stays, and
+        # the next round repairs that.
+        jobs = [(i, list(messages)) for i in failed] + [
+            (
+                i,
+                repair_messages(
+                    messages, written.get(results[i].source, ""), results[i], spec.name
+                ),
+            )
             for i in failed
         ]
-        for index, result in zip(failed, run_round(fresh, repairs), strict=True):
-            replacements.replaced.append(
-                results[index].model_copy(update={"replaced_by": result.source})
-            )
-            results[index] = result
+        jobs = jobs[: replacements.budget]
+        fresh = list(range(replacements.next_seed, replacements.next_seed + len(jobs)))
+        replacements.next_seed += len(jobs)
+        replacements.budget -= len(jobs)
+        candidates = run_round(fresh, [conversation for _, conversation in jobs])
+        for index in failed:
+            mine = [c for (i, _), c in zip(jobs, candidates, strict=True) if i == index]
+            if not mine:
+                continue
+            ran = [c for c in mine if not failed_to_run(c, spec.docstring_value)]
+            chosen = ran[0] if ran else mine[0]
+            # set aside: the oracle that failed, and the candidates that failed too (a
+            # second candidate that also ran is simply not used)
+            for candidate in (results[index], *(c for c in mine if c not in ran)):
+                if candidate is not chosen:
+                    replacements.replaced.append(
+                        candidate.model_copy(update={"replaced_by": chosen.source})
+                    )
+            results[index] = chosen
     return results
 
 

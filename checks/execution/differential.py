@@ -45,6 +45,7 @@ from referee.checks.arbitration.truth import (
     agreed_value,
     docstring_examples,
     generate_many,
+    module_imports,
     oracle_messages,
     probe_cap,
     probe_values,
@@ -857,8 +858,9 @@ def check_function(
             cache=program_cache or ProgramCache(None),
             cancelled=cancelled,
         )
+        preamble = module_imports(spec.text)
         for seed, (answer, was_cached) in enumerate(answers, start=1):
-            program, problem = program_from(answer, spec.name)
+            program, problem = program_from(answer, spec.name, preamble)
             programs.append((f"oracle-{seed}", program, problem, was_cached))
     key = hashlib.sha256(
         json.dumps(
