@@ -244,6 +244,43 @@ def test_a_src_layout_is_graded_on_its_own_code_not_an_installed_package():
 
 
 @needs_sandbox
+def test_a_package_dir_layout_is_graded_on_its_own_code():
+    """``[tool.setuptools.package-dir]`` maps ``click.core`` to ``core/``, as referee maps
+    ``referee.checks`` to ``checks/``: the test's import is followed to the file, and the
+    sandbox lays the (mutated) files out as imported, ahead of the installed click."""
+    files = {
+        "pyproject.toml": '[tool.setuptools.package-dir]\nclick = "lib/_root"\n'
+        '"click.core" = "core"\n',
+        "lib/_root/__init__.py": "",
+        "core/__init__.py": "",
+        "core/parity.py": EVEN,
+        "tests/test_m.py": "from click.core.parity import is_even\n\n\ndef test_good():\n"
+        "    assert is_even(4)\n    assert not is_even(3)\n",
+    }
+    grade = grade_test("tests/test_m.py", "test_good", files)
+    assert grade.status == "killed", grade
+    assert grade.targets == ["core/parity.py:is_even"]
+
+
+def test_package_dirs_and_the_view_as_imported():
+    from referee.checks.execution.mutation import package_dirs, packaged_view
+
+    pyproject = (
+        '[tool.setuptools.package-dir]\n"" = "./src/"\npkg = "lib/_root"\n"pkg.sub" = "lib"\n'
+    )
+    mapping = package_dirs({"pyproject.toml": pyproject})
+    assert mapping == {"": "src", "pkg": "lib/_root", "pkg.sub": "lib"}
+    files = {"lib/_root/__init__.py": "A", "lib/x.py": "B", "src/top.py": "C", "README": "D"}
+    assert packaged_view(files, mapping) == {
+        ".referee-packages/pkg/__init__.py": "A",
+        ".referee-packages/pkg/sub/x.py": "B",
+        ".referee-packages/top.py": "C",
+    }
+    assert package_dirs({"pyproject.toml": "not toml ["}) == {}
+    assert package_dirs({}) == {}
+
+
+@needs_sandbox
 def test_a_failing_test_and_a_budget_that_runs_out_are_not_graded():
     failing = TESTS.replace("is not None", "is False")
     files = {"mathx.py": EVEN, "tests/test_m.py": failing}

@@ -480,9 +480,72 @@ def _interleaved(found: list[Mutant], operators: Sequence[str]) -> list[Mutant]:
 # ---------------------------------------------------------------------------- targets
 
 
-def _module_file(module: str, files: dict[str, str], near: str) -> str | None:
+PACKAGES = ".referee-packages"  # where a package-dir layout is laid out as imported
+
+
+def package_dirs(files: dict[str, str]) -> dict[str, str]:
+    """``[tool.setuptools.package-dir]`` of the project's pyproject.toml — package →
+    directory (``""`` for the root), ``{"": "src"}`` or ``{"pkg.sub": "sub"}`` — or {}."""
+    from referee.checks.config import tomllib
+
+    try:
+        data = tomllib.loads(files.get("pyproject.toml", ""))
+    except (tomllib.TOMLDecodeError, ValueError):
+        return {}
+    table = data.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    if not isinstance(table, dict):
+        return {}
+    mapping = {}
+    for package, directory in table.items():
+        if isinstance(package, str) and isinstance(directory, str):
+            folder = directory.strip().removeprefix("./").strip("/")
+            mapping[package.strip()] = "" if folder == "." else folder
+    return mapping
+
+
+def _mapped_file(module: str, files: dict[str, str], mapping: dict[str, str]) -> str | None:
+    """The file of ``module`` under a package-dir mapping (the most specific package)."""
+    for package in sorted(mapping, key=len, reverse=True):
+        if package and module != package and not module.startswith(package + "."):
+            continue
+        rest = module[len(package) :].lstrip(".").replace(".", "/")
+        stem = "/".join(part for part in (mapping[package], rest) if part)
+        for candidate in (stem + ".py", stem + "/__init__.py"):
+            if candidate in files:
+                return candidate
+        return None
+    return None
+
+
+def packaged_view(files: dict[str, str], mapping: dict[str, str]) -> dict[str, str]:
+    """The project's files under a package-dir mapping laid out as Python imports them
+    (``checks/x.py`` of ``"pkg.checks" = "checks"`` as ``.referee-packages/pkg/checks/x.py``):
+    the sandbox puts that folder first on the path, so a test imports the copy it is
+    given — a mutant — never the package as installed. Each file goes with the package
+    whose directory holds it most closely."""
+    folders = sorted(mapping.items(), key=lambda item: len(item[1]), reverse=True)
+    view = {}
+    for path, text in files.items():
+        if not path.endswith(".py"):
+            continue
+        for package, folder in folders:
+            if folder and not path.startswith(folder + "/"):
+                continue
+            rest = path[len(folder) + 1 :] if folder else path
+            target = "/".join(part for part in (package.replace(".", "/"), rest) if part)
+            view[f"{PACKAGES}/{target}"] = text
+            break
+    return view
+
+
+def _module_file(
+    module: str, files: dict[str, str], near: str, mapping: dict[str, str] | None = None
+) -> str | None:
     """The project file that ``import module`` would load: ``a/b.py`` or
-    ``a/b/__init__.py``, from the root, ``src/`` or the test's own directory."""
+    ``a/b/__init__.py``, through the project's package-dir mapping, from the root,
+    ``src/`` or the test's own directory."""
+    if mapping and (found := _mapped_file(module, files, mapping)) is not None:
+        return found
     parts = module.split(".")
     stems = ["/".join(parts) + ".py", "/".join(parts) + "/__init__.py"]
     here = near.rsplit("/", 1)[0] + "/" if "/" in near else ""
@@ -581,9 +644,10 @@ def targets(
                     modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
                     modules[alias.name] = alias.name
     found: dict[str, list[str]] = {}
+    mapping = package_dirs(files)
 
     def add(module: str, name: str, *, defined: bool = False) -> None:
-        path = _module_file(module, files, test_path)
+        path = _module_file(module, files, test_path, mapping)
         if path is None:
             return
         path = _defining_file(path, name, files)
@@ -736,9 +800,16 @@ def grade_test(
         # A src layout: without this the test imports the package as installed where the
         # sandbox's Python has it (never the mutants), and every mutant "survives".
         args += ["-o", "pythonpath=src"]
+    mapping = package_dirs(files)
+    if any(folder != package.replace(".", "/") for package, folder in mapping.items()):
+        # A package-dir layout (``"pkg.checks" = "checks"``): the same, laid out as imported.
+        args += ["-o", f"pythonpath={PACKAGES}"]
+    else:
+        mapping = {}
 
     def run(text_by_path: dict[str, str]) -> sandbox.SandboxResult:
-        return sandbox.run_pytest({**files, **text_by_path}, args, limits=limits)
+        view = {**files, **text_by_path}
+        return sandbox.run_pytest({**view, **packaged_view(view, mapping)}, args, limits=limits)
 
     # The test as it is first: one that does not pass is not graded, and no mutant of a
     # large module is written for it.
