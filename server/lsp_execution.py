@@ -45,6 +45,8 @@ from referee.server.lsp_judge import LayerResults, _baseline, _first
 from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from referee.checks.execution.differential import Differential
     from referee.server.lsp import RefereeServer
 
@@ -530,18 +532,21 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
     return NewTest(test_path, old_text, new_text, test_id, certificate, create)
 
 
-async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
-
+def _counterexample(
+    ls: RefereeServer, args: tuple[Any, ...], command: str
+) -> tuple[str, Executed, Differential] | dict[str, Any]:
+    """(uri, the file as checked, its rejection) that a command's ``[{"uri", "function"}]``
+    names, or the answer saying why there is none. Commands act only on the file as it was
+    checked: unchanged on disk since, and no unsaved edits of it in the editor."""
     request = _first(args)
     if not (
         isinstance(request, dict)
         and isinstance(request.get("uri"), str)
         and isinstance(request.get("function"), str)
     ):
-        return {"ok": False, "message": f'{ADD_TEST} takes [{{"uri": str, "function": str}}]'}
+        return {"ok": False, "message": f'{command} takes [{{"uri": str, "function": str}}]'}
     uri, function = request["uri"], request["function"]
-    service: ExecutionService = ls.execution
-    executed = service.results.get(uri)
+    executed = ls.execution.results.get(uri)
     rejected = executed.rejected.get(function) if executed is not None else None
     if executed is None or rejected is None:
         return {"ok": False, "message": f"no counterexample for {function}: save to check it"}
@@ -556,7 +561,43 @@ async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str
             "ok": False,
             "message": f"{path.name} changed since it was checked; save it to check it again",
         }
-    settings = service.settings_for(ls, path)
+    return uri, executed, rejected
+
+
+async def _apply(
+    ls: RefereeServer, uri: str, edit: types.TextEdit, label: str
+) -> dict[str, Any] | None:
+    """Apply one edit of ``uri`` (versioned where the client takes document changes):
+    None when the editor applied it, else the answer saying why not."""
+    document = ls.documents.get(uri)
+    if ls.document_changes:
+        workspace_edit = types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=document.version if document is not None else None
+                    ),
+                    edits=[edit],
+                )
+            ]
+        )
+    else:
+        workspace_edit = types.WorkspaceEdit(changes={uri: [edit]})
+    applied = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=workspace_edit, label=label)
+    )
+    if not applied.applied:
+        return {"ok": False, "message": applied.failure_reason or "the editor did not apply it"}
+    return None
+
+
+async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    found = _counterexample(ls, args, ADD_TEST)
+    if isinstance(found, dict):
+        return found
+    uri, executed, rejected = found
+    service: ExecutionService = ls.execution
+    settings = service.settings_for(ls, ls.path_of(uri))
     loop = asyncio.get_running_loop()
     try:
         new = await loop.run_in_executor(
@@ -582,26 +623,8 @@ async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str
     edit = types.TextEdit(
         range=types.Range(start=end, end=end), new_text=new.new_text[len(new.old_text) :]
     )
-    if ls.document_changes:
-        workspace_edit = types.WorkspaceEdit(
-            document_changes=[
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                        uri=test_uri,
-                        version=test_document.version if test_document is not None else None,
-                    ),
-                    edits=[edit],
-                )
-            ]
-        )
-    else:
-        workspace_edit = types.WorkspaceEdit(changes={test_uri: [edit]})
-    applied = await ls.workspace_apply_edit_async(
-        types.ApplyWorkspaceEditParams(edit=workspace_edit, label=f"referee: {new.test_id}")
-    )
-    if not applied.applied:
-        return {"ok": False, "message": applied.failure_reason or "the editor did not apply it"}
-    return _added(executed.root, new)
+    refused = await _apply(ls, test_uri, edit, f"referee: {new.test_id}")
+    return refused if refused is not None else _added(executed.root, new)
 
 
 def _added(root: Path, new: NewTest) -> dict[str, Any]:
@@ -676,7 +699,12 @@ class SourceFixed:
 
 
 def counterexample_fix(
-    executed: Executed, rejected: Differential, settings: Settings, cache_dir: Path | None
+    executed: Executed,
+    rejected: Differential,
+    settings: Settings,
+    cache_dir: Path | None,
+    progress: Callable[[str], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> SourceFixed:
     """A fix of the function that ``rejected`` found a counterexample to, found as
     arbitration finds one (:func:`referee.checks.arbitration.fix.source_fix`): the
@@ -731,6 +759,8 @@ def counterexample_fix(
         settings,
         ProgramCache(cache_dir / "arbitration" if cache_dir else None),
         programs,
+        progress=progress,
+        cancelled=cancelled,
     )
     if found.fix is None or found.new_text is None:
         tried = "; ".join(f"{p.origin}: {p.message}" for p in found.patches[:4])
@@ -748,81 +778,59 @@ def counterexample_fix(
 
 def _line_edit(old: str, new: str) -> types.TextEdit:
     """One edit of whole lines turning ``old`` into ``new``."""
-    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    head = 0
-    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
-        head += 1
-    tail = 0
-    while (
-        tail < min(len(old_lines), len(new_lines)) - head
-        and old_lines[-1 - tail] == new_lines[-1 - tail]
-    ):
-        tail += 1
-    start = types.Position(line=head, character=0)
-    end = types.Position(line=len(old_lines) - tail, character=0)
+    from referee.checks.arbitration.fix import changed_lines
+
+    first, past, content = changed_lines(old, new)
     return types.TextEdit(
-        range=types.Range(start=start, end=end),
-        new_text="".join(new_lines[head : len(new_lines) - tail]),
+        range=types.Range(
+            start=types.Position(line=first, character=0),
+            end=types.Position(line=past, character=0),
+        ),
+        new_text=content,
     )
 
 
 async def fix_source_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
     from referee.checks import runner
+    from referee.checks.arbitration.truth import Cancelled
 
-    request = _first(args)
-    if not (
-        isinstance(request, dict)
-        and isinstance(request.get("uri"), str)
-        and isinstance(request.get("function"), str)
-    ):
-        return {"ok": False, "message": f'{FIX_SOURCE} takes [{{"uri": str, "function": str}}]'}
-    uri, function = request["uri"], request["function"]
+    found = _counterexample(ls, args, FIX_SOURCE)
+    if isinstance(found, dict):
+        return found
+    uri, executed, rejected = found
     service: ExecutionService = ls.execution
-    executed = service.results.get(uri)
-    rejected = executed.rejected.get(function) if executed is not None else None
-    if executed is None or rejected is None:
-        return {"ok": False, "message": f"no counterexample for {function}: save to check it"}
-    path = ls.path_of(uri)
-    settings = service.settings_for(ls, path)
+    settings = service.settings_for(ls, ls.path_of(uri))
     cache_dir = runner.default_cache_dir() if settings.config.cache else None
     loop = asyncio.get_running_loop()
+    # The model may write patches: seconds to minutes, shown and cancellable.
+    progress = WorkProgress(ls, "fix", cancellable=True)
+    await progress.begin(f"referee: fixing {rejected.function}")
     try:
         fixed = await loop.run_in_executor(
-            service.executor, counterexample_fix, executed, rejected, settings, cache_dir
+            service.executor,
+            counterexample_fix,
+            executed,
+            rejected,
+            settings,
+            cache_dir,
+            lambda message: loop.call_soon_threadsafe(progress.report, message),
+            progress.cancelled,
         )
     except NotWritten as exc:
         return {"ok": False, "message": str(exc)}
-    # Never applied to text other than what the fix was found for: the file as checked,
-    # unchanged on disk since, and no unsaved edits of it in the editor.
-    try:
-        on_disk = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        on_disk = None
-    document = ls.documents.get(uri)
-    if on_disk != executed.text or (document is not None and document.text != on_disk):
-        return {
-            "ok": False,
-            "message": f"{path.name} changed since it was checked; save it to check it again",
-        }
+    except Cancelled:
+        return {"ok": False, "message": "cancelled"}
+    finally:
+        progress.end()
+    # Never applied to text other than what the fix was found for: checked again, as the
+    # file may have changed while the fix was looked for.
+    again = _counterexample(ls, args, FIX_SOURCE)
+    if isinstance(again, dict):
+        return again
     edit = _line_edit(executed.text, fixed.new_text)
-    if ls.document_changes:
-        workspace_edit = types.WorkspaceEdit(
-            document_changes=[
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                        uri=uri, version=document.version if document is not None else None
-                    ),
-                    edits=[edit],
-                )
-            ]
-        )
-    else:
-        workspace_edit = types.WorkspaceEdit(changes={uri: [edit]})
-    applied = await ls.workspace_apply_edit_async(
-        types.ApplyWorkspaceEditParams(edit=workspace_edit, label=f"referee: fix {function}")
-    )
-    if not applied.applied:
-        return {"ok": False, "message": applied.failure_reason or "the editor did not apply it"}
+    refused = await _apply(ls, uri, edit, f"referee: fix {rejected.function}")
+    if refused is not None:
+        return refused
     return {
         "ok": True,
         "applied": True,

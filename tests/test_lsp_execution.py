@@ -451,6 +451,11 @@ async def test_a_counterexample_offers_a_verified_source_fix(oracle_client: Refe
     # counterexample among them, and on a pytest run of that module
     # (`clamp(15, 0, 10) >= 0` is no literal equality: only the counterexample is a call)
     assert answer["origin"] == "oracle-1" and answer["verified"] == "1/1 asserted calls", answer
+    # looking for a fix is shown as cancellable work-done progress
+    (token,) = [p.token for p in client.progress_requests if str(p.token).startswith("referee-fix")]
+    begun = client.progress_reports.get(token, [])
+    assert begun and begun[0].title == "referee: fixing clamp" and begun[0].cancellable
+    assert begun[-1].kind == "end"
     (applied,) = client.applied_edits  # type: ignore[attr-defined]
     edit = applied.edit
     if edit.document_changes:

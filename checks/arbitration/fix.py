@@ -499,9 +499,9 @@ def source_fix(
     return SourceFix(None, None, tuple(patches))
 
 
-def _minimal_edit(old: str, new: str) -> Edit:
-    """One edit turning ``old`` into ``new``: the span between their common prefix and
-    suffix (whole lines)."""
+def changed_lines(old: str, new: str) -> tuple[int, int, str]:
+    """(first line, line past the last, new text): the whole lines of ``old`` between its
+    common prefix and suffix with ``new``, and what replaces them."""
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
     head = 0
@@ -513,9 +513,16 @@ def _minimal_edit(old: str, new: str) -> Edit:
         and old_lines[-1 - tail] == new_lines[-1 - tail]
     ):
         tail += 1
-    start = len("".join(old_lines[:head]).encode("utf-8"))
-    end = len("".join(old_lines[: len(old_lines) - tail]).encode("utf-8"))
-    content = "".join(new_lines[head : len(new_lines) - tail])
+    return head, len(old_lines) - tail, "".join(new_lines[head : len(new_lines) - tail])
+
+
+def _minimal_edit(old: str, new: str) -> Edit:
+    """One edit turning ``old`` into ``new``: the span between their common prefix and
+    suffix (whole lines)."""
+    first, past, content = changed_lines(old, new)
+    old_lines = old.splitlines(keepends=True)
+    start = len("".join(old_lines[:first]).encode("utf-8"))
+    end = len("".join(old_lines[:past]).encode("utf-8"))
     _, edit = replace_bytes(old, start, end, content)
     return edit
 
