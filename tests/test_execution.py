@@ -557,6 +557,64 @@ def test_oracles_that_contradict_the_docstrings_example_are_no_source_of_truth()
     assert result.reason.startswith("agrees with the docstring's examples on 1 "), result.reason
 
 
+MEDIAN = '''def median(values: list[int]) -> float:
+    """The median of VALUES.
+
+    >>> median([3, 1, 2])
+    2
+    >>> median([-10, 4, 6, 1000, 10, 20])
+    15.0
+    """
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+'''
+MEDIAN_ORACLE = """def median(values):
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+"""
+
+
+@needs_sandbox
+def test_an_example_the_function_and_every_oracle_contradict_is_in_doubt_not_a_rejection():
+    """HumanEval's median docstring says 15.0 where the median is 8.0: the function and
+    every independent implementation agree, one line of the docstring does not. That
+    goes to a person; it is no counterexample."""
+    tests = {"tests/test_m.py": "from m import median\n\ndef test():\n    median([5, 1])\n"}
+
+    def check(programs: dict[int, str]):
+        with _Oracles(programs) as (_, model):
+            return check_function(
+                function_spec(MEDIAN, "m.py", "m", "median"),
+                "m.py",
+                {"m.py": MEDIAN},
+                tests,
+                ExecutionConfig(generated_inputs=0),
+                ArbitrationConfig(),
+                model=model,
+            )
+
+    result = check(dict.fromkeys((1, 2, 3), MEDIAN_ORACLE))
+    assert result.status == "UNCLEAR", result
+    assert result.call == "median([-10, 4, 6, 1000, 10, 20])"
+    assert result.reason == (
+        "median([-10, 4, 6, 1000, 10, 20]): the docstring's example says 15.0, but the "
+        "function and 3 independent implementations of the docstring all returned 8.0: "
+        "the example itself may be wrong"
+    )
+    assert result.answers[0] == ["docstring", "15.0"]
+    # one oracle that reads it otherwise, and the example is a counterexample again
+    other = MEDIAN_ORACLE.replace("(s[n // 2 - 1] + s[n // 2]) / 2", "s[n // 2]")
+    result = check({1: MEDIAN_ORACLE, 2: other, 3: MEDIAN_ORACLE})
+    assert result.status == "REJECT", result
+    assert result.reason.startswith(
+        "median([-10, 4, 6, 1000, 10, 20]) returned 8.0; the docstring says 15.0"
+    )
+
+
 @needs_sandbox
 def test_the_docstrings_own_example_rejects_without_a_model():
     text = '''def double(n: int) -> int:

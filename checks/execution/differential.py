@@ -60,7 +60,7 @@ Origin = Literal["docstring", "test", "generated"]
 # Part of every cached result's key: raised when the way results are decided changes, so
 # that a result cached by an older rule is not reused (2: oracles contradicting the
 # docstring's examples are set aside).
-DECISION_VERSION = 2
+DECISION_VERSION = 3
 
 _IMPORT = """
 import importlib.util as _referee_util, os as _referee_os, sys as _referee_sys
@@ -683,6 +683,35 @@ def _decide_input(
     return None
 
 
+def _example_in_doubt(
+    found: _Finding, produced: tuple[str, str], written: Sequence[_Run], required: int
+) -> _Finding:
+    """A docstring example the function contradicts is a counterexample — unless every
+    oracle program, written from the same docstring, gives the function's value there
+    too (at least ``required`` of them, all of them running). Then the example is as
+    likely the mistake (a docstring erratum: HumanEval's ``median`` example says 15.0
+    where the median is 8.0): UNCLEAR, for a person, never a rejection of a function
+    that agrees with every independent reading but one line of its docstring."""
+    if found.kind != "reject" or found.truth_source != "docstring" or produced[0] != "ok":
+        return found
+    oracles = [r for r in written if r.source.startswith("oracle-")]
+    if len(oracles) < max(1, required) or any(r.values is None for r in oracles):
+        return found
+    answers = [r.values[found.index] for r in oracles]  # type: ignore[index]
+    if all(s == "ok" and sandbox.values_equal(v, produced[1]) for s, v in answers):
+        return _Finding(
+            found.index,
+            "unclear",
+            None,
+            "docstring",
+            [
+                ["docstring", found.truth or ""],
+                *([r.source, v] for r, (_, v) in zip(oracles, answers, strict=True)),
+            ],
+        )
+    return found
+
+
 # ---------------------------------------------------------------------------- shrinking
 
 
@@ -924,6 +953,7 @@ def check_function(
 
     say(f"running it and its spec's implementations on {len(gathered)} inputs")
     function_run, truth_runs = run_all(gathered)
+    written_runs = list(truth_runs)  # before any is set aside for contradicting an example
     if programs:
         disqualified.update(_contradicting_examples(gathered, truth_runs))
         truth_runs = [
@@ -961,6 +991,11 @@ def check_function(
         )
         is not None
     ]
+    if programs and reference is None:
+        findings = [
+            _example_in_doubt(f, function_run.values[f.index], written_runs, required)
+            for f in findings
+        ]
     rejects = [f for f in findings if f.kind == "reject"]
     unclear = [f for f in findings if f.kind == "unclear"]
     if rejects:
@@ -1001,10 +1036,17 @@ def check_function(
         result.produced = _shown(*function_run.values[first.index])
         result.answers = first.answers
         competing = ", ".join(f"{s} {v}" for s, v in first.answers)
-        result.reason = (
-            f"{result.call}: the oracles disagree ({competing}); the function "
-            f"{result.produced}: the docstring can be read more than one way here"
-        )
+        if first.truth_source == "docstring":
+            result.reason = (
+                f"{result.call}: the docstring's example says {item.expected}, but the "
+                f"function and {len(first.answers) - 1} independent implementations of the "
+                f"docstring all {result.produced}: the example itself may be wrong"
+            )
+        else:
+            result.reason = (
+                f"{result.call}: the oracles disagree ({competing}); the function "
+                f"{result.produced}: the docstring can be read more than one way here"
+            )
     elif not rejects and not any(f.kind == "agree" for f in findings):
         # Nothing was compared: every source of truth raised or did not run (an oracle
         # that calls a helper the docstring names, say), or the function raised on every

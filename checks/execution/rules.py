@@ -82,6 +82,10 @@ def spec_counterexample(ctx: Context) -> Iterator[Violation]:
     exception) misread the docstring: it is set aside for every input, and its entry in
     the evidence says which example it failed. A docstring example counts in both doctest
     form (`>>> f(3)` then `6`) and as a line (`f(3) -> 6`, `>>> f(3) == 6`).
+    An example the function contradicts is a counterexample, unless every oracle gives the
+    function's value there too: then the example itself may be the mistake (HumanEval's
+    `median` docstring says `15.0` where the median is `8.0`), and the item is
+    [REF412](spec-ambiguous.md) for a person, not a rejection.
 
     Execution overrides reading: a function rejected here is not sent to the reading judge,
     by `referee check --judge` or in the editor, where the judge started by a save waits
@@ -123,6 +127,9 @@ def spec_ambiguous(ctx: Context) -> Iterator[Violation]:
     way there. The item goes to the review queue (`.referee/review.jsonl`) with the input
     and the competing answers:
     `median([1, 2]): the oracles disagree (oracle-1 1.5, oracle-2 1, oracle-3 1.5)`.
+    Also marked: a docstring example that the function and every oracle contradict alike
+    (`the docstring's example says 15.0, but the function and 3 independent
+    implementations of the docstring all returned 8.0: the example itself may be wrong`).
     Accept or reject it with `referee review accept|reject ID`.
 
     ## Why it matters
