@@ -243,6 +243,47 @@ def test_a_src_layout_is_graded_on_its_own_code_not_an_installed_package():
     assert grade.targets == ["src/click/__init__.py:is_even"]
 
 
+SIGN = """def sign(n):
+    if n > 0:
+        return 1
+    if n < 0:
+        return -1
+    return 0
+"""
+
+
+@needs_sandbox
+def test_only_mutants_on_lines_the_test_runs_are_tried():
+    from referee.checks.execution.mutation import mutants
+
+    files = {
+        "mathx.py": SIGN,
+        "tests/test_m.py": "from mathx import sign\n\n\ndef test_runs():\n    sign(5)\n",
+    }
+    written = mutants(SIGN, "mathx.py", ["sign"])
+    assert {m.line for m in written} >= {2, 3, 4, 5, 6}
+    grade = grade_test("tests/test_m.py", "test_runs", files)
+    assert grade.status == "survived", grade
+    assert grade.survivors and {m["line"] for m in grade.survivors} <= {2, 3}, grade.survivors
+    assert grade.tried == len([m for m in written if m.line in (2, 3)])
+    # a test that reaches none of the function's lines grades nothing
+    files["tests/test_m.py"] = (
+        "from mathx import sign\n\n\ndef test_runs():\n    if False:\n        sign(1)\n"
+    )
+    grade = grade_test("tests/test_m.py", "test_runs", files)
+    assert grade.status == "not-graded" and "runs no line of" in grade.reason, grade
+
+
+def test_traced_lines_are_read_with_suspicion():
+    from referee.checks.execution.mutation import traced_lines
+
+    out = 'noise\n_REFEREE_TRACE_ {"a.py": [1, 2, true, "3"], "b.py": [4]}\nmore\n'
+    assert traced_lines(out, ["a.py"]) == {"a.py": {1, 2}}
+    assert traced_lines("_REFEREE_TRACE_ [1]\n", ["a.py"]) is None
+    assert traced_lines("_REFEREE_TRACE_ {not json\n", ["a.py"]) is None
+    assert traced_lines("1 passed\n", ["a.py"]) is None
+
+
 @needs_sandbox
 def test_a_package_dir_layout_is_graded_on_its_own_code():
     """``[tool.setuptools.package-dir]`` maps ``click.core`` to ``core/``, as referee maps

@@ -43,7 +43,7 @@ from referee.checks.execution.cache import JsonCache
 
 # Part of every cached grade's key; raised when grading changes (3: a kill by a crash, a
 # hang or a `return None` alone is no kill).
-GRADING_VERSION = 3
+GRADING_VERSION = 4
 _SHOWN_FIRST = ("comparison", "boundary", "arithmetic", "constant", "negation", "statement")
 OPERATORS = ("return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement")
 Operator = Literal[
@@ -517,25 +517,91 @@ def _mapped_file(module: str, files: dict[str, str], mapping: dict[str, str]) ->
     return None
 
 
+def _packaged_path(path: str, mapping: dict[str, str]) -> str | None:
+    """Where ``path`` lies in the package-dir layout as imported (see
+    :func:`packaged_view`), or None when no package holds it."""
+    for package, folder in sorted(mapping.items(), key=lambda item: len(item[1]), reverse=True):
+        if folder and not path.startswith(folder + "/"):
+            continue
+        rest = path[len(folder) + 1 :] if folder else path
+        return f"{PACKAGES}/" + "/".join(part for part in (package.replace(".", "/"), rest) if part)
+    return None
+
+
 def packaged_view(files: dict[str, str], mapping: dict[str, str]) -> dict[str, str]:
     """The project's files under a package-dir mapping laid out as Python imports them
     (``checks/x.py`` of ``"pkg.checks" = "checks"`` as ``.referee-packages/pkg/checks/x.py``):
     the sandbox puts that folder first on the path, so a test imports the copy it is
     given — a mutant — never the package as installed. Each file goes with the package
     whose directory holds it most closely."""
-    folders = sorted(mapping.items(), key=lambda item: len(item[1]), reverse=True)
     view = {}
     for path, text in files.items():
-        if not path.endswith(".py"):
-            continue
-        for package, folder in folders:
-            if folder and not path.startswith(folder + "/"):
-                continue
-            rest = path[len(folder) + 1 :] if folder else path
-            target = "/".join(part for part in (package.replace(".", "/"), rest) if part)
-            view[f"{PACKAGES}/{target}"] = text
-            break
+        if path.endswith(".py") and (target := _packaged_path(path, mapping)) is not None:
+            view[target] = text
     return view
+
+
+# The baseline run records which lines of the target modules the test executes; a mutant
+# on a line it never reaches cannot be killed, and proves nothing about the test.
+TRACE_PLUGIN = "_referee_trace"
+TRACE_MARK = "_REFEREE_TRACE_ "
+_TRACE_CODE = """import json, os, sys, threading
+
+_ROOT = os.getcwd() + os.sep
+with open(os.path.join(_ROOT, "_referee_trace.json"), encoding="utf-8") as _handle:
+    _WANTED = json.load(_handle)
+_SEEN = {}
+
+
+def _tracer(frame, event, arg):
+    path = frame.f_code.co_filename
+    if not path.startswith(_ROOT):
+        return None
+    original = _WANTED.get(path[len(_ROOT):])
+    if original is None:
+        return None
+    lines = _SEEN.setdefault(original, set())
+    lines.add(frame.f_lineno)
+
+    def local(frame, event, arg):
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return local
+
+    return local
+
+
+def pytest_configure(config):
+    threading.settrace(_tracer)
+    sys.settrace(_tracer)
+
+
+def pytest_unconfigure(config):
+    sys.settrace(None)
+    seen = {path: sorted(lines) for path, lines in _SEEN.items()}
+    sys.__stdout__.write("\\n_REFEREE_TRACE_ " + json.dumps(seen) + "\\n")
+    sys.__stdout__.flush()
+"""
+
+
+def traced_lines(stdout: str, paths: Sequence[str]) -> dict[str, set[int]] | None:
+    """The lines of ``paths`` the baseline run executed, read from its output, or None
+    when it gave none that can be read (the output is untrusted: checked, never run)."""
+    for line in reversed(stdout.splitlines()):
+        if not line.startswith(TRACE_MARK):
+            continue
+        try:
+            data = json.loads(line[len(TRACE_MARK) :])
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        found: dict[str, set[int]] = {}
+        for path, lines in data.items():
+            if path in paths and isinstance(lines, list):
+                found[path] = {n for n in lines if isinstance(n, int) and not isinstance(n, bool)}
+        return found
+    return None
 
 
 def _module_file(
@@ -807,15 +873,24 @@ def grade_test(
     else:
         mapping = {}
 
-    def run(text_by_path: dict[str, str]) -> sandbox.SandboxResult:
+    def run(text_by_path: dict[str, str], extra: list[str] | None = None) -> sandbox.SandboxResult:
         view = {**files, **text_by_path}
-        return sandbox.run_pytest({**view, **packaged_view(view, mapping)}, args, limits=limits)
+        return sandbox.run_pytest(
+            {**view, **packaged_view(view, mapping)}, [*args, *(extra or [])], limits=limits
+        )
 
-    # The test as it is first: one that does not pass is not graded, and no mutant of a
-    # large module is written for it.
+    # The test as it is first, its lines traced: one that does not pass is not graded, and
+    # no mutant of a large module is written for it.
     if progress is not None:
         progress(f"{test_id}: the test as it is")
-    baseline = run({})
+    wanted = {(_packaged_path(path, mapping) if mapping else None) or path: path for path in found}
+    baseline = run(
+        {
+            f"{TRACE_PLUGIN}.py": _TRACE_CODE,
+            f"{TRACE_PLUGIN}.json": json.dumps(wanted),
+        },
+        ["-p", TRACE_PLUGIN],
+    )
     if baseline.status != "ok":
         return Grade(
             test_id,
@@ -830,6 +905,14 @@ def grade_test(
     if not every:
         why = f"no mutant could be written for {', '.join(target_names)}"
         return Grade(test_id, "not-graded", why, target_names)
+    # Only mutants on lines the test ran. A module with no traced line at all is run some
+    # other way (a subprocess, say): all of its mutants stay.
+    executed = traced_lines(baseline.stdout or "", list(found)) or {}
+    reached = [m for m in every if m.path not in executed or m.line in executed[m.path]]
+    if not reached:
+        why = f"the test runs no line of {', '.join(target_names)} that a mutant changes"
+        return Grade(test_id, "not-graded", why, target_names)
+    every = reached
     chosen = _interleaved(every, operators)[:max_mutants]
     grade = Grade(test_id, "survived", "", target_names, total=len(chosen))
     lock = threading.Lock()
