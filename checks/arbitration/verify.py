@@ -42,6 +42,7 @@ from referee.checks.arbitration.isolate import (
     isolate,
     wrapped,
 )
+from referee.checks.arbitration.truth import PROBE, probe_cap, probe_values
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
@@ -265,21 +266,6 @@ except ImportError:
     _m = _util.module_from_spec(_spec)
     _sys.modules[{module!r}] = _m
     _spec.loader.exec_module(_m)
-
-
-def _probe(thunk):
-    try:
-        value = thunk()
-    except BaseException as exc:
-        try:
-            text = type(exc).__name__ + ": " + str(exc)
-        except BaseException:
-            text = "exception"
-        return ["error", text[:300]]
-    try:
-        return ["ok", repr(value)[:{repr_cap}]]
-    except BaseException as exc:
-        return ["error", "repr failed: " + type(exc).__name__]
 """
 
 
@@ -342,17 +328,14 @@ def verify(
             0, 0, "no assertion of the test module could be checked by value", untaken
         )
     # Each repr is cut so that the list of them, escaped, stays under the value cap.
-    repr_cap = max(256, max(1024 * 1024, limits.output_kb * 1024) // (12 * len(calls)))
+    cap = probe_cap(limits, len(calls))
     harness = _HARNESS.format(
-        path_entry=_path_entry(module_relpath, module),
-        module=module,
-        relpath=module_relpath,
-        repr_cap=repr_cap,
-    )
+        path_entry=_path_entry(module_relpath, module), module=module, relpath=module_relpath
+    ) + PROBE.format(cap=cap)
     expression = (
         "["
         + ", ".join(
-            f"_probe(lambda: {wrapped(c.wrapper, f'_m.{c.function}({c.arguments})')})"
+            f"_referee_probe(lambda: {wrapped(c.wrapper, f'_m.{c.function}({c.arguments})')})"
             for c in calls
         )
         + "]"
@@ -364,19 +347,8 @@ def verify(
         return Verification(
             0, len(calls), f"the patched module did not run: {result.message}", untaken
         )
-    values = result.value_json
-    if not (
-        isinstance(values, list)
-        and len(values) == len(calls)
-        and all(
-            isinstance(v, list)
-            and len(v) == 2
-            and v[0] in ("ok", "error")
-            and isinstance(v[1], str)
-            and len(v[1]) <= repr_cap
-            for v in values
-        )
-    ):
+    values = probe_values(result, len(calls), cap)
+    if values is None:
         return Verification(
             0, len(calls), "the sandbox answered something other than values", untaken
         )
