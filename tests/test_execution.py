@@ -274,6 +274,39 @@ def test_only_mutants_on_lines_the_test_runs_are_tried():
     assert grade.status == "not-graded" and "runs no line of" in grade.reason, grade
 
 
+VALID = """def _valid(x):
+    if x >= 0:
+        return True
+    return False
+
+
+def api(x):
+    if not _valid(x):
+        raise ValueError(x)
+    return x * 2
+"""
+
+
+@needs_sandbox
+def test_helpers_the_target_runs_are_mutated_too_and_too_few_survivors_grade_nothing():
+    test = (
+        "from mathx import api\n\n\ndef test_runs():\n    try:\n        api(-1)\n"
+        "    except ValueError:\n        pass\n"
+    )
+    grade = grade_test("tests/test_m.py", "test_runs", {"mathx.py": VALID, "tests/test_m.py": test})
+    assert grade.status == "survived", grade
+    assert grade.targets == ["mathx.py:api"]
+    assert {m["function"] for m in grade.survivors} == {"api", "_valid"}, grade.survivors
+    assert {m["line"] for m in grade.survivors} <= {2, 4, 8, 9}  # never `return True`, `x * 2`
+    # a one-line wrapper has one or two mutants: too few to say its test checks nothing
+    wrapper = "def twice(x):\n    return x\n"
+    test = "from mathx import twice\n\n\ndef test_runs():\n    twice(1)\n"
+    grade = grade_test(
+        "tests/test_m.py", "test_runs", {"mathx.py": wrapper, "tests/test_m.py": test}
+    )
+    assert grade.status == "not-graded" and "too few" in grade.reason, grade
+
+
 def test_traced_lines_are_read_with_suspicion():
     from referee.checks.execution.mutation import traced_lines
 

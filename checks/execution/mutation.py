@@ -43,7 +43,7 @@ from referee.checks.execution.cache import JsonCache
 
 # Part of every cached grade's key; raised when grading changes (3: a kill by a crash, a
 # hang or a `return None` alone is no kill).
-GRADING_VERSION = 4
+GRADING_VERSION = 5
 _SHOWN_FIRST = ("comparison", "boundary", "arithmetic", "constant", "negation", "statement")
 OPERATORS = ("return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement")
 Operator = Literal[
@@ -584,6 +584,30 @@ def pytest_unconfigure(config):
 """
 
 
+# A test is reported only when at least this many value-changing mutants got past it: a
+# thin wrapper (`return check_source(SourceFile(path, text), settings or Settings())`)
+# has one or two, often equivalent for the call the test makes.
+MIN_SURVIVORS = 3
+
+
+def _functions_run(text: str, lines: set[int], names: set[str]) -> list[str]:
+    """The module's top-level functions and classes, other than ``names``, that hold a
+    line of ``lines``."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    found = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if node.name in names or node.end_lineno is None:
+            continue
+        if any(node.lineno < n <= node.end_lineno for n in lines):
+            found.append(node.name)
+    return found
+
+
 def traced_lines(stdout: str, paths: Sequence[str]) -> dict[str, set[int]] | None:
     """The lines of ``paths`` the baseline run executed, read from its output, or None
     when it gave none that can be read (the output is untrusted: checked, never run)."""
@@ -912,8 +936,16 @@ def grade_test(
     if not reached:
         why = f"the test runs no line of {', '.join(target_names)} that a mutant changes"
         return Grade(test_id, "not-graded", why, target_names)
-    every = reached
-    chosen = _interleaved(every, operators)[:max_mutants]
+    # Then the module's other functions the test ran through its targets (a helper such
+    # as `_check` that holds the logic a target only calls), on the lines it ran.
+    helpers: list[Mutant] = []
+    for path, names in found.items():
+        if lines := executed.get(path):
+            extra = _functions_run(files[path], lines, set(names))
+            helpers.extend(
+                m for m in mutants(files[path], path, extra, operators) if m.line in lines
+            )
+    chosen = (_interleaved(reached, operators) + _interleaved(helpers, operators))[:max_mutants]
     grade = Grade(test_id, "survived", "", target_names, total=len(chosen))
     lock = threading.Lock()
     stop = threading.Event()
@@ -991,6 +1023,12 @@ def grade_test(
             f"the time budget ran out after {grade.tried} of {len(chosen)} mutants, none killed"
         )
         return grade  # not cached: the next run may finish it
+    elif len(grade.survivors) < MIN_SURVIVORS:
+        grade.status = "not-graded"
+        grade.reason = (
+            f"only {len(grade.survivors)} mutant(s) that change a value on the lines it runs: "
+            "too few to say it checks nothing"
+        )
     if cache is not None:
         cache.put(key, grade)
     return grade
