@@ -227,6 +227,13 @@ def test_crash_only_reads_the_failure_summary():
     assert not crash_only(result("FAILED t.py::test_x - AssertionError: wrong\n"))
     assert not crash_only(result("FAILED t.py::test_x - Failed: DID NOT RAISE <class 'E'>\n"))
     assert not crash_only(result("1 failed in 0.1s\n"))  # nothing to read: a kill, as before
+    # a test id as wide as the terminal: the summary has no reason, the traceback does
+    long_id = "FAILED tests/test_atomic.py::test_refuses_a_file_that_changed_since_it_was_read\n"
+    raised = ">       with pytest.raises(StaleFileError):\nE       Failed: DID NOT RAISE StaleFileError\n"
+    assert not crash_only(result(raised + long_id))
+    assert crash_only(result("E       IndexError: list index out of range\n" + long_id))
+    assert not crash_only(result("E       assert 3 == 4\n" + long_id))
+    assert not crash_only(result(long_id))
 
 
 @needs_sandbox
@@ -277,7 +284,12 @@ def test_only_mutants_on_lines_the_test_runs_are_tried():
 VALID = """def _valid(x):
     if x >= 0:
         return True
-    return False
+    return _plumbing(x)
+
+
+def _plumbing(x):
+    y = x + 1
+    return y > 5
 
 
 def api(x):
@@ -297,7 +309,9 @@ def test_helpers_the_target_runs_are_mutated_too_and_too_few_survivors_grade_not
     assert grade.status == "survived", grade
     assert grade.targets == ["mathx.py:api"]
     assert {m["function"] for m in grade.survivors} == {"api", "_valid"}, grade.survivors
-    assert {m["line"] for m in grade.survivors} <= {2, 4, 8, 9}  # never `return True`, `x * 2`
+    # the lines it ran, never `return True` or `x * 2`; not `_plumbing`, which api does not
+    # call itself
+    assert {m["line"] for m in grade.survivors} <= {2, 4, 13, 14}
     # a one-line wrapper has one or two mutants: too few to say its test checks nothing
     wrapper = "def twice(x):\n    return x\n"
     test = "from mathx import twice\n\n\ndef test_runs():\n    twice(1)\n"

@@ -591,17 +591,28 @@ MIN_SURVIVORS = 3
 
 
 def _functions_run(text: str, lines: set[int], names: set[str]) -> list[str]:
-    """The module's top-level functions and classes, other than ``names``, that hold a
-    line of ``lines``."""
+    """The module's top-level functions, other than ``names``, that the functions and
+    classes ``names`` call by name and that hold a line of ``lines`` (ran)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return []
+    called: set[str] = set()
+    for node in tree.body:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name in names
+        ):
+            called.update(
+                call.func.id
+                for call in ast.walk(node)
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            )
     found = []
     for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        if node.name in names or node.end_lineno is None:
+        if node.name in names or node.name not in called or node.end_lineno is None:
             continue
         if any(node.lineno < n <= node.end_lineno for n in lines):
             found.append(node.name)
@@ -822,13 +833,20 @@ def crash_only(result: sandbox.SandboxResult) -> bool:
     (``Failed: DID NOT RAISE``)."""
     if result.status == "timeout":
         return True
+    lines = result.stdout.splitlines()
     reasons = [
         (match.group("why") or "").strip()
-        for line in result.stdout.splitlines()
+        for line in lines
         if (match := _FAILED.match(line.strip()))
     ]
     if not reasons:
         return False  # no summary to read: a failure of the test, as before
+    if not all(reasons):
+        # The summary leaves the reason out when the test's id fills the terminal's width:
+        # read the first line of each failure's traceback that names it (`E   ...`).
+        reasons = [line[1:].strip() for line in lines if line.startswith("E ")][:1] or [""]
+        if not reasons[0]:
+            return False  # nothing to read: a failure of the test, as before
     return not any(why.startswith(_CHECKS) or "AssertionError" in why for why in reasons)
 
 
@@ -936,8 +954,10 @@ def grade_test(
     if not reached:
         why = f"the test runs no line of {', '.join(target_names)} that a mutant changes"
         return Grade(test_id, "not-graded", why, target_names)
-    # Then the module's other functions the test ran through its targets (a helper such
-    # as `_check` that holds the logic a target only calls), on the lines it ran.
+    # Then the functions of the same module that the targets call by name, on the lines
+    # the test ran (a helper such as `_check` that holds the logic a target only calls);
+    # not deeper: a test of one rule runs all of an engine's plumbing, and is no weaker
+    # for letting a change there pass.
     helpers: list[Mutant] = []
     for path, names in found.items():
         if lines := executed.get(path):

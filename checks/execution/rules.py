@@ -17,7 +17,7 @@ def test_kills_no_mutant(ctx: Context) -> Iterator[Violation]:
     moved (`<` → `<=`), an arithmetic operator swapped, an integer constant ±1, a condition
     negated, a `return` of a constant, a statement dropped — on the lines the test runs
     (traced as it runs once unchanged), in the functions it calls and then in the helpers
-    of their modules they ran, and runs only that test against each of them in the
+    of their module that those call by name, and runs only that test against each of them in the
     [sandbox](../sandbox.md). It is reported when at least three mutants that change a
     value got past it. A test that still passes on every
     mutant is reported, with the surviving mutants as evidence:
