@@ -321,6 +321,19 @@ def test_helpers_the_target_runs_are_mutated_too_and_too_few_survivors_grade_not
     assert grade.status == "not-graded" and "too few" in grade.reason, grade
 
 
+def test_an_xfail_test_is_not_graded():
+    test = (
+        "import pytest\nfrom mathx import sign\n\n\n@pytest.mark.xfail(strict=True)\n"
+        "def test_gap():\n    assert sign(5) == 2\n\n\nclass TestMore:\n"
+        "    pytestmark = []\n\n    @pytest.mark.xfail\n    def test_other(self):\n"
+        "        assert sign(1) == 3\n"
+    )
+    files = {"mathx.py": SIGN, "tests/test_m.py": test}
+    for name in ("test_gap", "TestMore.test_other"):
+        grade = grade_test("tests/test_m.py", name, files)
+        assert grade.status == "not-graded" and "xfail" in grade.reason, grade
+
+
 def test_traced_lines_are_read_with_suspicion():
     from referee.checks.execution.mutation import traced_lines
 
