@@ -229,7 +229,10 @@ def test_crash_only_reads_the_failure_summary():
     assert not crash_only(result("1 failed in 0.1s\n"))  # nothing to read: a kill, as before
     # a test id as wide as the terminal: the summary has no reason, the traceback does
     long_id = "FAILED tests/test_atomic.py::test_refuses_a_file_that_changed_since_it_was_read\n"
-    raised = ">       with pytest.raises(StaleFileError):\nE       Failed: DID NOT RAISE StaleFileError\n"
+    raised = (
+        ">       with pytest.raises(StaleFileError):\n"
+        "E       Failed: DID NOT RAISE StaleFileError\n"
+    )
     assert not crash_only(result(raised + long_id))
     assert crash_only(result("E       IndexError: list index out of range\n" + long_id))
     assert not crash_only(result("E       assert 3 == 4\n" + long_id))
@@ -300,7 +303,7 @@ def api(x):
 
 
 @needs_sandbox
-def test_helpers_the_target_runs_are_mutated_too_and_too_few_survivors_grade_nothing():
+def test_helpers_the_target_calls_are_mutated_too_on_the_lines_it_ran():
     test = (
         "from mathx import api\n\n\ndef test_runs():\n    try:\n        api(-1)\n"
         "    except ValueError:\n        pass\n"
@@ -312,13 +315,6 @@ def test_helpers_the_target_runs_are_mutated_too_and_too_few_survivors_grade_not
     # the lines it ran, never `return True` or `x * 2`; not `_plumbing`, which api does not
     # call itself
     assert {m["line"] for m in grade.survivors} <= {2, 4, 13, 14}
-    # a one-line wrapper has one or two mutants: too few to say its test checks nothing
-    wrapper = "def twice(x):\n    return x\n"
-    test = "from mathx import twice\n\n\ndef test_runs():\n    twice(1)\n"
-    grade = grade_test(
-        "tests/test_m.py", "test_runs", {"mathx.py": wrapper, "tests/test_m.py": test}
-    )
-    assert grade.status == "not-graded" and "too few" in grade.reason, grade
 
 
 def test_an_xfail_test_is_not_graded():

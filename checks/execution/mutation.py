@@ -584,12 +584,6 @@ def pytest_unconfigure(config):
 """
 
 
-# A test is reported only when at least this many value-changing mutants got past it: a
-# thin wrapper (`return check_source(SourceFile(path, text), settings or Settings())`)
-# has one or two, often equivalent for the call the test makes.
-MIN_SURVIVORS = 3
-
-
 def _functions_run(text: str, lines: set[int], names: set[str]) -> list[str]:
     """The module's top-level functions, other than ``names``, that the functions and
     classes ``names`` call by name and that hold a line of ``lines`` (ran)."""
@@ -1073,12 +1067,6 @@ def grade_test(
             f"the time budget ran out after {grade.tried} of {len(chosen)} mutants, none killed"
         )
         return grade  # not cached: the next run may finish it
-    elif len(grade.survivors) < MIN_SURVIVORS:
-        grade.status = "not-graded"
-        grade.reason = (
-            f"only {len(grade.survivors)} mutant(s) that change a value on the lines it runs: "
-            "too few to say it checks nothing"
-        )
     if cache is not None:
         cache.put(key, grade)
     return grade

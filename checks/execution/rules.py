@@ -18,8 +18,7 @@ def test_kills_no_mutant(ctx: Context) -> Iterator[Violation]:
     negated, a `return` of a constant, a statement dropped — on the lines the test runs
     (traced as it runs once unchanged), in the functions it calls and then in the helpers
     of their module that those call by name, and runs only that test against each of them in the
-    [sandbox](../sandbox.md). It is reported when at least three mutants that change a
-    value got past it. A test that still passes on every
+    [sandbox](../sandbox.md). A test that still passes on every
     mutant is reported, with the surviving mutants as evidence:
     `test_parity kills none of 7 mutants of mathx.py:is_even: still passes when
     `return n % 2 == 0` becomes `return n % 2 != 0``.
