@@ -237,6 +237,9 @@ def test_crash_only_reads_the_failure_summary():
     assert crash_only(result("E       IndexError: list index out of range\n" + long_id))
     assert not crash_only(result("E       assert 3 == 4\n" + long_id))
     assert not crash_only(result(long_id))
+    cut = "E       AssertionError: assert [] == ['a']\nFAILED t.py::test_every_fix - A...\n"
+    assert not crash_only(result(cut))
+    assert crash_only(result("E       KeyError: 'x'\nFAILED t.py::test_every_fix - K...\n"))
 
 
 @needs_sandbox

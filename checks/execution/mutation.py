@@ -43,7 +43,7 @@ from referee.checks.execution.cache import JsonCache
 
 # Part of every cached grade's key; raised when grading changes (3: a kill by a crash, a
 # hang or a `return None` alone is no kill).
-GRADING_VERSION = 5
+GRADING_VERSION = 6
 _SHOWN_FIRST = ("comparison", "boundary", "arithmetic", "constant", "negation", "statement")
 OPERATORS = ("return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement")
 Operator = Literal[
@@ -863,9 +863,10 @@ def crash_only(result: sandbox.SandboxResult) -> bool:
     ]
     if not reasons:
         return False  # no summary to read: a failure of the test, as before
-    if not all(reasons):
-        # The summary leaves the reason out when the test's id fills the terminal's width:
-        # read the first line of each failure's traceback that names it (`E   ...`).
+    if not all(why and not why.endswith("...") for why in reasons):
+        # The summary cuts the reason to the terminal's width (`- A...`), or leaves it out
+        # when the test's id fills it: read the first line of the failure's traceback that
+        # names it (`E   ...`).
         reasons = [line[1:].strip() for line in lines if line.startswith("E ")][:1] or [""]
         if not reasons[0]:
             return False  # nothing to read: a failure of the test, as before
