@@ -899,3 +899,42 @@ def test_nothing_compared_is_no_pass():
         )
     assert result.status == "SKIPPED", result
     assert result.reason.startswith("no input of 10 was compared")
+
+
+# ------------------------------------------------------------------ the real model
+
+ADD_WRONG = '''def add(a: int, b: int) -> int:
+    """Return the sum of a and b."""
+    return a - b
+'''
+
+
+@pytest.mark.model
+@needs_sandbox
+def test_a_counterexample_from_oracles_the_real_model_wrote(tmp_path, small_model: Path):
+    """The real 0.5B writes the three oracles from the signature and docstring (never the
+    body), referee runs them and the function on the input the project's test passes, and
+    the function is rejected with that input — re-run by the parent before it is shown."""
+    project = tmp_path / "p"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ADD_WRONG)
+    (project / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) is not None\n"
+    )
+    (project / "referee.toml").write_text(
+        f'[arbitration]\nmodel = "{small_model}"\n[execution]\ngenerated-inputs = 0\n'
+        "mutation = false\n"
+    )
+    done = _referee(["check", "--execution", "--output-format", "json", "."], project, tmp_path)
+    report = json.loads(done.stdout)
+    found = [f for f in report["findings"] if f["code"] == "REF411"]
+    assert len(found) == 1, (done.stderr, report["findings"])
+    (reject,) = found
+    assert reject["path"] == "calc.py"
+    assert reject["message"] == (
+        "add: add(2, 3) returned -1; 3 independent implementations of the docstring "
+        "return 5 (an input the tests use)"
+    )
+    # each oracle's answer is evidence, and none of them is the body
+    assert "oracle-1: 5" in reject["evidence"] and "a - b" not in reject["evidence"]
+    assert done.returncode == 1
