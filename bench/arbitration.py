@@ -601,6 +601,41 @@ class Outcome:
         )
 
 
+def run_group(
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[int | None, str, str]:
+    """(exit status or None on a time-out, stdout, stderr) of ``command`` run in a
+    process group of its own, killed whole on a time-out or when the bench is stopped:
+    ``referee arbitrate`` starts a model worker, which would outlive its parent."""
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        return proc.returncode, stdout, stderr
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return None, "", f"timed out after {timeout} s"
+    except BaseException:  # Ctrl-C, SIGTERM turned into an exception: no orphan left
+        _kill_group(proc)
+        raise
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    import contextlib
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+
+
 def arbitrate(case: Case, directory: Path, args: argparse.Namespace, cache: Path) -> Outcome:
     directory.mkdir(parents=True)
     (directory / "tests").mkdir()
@@ -615,13 +650,7 @@ def arbitrate(case: Case, directory: Path, args: argparse.Namespace, cache: Path
         command += ["--oracles", str(args.oracles)]
     env = {**os.environ, "REFEREE_CACHE_DIR": str(cache), "NO_COLOR": "1"}
     started = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            command, cwd=directory, env=env, capture_output=True, text=True, timeout=args.timeout
-        )
-        rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired:
-        rc, stdout, stderr = None, "", f"timed out after {args.timeout} s"
+    rc, stdout, stderr = run_group(command, directory, env, args.timeout)
     outcome = Outcome(
         case.kind, case.problem.task_id, case.test_name, case.mutation, rc,
         time.perf_counter() - started, original=case.original,
