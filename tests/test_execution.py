@@ -699,6 +699,32 @@ def test_an_example_the_function_and_every_oracle_contradict_is_in_doubt_not_a_r
 
     result = check(dict.fromkeys((1, 2, 3), MEDIAN_ORACLE))
     assert result.status == "UNCLEAR", result
+    # with the docstring's examples alone as inputs, the oracles are written for it too
+    with _Oracles(dict.fromkeys((1, 2, 3), MEDIAN_ORACLE)) as (server, model):
+        alone = check_function(
+            function_spec(MEDIAN, "m.py", "m", "median"),
+            "m.py",
+            {"m.py": MEDIAN},
+            {},
+            ExecutionConfig(generated_inputs=0),
+            ArbitrationConfig(),
+            model=model,
+        )
+        assert server.kinds() == ["oracle"] * 3
+    assert alone.status == "UNCLEAR" and "may be wrong" in alone.reason, alone
+    right = MEDIAN.replace("    15.0\n", "    8.0\n")
+    with _Oracles(dict.fromkeys((1, 2, 3), MEDIAN_ORACLE)) as (server, model):
+        agreed = check_function(
+            function_spec(right, "m.py", "m", "median"),
+            "m.py",
+            {"m.py": right},
+            {},
+            ExecutionConfig(generated_inputs=0),
+            ArbitrationConfig(),
+            model=model,
+        )
+        assert server.kinds() == []  # every example agrees: no oracle is written
+    assert agreed.status == "PASS", agreed
     assert result.call == "median([-10, 4, 6, 1000, 10, 20])"
     assert result.reason == (
         "median([-10, 4, 6, 1000, 10, 20]): the docstring's example says 15.0, but the "

@@ -60,7 +60,7 @@ Origin = Literal["docstring", "test", "generated"]
 # Part of every cached result's key: raised when the way results are decided changes, so
 # that a result cached by an older rule is not reused (2: oracles contradicting the
 # docstring's examples are set aside).
-DECISION_VERSION = 3
+DECISION_VERSION = 4
 
 _IMPORT = """
 import importlib.util as _referee_util, os as _referee_os, sys as _referee_sys
@@ -871,6 +871,22 @@ def check_function(
     # --- the sources of truth: a reference, else the k oracles (programs cached)
     programs: list[tuple[str, str | None, str, bool]] = []  # (source, program, problem, cached)
     needs_oracles = reference is None and any(i.expected is None for i in gathered)
+    if not needs_oracles and reference is None and model is not None and spec.docstring_value:
+        # Only the docstring's examples: the oracles are written only when the function
+        # contradicts one of them, to tell a wrong function from a wrong example (REF412).
+        entry, module = _module_of(relpath)
+        alone = _run_code(
+            "function",
+            _IMPORT.format(entry=entry, module=module, relpath=relpath),
+            f"_referee_m.{spec.name}",
+            gathered,
+            limits,
+            {**files, relpath: files.get(relpath, spec.text)},
+        )
+        needs_oracles = alone.values is not None and any(
+            status != "ok" or not sandbox.values_equal(value, item.expected or "")
+            for (status, value), item in zip(alone.values, gathered, strict=True)
+        )
     if needs_oracles:
         if not spec.docstring_value:
             result.reason = "no docstring to write oracles from"
