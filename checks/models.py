@@ -315,8 +315,8 @@ class ArbitrationConfig(_Config):
         le=9,
         description="Oracle programs written, in all, in place of oracles that failed to run "
         "(did not parse, did not define the function, raised, timed out) or contradict one "
-        "of the docstring's examples, before agreement is counted; each is the model shown "
-        "the failed program and what went wrong.",
+        "of the docstring's examples, before agreement is counted: for each, a fresh sample "
+        "and the model shown the failed program and what went wrong.",
     )
     candidates: int = Field(
         default=3, ge=0, le=9, description="N candidate patches tried when the source is wrong."
