@@ -677,8 +677,12 @@ async def test_the_judge_does_not_read_what_execution_rejected(judged_client: Re
     ] == []
     (read,) = [d for d in found if d.code in JUDGE_CODES]
     assert read.range.start.line == SCALE_LINE and read.message.startswith("scale: ")
-    # and the judge was never asked about clamp
-    sent = prompts(client)
+    # and the judge was never asked about clamp (the oracles written from clamp's
+    # docstring, to ask whether its example is the mistake, are not the judge)
+    from referee.checks.arbitration.truth import prompts as arbitration_prompts
+
+    oracle_system = arbitration_prompts().oracle_system
+    sent = [p for p in prompts(client) if not p.startswith(oracle_system)]
     assert any("def scale(n: int) -> int:" in p for p in sent), sent
     assert not any("clamp" in p for p in sent), sent
 
