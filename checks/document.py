@@ -134,6 +134,12 @@ class Document:
                 if self._tree is None
                 else parser.parse(source.data, self._tree)
             )
+            if self._tree.root_node.has_error:
+                # tree-sitter's error recovery depends on the subtrees it reuses: a tree
+                # with an error, reparsed from an edited one, can differ from a fresh parse
+                # (an unclosed `"""` read as a string in one and not in the other). The
+                # findings must be a full check's, so such a text is parsed afresh.
+                self._tree = parser.parse(source.data)
             source._tree = self._tree
         return source
 

@@ -337,3 +337,23 @@ def test_a_tree_whose_root_is_an_error_is_checked_whole():
     assert (1, "REF101") in editor.codes()
     editor.replace("def test_empty", "    def test_name(sel'f):\ndef test_empty")
     assert (2, "REF101") not in editor.codes()
+
+
+def test_a_tree_with_an_error_reparsed_from_an_edited_one_is_parsed_afresh():
+    # Found by the fuzz test above in CI: after these edits the incremental tree read the
+    # last test's body as part of an unclosed string, a fresh parse did not; REF116 on
+    # `item.value != 0` was lost and a REF110 reported instead.
+    seed = (
+        Path(__file__).parent / "fixtures/rules/REF116/test_bad_discarded_comparison.py"
+    ).read_text(encoding="utf-8")
+    document = Document("tests/test_bad_discarded_comparison.py", seed + "\n\n" + seed, 0)
+    incremental, full = incremental_and_full(document, DEFAULTS)
+    assert incremental == full
+    document.apply([Change("\n", (6, 5), (9, 0))], 1, "utf-16")
+    document.apply([Change('"""', (6, 5), (9, 0))], 2, "utf-16")
+    incremental, full = incremental_and_full(document, DEFAULTS)
+    assert incremental == full
+    document.apply([Change('"""', (8, 1), (8, 1))], 3, "utf-16")
+    incremental, full = incremental_and_full(document, DEFAULTS)
+    assert incremental == full
+    assert [f.code for f in full].count("REF116") == 2
