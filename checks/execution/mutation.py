@@ -692,34 +692,11 @@ def _defines(text: str, name: str) -> bool:
     )
 
 
-def _test_function(tree: ast.Module, qualname: str) -> ast.FunctionDef | None:
-    parts = qualname.split(".")
+def _test_nodes(tree: ast.Module, qualname: str) -> list[ast.AST] | None:
+    """The classes and the function that ``qualname`` (``test_x``, ``TestX.test_x``) names,
+    outermost first, or None when one is missing."""
     body: list[ast.stmt] = tree.body
-    node: ast.AST | None = None
-    for part in parts:
-        node = next(
-            (
-                n
-                for n in body
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                and n.name == part
-            ),
-            None,
-        )
-        if node is None:
-            return None
-        body = node.body  # type: ignore[attr-defined]
-    return node if isinstance(node, ast.FunctionDef) else None
-
-
-def _expected_to_fail(test_text: str, qualname: str) -> bool:
-    """Whether the test, or a class that holds it, is marked ``xfail`` (a decorator
-    ending in ``xfail``, called or not)."""
-    try:
-        tree = ast.parse(test_text)
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    body: list[ast.stmt] = tree.body
+    found: list[ast.AST] = []
     for part in qualname.split("."):
         node = next(
             (
@@ -731,12 +708,29 @@ def _expected_to_fail(test_text: str, qualname: str) -> bool:
             None,
         )
         if node is None:
-            return False
-        for decorator in node.decorator_list:
+            return None
+        found.append(node)
+        body = node.body
+    return found
+
+
+def _test_function(tree: ast.Module, qualname: str) -> ast.FunctionDef | None:
+    nodes = _test_nodes(tree, qualname)
+    return nodes[-1] if nodes and isinstance(nodes[-1], ast.FunctionDef) else None
+
+
+def _expected_to_fail(test_text: str, qualname: str) -> bool:
+    """Whether the test, or a class that holds it, is marked ``xfail`` (a decorator
+    ending in ``xfail``, called or not)."""
+    try:
+        tree = ast.parse(test_text)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    for node in _test_nodes(tree, qualname) or []:
+        for decorator in getattr(node, "decorator_list", []):
             called = decorator.func if isinstance(decorator, ast.Call) else decorator
             if (_dotted(called) or "").rsplit(".", 1)[-1] == "xfail":
                 return True
-        body = node.body
     return False
 
 
