@@ -325,7 +325,8 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
     model = LazyModel.from_settings(arbitration, judge)
     cache_dir = args.cache or Path(tempfile.mkdtemp(prefix="referee-bench-differential-"))
     limits = Limits(timeout_s=10)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    texts: list[tuple[str, str]] = []  # beside rows: the variant each row checked
     reading = _ReadingJudge(args.model) if args.reading else None
     started = time.monotonic()
     for problem in problems[: args.problems]:
@@ -372,9 +373,9 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
                     "reason": result.reason[:300],
                     "inputs": result.inputs,
                     "seconds": round(seconds, 2),
-                    **(reading.judge(problem["task_id"], relpath, text, kind) if reading else {}),
                 }
             )
+            texts.append((relpath, text))
             if args.json_out:  # so far, so that a run stopped early still has its rows
                 args.json_out.write_text(json.dumps({"rows": rows}, indent=2), encoding="utf-8")
             print(
@@ -382,6 +383,26 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
                 f"{result.reason[:90]}",
                 file=sys.stderr,
             )
+    if reading:
+        # The reading judge takes a minute a variant on 2 cores: it reads the variants of
+        # the first --reading-problems problems (the seeded order above), after the
+        # differential check has run on all of them, for as long as --max-seconds allows.
+        chosen = list(dict.fromkeys(r["task"] for r in rows))[: args.reading_problems]
+        for row, (relpath, text) in zip(rows, texts, strict=True):
+            if row["task"] not in chosen:
+                continue
+            if time.monotonic() - started > args.max_seconds:
+                print("reading stopped: --max-seconds reached", file=sys.stderr)
+                break
+            row.update(reading.judge(row["task"], relpath, text, row["kind"]))
+            if args.json_out:
+                args.json_out.write_text(json.dumps({"rows": rows}, indent=2), encoding="utf-8")
+            print(
+                f"{row['task']:14} {row['kind']:9} differential {row['status']:8} "
+                f"reading {row['reading']:8} {row['reading_seconds']:6.1f}s",
+                file=sys.stderr,
+            )
+    read = [r for r in rows if "reading" in r]
     # a problem's canonical solution is checked first (its oracles written), its wrong
     # variants after (the same signature and docstring: the oracles come from the cache)
     first = [r["seconds"] for r in rows if r["kind"] == "canonical"]
@@ -398,14 +419,23 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
         },
         **(
             {
+                "reading_problems": len({r["task"] for r in read}),
                 "reading_by_kind": {
                     kind: {
-                        s: sum(r.get("reading") == s for r in rows if r["kind"] == kind)
+                        s: sum(r["reading"] == s for r in read if r["kind"] == kind)
                         for s in ("REJECT", "UNCLEAR", "PASS")
                     }
                     for kind in ("canonical", "wrong")
                 },
-                "reading_p50_s": _quantile([r["reading_seconds"] for r in rows], 0.5),
+                # the differential check on the same variants, for the table side by side
+                "differential_on_read_by_kind": {
+                    kind: {
+                        s: sum(r["status"] == s for r in read if r["kind"] == kind)
+                        for s in ("REJECT", "UNCLEAR", "PASS", "SKIPPED")
+                    }
+                    for kind in ("canonical", "wrong")
+                },
+                "reading_p50_s": _quantile([r["reading_seconds"] for r in read], 0.5),
             }
             if reading
             else {}
@@ -438,8 +468,16 @@ def main() -> None:
     d.add_argument(
         "--reading",
         action="store_true",
-        help="also run the reading judge alone on every variant (bench/judge.py's way), "
-        "for the table beside the differential check",
+        help="also run the reading judge alone (bench/judge.py's way) on the variants of the "
+        "first --reading-problems problems, after the differential check, for the table "
+        "beside it",
+    )
+    d.add_argument(
+        "--reading-problems",
+        type=int,
+        default=None,
+        help="how many problems the reading judge reads (default: all; about a minute a "
+        "variant on 2 cores)",
     )
     d.add_argument(
         "--cache",
