@@ -214,6 +214,42 @@ def test_a_return_none_mutant_caught_by_is_not_none_is_no_kill(tmp_path):
     assert grade.survivors and all(m["after"] != "return None" for m in grade.survivors)
 
 
+UNPACKED = """\
+def evens(items):
+    return [i for i in items if i % 2 == 0]
+
+
+def first_even(items):
+    (found,) = evens(items)
+    return found
+"""
+UNPACKED_TESTS = """\
+from pick import evens, first_even
+
+
+def test_one_even():
+    (found,) = evens([1, 2, 3])
+
+
+def test_first_even_runs():
+    first_even([1, 2, 3])
+"""
+
+
+@needs_sandbox
+def test_the_tests_own_unpacking_is_a_check_an_unpacking_in_the_code_is_a_crash(tmp_path):
+    # `(found,) = evens(...)` in the test says "exactly one even": `i % 2 != 0` gives two,
+    # and the test's unpacking fails on it (a kill). The same unpacking inside the code
+    # under test is the code crashing, and the test that only calls it checks nothing.
+    files = {"pick.py": UNPACKED, "tests/test_p.py": UNPACKED_TESTS}
+    own = grade_test("tests/test_p.py", "test_one_even", files)
+    assert own.status == "killed", own
+    assert own.killed_by is not None and not own.crashed  # `return []`, `!=`: the wrong size
+    inner = grade_test("tests/test_p.py", "test_first_even_runs", files)
+    assert inner.status == "survived", inner
+    assert any("!=" in m["after"] for m in inner.crashed)
+
+
 def test_crash_only_reads_the_failure_summary():
     from referee.checks.execution.mutation import crash_only
 

@@ -42,8 +42,8 @@ from referee.checks import sandbox
 from referee.checks.execution.cache import JsonCache
 
 # Part of every cached grade's key; raised when grading changes (3: a kill by a crash, a
-# hang or a `return None` alone is no kill).
-GRADING_VERSION = 6
+# hang or a `return None` alone is no kill; 7: the test's own unpacking is a check).
+GRADING_VERSION = 7
 _SHOWN_FIRST = ("comparison", "boundary", "arithmetic", "constant", "negation", "statement")
 OPERATORS = ("return", "comparison", "arithmetic", "boundary", "constant", "negation", "statement")
 Operator = Literal[
@@ -841,12 +841,18 @@ _FAILED = re.compile(r"^(?:FAILED|ERROR) \S+(?: - (?P<why>.*))?$")
 _CHECKS = ("assert", "AssertionError", "Failed", "DID NOT RAISE", "DID NOT WARN")
 
 
-def crash_only(result: sandbox.SandboxResult) -> bool:
+_UNPACKED = re.compile(r"ValueError: (?:too many|not enough) values to unpack\b")
+_RAISED_AT = re.compile(r"^(?P<path>\S+?):\d+: ValueError$")
+
+
+def crash_only(result: sandbox.SandboxResult, test_path: str | None = None) -> bool:
     """Whether a test failed on a mutant only because the mutant crashed or hung — an
     exception other than a failed assertion (``IndexError``, ``TypeError`` from a
     ``None``, ``RecursionError``) or a time limit — rather than because a check of the
     test saw a wrong value. ``pytest.raises`` that saw no exception is a check
-    (``Failed: DID NOT RAISE``)."""
+    (``Failed: DID NOT RAISE``), and so is the test's own unpacking of a result
+    (``(finding,) = check(...)`` says "exactly one"): a ``ValueError`` of unpacking raised
+    on a line of ``test_path``, not inside the code under test."""
     if result.status == "timeout":
         return True
     lines = result.stdout.splitlines()
@@ -864,7 +870,16 @@ def crash_only(result: sandbox.SandboxResult) -> bool:
         reasons = [line[1:].strip() for line in lines if line.startswith("E ")][:1] or [""]
         if not reasons[0]:
             return False  # nothing to read: a failure of the test, as before
-    return not any(why.startswith(_CHECKS) or "AssertionError" in why for why in reasons)
+    raised_at = [m.group("path") for line in lines if (m := _RAISED_AT.match(line.strip()))]
+    unpacked_by_test = bool(
+        test_path and raised_at and raised_at[-1].replace("\\", "/").endswith(test_path)
+    )
+    return not any(
+        why.startswith(_CHECKS)
+        or "AssertionError" in why
+        or (unpacked_by_test and _UNPACKED.search(why) is not None)
+        for why in reasons
+    )
 
 
 def _public(mutant: Mutant) -> dict:
@@ -995,7 +1010,7 @@ def grade_test(
             raise sandbox.SandboxError(result.message)
         survived = result.status == "ok"
         # a mutant that returns None is caught by any "it returned something" check
-        trivial = mutant.after.strip() == "return None" or crash_only(result)
+        trivial = mutant.after.strip() == "return None" or crash_only(result, test_path)
         return mutant, survived, not survived and trivial, result.message
 
     pending: set[Future] = set()

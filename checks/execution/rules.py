@@ -25,8 +25,10 @@ def test_kills_no_mutant(ctx: Context) -> Iterator[Violation]:
 
     A mutant the test fails on only because the mutant **crashed, hung or returned
     `None`** — the test failed with an exception that is not a failed check (an
-    `IndexError`, a `TypeError` from a `None`, a time limit), where a failed `assert` or
-    `pytest.raises` that saw no exception is a check; or the mutant is `return None`, which
+    `IndexError`, a `TypeError` from a `None`, a time limit), where a failed `assert`,
+    `pytest.raises` that saw no exception, or the test's own unpacking of a result
+    (`(finding,) = check(...)` says "exactly one"; a `ValueError` of unpacking raised on a
+    line of the test, not in the code) is a check; or the mutant is `return None`, which
     any `is not None` catches — is no kill: the test checks that the code runs and returns
     something, not what it computes. Such a test is reported too, when some mutant that
     changes a value without crashing passes it: `test_runs fails only where the code
