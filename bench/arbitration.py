@@ -178,7 +178,10 @@ def _normal(arguments: str) -> str:
     except SyntaxError:
         return arguments
     assert isinstance(call, ast.Call)
-    return ", ".join(ast.unparse(a) for a in call.args)
+    # keywords too: f('x', use_pascal=True) is not the example f('x')
+    return ", ".join(
+        [*(ast.unparse(a) for a in call.args), *(ast.unparse(k) for k in call.keywords)]
+    )
 
 
 # ------------------------------------------------------- the algorithms corpus
