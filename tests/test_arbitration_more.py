@@ -19,10 +19,12 @@ import pytest
 from red_team.fake_openai import FakeModel
 from test_arbitration import (
     BUGGY,
+    CORRECT,
     GOOD_PATCH,
     LONE_ORACLE,
     ORACLE,
     TESTS,
+    WRONG_ORACLE,
     project,
     run,
     scripted,
@@ -110,6 +112,36 @@ def test_a_failed_oracle_gets_a_fresh_sample_and_a_repair_and_the_first_that_run
     # 3 first oracles, then one plain prompt and one repair, asked together
     assert [len(c) for c in oracle_calls] == [2, 2, 2, 2, 4]
     assert oracle_calls[3] == oracle_calls[0]
+
+
+def test_a_replacement_that_ran_but_was_not_needed_is_the_first_extra_oracle_of_a_test_edit(
+    tmp_path: Path,
+):
+    # oracle-1 does not parse; its fresh sample (oracle-101) and its repair (oracle-102)
+    # both run: 101 takes its place, 102 is a spare. A test edit needs two more oracles:
+    # the spare, and one newly written (oracle-4).
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
+    model = scripted([BROKEN, ORACLE, ORACLE, ORACLE, ORACLE, ORACLE])
+    verdict = run(root, NODE, model).verdict
+    assert verdict.verdict == "TEST_WRONG", verdict.reason
+    assert [(o.source, o.value) for o in verdict.oracles] == [
+        ("oracle-101", "5"),
+        ("oracle-2", "5"),
+        ("oracle-3", "5"),
+        ("oracle-102", "5"),
+        ("oracle-4", "5"),
+    ]
+    oracle_calls = [c for c in model.calls if c[0]["content"] == prompts().oracle_system]
+    assert len(oracle_calls) == 6  # 3, a fresh sample and a repair, then 1 (not 2) more
+
+
+def test_a_spare_that_disagrees_blocks_a_test_edit_as_any_extra_oracle_does(tmp_path: Path):
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
+    model = scripted([BROKEN, ORACLE, ORACLE, ORACLE, WRONG_ORACLE, ORACLE])
+    verdict = run(root, NODE, model).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None
+    assert "editing the test needs 5 of 5 oracles to agree" in verdict.reason
+    assert "oracle-102: 6" in verdict.reason
 
 
 def test_an_oracle_may_use_what_the_module_imports_from_the_standard_library(tmp_path: Path):

@@ -190,9 +190,7 @@ def _mode(name: str) -> Mode:
         # A machine that refuses user namespaces (many containers): the sandbox has
         # Landlock and seccomp, the audit hook, and the process group, and nothing else.
         mode = _mode("user")
-        return dataclasses.replace(
-            mode, name=name, env=(("REFEREE_SANDBOX_NAMESPACES", "0"),)
-        )
+        return dataclasses.replace(mode, name=name, env=(("REFEREE_SANDBOX_NAMESPACES", "0"),))
     if name == "root":
         if euid != 0:
             pytest.skip("runs as root only when the suite does")

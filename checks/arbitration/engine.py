@@ -457,17 +457,29 @@ class _Context:
         if total <= config.oracles:
             return None
         assert self.spec is not None
-        extra = oracle_evidence(
-            self.spec,
-            arguments,
-            model,
-            config,
-            ProgramCache(cache_dir),
-            say,
-            cancelled,
-            seeds=range(config.oracles + 1, total + 1),
-            replacements=self.replacements,
-            wrapper=wrapper,
+        # Candidates written in place of failed oracles that ran but were not needed are
+        # oracles of this same call already: the first of the extra ones, in the order
+        # they were written, whatever their values.
+        spares: list[OracleResult] = []
+        if self.replacements is not None:
+            spares = self.replacements.spares[: total - config.oracles]
+            del self.replacements.spares[: len(spares)]
+        seeds = range(config.oracles + 1, total + 1 - len(spares))
+        extra = spares + (
+            oracle_evidence(
+                self.spec,
+                arguments,
+                model,
+                config,
+                ProgramCache(cache_dir),
+                say,
+                cancelled,
+                seeds=seeds,
+                replacements=self.replacements,
+                wrapper=wrapper,
+            )
+            if seeds
+            else []
         )
         self.oracles = (*self.oracles, *extra)
         confirmed = agreed_value(self.oracles, needed)

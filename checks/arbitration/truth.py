@@ -759,6 +759,10 @@ class Replacements:
     budget: int
     next_seed: int = REPLACEMENT_SEEDS + 1
     replaced: list[OracleResult] = field(default_factory=list)
+    # candidates that ran but were not needed (a failed oracle's repair, when its fresh
+    # sample ran too), in the order written: already paid for, the first oracles asked
+    # when more are wanted for the same call (a test edit's extra ones), whatever they say
+    spares: list[OracleResult] = field(default_factory=list)
 
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)):")
@@ -809,7 +813,8 @@ def oracle_evidence(
     while ``replacements`` has budget left, another one (seed 101, 102, ...) takes its
     place — the model shown the failed program and what went wrong with it
     (:func:`repair_messages`) — and the failed one is recorded in
-    ``replacements.replaced``. ``wrapper``
+    ``replacements.replaced``; a second candidate that ran too is kept in
+    ``replacements.spares``. ``wrapper``
     (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
     messages = oracle_messages(spec)
     examples = example_calls(spec)
@@ -910,8 +915,9 @@ def oracle_evidence(
                 continue
             ran = [c for c in mine if not failed_to_run(c, spec.docstring_value)]
             chosen = ran[0] if ran else mine[0]
+            replacements.spares.extend(ran[1:])
             # set aside: the oracle that failed, and the candidates that failed too (a
-            # second candidate that also ran is simply not used)
+            # second candidate that also ran is kept as a spare)
             for candidate in (results[index], *(c for c in mine if c not in ran)):
                 if candidate is not chosen:
                     replacements.replaced.append(
