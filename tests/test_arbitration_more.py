@@ -135,6 +135,29 @@ def test_a_replacement_that_ran_but_was_not_needed_is_the_first_extra_oracle_of_
     assert len(oracle_calls) == 6  # 3, a fresh sample and a repair, then 1 (not 2) more
 
 
+def test_a_spare_takes_the_place_of_another_failed_oracle_before_more_are_written(
+    tmp_path: Path,
+):
+    # oracle-1 and oracle-3 do not parse. Their fresh samples are 101 and 102, their
+    # repairs 103 and 104: 101 and 103 run (103 is a spare), 102 and 104 do not, and the
+    # spare takes oracle-3's place; no third round is asked for.
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    answers = [BROKEN, ORACLE, BROKEN, ORACLE, BROKEN, ORACLE, BROKEN]
+    model = scripted(answers, [GOOD_PATCH])
+    verdict = run(root, NODE, model).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [o.source for o in verdict.oracles] == ["oracle-101", "oracle-2", "oracle-103"]
+    # oracle-3 gave way to its fresh sample (102, as neither ran), and 102 to the spare
+    assert [(o.source, o.replaced_by) for o in verdict.replaced_oracles] == [
+        ("oracle-1", "oracle-101"),
+        ("oracle-3", "oracle-102"),
+        ("oracle-104", "oracle-102"),
+        ("oracle-102", "oracle-103"),
+    ]
+    oracle_calls = [c for c in model.calls if c[0]["content"] == prompts().oracle_system]
+    assert len(oracle_calls) == 7
+
+
 def test_a_spare_that_disagrees_blocks_a_test_edit_as_any_extra_oracle_does(tmp_path: Path):
     root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
     model = scripted([BROKEN, ORACLE, ORACLE, ORACLE, WRONG_ORACLE, ORACLE])

@@ -814,7 +814,8 @@ def oracle_evidence(
     place — the model shown the failed program and what went wrong with it
     (:func:`repair_messages`) — and the failed one is recorded in
     ``replacements.replaced``; a second candidate that ran too is kept in
-    ``replacements.spares``. ``wrapper``
+    ``replacements.spares``, and takes the place of another failed oracle whose own
+    candidates both failed. ``wrapper``
     (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
     messages = oracle_messages(spec)
     examples = example_calls(spec)
@@ -924,6 +925,15 @@ def oracle_evidence(
                         candidate.model_copy(update={"replaced_by": chosen.source})
                     )
             results[index] = chosen
+        # A slot whose own candidates both failed takes a spare of another slot, the
+        # first written, whatever its value: it ran, from the same prompt, for this call.
+        for index in failed:
+            if replacements.spares and failed_to_run(results[index], spec.docstring_value):
+                spare = replacements.spares.pop(0)
+                replacements.replaced.append(
+                    results[index].model_copy(update={"replaced_by": spare.source})
+                )
+                results[index] = spare
     return results
 
 
