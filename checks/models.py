@@ -343,6 +343,14 @@ class ArbitrationConfig(_Config):
     test_timeout: float = Field(
         default=120.0, gt=0, description="Seconds a run of the test module may take."
     )
+    time_budget: float = Field(
+        default=600.0,
+        ge=0,
+        description="Seconds one arbitration may spend on the model's work (oracles, "
+        "replacements, patches) before it stops and says what it has: UNCLEAR when no truth "
+        "was certified yet, SOURCE_WRONG without a fix when the fix was being looked for. "
+        "0: no limit.",
+    )
 
     @model_validator(mode="after")
     def _agreement_within_k(self) -> ArbitrationConfig:

@@ -773,3 +773,42 @@ def test_without_a_configured_formatter_nothing_is_run(tmp_path: Path):
     assert formatters(root) == ["black"]
     (root / "pyproject.toml").write_text("[tool.isort]\nprofile = 'black'\n", encoding="utf-8")
     assert formatters(root) == ["isort"]
+
+
+# ------------------------------------------------------------------ the time budget
+
+APPLE_TESTS = """from text import count_vowels
+
+
+def test_apple():
+    assert count_vowels("apple") == 2
+"""
+
+
+def test_an_arbitration_out_of_time_says_unclear_with_what_it_has(tmp_path: Path):
+    # no doctest for the call: the oracles are needed, and the budget is spent before
+    # the model is asked anything
+    config = "[arbitration]\ntime-budget = 0.001\n"
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"), config)
+    model = scripted([ORACLE], [GOOD_PATCH])
+    verdict = run(root, NODE, model).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None
+    assert "ran out of its time budget (0.001 s, arbitration.time-budget)" in verdict.reason
+    assert model.calls == []
+
+
+def test_out_of_time_while_fixing_keeps_the_blame_and_offers_no_fix(tmp_path: Path):
+    # the docstring's example is the truth (no model needed for the blame); the budget
+    # runs out while candidate patches would be written
+    config = "[arbitration]\ntime-budget = 0.001\n"
+    root = project(tmp_path / "p", EXAMPLED, APPLE_TESTS, config)
+    model = scripted([ORACLE], [GOOD_PATCH])
+    verdict = run(root, "tests/test_text.py::test_apple", model).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert (verdict.truth, verdict.truth_source) == ("2", "doctest")
+    assert verdict.fix is None
+    assert "no verified fix (the time budget, 0.001 s, ran out" in verdict.reason
+    # without a limit the same case is fixed
+    root = project(tmp_path / "q", EXAMPLED, APPLE_TESTS, "[arbitration]\ntime-budget = 0\n")
+    fixed = run(root, "tests/test_text.py::test_apple", scripted([ORACLE], [GOOD_PATCH])).verdict
+    assert fixed.verdict == "SOURCE_WRONG" and fixed.fix is not None, fixed.reason

@@ -122,6 +122,16 @@ def arbitrate(
         if progress is not None:
             progress(message)
 
+    budget = settings.config.arbitration.time_budget
+    deadline = started + budget if budget else None
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
+    def stopped() -> bool:
+        """The caller asked to stop, or the time budget is spent."""
+        return (cancelled is not None and cancelled()) or out_of_time()
+
     def stop_if_cancelled() -> None:
         if cancelled is not None and cancelled():
             raise Cancelled
@@ -147,9 +157,23 @@ def arbitrate(
         record=record,
         started=started,
         queue=queue,
+        out_of_time=out_of_time,
     )
     try:
-        return context.decide(backend, say, cancelled, cache_dir)
+        return context.decide(backend, say, stopped, cache_dir)
+    except Cancelled:
+        if (cancelled is not None and cancelled()) or not out_of_time():
+            raise
+        # Nothing was certified in time: what the oracles said so far goes to a person.
+        return context.unclear(
+            f"ran out of its time budget ({budget:g} s, arbitration.time-budget) before a "
+            "truth was certified"
+            + (
+                ": " + "; ".join(_evidence_line(r) for r in context.oracles)
+                if context.oracles
+                else ""
+            )
+        )
     except NotIsolated as exc:
         return context.unclear(str(exc))
     except ModelCrashed as exc:
@@ -205,6 +229,7 @@ class _Context:
     oracles: tuple[OracleResult, ...] = ()
     spec: FunctionSpec | None = None
     replacements: Replacements | None = None
+    out_of_time: Callable[[], bool] = lambda: False  # the time budget is spent
 
     @property
     def config(self) -> ArbitrationConfig:
@@ -679,8 +704,48 @@ class _Context:
         if why_not is not None:
             verdict = self.verdict(**common, reason=f"{reason}; no verified fix ({why_not})")
             return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
-        assert function_relpath is not None
-        result: SourceFix = source_fix(
+        assert function_relpath is not None and backend is not None
+        try:
+            result = self._source_fix(
+                isolated, truth, function_relpath, files, backend, say, cancelled, cache_dir
+            )
+        except Cancelled:
+            if not self.out_of_time():
+                raise
+            budget = self.config.time_budget
+            verdict = self.verdict(
+                **common,
+                reason=f"{reason}; no verified fix (the time budget, {budget:g} s, "
+                "ran out while candidates were tried)",
+            )
+            return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
+        if result.fix is None:
+            verdict = self.verdict(
+                **common,
+                patches=result.patches,
+                reason=f"{reason}; source is wrong; no verified fix "
+                f"({len(result.patches)} candidate(s) tried)",
+            )
+            return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
+        verdict = self.verdict(**common, patches=result.patches, fix=result.fix, reason=reason)
+        return Arbitration(verdict, self.root, result.new_text)
+
+    def _source_fix(
+        self,
+        isolated: Isolated,
+        truth: str,
+        function_relpath: str,
+        files: _LazyFiles,
+        backend: BackendFactory,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> SourceFix:
+        """Candidate patches (the oracles' programs that give the truth first), each kept
+        only when the test module's asserted calls give the right values and it passes."""
+        assert self.spec is not None and self.observation is not None
+        obs = self.observation
+        return source_fix(
             self.spec,
             function_relpath,
             self.test.path,
@@ -711,16 +776,6 @@ class _Context:
                 isolated, truth, backend, say, cancelled, cache_dir
             ),
         )
-        if result.fix is None:
-            verdict = self.verdict(
-                **common,
-                patches=result.patches,
-                reason=f"{reason}; source is wrong; no verified fix "
-                f"({len(result.patches)} candidate(s) tried)",
-            )
-            return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
-        verdict = self.verdict(**common, patches=result.patches, fix=result.fix, reason=reason)
-        return Arbitration(verdict, self.root, result.new_text)
 
 
 # ---------------------------------------------------------------------------- applying
