@@ -122,18 +122,11 @@ def arbitrate(
         if progress is not None:
             progress(message)
 
-    budget = settings.config.arbitration.time_budget
-    deadline = started + budget if budget else None
-
-    def out_of_time() -> bool:
-        return deadline is not None and time.monotonic() > deadline
-
-    def stopped() -> bool:
-        """The caller asked to stop, or the time budget is spent."""
-        return (cancelled is not None and cancelled()) or out_of_time()
+    def asked_to_stop() -> bool:
+        return cancelled is not None and cancelled()
 
     def stop_if_cancelled() -> None:
-        if cancelled is not None and cancelled():
+        if asked_to_stop():
             raise Cancelled
 
     say(f"running {test_id}")
@@ -157,17 +150,21 @@ def arbitrate(
         record=record,
         started=started,
         queue=queue,
-        out_of_time=out_of_time,
     )
+
+    def stopped() -> bool:
+        """The caller asked to stop, or the time budget is spent."""
+        return asked_to_stop() or context.out_of_time()
+
     try:
         return context.decide(backend, say, stopped, cache_dir)
     except Cancelled:
-        if (cancelled is not None and cancelled()) or not out_of_time():
+        if asked_to_stop() or not context.out_of_time():
             raise
         # Nothing was certified in time: what the oracles said so far goes to a person.
         return context.unclear(
-            f"ran out of its time budget ({budget:g} s, arbitration.time-budget) before a "
-            "truth was certified"
+            f"ran out of its time budget ({context.config.time_budget:g} s, "
+            "arbitration.time-budget) before a truth was certified"
             + (
                 ": " + "; ".join(_evidence_line(r) for r in context.oracles)
                 if context.oracles
@@ -229,11 +226,15 @@ class _Context:
     oracles: tuple[OracleResult, ...] = ()
     spec: FunctionSpec | None = None
     replacements: Replacements | None = None
-    out_of_time: Callable[[], bool] = lambda: False  # the time budget is spent
 
     @property
     def config(self) -> ArbitrationConfig:
         return self.settings.config.arbitration
+
+    def out_of_time(self) -> bool:
+        """Whether the arbitration has run past ``time-budget`` (0: no limit)."""
+        budget = self.config.time_budget
+        return bool(budget) and time.monotonic() > self.started + budget
 
     # ------------------------------------------------------------------ the verdicts
 
