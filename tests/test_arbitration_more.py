@@ -276,6 +276,31 @@ def test_a_replacement_oracle_is_shown_its_own_mistake_and_nothing_else(tmp_path
     assert "text[1:]" not in text and "AEIOU" not in text
 
 
+def test_a_fresh_oracle_is_asked_with_the_docstrings_examples_as_assertions(tmp_path: Path):
+    root = project(tmp_path / "p", EXAMPLED, UPPER_TESTS)
+    model = scripted([LONE_ORACLE, ORACLE, ORACLE, ORACLE], [GOOD_PATCH])
+    verdict = run(root, NODE, model).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    oracle_calls = [c for c in model.calls if c[0]["content"] == prompts().oracle_system]
+    # three first oracles, then the failed one's fresh sample and its repair
+    first, fresh = oracle_calls[0], oracle_calls[3]
+    assert len(fresh) == 2 and fresh != first
+    asked = fresh[1]["content"]
+    assert asked.startswith(first[1]["content"])  # the same prompt, then the examples
+    assert "assert count_vowels('HELLO') == 2" in asked
+    assert "assert count_vowels('apple') == 2" in asked
+    # the docstring's examples only: never the body, never the test's call or value
+    assert "text[1:]" not in asked and "AEIOU" not in asked and "== 5" not in asked
+
+
+def test_without_examples_a_fresh_oracle_is_asked_as_the_first_ones_were():
+    from referee.checks.arbitration.isolate import function_spec
+    from referee.checks.arbitration.truth import examples_messages, oracle_messages
+
+    spec = function_spec(BUGGY, "text.py", "text", "count_vowels")
+    assert examples_messages(spec, []) == oracle_messages(spec)
+
+
 def test_without_the_example_the_same_oracle_is_an_opinion_and_blocks(tmp_path: Path):
     root = project(tmp_path / "p", BUGGY, UPPER_TESTS)
     verdict = run(root, NODE, scripted([LONE_ORACLE, ORACLE, ORACLE, ORACLE])).verdict

@@ -144,6 +144,7 @@ class Prompts:
     version: str
     oracle_system: str
     oracle: str
+    oracle_examples: str
     oracle_repair: str
     patch_system: str
     patch: str
@@ -157,6 +158,7 @@ def prompts() -> Prompts:
         version="arbitration-v1-" + hashlib.sha256(raw).hexdigest()[:8],
         oracle_system=data["oracle_system"],
         oracle=data["oracle"],
+        oracle_examples=data["oracle_examples"],
         oracle_repair=data["oracle_repair"],
         patch_system=data["patch_system"],
         patch=data["patch"],
@@ -568,6 +570,31 @@ def oracle_messages(spec: FunctionSpec) -> list[dict[str, str]]:
     ]
 
 
+def examples_messages(
+    spec: FunctionSpec, examples: Sequence[tuple[str, str, str]]
+) -> list[dict[str, str]]:
+    """The prompt of a fresh oracle in place of one that failed: the oracle prompt, with
+    the docstring's own examples (:func:`example_calls`) written out as assertions the
+    function must pass — still the signature and docstring only. Without examples it is
+    the plain oracle prompt."""
+    if not examples:
+        return oracle_messages(spec)
+    p = prompts()
+    lines = "\n".join(f"assert {call} == {want}" for call, want, _ in examples)
+    return [
+        {"role": "system", "content": p.oracle_system},
+        {
+            "role": "user",
+            "content": p.oracle_examples.format(
+                signature=spec.signature,
+                docstring=spec.docstring or "",
+                name=spec.name,
+                examples=lines,
+            ),
+        },
+    ]
+
+
 def extract_code(answer: str) -> str:
     """The first fenced Python block of a model's answer, else the answer itself."""
     for pattern in (r"```(?:python|py)[^\n]*\n(.*?)```", r"```[^\n]*\n(.*?)```"):
@@ -662,7 +689,9 @@ class ProgramCache:
         temp: float,
         max_tokens: int,
     ) -> str:
-        raw = json.dumps([prompts().version, list(messages), identity, seed, temp, max_tokens])
+        # the conversation itself, not the prompt file's version: a prompt added beside
+        # the others leaves the programs of unchanged conversations where they are
+        raw = json.dumps(["conversation-v2", list(messages), identity, seed, temp, max_tokens])
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> str | None:
@@ -819,6 +848,7 @@ def oracle_evidence(
     (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
     messages = oracle_messages(spec)
     examples = example_calls(spec)
+    fresh_messages = examples_messages(spec, examples)
     preamble = module_imports(spec.text)
     inner = f"{spec.name}({arguments})"
     call = f"{wrapper}({inner})" if wrapper else inner
@@ -889,14 +919,16 @@ def oracle_evidence(
             raise Cancelled
         if progress is not None:
             progress(f"{len(failed)} oracle(s) did not run; asking for new ones")
-        # Each failed oracle gets two candidates, decoded in one batch: a fresh sample of
-        # the plain prompt, and a repair — the model shown its own program and what went
-        # wrong with it. A repair alone tends to stay with the mistake it was shown; a
-        # fresh sample alone forgets what was learnt. Fresh samples come first while the
+        # Each failed oracle gets two candidates, decoded in one batch: a fresh sample —
+        # the prompt with the docstring's examples written out as assertions
+        # (:func:`examples_messages`), another way of asking than the one that failed —
+        # and a repair — the model shown its own program and what went wrong with it. A
+        # repair alone tends to stay with the mistake it was shown; a fresh sample alone
+        # forgets what was learnt. Fresh samples come first while the
         # budget is short. The first candidate of the two (in that fixed order, whatever
         # its value) that runs takes the place; when neither does, the fresh one stays, and
         # the next round repairs that.
-        jobs = [(i, list(messages)) for i in failed] + [
+        jobs = [(i, fresh_messages) for i in failed] + [
             (
                 i,
                 repair_messages(
