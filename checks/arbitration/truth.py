@@ -579,20 +579,10 @@ def examples_messages(
     the plain oracle prompt."""
     if not examples:
         return oracle_messages(spec)
-    p = prompts()
     lines = "\n".join(f"assert {call} == {want}" for call, want, _ in examples)
-    return [
-        {"role": "system", "content": p.oracle_system},
-        {
-            "role": "user",
-            "content": p.oracle_examples.format(
-                signature=spec.signature,
-                docstring=spec.docstring or "",
-                name=spec.name,
-                examples=lines,
-            ),
-        },
-    ]
+    system, user = oracle_messages(spec)
+    more = prompts().oracle_examples.format(examples=lines)
+    return [system, {"role": "user", "content": f"{user['content']}\n\n{more}"}]
 
 
 def extract_code(answer: str) -> str:
@@ -924,8 +914,8 @@ def oracle_evidence(
         # (:func:`examples_messages`), another way of asking than the one that failed —
         # and a repair — the model shown its own program and what went wrong with it. A
         # repair alone tends to stay with the mistake it was shown; a fresh sample alone
-        # forgets what was learnt. Fresh samples come first while the
-        # budget is short. The first candidate of the two (in that fixed order, whatever
+        # forgets what was learnt. Fresh samples come first while the budget is short.
+        # The first candidate of the two (in that fixed order, whatever
         # its value) that runs takes the place; when neither does, the fresh one stays, and
         # the next round repairs that.
         jobs = [(i, fresh_messages) for i in failed] + [
