@@ -54,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -929,11 +930,18 @@ def main() -> int:
         for index, case in enumerate(cases):
             groups.setdefault(case.problem.task_id, []).append((index, case))
         outcomes: list[Outcome | None] = [None] * len(cases)
+        written = threading.Lock()
 
         def run_group(group: list[tuple[int, Case]]) -> None:
             for index, case in group:
                 outcome = arbitrate(case, tmp / f"case-{index:03d}", args, cache)
                 outcomes[index] = outcome
+                if args.json:
+                    # After every case, so a run stopped early still has its table
+                    # (`--table-from`): the cases finished so far.
+                    with written:
+                        partial = [asdict(o) for o in outcomes if o is not None]
+                        args.json.write_text(json.dumps(partial, indent=1), encoding="utf-8")
                 print(
                     f"{case.kind:<12} {case.problem.task_id:<14} {outcome.verdict or 'error':<12} "
                     f"{outcome.seconds:6.1f} s  {outcome.reason or outcome.error}"[:200],
