@@ -256,6 +256,25 @@ def test_docstring_examples_in_doctest_and_arrow_forms_are_read():
     assert found == {('f("ab")', "2"), ('f("abc")', "3"), ("f('x')", "1"), ("f([1, 2])", "[2, 1]")}
 
 
+def test_a_value_written_as_a_computation_is_read_by_its_result():
+    """``-> 19 - 5 - 6 = 8`` gives 8, never the computation's first number (HumanEval's
+    ``fruit_distribution`` writes its examples so); a computation with no result is no
+    example."""
+    doc = """Mangoes left.
+
+    f("5 apples and 6 oranges", 19) ->19 - 5 - 6 = 8
+    f("2 apples and 3 oranges", 100) -> 100 - 2 - 3 = 95
+    f("1 apple", 10) -> 10 - 1
+    f("none", 4) -> 4
+    """
+    found = {(call, value) for call, value, _ in docstring_examples(doc, "f")}
+    assert found == {
+        ('f("5 apples and 6 oranges", 19)', "8"),
+        ('f("2 apples and 3 oranges", 100)', "95"),
+        ('f("none", 4)', "4"),
+    }
+
+
 def test_a_prompted_comparison_without_output_is_an_example():
     """``>>> f(19) == 'xix'`` with nothing under it says what f(19) is (run as a doctest
     it would print True); with output under it, the output is the example's value."""

@@ -306,13 +306,29 @@ def docstring_examples(docstring: str, name: str) -> list[tuple[str, str, str]]:
     return found
 
 
+# what follows a value written as a computation: ``-> 19 - 5 - 6 = 8``
+_OPERATOR = re.compile(r"^(?:[-+*/%=<>&|^]|\*\*|//)")
+
+
 def _leading_literal(text: str) -> str | None:
-    """The longest run of leading words of ``text`` that is a literal (``5.`` → ``5``)."""
+    """The longest run of leading words of ``text`` that is a literal (``5.`` → ``5``).
+
+    A value written as a computation is read by its result: ``19 - 5 - 6 = 8`` is ``8``
+    (the words after the last ``=``), never ``19``; one with no ``=`` result
+    (``10 - 2``) is no value."""
     words = text.strip().split()
     for count in range(len(words), 0, -1):
         candidate = " ".join(words[:count]).rstrip(".,;")
         value = _literal_value(candidate)
         if value is not None:
+            if count < len(words) and _OPERATOR.match(words[count]):
+                _, equals, result = text.rpartition("=")
+                if not equals or result.lstrip().startswith("="):
+                    return None
+                tail = result.strip().split()
+                if not tail or any(_OPERATOR.match(word) for word in tail[1:2]):
+                    return None
+                return _literal_value(tail[0].rstrip(".,;"))
             return value
     return None
 
