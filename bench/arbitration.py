@@ -897,6 +897,14 @@ def main() -> int:
     parser.add_argument("--no-self-approval", action="store_true", help="skip that baseline")
     parser.add_argument("--json", type=Path, default=None, help="write every case's outcome here")
     parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="TASK_ID",
+        help="arbitrate only this problem's cases (repeatable): the cases are built as for "
+        "the whole run, so they are the same ones it arbitrates",
+    )
+    parser.add_argument(
         "--table-from", type=Path, default=None, help="print the table of a saved --json run"
     )
     args = parser.parse_args()
@@ -915,6 +923,10 @@ def main() -> int:
         problems = load_problems()
     started = time.perf_counter()
     cases = build_cases(problems, args.limit, args.seed)
+    if args.only:
+        cases = [c for c in cases if c.problem.task_id in set(args.only)]
+        if not cases:
+            parser.error(f"no case of the run is a case of {', '.join(args.only)}")
     print(
         f"{len(problems)} {args.corpus} problems with literal assertions; "
         f"{sum(c.kind == 'test-wrong' for c in cases)} test-wrong and "
