@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import math
 import os
 import platform
 import random
@@ -788,7 +789,8 @@ def table(outcomes: list[Outcome], self_ran: bool) -> str:
     sw = [o for o in outcomes if o.kind == "source-wrong"]
     seconds = sorted(o.seconds for o in outcomes)
     p50 = statistics.median(seconds) if seconds else 0
-    p90 = seconds[int(0.9 * (len(seconds) - 1))] if seconds else 0
+    # nearest rank: never below the median, however few the cases
+    p90 = seconds[max(0, math.ceil(0.9 * len(seconds)) - 1)] if seconds else 0
     unclear = sum(o.verdict in ("UNCLEAR", None) for o in outcomes)
     rows = [
         _HEADER,
