@@ -926,7 +926,8 @@ def main() -> int:
     started = time.perf_counter()
     cases = build_cases(problems, args.limit, args.seed)
     if args.only:
-        cases = [c for c in cases if c.problem.task_id in set(args.only)]
+        only = set(args.only)
+        cases = [c for c in cases if c.problem.task_id in only]
         if not cases:
             parser.error(f"no case of the run is a case of {', '.join(args.only)}")
     print(

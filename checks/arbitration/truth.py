@@ -326,7 +326,7 @@ def _leading_literal(text: str) -> str | None:
                 if not equals or result.lstrip().startswith("="):
                     return None
                 tail = result.strip().split()
-                if not tail or any(_OPERATOR.match(word) for word in tail[1:2]):
+                if not tail or (len(tail) > 1 and _OPERATOR.match(tail[1])):
                     return None
                 return _literal_value(tail[0].rstrip(".,;"))
             return value
