@@ -310,14 +310,15 @@ class ArbitrationConfig(_Config):
         "k first ones are extended to this many, and the extra ones must agree too.",
     )
     oracle_replacements: int = Field(
-        default=12,
+        default=24,
         ge=0,
         le=30,
         description="Oracle programs written, in all, in place of oracles that failed to run "
         "(did not parse, did not define the function, raised, timed out) or contradict one "
         "of the docstring's examples, before agreement is counted: for each, a fresh sample "
-        "(the docstring's examples written out as assertions) and the model shown the failed "
-        "program and what went wrong. time-budget bounds them too.",
+        "(in the first half of the budget with the docstring's examples written out as "
+        "assertions, in the second asked as the first oracles were) and the model shown the "
+        "failed program and what went wrong. time-budget bounds them too.",
     )
     candidates: int = Field(
         default=3, ge=0, le=9, description="N candidate patches tried when the source is wrong."

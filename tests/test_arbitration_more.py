@@ -293,6 +293,43 @@ def test_a_fresh_oracle_is_asked_with_the_docstrings_examples_as_assertions(tmp_
     assert "text[1:]" not in asked and "AEIOU" not in asked and "== 5" not in asked
 
 
+def test_the_second_half_of_the_budget_asks_fresh_oracles_as_the_first_ones_were(
+    tmp_path: Path,
+):
+    # A docstring whose examples, written out, lead the model astray every time: the
+    # first half of the budget (2 of 4) shows them, the second half asks again plainly.
+    config = "[arbitration]\noracle-replacements = 4\n"
+    root = project(tmp_path / "p", EXAMPLED, UPPER_TESTS, config)
+    answers = [LONE_ORACLE, ORACLE, ORACLE, LONE_ORACLE, LONE_ORACLE, ORACLE, LONE_ORACLE]
+    model = scripted(answers, [GOOD_PATCH])
+    verdict = run(root, NODE, model).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    oracle_calls = [c for c in model.calls if c[0]["content"] == prompts().oracle_system]
+    first, fresh, repair, plain, repair2 = oracle_calls[0], *oracle_calls[3:7]
+    assert "assert count_vowels('HELLO') == 2" in fresh[1]["content"]
+    assert len(repair) == 4 and len(repair2) == 4  # each half repairs as well
+    assert plain == first
+    assert [o.source for o in verdict.oracles] == ["oracle-103", "oracle-2", "oracle-3"]
+    gone = [(o.source, o.replaced_by) for o in verdict.replaced_oracles]
+    # round 1: oracle-1's fresh sample (101) stays though it failed too, its repair (102)
+    # is set aside; round 2: 101's plain sample (103) runs, its repair (104) does not
+    assert gone == [
+        ("oracle-1", "oracle-101"),
+        ("oracle-102", "oracle-101"),
+        ("oracle-101", "oracle-103"),
+        ("oracle-104", "oracle-103"),
+    ]
+
+
+def test_a_round_never_straddles_the_two_halves_of_the_budget():
+    from referee.checks.arbitration.truth import Replacements
+
+    budget = Replacements(5)  # 3 with the examples, 2 without
+    assert [budget.next_round(4) for _ in range(3)] == [(3, True), (2, False), (0, False)]
+    assert budget.budget == 0
+    assert Replacements(1).next_round(2) == (1, True)
+
+
 def test_without_examples_a_fresh_oracle_is_asked_as_the_first_ones_were():
     from referee.checks.arbitration.isolate import function_spec
     from referee.checks.arbitration.truth import examples_messages, oracle_messages

@@ -794,10 +794,31 @@ class Replacements:
     budget: int
     next_seed: int = REPLACEMENT_SEEDS + 1
     replaced: list[OracleResult] = field(default_factory=list)
+    # The first half of the budget (rounded up) asks each fresh sample with the
+    # docstring's examples written out as assertions; the second half asks it as the
+    # first oracles were asked. Some docstrings lead the model astray the same way every
+    # time it is shown the examples, and the plain question meets them; a function the
+    # first half settles never reaches the second.
+    with_examples: int = field(init=False)
+    used: int = 0
     # candidates that ran but were not needed (a failed oracle's repair, when its fresh
     # sample ran too), in the order written: already paid for, the first oracles asked
     # when more are wanted for the same call (a test edit's extra ones), whatever they say
     spares: list[OracleResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.with_examples = (self.budget + 1) // 2
+
+    def next_round(self, wanted: int) -> tuple[int, bool]:
+        """How many of ``wanted`` candidates the next round may write — a round never
+        straddles the two halves — and whether its fresh samples are shown the examples;
+        the budget is spent as they are."""
+        examples = self.used < self.with_examples
+        room = self.with_examples - self.used if examples else self.budget
+        count = min(wanted, room, self.budget)
+        self.used += count
+        self.budget -= count
+        return count, examples
 
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)):")
@@ -926,15 +947,19 @@ def oracle_evidence(
         if progress is not None:
             progress(f"{len(failed)} oracle(s) did not run; asking for new ones")
         # Each failed oracle gets two candidates, decoded in one batch: a fresh sample —
-        # the prompt with the docstring's examples written out as assertions
-        # (:func:`examples_messages`), another way of asking than the one that failed —
-        # and a repair — the model shown its own program and what went wrong with it. A
+        # in the first half of the budget the prompt with the docstring's examples
+        # written out as assertions (:func:`examples_messages`), another way of asking
+        # than the one that failed; in the second half the first oracles' prompt again,
+        # for a docstring whose examples, shown, lead the model astray every time — and
+        # a repair — the model shown its own program and what went wrong with it. A
         # repair alone tends to stay with the mistake it was shown; a fresh sample alone
         # forgets what was learnt. Fresh samples come first while the budget is short.
         # The first candidate of the two (in that fixed order, whatever
         # its value) that runs takes the place; when neither does, the fresh one stays, and
         # the next round repairs that.
-        jobs = [(i, fresh_messages) for i in failed] + [
+        count, shown_examples = replacements.next_round(2 * len(failed))
+        asked = fresh_messages if shown_examples else messages
+        jobs = [(i, asked) for i in failed] + [
             (
                 i,
                 repair_messages(
@@ -943,10 +968,9 @@ def oracle_evidence(
             )
             for i in failed
         ]
-        jobs = jobs[: replacements.budget]
+        jobs = jobs[:count]
         fresh = list(range(replacements.next_seed, replacements.next_seed + len(jobs)))
         replacements.next_seed += len(jobs)
-        replacements.budget -= len(jobs)
         candidates = run_round(fresh, [conversation for _, conversation in jobs])
         for index in failed:
             mine = [c for (i, _), c in zip(jobs, candidates, strict=True) if i == index]
