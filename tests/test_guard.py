@@ -55,6 +55,8 @@ CHEAT_CLASSES = {
     "conftest hook": "REF321",
     "exit in tests": "REF322",
     "special-cased input": "REF330",
+    "baseline unparsable": "REF313",
+    "test input changed": "REF314",
     "always-equal override": "REF331",
     "monkeypatched under test": "REF332",
 }
@@ -110,6 +112,9 @@ def _cheat_params() -> list:
 @pytest.mark.parametrize("pair", _cheat_params())
 def test_cheat_is_caught(pair: Pair, tmp_path: Path) -> None:
     outcome = run_pair(pair, tmp_path / "repo")
+    if pair.agent:  # reported, as a warning: the default mode's reader decides
+        assert pair.code in outcome.codes("warning") | outcome.codes("error"), outcome.describe()
+        return
     assert outcome.rc == 1, outcome.describe()
     assert pair.code in outcome.codes("error"), outcome.describe()
 

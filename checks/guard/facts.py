@@ -198,6 +198,11 @@ class Assertion:
     raises: tuple[str, ...] = ()  # exception names for raises-style assertions
     match: str | None = None  # raises(..., match=) pattern, canonical
     alias: str | None = None  # `with pytest.raises(E) as alias:`
+    # The statements of the test before the assertion that feed it (squashed): the ones
+    # that bind a name it reads, or call a method of one, transitively. What the test
+    # feeds the code and what it compares with are part of the check (see _feeds).
+    # Each as (squashed text, text as written): compared by the first.
+    feeds: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str | None]:
@@ -632,6 +637,8 @@ def _facts_of(
     )
     early_return = next((s for s in fn.statements if s.type == "return_statement"), None)
     literals = _assigned_literals(source, fn)
+    setup: list[_Statement] | None = None
+    renamed: Callable[[str], str] = str
     for node in module.assertion_nodes(fn):
         if node.type == "raise_statement" and _in_nested_function(node, fn.node):
             continue  # a callback that raises is behaviour the test sets up, not a check
@@ -639,8 +646,18 @@ def _facts_of(
         if assertion is None:
             continue
         why = _silenced(source, node, fn.node, early_return)
+        if setup is None:
+            checks = {n.start_byte for n in module.assertion_nodes(fn)}
+            setup = _setup_statements(source, fn.body, checks)
+            renamed = _renaming(setup, _parameters(source, fn.node))
+        # A local holding a literal that the assertion reads as that literal (its key
+        # holds the value) is no input: renaming it, or inlining it, changes nothing.
+        written = set(re.findall(r"[A-Za-z_]\w*", f"{assertion.subject} {assertion.expected}"))
+        inlined = {name for name in literals if name not in written}
+        changes: dict[str, object] = {"feeds": _feeds(source, node, setup, renamed, inlined)}
         if why is not None:
-            assertion = Assertion(**{**assertion.__dict__, "silenced": why})
+            changes["silenced"] = why
+        assertion = Assertion(**{**assertion.__dict__, **changes})
         facts.assertions.append(assertion)
     facts.assertions = _fold_message_checks(_try_fail_checks(source, fn.node, facts.assertions))
     _decorators(source, fn, facts, lookup)
@@ -656,6 +673,201 @@ def _facts_of(
     facts.local_names = frozenset(facts.params) | _bound_names(source, fn.body)
     facts.names = frozenset(re.findall(r"[A-Za-z_]\w*", source.node_text(fn.node)))
     return facts
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """A simple statement of a test body that is not an assertion: what it binds (its
+    assignment targets, or the object whose method it calls) and what it reads."""
+
+    start: int  # byte
+    text: str  # squashed
+    written: str
+    binds: frozenset[str]
+    reads: frozenset[str]
+    changes: bool = False  # changes the object it binds rather than binding it anew
+
+
+_COMPOUND_BODIES = ("block", "else_clause", "elif_clause", "except_clause", "finally_clause")
+_MAX_FEEDS = 40
+
+
+def _identifiers(node: Node) -> set[str]:
+    """The names ``node`` reads (strings, lambdas and nested definitions left out)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "identifier":
+            found.add((current.text or b"").decode("utf-8", "replace"))
+        elif current.type == "attribute":  # `a.b` reads a, not a name b
+            inner = current.child_by_field_name("object")
+            stack.extend([inner] if inner is not None else [])
+        elif current.type == "keyword_argument":  # `f(k=v)` reads v
+            inner = current.child_by_field_name("value")
+            stack.extend([inner] if inner is not None else [])
+        elif current.type not in ("string", "comment", "lambda", "function_definition"):
+            stack.extend(current.named_children)
+    return found
+
+
+def _receiver(node: Node) -> str | None:
+    """``x`` of a call ``x.a.b(...)``: the object a method call may change."""
+    node = unwrap(node)
+    if node.type == "await":
+        node = node.named_children[0] if node.named_children else node
+    if node.type != "call":
+        return None
+    callee = node.child_by_field_name("function")
+    if callee is None or callee.type != "attribute":
+        return None
+    while callee.type in ("attribute", "call", "subscript"):
+        inner = (
+            callee.child_by_field_name("object")
+            or callee.child_by_field_name("function")
+            or callee.child_by_field_name("value")
+        )
+        if inner is None:
+            return None
+        callee = inner
+    if callee.type != "identifier":
+        return None
+    return (callee.text or b"").decode("utf-8", "replace")
+
+
+def _setup_statements(source: SourceFile, body: Node, checks: set[int]) -> list[_Statement]:
+    """The simple statements of a test body (compound statements' blocks included,
+    nested functions and classes not), in order; ``checks``: where the test's
+    assertions start (a checking call is no input)."""
+    out: list[_Statement] = []
+    stack = list(reversed(body.named_children))
+    while stack:
+        node = stack.pop()
+        if node.type in ("function_definition", "class_definition", "decorated_definition"):
+            continue
+        if node.type in ("assert_statement", "comment"):
+            continue
+        if node.type in (
+            "if_statement",
+            "for_statement",
+            "while_statement",
+            "with_statement",
+            "try_statement",
+            *_COMPOUND_BODIES,
+        ):
+            children = [c for c in node.named_children if c.type in ("block", *_COMPOUND_BODIES)]
+            if node.type in ("for_statement", "with_statement"):
+                binds = set()
+                if node.type == "for_statement":
+                    left = node.child_by_field_name("left")
+                    binds = _identifiers(left) if left is not None else set()
+                else:
+                    for clause in node.named_children:
+                        if clause.type == "with_clause":
+                            binds |= {
+                                t for item in clause.named_children for t in _alias_targets(item)
+                            }
+                head_end = children[0].start_byte if children else node.end_byte
+                written = source.data[node.start_byte : head_end].decode("utf-8", "replace")
+                text = squash(written)
+                reads = _identifiers(node.child_by_field_name("right") or node) - binds
+                if node.type == "with_statement":
+                    reads = set()
+                    for clause in node.named_children:
+                        if clause.type == "with_clause":
+                            reads |= _identifiers(clause)
+                    reads -= binds
+                out.append(
+                    _Statement(node.start_byte, text, written, frozenset(binds), frozenset(reads))
+                )
+            stack.extend(reversed(children))
+            continue
+        if node.type != "expression_statement" or not node.named_children:
+            continue
+        inner = node.named_children[0]
+        if inner.type in ("assignment", "augmented_assignment"):
+            left = inner.child_by_field_name("left")
+            right = inner.child_by_field_name("right")
+            # `x = v` binds x; `x.attr = v`, `x[k] = v` and `x += v` change x
+            binds = _identifiers(left) if left is not None else set()
+            reads = _identifiers(right) if right is not None else set()
+            changes = inner.type == "augmented_assignment" or (
+                left is not None
+                and left.type not in ("identifier", "pattern_list", "tuple_pattern")
+            )
+            if changes:
+                reads |= binds
+        else:
+            receiver = _receiver(inner)
+            if receiver is None or inner.start_byte in checks:
+                continue
+            binds = {receiver}
+            reads = _identifiers(inner)
+            changes = True
+        out.append(
+            _Statement(
+                node.start_byte,
+                squash(source.node_text(node)),
+                source.node_text(node),
+                frozenset(binds),
+                frozenset(reads),
+                changes,
+            )
+        )
+    return out
+
+
+def _alias_targets(item: Node) -> set[str]:
+    value = item.child_by_field_name("value") or (
+        item.named_children[0] if item.named_children else None
+    )
+    if value is not None and value.type == "as_pattern":
+        alias = value.child_by_field_name("alias")
+        if alias is None and len(value.named_children) > 1:
+            alias = value.named_children[-1]
+        return _identifiers(alias) if alias is not None else set()
+    return set()
+
+
+def _renaming(setup: list[_Statement], params: tuple[str, ...]) -> Callable[[str], str]:
+    """How a statement's squashed text is compared: the names the test binds written as
+    ``_``, so that renaming a local changes nothing."""
+    names = {name for s in setup if not s.changes for name in s.binds} | set(params)
+    names.discard("")
+    if not names:
+        return str
+    pattern = re.compile(
+        r"(?<![\w.])(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")(?!\w)"
+    )
+    return lambda text: pattern.sub("_", text)
+
+
+def _feeds(
+    source: SourceFile,
+    node: Node,
+    setup: list[_Statement],
+    renamed: Callable[[str], str] = str,
+    inlined: set[str] | frozenset[str] = frozenset(),
+) -> tuple[tuple[str, str], ...]:
+    """The statements before ``node`` that feed it (see :class:`Assertion`), sorted: for
+    each name it reads, the last statement before it that binds the name and the ones
+    after that which change the object (a method call on it, an item or attribute set),
+    then the same for what those read."""
+    chosen: dict[int, _Statement] = {}
+    todo = [(name, node.start_byte) for name in _identifiers(node) - inlined]
+    seen: set[tuple[str, int]] = set()
+    while todo and len(chosen) < _MAX_FEEDS:
+        name, at = todo.pop()
+        if (name, at) in seen:
+            continue
+        seen.add((name, at))
+        for statement in reversed([s for s in setup if s.start < at and name in s.binds]):
+            if statement.start not in chosen:
+                chosen[statement.start] = statement
+                todo.extend((read, statement.start) for read in statement.reads)
+            if not statement.changes:
+                break  # a new binding: what came before it no longer reaches here
+    return tuple(sorted((renamed(s.text), s.written) for s in chosen.values()))
 
 
 def _in_nested_function(node: Node, fn: Node) -> bool:

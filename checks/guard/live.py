@@ -20,6 +20,7 @@ the same baseline, so:
 
 from __future__ import annotations
 
+import ast
 import bisect
 import functools
 import re
@@ -85,6 +86,9 @@ class Baseline:
 
     source: SourceFile
     relpath: str
+    # (line, what is wrong, the line put back in its block or None) when the baseline
+    # text does not parse; ``source`` is then the repaired text where one was found.
+    unparsable: tuple[int, str, int | None] | None = None
     _tests: dict[str, TestFacts] | None = None
     _bodies: frozenset[tuple[str, str]] | None = None
     _squashed: str | None = None
@@ -141,7 +145,61 @@ def baseline(path: str, relpath: str, kind: str, text: str) -> Baseline:
 
 @functools.lru_cache(maxsize=256)
 def _baseline(relpath: str, kind: str, text: str) -> Baseline:
-    return Baseline(SourceFile(relpath, text, kind), relpath)
+    source = SourceFile(relpath, text, kind)
+    # tree-sitter reads a statement out of its block without an error: ask Python.
+    problem = _syntax_error(text) if kind == "python" else None
+    if problem is None:
+        return Baseline(source, relpath)
+    line, message = problem
+    repaired = _reindented(text, line)
+    if repaired is None:
+        return Baseline(source, relpath, (line, message, None))
+    fixed_text, fixed_line = repaired
+    return Baseline(SourceFile(relpath, fixed_text, kind), relpath, (line, message, fixed_line))
+
+
+def _syntax_error(text: str) -> tuple[int, str] | None:
+    try:
+        compile(text, "<baseline>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except SyntaxError as error:
+        return error.lineno or 1, error.msg
+    except (ValueError, RecursionError, MemoryError) as error:
+        return 1, str(error)
+    return None
+
+
+def _reindented(text: str, line: int) -> tuple[str, int] | None:
+    """``text`` with one line near ``line`` (1-based) given the indentation of the line
+    before or after it, when that makes the module parse: a statement pulled out of its
+    block (the ImpossibleBench mutation, a bad merge) is read where it belonged.
+    (the repaired text, the line re-indented) or None."""
+    lines = text.split("\n")
+
+    def indent(index: int) -> str:
+        return lines[index][: len(lines[index]) - len(lines[index].lstrip())]
+
+    def neighbour(index: int, step: int) -> int | None:
+        index += step
+        while 0 <= index < len(lines):
+            if lines[index].strip() and not lines[index].lstrip().startswith("#"):
+                return index
+            index += step
+        return None
+
+    error = line - 1
+    # The line before the error first: the statement pulled out of its block makes the
+    # next line's indentation unexpected.
+    suspects = [i for i in (neighbour(error, -1), error) if i is not None and i < len(lines)]
+    for index in suspects:
+        for other in (neighbour(index, -1), neighbour(index, 1)):
+            if other is None or indent(other) == indent(index):
+                continue
+            candidate = [*lines]
+            candidate[index] = indent(other) + lines[index].lstrip()
+            fixed = "\n".join(candidate)
+            if _syntax_error(fixed) is None:
+                return fixed, index + 1
+    return None
 
 
 # ---------------------------------------------------------------------- the current side

@@ -139,11 +139,12 @@ def _compare(ctx: Context) -> list[_Found]:
         # (the facts of a test whose text did not change are reused, see live.py).
         compared: dict[str, Any] = (store or {}).get("guard-tests", {})  # type: ignore[assignment]
         now: dict[str, Any] = {}
+        inherited = _inherited_classes(ctx)
         for test_id, before in base.items():
-            if not before.collected:
+            if not before.collected and _class_of(test_id) not in inherited:
                 continue
             after = current.get(test_id)
-            if after is not None and after.collected:
+            if after is not None and (after.collected or _class_of(test_id) in inherited):
                 known = compared.get(test_id)
                 if known is None or not all(map(operator.is_, known[:3], (guard, before, after))):
                     known = (guard, before, after, _compare_test(guard, before, after))
@@ -162,6 +163,27 @@ def _compare(ctx: Context) -> list[_Found]:
     if store is not None:
         store["guard-compared"] = (guard, key, found)
     return found
+
+
+_CLASS_BASES = re.compile(r"^[ \t]*class\s+(\w+)\s*\(([^)]*)\)\s*:", re.MULTILINE)
+
+
+def _inherited_classes(ctx: Context) -> frozenset[str]:
+    """Classes whose tests pytest runs through a collected subclass in the same module
+    (``class TestVariable(VariableSubclassobjects)``): a mixin's test methods are tests.
+    Read at the baseline and now."""
+    base = _baseline(ctx)
+    found: set[str] = set()
+    for text in (ctx.source.text, base.source.text if base is not None else ""):
+        for name, bases in _CLASS_BASES.findall(text):
+            if name.startswith("Test"):
+                found.update(b.strip().rsplit(".", 1)[-1] for b in bases.split(","))
+    return frozenset(found)
+
+
+def _class_of(test_id: str) -> str | None:
+    parts = test_id.split("::")
+    return parts[1] if len(parts) == 3 else None
 
 
 def _judge(
@@ -335,6 +357,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
     rows_lost = _rows_lost(guard, before, after)
     changed_rows: dict[int | None, tuple[Check, Check]] = {}
     reported_rows: set[int] = set()
+    fed_lines: set[int] = set()
     for change in changes:
         old, new = change.old, change.new
         if change.code == "REF311" and new is not None:
@@ -355,11 +378,66 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                     f"`{one_line(_check_text(new))}`: `{old.op}` -> `{new.op}`",
                 )
             )
+        elif change.code == "inverted" and new is not None:
+            found.append(
+                _judge(
+                    guard,
+                    tests,
+                    "REF303",
+                    new.assertion.line,
+                    f"in {name}, `{one_line(_check_text(old))}` "
+                    f"({_where(guard, before, old.assertion.line)}) was inverted to "
+                    f"`{one_line(_check_text(new))}`: it now asserts the opposite",
+                )
+            )
+        elif change.code == "normalised" and new is not None:
+            found.append(
+                _relaxed(
+                    guard,
+                    "REF303",
+                    new.assertion.line,
+                    f"in {name}, the value `{one_line(old.subject, 60)}` "
+                    f"({_where(guard, before, old.assertion.line)}) is now compared as "
+                    f"`{one_line(new.subject, 60)}`: normalised until it matches?",
+                )
+            )
+        elif change.code == "call-changed" and new is not None:
+            if old.row is not None and old.row in reported_rows:
+                continue
+            found.append(
+                _judge(
+                    guard,
+                    tests,
+                    "REF302",
+                    new.assertion.line,
+                    f"in {name}, {old.assertion.kind} `{one_line(old.assertion.text, 100)}` "
+                    f"({_where(guard, before, old.assertion.line)}) now checks something "
+                    f"else: `{one_line(new.assertion.text, 100)}`, without a certificate",
+                )
+            )
+        elif change.code == "inputs" and new is not None:
+            if new.assertion.line in fed_lines:
+                continue
+            fed_lines.add(new.assertion.line)
+            found.extend(_inputs_changed(guard, tests, before, after, old, new))
         elif change.code == "REF302" and new is not None:
             if not is_value(old.expected, before) or not (
                 is_value(new.expected, after) or is_constant(old.expected or "")
             ):
-                continue  # an expected side computed by the test: not a value to compare
+                # An expected side computed by the test: not a value to compare, but a
+                # check that compares with something else now.
+                found.append(
+                    _relaxed(
+                        guard,
+                        "REF302",
+                        new.assertion.line,
+                        f"in {name}, `{one_line(old.subject)}` was compared with "
+                        f"`{_value(old.expected)}` ({_where(guard, before, old.assertion.line)})"
+                        f" and is now compared with `{_value(new.expected)}`"
+                        + _input_note(after, new),
+                    )
+                )
+                continue
             if old.row is not None:
                 if old.row not in changed_rows:
                     changed_rows[old.row] = (old, new)
@@ -429,6 +507,102 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 )
             )
     return found
+
+
+def _input_note(after: TestFacts, new: Check) -> str:
+    """When the new expected side is a name the test feeds the code with: say so."""
+    expected = new.expected or ""
+    if not expected.isidentifier():
+        return ""
+    reads = any(
+        expected in re.findall(r"[A-Za-z_]\w*", written) and not squashed.startswith(expected + "=")
+        for squashed, written in new.assertion.feeds
+    )
+    if reads or expected in after.params:
+        return ", which the test also feeds the code: it passes when the code returns its input"
+    return ""
+
+
+def _inputs_changed(
+    guard: GuardContext,
+    tests: tuple[TestFacts, ...],
+    before: TestFacts,
+    after: TestFacts,
+    old: Check,
+    new: Check,
+) -> list[_Found]:
+    """The same assertion, fed other data: a statement before it that binds what it reads
+    (or changes an object it reads) changed. A value the assertion compares with is
+    REF302; anything else it reads (the input, a pytester source) is REF314."""
+    was = {squashed: written for squashed, written in old.assertion.feeds}
+    now = {squashed: written for squashed, written in new.assertion.feeds}
+    gone = [written for squashed, written in was.items() if squashed not in now]
+    added = [written for squashed, written in now.items() if squashed not in was]
+    compared = _compared_names(new)
+    for text in gone:
+        bound = _assigned(text)
+        if bound is None or bound[0] not in compared:
+            continue
+        counterpart = next((a for a in map(_assigned, added) if a and a[0] == bound[0]), None)
+        if counterpart is None:
+            continue
+        if is_value(bound[1], before) and is_value(counterpart[1], after):
+            return [
+                _judge(
+                    guard,
+                    tests,
+                    "REF302",
+                    new.assertion.line,
+                    f"in `{before.name}`, the value `{bound[0]}` that "
+                    f"`{one_line(new.assertion.text, 60)}` compares with changed from "
+                    f"{_value(bound[1])} to {_value(counterpart[1])} without a certificate "
+                    f"({_where(guard, before, old.assertion.line)})",
+                )
+            ]
+    if gone and added:
+        what = f"`{one_line(gone[0], 70)}` is now `{one_line(added[0], 70)}`"
+    elif gone:
+        what = f"`{one_line(gone[0], 70)}` is gone"
+    else:
+        what = f"`{one_line(added[0], 70)}` is new before it"
+    return [
+        _relaxed(
+            guard,
+            "REF314",
+            new.assertion.line,
+            f"in `{before.name}`, what `{one_line(new.assertion.text, 60)}` "
+            f"({_where(guard, before, old.assertion.line)}) is fed changed: {what}",
+        )
+    ]
+
+
+def _assigned(text: str) -> tuple[str, str] | None:
+    """(name, value) of a statement ``name = value``."""
+    try:
+        tree = ast.parse(text.strip())
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
+        return None
+    assign = tree.body[0]
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
+        return None
+    return assign.targets[0].id, canonical(ast.unparse(assign.value))
+
+
+def _compared_names(check: Check) -> set[str]:
+    """The names an assertion compares with: its expected side's, or a checking call's
+    direct arguments."""
+    if check.op == "call":
+        node = parse_expression(check.assertion.subject)
+        if isinstance(node, ast.Call):
+            values = [*node.args, *(k.value for k in node.keywords)]
+            return {v.id for v in values if isinstance(v, ast.Name)}
+        return set()
+    if check.expected is None:
+        return set()
+    node = parse_expression(check.expected)
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
 
 
 def _expandable(guard: GuardContext, before: TestFacts, after: TestFacts) -> bool:
@@ -1042,6 +1216,89 @@ def comparison_weakened(ctx: Context) -> Iterator[Violation]:
     Keep the exact comparison.
     """
     yield from _report(ctx, "REF303")
+
+
+def test_input_changed(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags an assertion that is written as it was at the baseline but is fed other data
+    now: a statement of the test before it that binds a name it reads, or calls a method
+    of an object it reads, changed, was removed or was added — the input the test gives
+    the code (`data = [...]`, a `pytester.makepyfile(...)` source, a seed), or how it
+    computes the value it compares with (`expected = compute(...)`). A value the
+    assertion compares with that changed from one constant to another
+    (`expected = Grid(1)` → `Grid(2)`) is `expected-value-changed` instead.
+
+    A warning in the default mode, where changing a test's data together with its
+    expectation is ordinary maintenance; an error in agent mode, where an agent that
+    changes what an existing test feeds the code has changed the test, not the code.
+
+    ## Why it matters
+    A test is its inputs and its expectation together. An agent facing an impossible
+    expectation can keep the assertion and change the input until the expectation
+    holds: add one more case to the generated source so that "2 skipped" matches, or
+    compute the reference another way.
+
+    ## Example
+    ```python
+    def test_summary(pytester):
+        pytester.makepyfile("def test_a(): pass")   # HEAD
+        pytester.makepyfile("def test_a(): pass\ndef test_b(): pass")   # now
+        result = pytester.runpytest()
+        result.assert_outcomes(passed=2)
+    ```
+
+    ## Use instead
+    Fix the code so that the test's own inputs give its expectation, or arbitrate the
+    test (`referee arbitrate`) if the expectation is wrong.
+    """
+    yield from _report(ctx, "REF314")
+
+
+def baseline_unparsable(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Reports a changed test file whose baseline does not parse: the guard cannot read
+    what its tests checked, so it cannot say what the change weakened. Where one line
+    of the baseline is only mis-indented (a statement pulled out of its block), the
+    guard reads the baseline with that line put back in its block, compares with that,
+    and says so (a warning). Where it cannot, it reports that nothing was compared: an
+    error in agent mode, a warning in the default mode.
+
+    ## Why it matters
+    "All checks passed" must mean the checks ran. A broken baseline is also the moment
+    an agent is most tempted to rewrite an assertion while it "fixes the syntax".
+
+    ## Example
+    ```python
+    def test_copy():
+        w = v.copy()
+    assert not v.identical(w)   # HEAD: de-indented, the module does not parse
+        assert v.dtype == w.dtype
+    ```
+
+    ## Use instead
+    Fix the baseline's syntax in a commit of its own, then change the test.
+    """
+    guard = ctx.guard
+    if guard is None or ctx.source.kind != "python" or not ctx.is_test_file:
+        return
+    base = _baseline(ctx)
+    if base is None or base.unparsable is None:
+        return
+    line, problem, repaired = base.unparsable
+    if repaired is not None:
+        yield Violation(
+            span=_span(1),
+            message=f"this file at {guard.base} does not parse (line {line}: {problem}); "
+            f"it was compared as if line {repaired} were indented as its block",
+            severity=Severity.WARNING,
+        )
+        return
+    yield Violation(
+        span=_span(1),
+        message=f"this file at {guard.base} does not parse (line {line}: {problem}): its "
+        "tests were not compared with the baseline",
+        severity=None if guard.strict else Severity.WARNING,
+    )
 
 
 def approx_loosened(ctx: Context) -> Iterator[Violation]:
