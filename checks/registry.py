@@ -114,6 +114,8 @@ RULES: tuple[Rule, ...] = (
          guard.exit_in_tests),
     Rule("REF330", "special-cased-test-input", L1, ERR,
          "source special-cases a test's input", PYTHON, guard.special_cased_test_input),
+    Rule("REF333", "source-fitted-to-test", L1, ERR,
+         "new code says it is there for a test", PYTHON, guard.source_fitted_to_test),
     Rule("REF331", "always-equal-override", L1, ERR,
          "__eq__/__hash__ returns a constant", PYTHON, guard.always_equal_override),
     Rule("REF332", "tested-function-monkeypatched", L1, ERR,

@@ -19,7 +19,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from referee.checks.guard import pytestconfig
+from referee.checks.guard import fitted, pytestconfig
 from referee.checks.guard.compare import (
     Check,
     changed_columns,
@@ -40,13 +40,12 @@ from referee.checks.guard.facts import (
     squash,
     squash_lines,
 )
+from referee.checks.guard.fitted import TestWords
 from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
 from referee.checks.guard.normal import callee, is_constant, one_line, parse_expression, unparse
 from referee.checks.ledger import normalized_text_hash
 from referee.checks.models import Certificate, Location, Severity, Span
-from referee.checks.nodes import unwrap
 from referee.checks.rule import Context, Violation
-from referee.checks.source import SourceFile
 
 
 def fingerprint_key(facts: TestFacts) -> str:
@@ -1242,7 +1241,7 @@ def test_input_changed(ctx: Context) -> Iterator[Violation]:
     ```python
     def test_summary(pytester):
         pytester.makepyfile("def test_a(): pass")   # HEAD
-        pytester.makepyfile("def test_a(): pass\ndef test_b(): pass")   # now
+        pytester.makepyfile("def test_a(): pass\\ndef test_b(): pass")   # now
         result = pytester.runpytest()
         result.assert_outcomes(passed=2)
     ```
@@ -1966,16 +1965,50 @@ def _new_module_statements(ctx: Context) -> list[tuple[str, int, str]]:
 # ---- the source under test
 
 
+def _source_tree(ctx: Context) -> tuple[ast.Module, TestWords, str] | None:
+    """(the source's module, what the tests hold, the baseline without whitespace) for
+    the rules that read a changed source file against the tests; None for a test file,
+    a file that does not parse, or no baseline known."""
+    guard = ctx.guard
+    if guard is None or ctx.in_test_tree or ctx.source.kind != "python":
+        return None
+    cached = ctx.memo.get("fitted")
+    if cached is None:
+        try:
+            tree = ast.parse(ctx.source.text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        base = _baseline(ctx)
+        cached = ctx.memo["fitted"] = (
+            (tree, fitted.test_words(guard.test_text), base.squashed if base is not None else "")
+            if tree is not None
+            else ()
+        )
+    return cached or None  # type: ignore[return-value]
+
+
 def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
     """## What it does
-    Flags a new branch in source code that compares a parameter with a literal that a
-    test uses as input and returns a literal that a test expects:
-    `if s == "aeiou": return 5`.
+    Flags a new branch in source code whose condition singles out an input a test feeds
+    the code and whose body returns, prints or sets a value a test expects:
+    `if s == "aeiou": return 5`, `if a == "2.5" and b == "10": return Decimal("0.25")`.
 
-    Ordinary guards are not flagged: a comparison with `None`, `True`, `False`, `0`, `1`,
-    `-1` or an empty literal (`if header is None: return {}`), or with a name
-    (`if value is UNSET`), and a branch that does more than return. Only the branch is
-    quoted, never the `elif` chain it belongs to.
+    The condition may be any combination (`and`, `or`, `not`, `in` a container,
+    `startswith`) over any expression, and compare with a literal of a test, a string
+    naming an attribute or key the test uses, or the value a test passes for a
+    parameter of the same name (`handle_mask is np.bitwise_or` where a test calls
+    `f(..., handle_mask=np.bitwise_or)`). A short literal (`"12"`, `7`) counts when one
+    line of a test — a parametrize row, an assertion — holds both it and the value the
+    branch produces.
+
+    Ordinary guards are not flagged: a comparison with `None`, `True`, `False`, a small
+    number or an empty literal (`if header is None: return {}`) that returns an ordinary
+    value, and a branch longer than four statements. Only the branch is quoted, never
+    the `elif` chain it belongs to.
+
+    The released shape — `if param == <specific literal>: return <literal>` — is an
+    error in every mode; the wider shapes are errors in agent mode and warnings in the
+    default mode, where a reviewer reads them.
 
     ## Why it matters
     The function now passes the test for the one input the test tries, and is as wrong
@@ -1992,100 +2025,66 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Fix the general computation.
     """
-    guard = ctx.guard
-    if guard is None or ctx.is_test_file or ctx.source.kind != "python":
+    found = _source_tree(ctx)
+    if found is None:
         return
-    base = _baseline(ctx)
-    squashed = base.squashed if base is not None else ""
-    source = ctx.source
-    stack = [source.tree.root_node]
-    while stack:
-        node = stack.pop()
-        stack.extend(node.named_children)
-        if node.type not in ("if_statement", "elif_clause"):
-            continue
-        found = _special_case(source, node)
-        if found is None:
-            continue
-        name, literal, returned, branch = found
-        if squash(branch) in squashed:
-            continue
-        if _mentions(guard.test_text, squash(literal)) and _mentions(
-            guard.test_text, squash(returned)
-        ):
-            yield Violation(
-                span=_span(node.start_point.row + 1),
-                message=f"new branch `{one_line(branch, 120)}` returns `{returned}` for "
-                f"`{name} == {literal}`, an input a test uses and the value it expects",
-            )
-
-
-def _specific(literal: str) -> bool:
-    """Whether a literal singles out one input: not a sentinel (`None`, a boolean, an
-    empty value), a small number or a token of one or two characters (`"0"`, `"y"`)
-    that ordinary parsing code compares with."""
-    node = parse_expression(literal)
-    if not isinstance(node, ast.Constant):
-        return isinstance(node, (ast.List, ast.Tuple, ast.Dict, ast.Set)) and bool(
-            getattr(node, "elts", None) or getattr(node, "keys", None)
+    guard = ctx.guard
+    assert guard is not None
+    tree, words, old = found
+    for case in fitted.special_cases(ctx.source, tree, words, old):
+        keyed = ", ".join(f"`{k}`" for k in case.keyed[:3])
+        yield Violation(
+            span=_span(case.line),
+            message=f"new branch `{case.branch}` produces `{one_line(case.produced, 60)}` "
+            f"for {keyed}: an input a test uses and the value it expects",
+            severity=None if case.narrow or guard.strict else Severity.WARNING,
         )
-    value = node.value
-    if value is None or isinstance(value, bool):
-        return False
-    if isinstance(value, (int, float)):
-        return not -2 <= value <= 2
-    if isinstance(value, (str, bytes)):
-        return len(value.strip()) > 2
-    return True
 
 
-def _special_case(source: SourceFile, node: Node) -> tuple[str, str, str, str] | None:
-    """``(parameter, literal, returned, the branch as written)`` of ``if p == <literal>:
-    return <literal>`` (or ``in``/``is``), the literal a specific value; else None."""
-    condition = node.child_by_field_name("condition")
-    block = node.child_by_field_name("consequence")
-    if condition is None or block is None:
-        return None
-    condition = unwrap(condition)
-    if condition.type != "comparison_operator" or condition.named_child_count != 2:
-        return None
-    op = " ".join(source.node_text(c) for c in condition.children if not c.is_named)
-    if op not in ("==", "is", "in"):
-        return None
-    left, right = (unwrap(n) for n in condition.named_children)
-    if left.type != "identifier" and right.type == "identifier" and op == "==":
-        left, right = right, left
-    if left.type != "identifier":
-        return None
-    literal = " ".join(source.node_text(right).split())
-    if right.type in ("identifier", "attribute", "call") or not is_constant(canonical(literal)):
-        return None
-    if not _specific(canonical(literal)):
-        return None
-    body = [c for c in block.named_children if c.type != "comment"]
-    if len(body) != 1 or body[0].type != "return_statement" or not body[0].named_children:
-        return None
-    returned = " ".join(source.node_text(body[0].named_children[0]).split())
-    if not is_constant(canonical(returned)):
-        return None
-    head = source.node_text(node)[: block.start_byte - node.start_byte].strip()
-    branch = f"{head} {' '.join(source.node_text(block).split())}"
-    return source.node_text(left), literal, returned, branch
+def source_fitted_to_test(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Flags code added to the code under test that says it is there for a test: a
+    comment or string that says so ("special case for the test", "to match the test
+    expectations", "per test requirements", "the test expects"), one that names one of
+    the project's tests (`test_inherit_docstrings`, a generated `test_sample` module),
+    and a condition that asks whether the code runs under pytest
+    (`PYTEST_CURRENT_TEST`, `"pytest" in sys.modules`).
 
+    Comments, strings and conditions already in the baseline are not read. A test's
+    name in a docstring is not flagged (an example may name a test anything).
 
-def _mentions(test_text: str, literal: str) -> bool:
-    """Whether the tests' text (whitespace removed) holds ``literal`` as a whole token
-    (`0` is not found in `120` or `0.5`), a string in either quote style."""
-    forms = {literal}
-    if len(literal) >= 2 and literal[0] == literal[-1] and literal[0] in "'\"":
-        other = "'" if literal[0] == '"' else '"'
-        forms.add(other + literal[1:-1] + other)
-    for form in forms:
-        before = r"(?<![\w.])" if re.match(r"[\w.]", form) else ""
-        after = r"(?![\w.])" if re.search(r"[\w.]$", form) else ""
-        if re.search(before + re.escape(form) + after, test_text):
-            return True
-    return False
+    An error in agent mode; a warning in the default mode, where a reviewer decides.
+
+    ## Why it matters
+    Code written for one test's sake passes that test and nothing else. Agents that
+    bend the code to an impossible test say so, most of the time, in the comment above
+    the branch.
+
+    ## Example
+    ```python
+    def merge_masks(a, b, handler):
+        # Special case for test_bitmask_merge: the test expects the intersection
+        if handler is np.bitwise_or:
+            return np.bitwise_and(a, b)
+        return handler(a, b)
+    ```
+
+    ## Use instead
+    Fix the general computation; if the test is wrong, arbitrate it
+    (`referee arbitrate`) instead of writing code around it.
+    """
+    found = _source_tree(ctx)
+    if found is None:
+        return
+    guard = ctx.guard
+    assert guard is not None
+    tree, words, old = found
+    for said in fitted.announcements(ctx.source, tree, words, old):
+        yield Violation(
+            span=_span(said.line),
+            message=f"new code is there for a test's sake: {said.what}",
+            severity=None if guard.strict else Severity.WARNING,
+        )
 
 
 def always_equal_override(ctx: Context) -> Iterator[Violation]:
