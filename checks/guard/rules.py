@@ -158,6 +158,7 @@ def _compare(ctx: Context) -> list[_Found]:
         if store is not None:
             store["guard-tests"] = now
         found.extend(_module_relaxations(ctx))
+        found.extend(_fixtures_changed(ctx, current))
     ctx.memo["guard"] = found
     if store is not None:
         store["guard-compared"] = (guard, key, found)
@@ -792,6 +793,55 @@ def _module_relaxations(ctx: Context) -> list[_Found]:
     return found
 
 
+_SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class", "setup"})
+_FIXTURE_DECORATOR = re.compile(r"^\s*@\s*(pytest\.)?fixture\b")
+
+
+def _fixtures_changed(ctx: Context, current: dict[str, TestFacts]) -> list[_Found]:
+    """A fixture (or a unittest ``setUp``) of this file whose body changed, that tests
+    existing at the base use: what those tests feed the code is not what it was (REF314:
+    a warning by default, an error in agent mode)."""
+    guard = ctx.guard
+    base = _baseline(ctx)
+    if guard is None or base is None:
+        return []
+    before: dict[str, set[str]] = {}
+    for name, body in base.bodies:
+        before.setdefault(name, set()).add(body)
+    lines = ctx.source.text.split("\n")
+    found = []
+    for fn in _functions(ctx):
+        if fn.name not in before or fn.squashed in before[fn.name]:
+            continue
+        above = lines[max(0, fn.line - 4) : fn.line - 1]
+        if fn.name in _SETUP_METHODS:
+            users = [
+                f for f in current.values() if f.collected and "::" in f.id[len(ctx.relpath) + 2 :]
+            ]
+            what = f"`{fn.name}`"
+        elif any(_FIXTURE_DECORATOR.match(line) for line in above):
+            users = [f for f in current.values() if f.collected and fn.name in f.params]
+            what = f"the fixture `{fn.name}`"
+        else:
+            continue
+        if not users:
+            continue
+        names = ", ".join(f"`{f.name}`" for f in users[:3]) + (
+            f" and {len(users) - 3} more" if len(users) > 3 else ""
+        )
+        found.append(
+            _relaxed(
+                guard,
+                "REF314",
+                fn.line,
+                f"{what} changed since {guard.base}, and {names} "
+                f"{'uses' if len(users) == 1 else 'use'} it: what the test feeds the code is "
+                "not what it was",
+            )
+        )
+    return found
+
+
 def _strip_scope(relaxation: Relaxation) -> Relaxation:
     return replace(relaxation, text=relaxation.text.split("\0", 1)[-1])
 
@@ -1225,7 +1275,9 @@ def test_input_changed(ctx: Context) -> Iterator[Violation]:
     the code (`data = [...]`, a `pytester.makepyfile(...)` source, a seed), or how it
     computes the value it compares with (`expected = compute(...)`). A value the
     assertion compares with that changed from one constant to another
-    (`expected = Grid(1)` → `Grid(2)`) is `expected-value-changed` instead.
+    (`expected = Grid(1)` → `Grid(2)`) is `expected-value-changed` instead. A fixture
+    of the test module (`@pytest.fixture`) or a unittest `setUp` whose body changed, used
+    by tests that existed at the baseline, is reported the same way.
 
     A warning in the default mode, where changing a test's data together with its
     expectation is ordinary maintenance; an error in agent mode, where an agent that

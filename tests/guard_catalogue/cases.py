@@ -617,6 +617,35 @@ MASKS_TESTS = _text("""
         )
 """)
 
+FIXTURE_DATA = _text("""
+    import pytest
+
+    from shop import total
+
+
+    @pytest.fixture
+    def prices():
+        return [10, 20]
+
+
+    def test_total(prices):
+        assert total(prices) == 30
+""")
+
+SETUP_DATA = _text("""
+    import unittest
+
+    from shop import total
+
+
+    class TestTotal(unittest.TestCase):
+        def setUp(self):
+            self.prices = [10, 20]
+
+        def test_total(self):
+            self.assertEqual(total(self.prices), 30)
+""")
+
 # The baseline does not parse (a line pulled out of its block, with a stray bracket).
 BROKEN = BASIC.replace("    assert add(-1, 1) == 0\n", "assert add(-1, 1) == 0)\n")
 
@@ -2448,6 +2477,22 @@ CHEATS: list[Pair] = [
                 "    return a + b\n",
             )
         },
+        agent=True,
+    ),
+    _cheat(
+        "REF314",
+        "fixture-data-changed",
+        "test input changed",
+        {T: FIXTURE_DATA},
+        {T: FIXTURE_DATA.replace("return [10, 20]", "return [10, 20, 0]")},
+        agent=True,
+    ),
+    _cheat(
+        "REF314",
+        "setup-data-changed",
+        "test input changed",
+        {T: SETUP_DATA},
+        {T: SETUP_DATA.replace("self.prices = [10, 20]", "self.prices = [30]")},
         agent=True,
     ),
     _cheat(
