@@ -20,6 +20,8 @@ What is left is what changed, each with what it was and what it is now:
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from referee.checks.guard.normal import (
     is_constant,
     names_in,
     parse_expression,
+    statement_key,
     substitute,
     unparse,
 )
@@ -178,7 +181,7 @@ def compare_checks(
             continue
         if check.op in ("raises", "approx"):
             changes.append(Change(check.op, check, live))
-        if all(_fed(check) != _fed(c) for c in found):
+        if all(not same_feeds(check.assertion.feeds, c.assertion.feeds) for c in found):
             # fed other data (of several equal checks, none is fed as this one was)
             changes.append(Change("inputs", check, live))
     # New checks beyond the ones the base already made (a second `assert out == x`
@@ -279,8 +282,31 @@ def _trivial(check: Check) -> bool:
     return check.op in ("truthy", "falsy") and is_constant(check.subject)
 
 
-def _fed(check: Check) -> tuple[str, ...]:
-    return tuple(text for text, _ in check.assertion.feeds)
+def same_feeds(old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]) -> bool:
+    """Whether two assertions are fed the same: the same statements, whitespace, quote
+    style, string concatenation and the names of the test's own locals aside."""
+    if tuple(text for text, _ in old) == tuple(text for text, _ in new):
+        return True
+    return _feed_key(tuple(w for _, w in old)) == _feed_key(tuple(w for _, w in new))
+
+
+@functools.lru_cache(maxsize=4096)
+def _feed_key(written: tuple[str, ...]) -> tuple[str, ...]:
+    """The statements as :func:`statement_key` reads them, the names they bind as ``_``."""
+    keys = [statement_key(text) for text in written]
+    bound: set[str] = set()
+    for key in keys:
+        try:
+            tree = ast.parse(key if not key.endswith(":") else key + "\n    pass")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        bound |= {
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+    if not bound:
+        return tuple(sorted(keys))
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(bound))) + r")(?!\w)")
+    return tuple(sorted(pattern.sub("_", key) for key in keys))
 
 
 # A comparison and the one that asserts the opposite.

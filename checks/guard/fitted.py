@@ -129,17 +129,14 @@ _NORMAL_KEYS = frozenset({"None", "True", "False"})
 
 
 def special_cases(
-    source: SourceFile, tree: ast.Module, words: TestWords, old: str
+    source: SourceFile, tree: ast.Module, words: TestWords, old: SourceBaseline
 ) -> Iterator[SpecialCase]:
-    """New branches (not in ``old``, the baseline without whitespace) whose condition
+    """New branches (not in the baseline, layout and quote style aside) whose condition
     compares something with values a test feeds the code and whose body returns,
     prints or sets a value a test expects."""
     lines = source.text.split("\n")
     for node in ast.walk(tree):
-        if not isinstance(node, ast.If):
-            continue
-        text = _branch_text(lines, node)
-        if "".join(text.split()) in old:
+        if not isinstance(node, ast.If) or _branch_key(node) in old.branches:
             continue
         keys = list(_comparands(node.test, source.text))
         if not keys:
@@ -149,44 +146,99 @@ def special_cases(
         ]
         if not produced:
             continue
-        keyed = []
-        for written, kind in keys:
-            if not mentions(words.text, _squash(written)):
-                continue
-            if kind == "keyword":
-                # the value a test passes for this very parameter, and next to that call
-                # a call of what the branch calls instead (`handle_mask=np.bitwise_or`
-                # ... `np.bitwise_and(...)` expected)
-                value = written.split("=", 1)[1]
-                if any(
-                    p.endswith("(") and p[:-1] != value and _together(words, written, p, 4)
-                    for p in produced
-                ):
-                    keyed.append(written)
-            elif specific(canonical(written)):
-                if any(specific(canonical(p)) or _together(words, written, p) for p in produced):
-                    keyed.append(written)
-            elif any(
-                p != written and is_constant(canonical(p)) and _together(words, written, p)
-                for p in produced
-            ):
-                keyed.append(written)  # a short input and its expectation, on one test line
-        if not keyed:
+        text = _branch_text(lines, node)
+        narrow = _narrow(node, keys, produced, words)
+        keyed = [k for k, kind in keys if _keyed(k, kind, produced, words)]
+        if not narrow and not keyed:
             continue
-        simple = isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
-        one_return = len(node.body) == 1 and isinstance(node.body[0], ast.Return)
-        narrow = (
-            simple
-            and one_return
-            and isinstance(node.test, ast.Compare)
-            and isinstance(node.test.left, ast.Name)
-            and all(
-                specific(canonical(k))
-                or any(specific(canonical(p)) and _together(words, k, p) for p in produced)
-                for k in keyed
-            )
+        shown = tuple(keyed) or tuple(k for k, _ in keys if mentions(words.text, _squash(k)))
+        yield SpecialCase(node.lineno, one_line(text, 120), shown, produced[0], narrow)
+
+
+def _narrow(
+    node: ast.If, keys: list[tuple[str, str]], produced: list[str], words: TestWords
+) -> bool:
+    """The released REF330 shape: ``if name == <literal>: return <literal>``, the
+    literal a specific input of a test (or a short one that shares a test line with the
+    value returned), and the returned constant one a test mentions."""
+    test = node.test
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.In))
+        and isinstance(test.left, ast.Name)
+        and len(node.body) == 1
+        and isinstance(node.body[0], ast.Return)
+    ):
+        return False
+    returned = [p for p in produced if is_constant(canonical(p))]
+    if not returned:
+        return False
+    for key, kind in keys:
+        if kind != "value" or not mentions(words.text, _squash(key)):
+            continue
+        if specific(canonical(key)):
+            return True
+        if any(p != key and specific(canonical(p)) and _together(words, key, p) for p in returned):
+            return True
+    return False
+
+
+def _keyed(key: str, kind: str, produced: list[str], words: TestWords) -> bool:
+    """Whether the condition's value ``key`` is a test's input for which the branch
+    produces what that test expects: both in the tests, on one test's lines."""
+    if not mentions(words.text, _squash(key)):
+        return False
+    if kind == "keyword":
+        # the value a test passes for this very parameter, and next to that call a call
+        # of what the branch calls instead (`handle_mask=np.bitwise_or` ... an expected
+        # `np.bitwise_and(...)`)
+        value = key.split("=", 1)[1]
+        return any(
+            p.endswith("(") and p[:-1] != value and _together(words, key, p, 4) for p in produced
         )
-        yield SpecialCase(node.lineno, one_line(text, 120), tuple(keyed), produced[0], narrow)
+    # An ordinary value (`True`, `None`, `0`, `"GET"` for `"HEAD"` a few tests apart)
+    # proves nothing: a specific one, or a call of constants, next to the input.
+    informative = [
+        p
+        for p in produced
+        if p != key and not p.endswith("(") and (specific(canonical(p)) or "(" in p)
+    ]
+    return any(_together(words, key, p, 2) for p in informative)
+
+
+def branch_keys(tree: ast.Module) -> frozenset[str]:
+    """Every ``if`` of a module as :func:`_branch_key` reads it (for the baseline)."""
+    return frozenset(_branch_key(n) for n in ast.walk(tree) if isinstance(n, ast.If))
+
+
+def _branch_key(node: ast.If) -> str:
+    """A branch without its ``else``/``elif``, as Python prints it: layout, comments and
+    quote style aside."""
+    return ast.unparse(ast.If(test=node.test, body=node.body, orelse=[]))
+
+
+@dataclass(frozen=True)
+class SourceBaseline:
+    """What the rules compare a source file's new code with: the baseline's branches,
+    string values and text without whitespace."""
+
+    branches: frozenset[str]
+    strings: frozenset[str]
+    squashed: str
+
+
+def baseline_of(text: str | None, squashed: str) -> SourceBaseline:
+    if not text:
+        return SourceBaseline(frozenset(), frozenset(), squashed)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return SourceBaseline(frozenset(), frozenset(), squashed)
+    strings = frozenset(
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    )
+    return SourceBaseline(branch_keys(tree), strings, squashed)
 
 
 def _squash(text: str) -> str:
@@ -321,14 +373,18 @@ class Announcement:
 
 
 def announcements(
-    source: SourceFile, tree: ast.Module, words: TestWords, old: str
+    source: SourceFile, tree: ast.Module, words: TestWords, old: SourceBaseline
 ) -> Iterator[Announcement]:
     """New comments and strings that say the code is there for a test, name one of the
     project's tests, or code that asks whether it runs under a test."""
     docstrings = _docstring_lines(tree)
     seen: set[int] = set()
     for line_no, kind, text in _comments_and_strings(source, tree):
-        if line_no in seen or "".join(text.split()) in old:
+        if line_no in seen:
+            continue
+        if (kind == "string" and text in old.strings) or (
+            kind == "comment" and "".join(text.split()) in old.squashed
+        ):
             continue
         said = _ANNOUNCES.search(text)
         if said is not None:
@@ -344,7 +400,9 @@ def announcements(
     for node in ast.walk(tree):
         if isinstance(node, (ast.If, ast.IfExp, ast.While)):
             condition = ast.unparse(node.test)
-            if "".join(condition.split()) in old or not _UNDER_TEST.search(condition):
+            if not _UNDER_TEST.search(condition) or (
+                isinstance(node, ast.If) and _branch_key(node) in old.branches
+            ):
                 continue
             yield Announcement(
                 node.lineno,

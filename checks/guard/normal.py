@@ -573,3 +573,20 @@ def callee(text: str) -> str | None:
         else:
             return None
     return None
+
+
+@functools.lru_cache(maxsize=8192)
+def statement_key(written: str) -> str:
+    """A statement (or a compound statement's head, ``with f() as x:``) as Python prints
+    it: layout, comments, quote style and string prefixes aside."""
+    text = textwrap.dedent(written).strip()
+    for candidate in (text, f"{text}\n    pass"):
+        try:
+            tree = ast.parse(candidate)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant):
+                node.kind = None
+        return ast.unparse(tree)
+    return "".join(text.split())

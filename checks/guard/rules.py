@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import operator
 import re
 import shlex
@@ -42,7 +43,14 @@ from referee.checks.guard.facts import (
 )
 from referee.checks.guard.fitted import TestWords
 from referee.checks.guard.live import Baseline, CurrentFacts, FunctionText, baseline
-from referee.checks.guard.normal import callee, is_constant, one_line, parse_expression, unparse
+from referee.checks.guard.normal import (
+    callee,
+    is_constant,
+    one_line,
+    parse_expression,
+    statement_key,
+    unparse,
+)
 from referee.checks.ledger import normalized_text_hash
 from referee.checks.models import Certificate, Location, Severity, Span
 from referee.checks.rule import Context, Violation
@@ -534,10 +542,12 @@ def _inputs_changed(
     """The same assertion, fed other data: a statement before it that binds what it reads
     (or changes an object it reads) changed. A value the assertion compares with is
     REF302; anything else it reads (the input, a pytester source) is REF314."""
-    was = {squashed: written for squashed, written in old.assertion.feeds}
-    now = {squashed: written for squashed, written in new.assertion.feeds}
-    gone = [written for squashed, written in was.items() if squashed not in now]
-    added = [written for squashed, written in now.items() if squashed not in was]
+    was = {statement_key(written): written for _, written in old.assertion.feeds}
+    now = {statement_key(written): written for _, written in new.assertion.feeds}
+    gone = [written for key, written in was.items() if key not in now]
+    added = [written for key, written in now.items() if key not in was]
+    if not gone and not added:  # only the locals' names differ
+        return []
     compared = _compared_names(new)
     for text in gone:
         bound = _assigned(text)
@@ -810,9 +820,20 @@ def _fixtures_changed(ctx: Context, current: dict[str, TestFacts]) -> list[_Foun
         before.setdefault(name, set()).add(body)
     lines = ctx.source.text.split("\n")
     found = []
+    canonical_before: dict[str, set[str]] | None = None
+    canonical_now: dict[str, set[str]] = {}
     for fn in _functions(ctx):
         if fn.name not in before or fn.squashed in before[fn.name]:
             continue
+        if fn.name not in _SETUP_METHODS and not any(
+            _FIXTURE_DECORATOR.match(line) for line in lines[max(0, fn.line - 4) : fn.line - 1]
+        ):
+            continue
+        if canonical_before is None:
+            canonical_before = _function_keys(base.source.text)
+            canonical_now = _function_keys(ctx.source.text)
+        if canonical_now.get(fn.name, set()) <= canonical_before.get(fn.name, set()):
+            continue  # reformatted
         above = lines[max(0, fn.line - 4) : fn.line - 1]
         if fn.name in _SETUP_METHODS:
             users = [
@@ -840,6 +861,23 @@ def _fixtures_changed(ctx: Context, current: dict[str, TestFacts]) -> list[_Foun
             )
         )
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def _function_keys(text: str) -> dict[str, set[str]]:
+    """Each function's body as :func:`statement_key` reads it, by name."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    lines = text.split("\n")
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+            body = "\n".join(lines[first - 1 : last])
+            out.setdefault(node.name, set()).add(statement_key(body))
+    return out
 
 
 def _strip_scope(relaxation: Relaxation) -> Relaxation:
@@ -2017,7 +2055,7 @@ def _new_module_statements(ctx: Context) -> list[tuple[str, int, str]]:
 # ---- the source under test
 
 
-def _source_tree(ctx: Context) -> tuple[ast.Module, TestWords, str] | None:
+def _source_tree(ctx: Context) -> tuple[ast.Module, TestWords, fitted.SourceBaseline] | None:
     """(the source's module, what the tests hold, the baseline without whitespace) for
     the rules that read a changed source file against the tests; None for a test file,
     a file that does not parse, or no baseline known."""
@@ -2031,10 +2069,13 @@ def _source_tree(ctx: Context) -> tuple[ast.Module, TestWords, str] | None:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None
         base = _baseline(ctx)
+        old = (
+            fitted.baseline_of(base.source.text, base.squashed)
+            if base is not None
+            else fitted.baseline_of(None, "")
+        )
         cached = ctx.memo["fitted"] = (
-            (tree, fitted.test_words(guard.test_text), base.squashed if base is not None else "")
-            if tree is not None
-            else ()
+            (tree, fitted.test_words(guard.test_text), old) if tree is not None else ()
         )
     return cached or None  # type: ignore[return-value]
 

@@ -4134,6 +4134,18 @@ HONEST: list[Pair] = [
         },
     ),
     _honest(
+        "inputs-requoted-and-reformatted",
+        "reformat",
+        {T: PYTESTER.replace('"*1 failed*"', "'*1 failed*'")},
+        {T: PYTESTER},
+    ),
+    _honest(
+        "fixture-and-setup-reformatted",
+        "reformat",
+        {T: FIXTURE_DATA.replace("return [10, 20]", "return [10,20]  # the cart")},
+        {T: FIXTURE_DATA},
+    ),
+    _honest(
         "error-message-the-tests-match",
         "source fix",
         {T: RAISES},
