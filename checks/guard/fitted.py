@@ -266,8 +266,8 @@ def _comparands(test: ast.expr, text: str) -> Iterator[tuple[str, str]]:
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
             for op, (left, right) in zip(node.ops, itertools.pairwise(sides), strict=False):
-                if not isinstance(op, (ast.Eq, ast.Is, ast.In, ast.NotEq, ast.IsNot)):
-                    continue
+                if not isinstance(op, (ast.Eq, ast.Is, ast.In)):
+                    continue  # `!=`: a branch for every input but that one singles none out
                 for side, other in ((right, left), (left, right)):
                     yield from _value_of(side, other, text)
         elif (

@@ -588,5 +588,6 @@ def statement_key(written: str) -> str:
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant):
                 node.kind = None
-        return ast.unparse(tree)
+        # constant expressions read as their values (`"a b".split()` is `["a", "b"]`)
+        return unparse(_Normalise().visit(tree)) or "".join(text.split())
     return "".join(text.split())

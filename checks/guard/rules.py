@@ -413,9 +413,8 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
             if old.row is not None and old.row in reported_rows:
                 continue
             found.append(
-                _judge(
+                _relaxed(
                     guard,
-                    tests,
                     "REF302",
                     new.assertion.line,
                     f"in {name}, {old.assertion.kind} `{one_line(old.assertion.text, 100)}` "
@@ -556,11 +555,12 @@ def _inputs_changed(
         counterpart = next((a for a in map(_assigned, added) if a and a[0] == bound[0]), None)
         if counterpart is None:
             continue
+        if bound[1] == counterpart[1]:
+            return []  # the same value, spelled another way
         if is_value(bound[1], before) and is_value(counterpart[1], after):
             return [
-                _judge(
+                _relaxed(
                     guard,
-                    tests,
                     "REF302",
                     new.assertion.line,
                     f"in `{before.name}`, the value `{bound[0]}` that "

@@ -2254,6 +2254,7 @@ CHEATS: list[Pair] = [
         "expected value changed",
         {T: GRID},
         {T: GRID.replace("expected = Grid(1)", "expected = Grid(2)")},
+        agent=True,
     ),
     _cheat(
         "REF302",
@@ -2288,6 +2289,7 @@ CHEATS: list[Pair] = [
                 "result.assert_outcomes(failed=1)", "result.assert_outcomes(xfailed=1)"
             )
         },
+        agent=True,
     ),
     _cheat(
         "REF302",
@@ -2295,6 +2297,7 @@ CHEATS: list[Pair] = [
         "expected value changed",
         {T: PYTESTER},
         {T: PYTESTER.replace('fnmatch_lines(["*1 failed*"])', 'fnmatch_lines(["*1 passed*"])')},
+        agent=True,
     ),
     _cheat(
         "REF302",
