@@ -181,6 +181,10 @@ def compare_checks(
             continue
         if check.op in ("raises", "approx"):
             changes.append(Change(check.op, check, live))
+        if check.assertion.condition is None and all(
+            c.assertion.condition is not None for c in found
+        ):
+            changes.append(Change("conditioned", check, live))
         if all(not same_feeds(check.assertion.feeds, c.assertion.feeds) for c in found):
             # fed other data (of several equal checks, none is fed as this one was)
             changes.append(Change("inputs", check, live))

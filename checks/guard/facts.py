@@ -203,6 +203,8 @@ class Assertion:
     # feeds the code and what it compares with are part of the check (see _feeds).
     # Each as (squashed text, text as written): compared by the first.
     feeds: tuple[tuple[str, str], ...] = ()
+    # The condition of the test's own `if`/`while`/`except` it runs under, as written.
+    condition: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str | None]:
@@ -654,7 +656,10 @@ def _facts_of(
         # holds the value) is no input: renaming it, or inlining it, changes nothing.
         written = set(re.findall(r"[A-Za-z_]\w*", f"{assertion.subject} {assertion.expected}"))
         inlined = {name for name in literals if name not in written}
-        changes: dict[str, object] = {"feeds": _feeds(source, node, setup, renamed, inlined)}
+        changes: dict[str, object] = {
+            "feeds": _feeds(source, node, setup, renamed, inlined),
+            "condition": _check_condition(source, node, fn.body),
+        }
         if why is not None:
             changes["silenced"] = why
         assertion = Assertion(**{**assertion.__dict__, **changes})
@@ -980,6 +985,19 @@ def _enclosing_condition(source: SourceFile, node: Node, body: Node) -> str | No
             return f"the loop on line {parent.start_point.row + 1} runs"
         child, parent = parent, parent.parent
     return None
+
+
+def _check_condition(source: SourceFile, node: Node, body: Node) -> str | None:
+    """The condition an assertion runs under (:func:`_enclosing_condition`), but for a
+    loop's or a ``try``'s: a loop over cases and a ``try ... else`` check every time."""
+    condition = _enclosing_condition(source, node, body)
+    if (
+        condition is None
+        or condition.startswith("the loop on line")
+        or condition.endswith(" succeeds")
+    ):
+        return None
+    return condition
 
 
 def _first_line(source: SourceFile, try_statement: Node) -> str:

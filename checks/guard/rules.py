@@ -422,6 +422,17 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                     f"else: `{one_line(new.assertion.text, 100)}`, without a certificate",
                 )
             )
+        elif change.code == "conditioned" and new is not None:
+            found.append(
+                _relaxed(
+                    guard,
+                    "REF311",
+                    new.assertion.line,
+                    f"in {name}, `{one_line(new.assertion.text)}` "
+                    f"({_where(guard, before, old.assertion.line)}) is now checked only when "
+                    f"`{one_line(new.assertion.condition or '', 80)}`",
+                )
+            )
         elif change.code == "inputs" and new is not None:
             if new.assertion.line in fed_lines:
                 continue
@@ -1577,7 +1588,10 @@ def failure_swallowed(ctx: Context) -> Iterator[Violation]:
     unconditional `return`, or under a condition that is always false (`if False:`).
 
     Also: assertions moved into a nested function the test never calls, and a
-    `pytest.raises(E)` block whose body raises `E` itself.
+    `pytest.raises(E)` block whose body raises `E` itself. An assertion newly placed
+    under a condition that may be false (`if result is not None: assert ...`, an
+    `except` clause) is checked only sometimes: a warning quoting the condition in the
+    default mode, an error in agent mode.
 
     ## Why it matters
     The assertion is still there for a reviewer to see; it just never fails.
