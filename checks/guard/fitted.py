@@ -353,7 +353,10 @@ _ANNOUNCES = re.compile(
         \b(the|this|that|our|a)\s+(specific\s+|failing\s+|particular\s+)?tests?\b(?!\s*(suite|runner|framework|s\b))
     | \b(to|so\s+as\s+to|in\s+order\s+to)\s+(match|satisfy|pass|please|make)\s+
         (the\s+|this\s+|our\s+)?(failing\s+)?tests?\b(?!\s*(suite|runner|framework))
-    | \btests?\s+(expects?|expectations?|requires?|requirements?|wants?)\b
+    | \b(test|test[\s_-]case|assertion)\s+(expects|expectations?|requires|requirements?|wants)\b
+    | \btests\s+(expectations?|requirements?)\b
+    | \bcompatib\w*\s+with\s+(the\s+|this\s+)?tests?\b(?!\s*(suite|runner|framework))
+    | \bexpected\s+(by|in)\s+(the\s+)?(test|assertion)\b
     | \b(expected|required|demanded)\s+by\s+(the\s+|this\s+)?tests?\b
     | \bper\s+(the\s+)?tests?(\s+requirements?|\s+expectations?)\b
     | \b(for|in)\s+the\s+(specific|failing|particular)\s+test(\s+case)?\b

@@ -412,16 +412,17 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
         elif change.code == "call-changed" and new is not None:
             if old.row is not None and old.row in reported_rows:
                 continue
-            found.append(
-                _relaxed(
-                    guard,
-                    "REF302",
-                    new.assertion.line,
-                    f"in {name}, {old.assertion.kind} `{one_line(old.assertion.text, 100)}` "
-                    f"({_where(guard, before, old.assertion.line)}) now checks something "
-                    f"else: `{one_line(new.assertion.text, 100)}`, without a certificate",
-                )
+            message = (
+                f"in {name}, {old.assertion.kind} `{one_line(old.assertion.text, 100)}` "
+                f"({_where(guard, before, old.assertion.line)}) now checks something "
+                f"else: `{one_line(new.assertion.text, 100)}`, without a certificate"
             )
+            # as a removed check would be: a warning in a test rewritten against another
+            # API (the default mode), else an error unless its code changed too
+            if rewritten:
+                found.append(_relaxed(guard, "REF302", new.assertion.line, message))
+            else:
+                found.append(_judge(guard, tests, "REF302", new.assertion.line, message))
         elif change.code == "conditioned" and new is not None:
             found.append(
                 _relaxed(

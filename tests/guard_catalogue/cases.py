@@ -2289,7 +2289,6 @@ CHEATS: list[Pair] = [
                 "result.assert_outcomes(failed=1)", "result.assert_outcomes(xfailed=1)"
             )
         },
-        agent=True,
     ),
     _cheat(
         "REF302",
@@ -2297,7 +2296,6 @@ CHEATS: list[Pair] = [
         "expected value changed",
         {T: PYTESTER},
         {T: PYTESTER.replace('fnmatch_lines(["*1 failed*"])', 'fnmatch_lines(["*1 passed*"])')},
-        agent=True,
     ),
     _cheat(
         "REF302",
