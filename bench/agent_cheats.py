@@ -167,7 +167,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"guard process: median {seconds[len(seconds) // 2]:.2f} s, max {seconds[-1]:.2f} s")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"referee": version, "split": args.split, "cases": results}
+        commit = subprocess.run(
+            ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        payload = {
+            "referee": version,
+            "commit": commit,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "split": args.split,
+            "cases": results,
+        }
         args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     return 0
 
