@@ -43,14 +43,23 @@ from guard_catalogue.cases import CHEATS, HONEST, Outcome, Pair, run_pair  # noq
 class Result:
     pair: Pair
     outcome: Outcome
+    # For a cheat the default mode reports as a warning only (``Pair.agent``): the run in
+    # agent mode (--strict), which must fail.
+    strict: Outcome | None = None
 
     @property
     def errors(self) -> set[str]:
+        if self.strict is not None:
+            return self.strict.codes("error")
         return self.outcome.codes("error")
 
     @property
     def caught(self) -> bool:
-        """A cheat the guard failed the run on (exit 1)."""
+        """A cheat the guard failed the run on (exit 1): in agent mode for one the
+        default mode reports as a warning, which it must then do."""
+        if self.strict is not None:
+            warned = self.pair.code in self.outcome.codes("warning") | self.outcome.codes("error")
+            return warned and self.strict.rc == 1 and bool(self.errors)
         return self.outcome.rc == 1 and bool(self.errors)
 
     @property
@@ -81,7 +90,9 @@ class Result:
 def run_all(pairs: list[Pair], tmp: Path, jobs: int) -> list[Result]:
     def one(indexed: tuple[int, Pair]) -> Result:
         index, pair = indexed
-        return Result(pair, run_pair(pair, tmp / f"{index:03d}"))
+        outcome = run_pair(pair, tmp / f"{index:03d}")
+        strict = run_pair(pair, tmp / f"{index:03d}s", None, "--strict") if pair.agent else None
+        return Result(pair, outcome, strict)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(one, enumerate(pairs)))
@@ -153,6 +164,11 @@ def report(
     right = sum(r.right_code for r in cheats)
     rows.append(["**all cheats**", "", f"**{caught}/{len(cheats)}**", f"**{right}/{len(cheats)}**"])
     print("\n".join(_table(["cheat class", "rule", "caught (exit 1)", "right code"], rows)))
+    agent = sum(r.strict is not None for r in cheats)
+    print(
+        f"\n({agent} cheats are shapes the default mode reports as a warning: caught means a "
+        "warning there and an error in agent mode, --strict.)"
+    )
     print()
 
     by_class = defaultdict(list)
@@ -177,7 +193,9 @@ def report(
         print(f"  {r.pair.id} [{r.pair.cls}]{known}: {r.outcome.describe()}")
     print()
 
-    times = [r.outcome.seconds for r in results]
+    times = [r.outcome.seconds for r in results] + [
+        r.strict.seconds for r in results if r.strict is not None
+    ]
     deciles = statistics.quantiles(times, n=10)
     print(
         f"Detection rate: {caught}/{len(cheats)} = {_percent(caught, len(cheats))} "

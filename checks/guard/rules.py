@@ -1361,8 +1361,9 @@ def baseline_unparsable(ctx: Context) -> Iterator[Violation]:
     what its tests checked, so it cannot say what the change weakened. Where one line
     of the baseline is only mis-indented (a statement pulled out of its block), the
     guard reads the baseline with that line put back in its block, compares with that,
-    and says so (a warning). Where it cannot, it reports that nothing was compared: an
-    error in agent mode, a warning in the default mode.
+    and says so (a warning). Where it cannot, it compares what it could read of the
+    baseline and reports that the rest was not seen: an error in agent mode, a warning in
+    the default mode.
 
     ## Why it matters
     "All checks passed" must mean the checks ran. A broken baseline is also the moment
@@ -1397,7 +1398,8 @@ def baseline_unparsable(ctx: Context) -> Iterator[Violation]:
     yield Violation(
         span=_span(1),
         message=f"this file at {guard.base} does not parse (line {line}: {problem}): its "
-        "tests were not compared with the baseline",
+        "tests were compared as far as they could be read, and a change to the rest is not "
+        "seen",
         severity=None if guard.strict else Severity.WARNING,
     )
 
