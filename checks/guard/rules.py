@@ -374,19 +374,12 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
             found.extend(_compare_raises(guard, tests, name, before, old.assertion, new.assertion))
         elif change.code == "approx" and new is not None:
             found.extend(_compare_approx(guard, tests, name, before, old.assertion, new.assertion))
-        elif change.code == "REF303" and new is not None:
-            found.append(
-                _judge(
-                    guard,
-                    tests,
-                    "REF303",
-                    new.assertion.line,
-                    f"in {name}, `{one_line(_check_text(old))}` "
-                    f"({_where(guard, before, old.assertion.line)}) was weakened to "
-                    f"`{one_line(_check_text(new))}`: `{old.op}` -> `{new.op}`",
-                )
+        elif change.code in ("REF303", "inverted") and new is not None:
+            how = (
+                f"was weakened to `{one_line(_check_text(new))}`: `{old.op}` -> `{new.op}`"
+                if change.code == "REF303"
+                else f"was inverted to `{one_line(_check_text(new))}`: it now asserts the opposite"
             )
-        elif change.code == "inverted" and new is not None:
             found.append(
                 _judge(
                     guard,
@@ -394,8 +387,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                     "REF303",
                     new.assertion.line,
                     f"in {name}, `{one_line(_check_text(old))}` "
-                    f"({_where(guard, before, old.assertion.line)}) was inverted to "
-                    f"`{one_line(_check_text(new))}`: it now asserts the opposite",
+                    f"({_where(guard, before, old.assertion.line)}) {how}",
                 )
             )
         elif change.code == "normalised" and new is not None:
