@@ -14,7 +14,12 @@ What is left is what changed, each with what it was and what it is now:
   evaluates to; an expected side computed from the test's own variables is not a value);
 * the same subject, a comparison that pins it down less — REF303;
 * a parametrize case whose values changed — REF302, naming the columns that changed;
-* a case with no counterpart — REF307; a check with none — REF301.
+* a case with no counterpart — REF307; a check with none — REF301;
+* the same check fed other data ("inputs": what the statements before it bind or change),
+  put under a condition ("conditioned"), inverted, its compared value normalised
+  (`f(x)` -> `f(x).strip()`), or a checking helper called with other arguments
+  ("call-changed") — the shapes real agents used on impossible tests (rules.py says how
+  each is reported).
 """
 
 from __future__ import annotations
@@ -136,7 +141,8 @@ class Change:
     """One difference between a test's checks at the base and now."""
 
     code: str  # REF301 removed, REF302 value changed, REF303 weakened, REF307 case removed,
-    #            REF311 silenced, "raises"/"approx" (compared by the caller), "moved"
+    #            REF311 silenced, "raises"/"approx" (compared by the caller), "moved",
+    #            "inputs", "conditioned", "inverted", "normalised", "call-changed"
     old: Check
     new: Check | None = None
 
@@ -302,7 +308,7 @@ def _feed_key(written: tuple[str, ...]) -> tuple[str, ...]:
     bound: set[str] = set()
     for key in keys:
         try:
-            tree = ast.parse(key if not key.endswith(":") else key + "\n    pass")
+            tree = ast.parse(key)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         bound |= {
