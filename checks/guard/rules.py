@@ -430,7 +430,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
             if new.assertion.line in fed_lines:
                 continue
             fed_lines.add(new.assertion.line)
-            found.extend(_inputs_changed(guard, tests, before, after, old, new))
+            found.extend(_inputs_changed(guard, before, after, old, new))
         elif change.code == "REF302" and new is not None:
             if not is_value(old.expected, before) or not (
                 is_value(new.expected, after) or is_constant(old.expected or "")
@@ -536,7 +536,6 @@ def _input_note(after: TestFacts, new: Check) -> str:
 
 def _inputs_changed(
     guard: GuardContext,
-    tests: tuple[TestFacts, ...],
     before: TestFacts,
     after: TestFacts,
     old: Check,
