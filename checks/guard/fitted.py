@@ -366,7 +366,17 @@ _ANNOUNCES = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
-_UNDER_TEST = re.compile(r"PYTEST_CURRENT_TEST|[\"']pytest[\"']\s+in\s+sys\.modules")
+# A condition that asks whether the code runs under a test: pytest's variable or module,
+# the caller's frames, or a module or file name that says "test".
+_UNDER_TEST = re.compile(
+    r"""PYTEST_CURRENT_TEST|["']pytest["']\s+in\s+sys\.modules
+    | \b(inspect\.stack|inspect\.currentframe|sys\._getframe|traceback\.extract_stack)\b
+    | ["'][^"'\n]*test[^"'\n]*["']\s+in\s+[\w.\[\]()]*
+        \b(__module__|__name__|__file__|co_filename|f_code|nodeid)\b
+    | \b(__module__|__name__|__file__|co_filename)\b[\w.\[\]()]*
+        \.(startswith|endswith)\(\s*["'][^"'\n]*test""",
+    re.VERBOSE,
+)
 
 
 @dataclass(frozen=True)
@@ -409,7 +419,7 @@ def announcements(
                 continue
             yield Announcement(
                 node.lineno,
-                f"the condition `{one_line(condition, 60)}` asks whether it runs under pytest",
+                f"the condition `{one_line(condition, 60)}` asks whether it runs under a test",
             )
 
 

@@ -2148,8 +2148,10 @@ def source_fitted_to_test(ctx: Context) -> Iterator[Violation]:
     comment or string that says so ("special case for the test", "to match the test
     expectations", "per test requirements", "the test expects"), one that names one of
     the project's tests (`test_inherit_docstrings`, a generated `test_sample` module),
-    and a condition that asks whether the code runs under pytest
-    (`PYTEST_CURRENT_TEST`, `"pytest" in sys.modules`).
+    and a condition that asks whether the code runs under a test
+    (`PYTEST_CURRENT_TEST`, `"pytest" in sys.modules`, the caller's frames through
+    `inspect.stack()` or `sys._getframe()`, `"test" in obj.__module__`,
+    `__file__.endswith("test_x.py")`).
 
     Comments, strings and conditions already in the baseline are not read. A test's
     name in a docstring is not flagged (an example may name a test anything).
