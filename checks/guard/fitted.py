@@ -56,11 +56,7 @@ def test_words(test_text: str) -> TestWords:
 def mentions(test_text: str, literal: str) -> bool:
     """Whether the tests' text (whitespace removed) holds ``literal`` as a whole token
     (`0` is not found in `120` or `0.5`), a string in either quote style."""
-    forms = {literal}
-    if len(literal) >= 2 and literal[0] == literal[-1] and literal[0] in "'\"":
-        other = "'" if literal[0] == '"' else '"'
-        forms.add(other + literal[1:-1] + other)
-    return any(_token(form).search(test_text) for form in forms)
+    return any(_token(form).search(test_text) for form in _forms(literal))
 
 
 @lru_cache(maxsize=4096)
@@ -436,31 +432,13 @@ def _docstring_lines(tree: ast.Module) -> set[int]:
 
 def _comments_and_strings(source: SourceFile, tree: ast.Module) -> Iterator[tuple[int, str, str]]:
     """(line, "comment" or "string", text) of every comment and string constant."""
-    for index, line in enumerate(source.text.split("\n"), 1):
-        at = _comment_start(line)
-        if at is not None:
-            yield index, "comment", line[at + 1 :]
+    stack = [source.tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            yield node.start_point.row + 1, "comment", source.node_text(node)[1:]
+        else:
+            stack.extend(node.children)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
             yield node.lineno, "string", node.value
-
-
-def _comment_start(line: str) -> int | None:
-    """Where a line's comment starts (a ``#`` outside a string), or None."""
-    if "#" not in line:
-        return None
-    quote: str | None = None
-    index = 0
-    while index < len(line):
-        char = line[index]
-        if quote is None:
-            if char == "#":
-                return index
-            if char in "'\"":
-                quote = char
-        elif char == "\\":
-            index += 1
-        elif char == quote:
-            quote = None
-        index += 1
-    return None

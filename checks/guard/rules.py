@@ -2063,10 +2063,12 @@ def _new_module_statements(ctx: Context) -> list[tuple[str, int, str]]:
 # ---- the source under test
 
 
-def _source_tree(ctx: Context) -> tuple[ast.Module, TestWords, fitted.SourceBaseline] | None:
-    """(the source's module, what the tests hold, the baseline without whitespace) for
-    the rules that read a changed source file against the tests; None for a test file,
-    a file that does not parse, or no baseline known."""
+def _source_tree(
+    ctx: Context,
+) -> tuple[GuardContext, ast.Module, TestWords, fitted.SourceBaseline] | None:
+    """(the guard, the source's module, what the tests hold, the baseline) for the rules
+    that read a changed source file against the tests; None for a test file, a file that
+    does not parse, or no baseline known."""
     guard = ctx.guard
     if guard is None or ctx.in_test_tree or ctx.source.kind != "python":
         return None
@@ -2085,7 +2087,7 @@ def _source_tree(ctx: Context) -> tuple[ast.Module, TestWords, fitted.SourceBase
         cached = ctx.memo["fitted"] = (
             (tree, fitted.test_words(guard.test_text), old) if tree is not None else ()
         )
-    return cached or None  # type: ignore[return-value]
+    return (guard, *cached) if cached else None  # type: ignore[return-value]
 
 
 def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
@@ -2129,9 +2131,7 @@ def special_cased_test_input(ctx: Context) -> Iterator[Violation]:
     found = _source_tree(ctx)
     if found is None:
         return
-    guard = ctx.guard
-    assert guard is not None
-    tree, words, old = found
+    guard, tree, words, old = found
     for case in fitted.special_cases(ctx.source, tree, words, old):
         keyed = ", ".join(f"`{k}`" for k in case.keyed[:3])
         yield Violation(
@@ -2179,9 +2179,7 @@ def source_fitted_to_test(ctx: Context) -> Iterator[Violation]:
     found = _source_tree(ctx)
     if found is None:
         return
-    guard = ctx.guard
-    assert guard is not None
-    tree, words, old = found
+    guard, tree, words, old = found
     for said in fitted.announcements(ctx.source, tree, words, old):
         yield Violation(
             span=_span(said.line),
