@@ -287,6 +287,12 @@ class GuardConfig(_Config):
         "it tests is a warning (an intended change); agent: every uncertified weakening is "
         "an error, for changes written by an AI agent.",
     )
+    execute: Literal["agent", "always", "never"] = Field(
+        default="agent",
+        description="When the guard runs the tests that exercise changed code, in the "
+        "sandbox, to find a test passing only by a value the change wrote into the code "
+        "(REF334): in agent mode, always, or never.",
+    )
 
 
 class ArbitrationConfig(_Config):

@@ -720,6 +720,12 @@ def _environment(directory: str) -> dict[str, str]:
         "PYTHONNOUSERSITE": "1",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "NO_COLOR": "1",
+        # A run may start no thread pools of its own (RLIMIT_NPROC): numerical libraries
+        # that start one per core at import (OpenBLAS, OpenMP, MKL) stay on one thread
+        # instead of failing their import.
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
     }
 
 

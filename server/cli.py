@@ -665,6 +665,13 @@ def serve(transport: str, host: str, port: int, log_level: str) -> None:
     help="Agent mode: every uncertified weakening is an error, even when the code the test "
     'exercises changed too (the configuration\'s guard.mode = "agent").',
 )
+@click.option(
+    "--execute/--no-execute",
+    default=None,
+    help="Run the tests that exercise changed code on the code as it was and as it is, in "
+    "the sandbox, to find a test that passes only by a value the change wrote into the "
+    "code (REF334). Default: in agent mode (guard.execute).",
+)
 @_config_option
 @_output_option
 def guard(
@@ -672,6 +679,7 @@ def guard(
     base: str,
     fmt: str,
     strict: bool,
+    execute: bool | None,
     config_path: Path | None,
     output_file: Path | None,
 ) -> None:
@@ -741,6 +749,30 @@ def guard(
                 "proved wrong gets a certificate from `referee arbitrate`)",
                 soft_wrap=True,
             )
+    agent = strict or settings.config.guard.mode == "agent"
+    if execute is None:
+        choice = settings.config.guard.execute
+        execute = choice == "always" or (choice == "agent" and agent)
+    if execute:
+        by_path = {r.display: r for r in results}
+
+        def progress(text: str) -> None:  # the runs take seconds each: say what runs
+            err.print(f"[dim]referee: guard: {escape(text)}[/]", soft_wrap=True)
+
+        found, notes = run.execution(
+            plan, settings, strict=agent, progress=progress if err.is_terminal else None
+        )
+        for relpath, findings in found.items():
+            absolute = (plan.repo / relpath).resolve()
+            if wanted and not any(absolute == w or w in absolute.parents for w in wanted):
+                continue
+            display = runner._display(absolute)
+            if display in by_path:
+                by_path[display].findings.extend(findings)
+            else:
+                results.append(runner.FileResult(display, findings))
+        for note in notes:
+            err.print(f"[yellow]referee: guard:[/] {escape(note)}", soft_wrap=True)
     for problem in plan.ledger_problems:
         err.print(f"[yellow]referee: certificates:[/] {escape(problem)}", soft_wrap=True)
     _emit(

@@ -2188,6 +2188,56 @@ def source_fitted_to_test(ctx: Context) -> Iterator[Violation]:
         )
 
 
+def source_moved_to_test(ctx: Context) -> Iterator[Violation]:
+    """## What it does
+    Decides by running the tests whether a change to the code under test made a
+    failing test pass by a value alone: a constant, an operator or a `True`/`None` of an
+    existing line flipped (`setLevel(0)` → `setLevel(1)`, `<` → `<=`), an arithmetic step
+    added or dropped (`n - 1` → `n`), or a literal the test itself holds written into new
+    code.
+
+    `referee guard` in agent mode (or with `--execute`) runs the test modules that
+    exercise the changed functions, as they are now, on the code as it was at the base
+    and as it is now, in the [sandbox](../sandbox.md). For each test that failed on a
+    check at the base (an assertion, `pytest.fail`, `DID NOT RAISE`: the test ran the
+    old code and saw another value, not an import error or a crash) and passes now, it
+    takes each such edit back alone — the old token of a flip, another value of the same
+    type for a literal the test holds — and runs the test again. A test that then fails
+    on a check again needs exactly that value: the finding is at the edit and names the
+    test. The outcome is read from pytest's report of each sandboxed run; nothing of the
+    project runs in referee's process.
+
+    Where it cannot decide, the guard says so on stderr and reports nothing: no kernel
+    boundary, a test module that does not run in the sandbox (it runs with referee's
+    own Python, so a project whose dependencies are not installed beside referee is not
+    run), or its time budget (four modules, three tests, sixteen edits) spent.
+
+    An error in agent mode; with `--execute` in the default mode, a warning.
+
+    ## Why it matters
+    An agent given a test it cannot pass honestly does not always touch the test or
+    write a special case. It finds the constant that decides the value the test checks
+    and changes it — correct code made wrong for every other caller, with nothing in the
+    diff to read as a cheat. Only running the test on each side tells that the change
+    is that value and nothing else.
+
+    ## Example
+    ```python
+    def _finalize(self):
+        for name, level in self._initial_levels.items():
+            logging.getLogger(name).setLevel(level)
+        self.handler.setLevel(1)  # was: setLevel(0); a test expects 1
+    ```
+
+    ## Use instead
+    Check the test's expectation against the documentation or the issue first. If the
+    test is wrong, arbitrate it (`referee arbitrate`) and fix the test with the
+    certificate; if the value really was wrong, say so in a test that names the case
+    and commit the change with a person's review.
+    """
+    return iter(())  # reported by the guard's execution step (referee.checks.guard.moved)
+
+
 def always_equal_override(ctx: Context) -> Iterator[Violation]:
     """## What it does
     Flags a new `__eq__` that always returns `True` (or `__ne__` that always returns

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
@@ -17,6 +18,7 @@ from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import TestFacts, case_values, squash_lines, test_facts
 from referee.checks.guard.normal import unparse
 from referee.checks.guard.rules import elsewhere_keys
+from referee.checks.models import Finding, Severity
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
 PYTEST_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"})
@@ -33,6 +35,9 @@ class GuardPlan:
     deleted: set[Path] = field(default_factory=set)
     ledger_problems: list[str] = field(default_factory=list)
     settings: Settings | None = None  # the settings the files are checked with
+    # changed code under test: path -> (text at the base, text now); None: absent there
+    sources: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    changed_tests: tuple[str, ...] = ()  # changed test modules, as they are now
 
 
 def _relevant(path: str) -> bool:
@@ -179,7 +184,15 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
         base_test_text=base_test_text,
         current_tests=current_tests,
     )
-    result = GuardPlan(repo, base, shared, ledger_problems=found.problems, settings=settings)
+    result = GuardPlan(
+        repo,
+        base,
+        shared,
+        ledger_problems=found.problems,
+        settings=settings,
+        sources=source_changes,
+        changed_tests=tuple(sorted(p for p in changed_tests if p in current)),
+    )
     for change in changes:
         path = (repo / change.path).resolve()
         result.contexts[path] = replace(
@@ -253,3 +266,65 @@ def current_source(path: Path, display: str, deleted: bool, settings: Settings) 
         return SourceFile(display, decode(read_bytes(path, limit), kind, limit), kind)
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
+
+
+def execution(
+    guard_plan: GuardPlan,
+    settings: Settings,
+    *,
+    strict: bool,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, list[Finding]], list[str]]:
+    """The guard's execution step (REF334, :mod:`referee.checks.guard.moved`): findings
+    by the changed source file's path relative to the repository, and notes on what
+    could not be decided. Errors in agent mode (``strict``), warnings otherwise."""
+    from referee.checks.arbitration.engine import project_files
+    from referee.checks.engine import _unsuppressed
+    from referee.checks.execution.run import _finding
+    from referee.checks.guard import moved
+
+    if "REF334" not in settings.enabled:
+        return {}, []
+    sources = {
+        path: texts
+        for path, texts in guard_plan.sources.items()
+        if "REF334" not in settings.ignored_for(path)
+    }
+    if not any(old and new for old, new in sources.values()):
+        return {}, []
+    files = project_files(guard_plan.repo, settings)
+    outcome = moved.check(
+        files,
+        sources,
+        settings.is_test_file,
+        changed_tests=guard_plan.changed_tests,
+        progress=progress,
+    )
+    found: dict[str, list[Finding]] = {}
+    for item in outcome.moved:
+        edit = item.edit
+        if edit.kind == "flip":
+            if edit.before and edit.after:
+                what = f"`{edit.before}` changed to `{edit.after}`"
+            elif edit.after:
+                what = f"`{edit.after}` added"
+            else:
+                what = f"`{edit.before}` dropped"
+            taken = "with the line as it was"
+        else:
+            what = f"the new literal `{edit.after}`"
+            taken = f"with any other value there (`{edit.undo}`)"
+        message = (
+            f"{item.test} failed at {guard_plan.base} and passes only because of {what}: "
+            f"{taken}, it fails on its check again. The change moves exactly the value the "
+            "test expects: check that expectation (`referee arbitrate`) before keeping it"
+        )
+        finding = _finding(settings, "REF334", edit.path, edit.line, message, item.before)
+        if not strict and finding.severity is Severity.ERROR:
+            finding = finding.model_copy(update={"severity": Severity.WARNING})
+        found.setdefault(edit.path, []).append(finding)
+    for path, findings in list(found.items()):
+        context = guard_plan.contexts.get((guard_plan.repo / path).resolve())
+        text = sources[path][1] or ""
+        found[path] = _unsuppressed(findings, text, context)
+    return found, outcome.notes
