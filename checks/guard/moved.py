@@ -83,8 +83,18 @@ class Edit:
         return text[: self.start] + self.undo + text[self.end :]
 
     @property
-    def value(self) -> str:
-        return self.after
+    def literal(self) -> bool:
+        """Whether the edit writes one literal (`1`, `"x"`, `None`): a value a test may
+        expect, rather than an operator or a step."""
+        if self.kind == "literal":
+            return True
+        try:
+            node = ast.parse(self.after.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            node = node.operand
+        return isinstance(node, ast.Constant)
 
 
 @dataclass(frozen=True)
@@ -180,6 +190,26 @@ def _other_value(value: object) -> str | None:
     return None
 
 
+def _same_values(gone: list[_Token], came: list[_Token]) -> bool:
+    """Whether two runs of tokens spell the same values (`"a"` and `'a'`, `1_000` and
+    `1000`)."""
+    if len(gone) != len(came) or not gone:
+        return False
+    for one, other in zip(gone, came, strict=True):
+        if one.string == other.string:
+            continue
+        if one.type != other.type or one.type not in (tokenize.NUMBER, tokenize.STRING):
+            return False
+        value = _literal(one)
+        if (
+            value is _NOT_A_VALUE
+            or value != _literal(other)
+            or type(value) is not type(_literal(other))
+        ):
+            return False
+    return True
+
+
 def _compiles(text: str) -> bool:
     try:
         compile(text, "<edit>", "exec", dont_inherit=True)
@@ -207,6 +237,10 @@ def edits(path: str, old: str, new: str) -> list[Edit]:
             if op == "equal":
                 continue
             gone, came = a[x1:x2], b[y1:y2]
+            if _same_values(gone, came) or any(
+                t.statement and t.type == tokenize.STRING for t in (*gone, *came)
+            ):
+                continue  # a quote style, a docstring, a bare string: no value changed
             flip = _flip(path, new, gone, came, b[y1 - 1] if y1 > 0 else None, old)
             if flip is not None:
                 out.append(flip)
@@ -228,12 +262,6 @@ def _flip(
     if gone and came:
         if len(gone) > _FLIP_TOKENS or len(came) > _FLIP_TOKENS:
             return None
-        if (
-            len(gone) == len(came) == 1
-            and gone[0].type == came[0].type == tokenize.STRING
-            and _literal(gone[0]) == _literal(came[0])
-        ):
-            return None  # a quote style changed, not a value
         was = old[gone[0].start : gone[-1].end]
         return Edit(
             path,
@@ -462,9 +490,13 @@ def check(
                 fixed.setdefault(node, reason)
     for node, reason in list(fixed.items())[:MAX_FIXED_TESTS]:
         text = _test_text(now, node)
+        seen = "".join(reason.split())
         for edit in found:
-            if edit.kind == "literal" and not mentions(text, edit.after):
-                continue  # a literal the test does not hold is not what it expects
+            if edit.literal and not (mentions(text, edit.after) and mentions(seen, edit.after)):
+                # A literal is the value the test expects when the test holds it and its
+                # failed check at the base showed it (`assert 41 == 1`): a message or a
+                # pattern rewritten for another reason is not.
+                continue
             if any(m.edit == edit for m in out.moved):
                 continue
             if time.monotonic() > deadline:
