@@ -269,6 +269,6 @@ def test_a_rewritten_message_the_failed_check_never_showed_is_not_reported(
     )
     _project(tmp_path, code=code, tests=tests)
     write_files(
-        tmp_path, {"pkg/levels.py": code.replace("'n is negative'", "'n must not be negative'")}
+        tmp_path, {"pkg/levels.py": code.replace("'n is negative'", "'must not be negative'")}
     )
     assert _ref334(run_guard(tmp_path, "--strict")) == []
