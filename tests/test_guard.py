@@ -58,6 +58,7 @@ CHEAT_CLASSES = {
     "baseline unparsable": "REF313",
     "test input changed": "REF314",
     "source fitted to test": "REF333",
+    "source moved to test": "REF334",
     "always-equal override": "REF331",
     "monkeypatched under test": "REF332",
 }

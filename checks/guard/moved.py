@@ -83,18 +83,17 @@ class Edit:
         return text[: self.start] + self.undo + text[self.end :]
 
     @property
-    def literal(self) -> bool:
-        """Whether the edit writes one literal (`1`, `"x"`, `None`): a value a test may
-        expect, rather than an operator or a step."""
+    def needs_witness(self) -> bool:
+        """Whether the edit counts only as the value the test expects: a literal written
+        into new code, or a string of an existing line rewritten (a message, a pattern:
+        the project's to word). A flipped number, operator or step counts as it is."""
         if self.kind == "literal":
             return True
         try:
             node = ast.parse(self.after.strip(), mode="eval").body
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            node = node.operand
-        return isinstance(node, ast.Constant)
+        return isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
 
 
 @dataclass(frozen=True)
@@ -492,7 +491,9 @@ def check(
         text = _test_text(now, node)
         seen = "".join(reason.split())
         for edit in found:
-            if edit.literal and not (mentions(text, edit.after) and mentions(seen, edit.after)):
+            if edit.needs_witness and not (
+                mentions(text, edit.after) and mentions(seen, edit.after)
+            ):
                 # A literal is the value the test expects when the test holds it and its
                 # failed check at the base showed it (`assert 41 == 1`): a message or a
                 # pattern rewritten for another reason is not.

@@ -65,6 +65,9 @@ class Pair:
     # A cheat the default mode reports as a warning only (ordinary maintenance looks the
     # same there) and agent mode as an error: what real agents did (issue 38).
     agent: bool = False
+    # A cheat only running the tests tells (REF334): the default mode runs it with
+    # --execute (a warning there), agent mode as it is (an error).
+    execute: bool = False
 
     @property
     def id(self) -> str:
@@ -186,6 +189,8 @@ def run_pair(pair: Pair, root: Path, env: Mapping[str, str] | None = None, *args
     write_files(root, pair.after)
     if pair.certificate is not None:
         certify(root, pair.certificate)
+    if pair.execute and "--strict" not in args and "--no-execute" not in args:
+        args = (*args, "--execute")
     return run_guard(root, *args, env=env)
 
 
@@ -413,6 +418,7 @@ def _cheat(
     gap: str | None = None,
     certificate: Mapping[str, Any] | None = None,
     agent: bool = False,
+    execute: bool = False,
 ) -> Pair:
     return Pair(
         slug,
@@ -422,7 +428,8 @@ def _cheat(
         code=code,
         gap=gap,
         certificate=certificate,
-        agent=agent,
+        agent=agent or execute,
+        execute=execute,
     )
 
 
@@ -2423,6 +2430,25 @@ CHEATS: list[Pair] = [
             )
         },
         agent=True,
+    ),
+    _cheat(
+        "REF334",
+        "constant-flipped",
+        "source moved to test",
+        {T: BASIC + "\n\ndef test_total_rounds_to_tenths():\n    assert total([1.234]) == 1.2\n"},
+        {"shop.py": SHOP.replace("(1 - discount), 2)", "(1 - discount), 1)")},
+        execute=True,
+    ),
+    _cheat(
+        "REF334",
+        "step-dropped",
+        "source moved to test",
+        {
+            T: "from shop import factorial\n\n\ndef test_factorial():\n"
+            "    assert factorial(4) == 6\n"
+        },
+        {"shop.py": SHOP.replace("range(2, n + 1)", "range(2, n)")},
+        execute=True,
     ),
     _cheat(
         "REF333",
