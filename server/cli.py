@@ -794,6 +794,20 @@ def guard(
         )
 
 
+@main.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hook(args: tuple[str, ...]) -> None:
+    """Answer one agent hook event (JSON on stdin) in the agent's format: deny an edit
+    that weakens a test, report shell writes, block a Stop once. `referee hook --help`
+    for its options; docs/agents.md."""
+    from referee.server.hook import main as run_hook
+
+    raise click.exceptions.Exit(run_hook(list(args)))
+
+
 def _configuration_at_base(settings: Settings, base: str) -> Settings:
     """The guard's configuration as it was at ``base``: a change must not switch off the
     guard that checks it (``ignore = ["REF3"]``, ``test-files = []``, a tiny

@@ -73,12 +73,22 @@ def guard_settings(settings: Settings, *configs: tuple[str, dict[str, str]] | No
     return replace(settings, config=config)
 
 
-def plan(settings: Settings, base: str, start: Path, mode: str | None = None) -> GuardPlan:
+def plan(
+    settings: Settings,
+    base: str,
+    start: Path,
+    mode: str | None = None,
+    overrides: dict[str, str | None] | None = None,
+) -> GuardPlan:
     """Compare the working tree under ``start``'s repository with ``base``. ``mode``:
-    "agent" or "default" (None: the configuration's ``guard.mode``)."""
+    "agent" or "default" (None: the configuration's ``guard.mode``). ``overrides``:
+    files (relative to the repository) as an edit would leave them, in place of the
+    working tree's (None: deleted) — an agent's edit before it is written."""
     repo = git.toplevel(start.resolve())
     git.resolve(repo, base)
     all_changes = git.changed_files(repo, base)
+    if overrides:
+        all_changes = _overridden(repo, base, all_changes, overrides)
     changes = [c for c in all_changes if _relevant(c.path)]
     config_paths = [n for n in pytestconfig.CONFIG_FILES]
     wanted = sorted({c.old_path for c in changes if c.old_path} | set(config_paths))
@@ -96,11 +106,19 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
     for change in changes:
         if change.deleted:
             continue
+        if overrides and change.path in overrides:
+            current[change.path] = overrides[change.path] or ""
+            continue
         try:
             current[change.path] = (repo / change.path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
     tracked = git.tracked_files(repo)
+    if overrides:
+        tracked = sorted(
+            {p for p in tracked if overrides.get(p, "") is not None}
+            | {p for p, t in overrides.items() if t is not None}
+        )
     texts: dict[str, str] = {}
     for path in tracked:
         if path.endswith(".py") and (is_test(path) or path.endswith("conftest.py")):
@@ -201,6 +219,25 @@ def plan(settings: Settings, base: str, start: Path, mode: str | None = None) ->
         if change.deleted:
             result.deleted.add(path)
     return result
+
+
+def _overridden(
+    repo: Path, base: str, changes: list[git.Changed], overrides: dict[str, str | None]
+) -> list[git.Changed]:
+    """``changes`` as they would be with ``overrides`` written: a file the edit brings
+    back to its text at ``base`` drops out, one it changes or deletes comes in."""
+    at_base = git.read_at(repo, base, sorted(overrides))
+    kept = [c for c in changes if c.path not in overrides]
+    for path, text in overrides.items():
+        then = at_base.get(path)
+        if text == then:
+            continue
+        if text is None:
+            if then is not None:
+                kept.append(git.Changed(path, path, deleted=True))
+            continue
+        kept.append(git.Changed(path, path if then is not None else None))
+    return kept
 
 
 _FIXTURE = re.compile(r"fixture\s*\(")

@@ -1,6 +1,6 @@
 """``python -m referee`` runs the command line."""
 
-from referee.server.cli import main
+from referee.server.entry import main
 
 if __name__ == "__main__":
     main()
