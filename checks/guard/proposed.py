@@ -77,8 +77,8 @@ def check_proposed(
         current = None
     before = (
         _findings(settings, repo, absolute, relpath, base, None, current)
-        if current is not None
-        else []
+        if current is not None and _parses(current)
+        else []  # a file that does not parse has no checks to compare: all are the edit's
     )
     added = _introduced(now, before)
     return Verdict(
@@ -86,6 +86,16 @@ def check_proposed(
         errors=[f for f in added if f.severity is Severity.ERROR],
         warnings=[f for f in added if f.severity is Severity.WARNING],
     )
+
+
+def _parses(text: str) -> bool:
+    import ast
+
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _findings(
