@@ -794,6 +794,25 @@ def guard(
         )
 
 
+@main.command("mcp")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The project the tools work in.",
+)
+def mcp_command(root: Path) -> None:
+    """Serve referee's checks to agents as a stdio MCP server: check, guard, check_edit,
+    arbitrate, explain_rule, review_queue. Set up with `referee init --agent`; see
+    docs/agents.md."""
+    try:
+        from referee.server.mcp_server import serve
+    except ImportError as exc:  # pragma: no cover - mcp is a dependency
+        raise _fail(f"referee mcp needs the mcp package (pip install 'mcp>=2,<3'): {exc}") from None
+    serve(root)
+
+
 @main.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     add_help_option=False,
