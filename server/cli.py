@@ -794,6 +794,54 @@ def guard(
         )
 
 
+@main.command("init")
+@click.option(
+    "--agent",
+    "agents",
+    type=click.Choice(["claude", "vscode", "cursor", "codex"]),
+    multiple=True,
+    required=True,
+    help="The agent to set up (repeatable): its hooks and its MCP server.",
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The project whose agent configuration to write.",
+)
+@click.option(
+    "--command",
+    "command",
+    metavar="CMD",
+    default=None,
+    help="How the agent starts referee (default: `referee` when it is this installation on "
+    "PATH, else this installation's path).",
+)
+def init_command(agents: tuple[str, ...], root: Path, command: str | None) -> None:
+    """Set up an agent to meet referee where it works: hooks that check each edit before it
+    is written (and shell writes after, and the whole change at Stop), and the MCP server.
+
+    Writes or merges .claude/settings.json (Claude Code; VS Code's agent and Cursor read
+    its hooks too), .mcp.json, .vscode/mcp.json, .cursor/mcp.json or .codex/config.toml.
+    Other hooks, servers and keys are kept; running it again changes nothing. See
+    docs/agents.md.
+
+    \b
+    Examples:
+      referee init --agent claude
+      referee init --agent vscode --agent codex
+    """
+    from referee.server import agents as setup
+
+    try:
+        for agent in agents:
+            for change in setup.init(root, agent, command):
+                click.echo(f"{change.what:<10} {change.path} ({agent})")
+    except (setup.InitError, OSError) as exc:
+        raise _fail(str(exc)) from None
+
+
 @main.command("mcp")
 @click.option(
     "--root",
@@ -825,6 +873,26 @@ def hook(args: tuple[str, ...]) -> None:
     from referee.server.hook import main as run_hook
 
     raise click.exceptions.Exit(run_hook(list(args)))
+
+
+def _agents_report() -> None:
+    """`referee doctor --agents`: per agent, whether its hooks and MCP server run referee
+    in this project, and how an agent would start referee."""
+    import importlib.util
+
+    from referee.server import agents as setup
+
+    root = Path(".").resolve()
+    for agent, found in setup.status(root).items():
+        hooks = "yes" if found["hooks"] else "no"
+        mcp = "yes" if found["mcp"] else "no"
+        click.echo(f"{agent + ':':<17}hooks {hooks}, mcp {mcp}")
+    click.echo(f"{'command:':<17}{setup.referee_command()}")
+    has_mcp = importlib.util.find_spec("mcp") is not None
+    click.echo(f"{'mcp package:':<17}{'yes' if has_mcp else 'no (pip install mcp)'}")
+    click.echo(
+        f"{'set up with:':<17}referee init --agent claude|vscode|cursor|codex (docs/agents.md)"
+    )
 
 
 def _configuration_at_base(settings: Settings, base: str) -> Settings:
@@ -1266,7 +1334,13 @@ def model_list() -> None:
     default=None,
     help="Try this model instead of judge.model (a known id or a GGUF path).",
 )
-def doctor(runtime: str | None, judge_model: str | None) -> None:
+@click.option(
+    "--agents",
+    "agents_only",
+    is_flag=True,
+    help="Only report which agents' hooks and MCP servers run referee here.",
+)
+def doctor(runtime: str | None, judge_model: str | None, agents_only: bool) -> None:
     """Check that the judge's model runs on this machine: start the model process, load
     the model, decode a few tokens, and say how fast.
 
@@ -1281,6 +1355,9 @@ def doctor(runtime: str | None, judge_model: str | None) -> None:
       referee doctor
       referee doctor --runtime safe          # the mode that avoids the AMX crash
     """
+    if agents_only:
+        _agents_report()
+        return
     from referee.checks.judge import models
     from referee.checks.judge import runtime as runtimes
     from referee.checks.judge.backend import BackendError, backend_for
