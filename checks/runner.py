@@ -48,6 +48,7 @@ class Target:
     kind: str = ""  # "python" or "text"; by default from the display name's suffix
     # A document found by walking that no setting asked for: only the whole-file rules.
     whole_file: bool = False
+    run_log: bool = False  # a .log found by a walk: only the run-output rules
 
 
 # Documents a directory walk checks even unasked, with the rules that judge a file as a
@@ -57,6 +58,10 @@ class Target:
 # fixture in another encoding) as a document.
 DOCUMENT_SUFFIXES = frozenset({".md", ".markdown", ".rst"})
 WHOLE_FILE_RULES = frozenset({"REF103", "REF104", "REF105"})
+# A test run's log found by walking a directory: the rules that read a run's output (a
+# run that ran nothing, a run a contract says must pass). An empty log is no finding.
+RUN_LOG_SUFFIXES = frozenset({".log"})
+RUN_LOG_RULES = frozenset({"REF130", "REF209"})
 
 
 @dataclass
@@ -138,6 +143,8 @@ def _walk(directory: Path, settings: Settings) -> Iterator[Target]:
                 yield Target(path, _display(path), relpath)
             elif path.suffix.lower() in DOCUMENT_SUFFIXES:
                 yield Target(path, _display(path), relpath, kind="text", whole_file=True)
+            elif path.suffix.lower() in RUN_LOG_SUFFIXES:
+                yield Target(path, _display(path), relpath, kind="text", run_log=True)
 
 
 def indexed_targets(paths: Sequence[Path], folder: Path, settings: Settings) -> list[Target]:
@@ -215,7 +222,9 @@ def _check_source(
     if source.kind == "python":
         view = settings.pytest_view(target.path, view)
     try:
-        only = WHOLE_FILE_RULES if target.whole_file else None
+        only = (
+            WHOLE_FILE_RULES if target.whole_file else RUN_LOG_RULES if target.run_log else None
+        )
         findings = check_source(
             source, settings, target.relpath, only=only, project=view, keep=keep
         )

@@ -67,6 +67,7 @@ class Event:
     session: str | None = None
     tool: str | None = None
     tool_input: dict[str, Any] = field(default_factory=dict)
+    tool_response: Any = None
     stop_active: bool = False
 
 
@@ -108,6 +109,7 @@ def parse_event(payload: Any, dialect: str = "auto") -> Event:
         session=str(session) if session else None,
         tool=_get(payload, "tool_name", "toolName"),
         tool_input=tool_input or {},
+        tool_response=_get(payload, "tool_response", "toolResponse", "tool_output", "toolOutput"),
         stop_active=bool(_get(payload, "stop_hook_active", "stopHookActive")),
     )
 
@@ -437,10 +439,53 @@ def _key(finding: Any) -> str:
     return f"{finding.path}\0{finding.code}\0{finding.message}"
 
 
+_TEST_COMMAND = re.compile(
+    r"(?:^|[\s;&|(/])(?:pytest|py\.test|tox|nox|unittest|hatch\s+test|"
+    r"make\s+(?:test|check)\w*|(?:uv|poetry|pdm)\s+run\s+(?:python\s+-m\s+)?pytest)\b"
+)
+
+
+def _command(event: Event) -> str:
+    command = _get(event.tool_input, "command", "cmd", "commandLine")
+    if isinstance(command, list):
+        return " ".join(str(c) for c in command)
+    return str(command or "")
+
+
+def _output(response: Any) -> str:
+    """What a shell command printed, from the dialect's tool response."""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, dict):
+        parts = [_get(response, k) for k in ("stdout", "output", "stderr", "aggregated_output")]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def _run_output_errors(event: Event, repo: Path) -> list[Any]:
+    """L0's run-output rules (REF130: a run that ran nothing) on a test command's output,
+    read as the log `referee check` would read."""
+    if not _TEST_COMMAND.search(_command(event)):
+        return []
+    output = _output(event.tool_response)
+    if not output.strip():
+        return []
+    from referee.checks.config import discover
+    from referee.checks.engine import check_source
+    from referee.checks.models import Severity
+    from referee.checks.runner import RUN_LOG_RULES
+    from referee.checks.source import SourceFile
+
+    source = SourceFile("test-run.log", output, "text")
+    findings = check_source(source, discover(repo, None), "test-run.log", only=RUN_LOG_RULES)
+    return [f for f in findings if f.severity is Severity.ERROR]
+
+
 def post_tool_use(event: Event) -> dict[str, Any] | None:
     if event.tool not in _SHELL_TOOLS:
         return None
     repo, errors = _tree_errors(event)
+    ran = _run_output_errors(event, repo)
     state = _state_file(repo, event.session)
     try:
         seen = set(json.loads(state.read_text(encoding="utf-8")).get("reported", []))
@@ -449,12 +494,19 @@ def post_tool_use(event: Event) -> dict[str, Any] | None:
     new = [f for f in errors if _key(f) not in seen]
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"reported": sorted(_key(f) for f in errors)}), "utf-8")
-    if not new:
-        return None
-    return block(
-        "referee: that command changed files the edit hook did not see, and the tests are "
-        f"weaker for it:\n{_listing(new, repo)}\n{_WHAT_TO_DO}",
-    )
+    parts = []
+    if ran:
+        parts.append(
+            "referee: that test run ran nothing, whatever its summary says — it is no "
+            f"evidence that the tests pass:\n{_listing(ran, repo)}\nMake the runner find "
+            "the tests (paths, `-k`, `testpaths`) and run them again."
+        )
+    if new:
+        parts.append(
+            "referee: that command changed files the edit hook did not see, and the tests "
+            f"are weaker for it:\n{_listing(new, repo)}\n{_WHAT_TO_DO}"
+        )
+    return block("\n\n".join(parts)) if parts else None
 
 
 def stop(event: Event) -> dict[str, Any] | None:

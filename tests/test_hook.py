@@ -312,3 +312,22 @@ def test_apply_patch_adds_updates_moves_and_deletes(tmp_path: Path) -> None:
     assert out[tmp_path / "b.py"] is None
     assert out[tmp_path / "c.py"] == "new\n"
     assert out[tmp_path / "d.py"] is None and out[tmp_path / "e.py"] == "moved\n"
+
+
+def test_a_test_command_that_ran_nothing_is_fed_back(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    empty = claude(root, "PostToolUse", "Bash", command="python -m pytest -q tests -k nothing")
+    empty["tool_response"] = {
+        "stdout": "\n======= 3 deselected in 0.01s =======\nno tests ran in 0.01s\n",
+        "stderr": "",
+        "interrupted": False,
+    }
+    code, answer, _ = _run(empty)
+    assert code == 0 and answer is not None and answer["decision"] == "block"
+    assert "REF130" in answer["reason"] and "ran nothing" in answer["reason"]
+    ran = {**empty, "tool_response": {"stdout": "...\n3 passed in 0.02s\n", "stderr": ""}}
+    assert _run(ran) == (0, None, "")
+    # the same output from a command that is not a test run is not read as one
+    echo = claude(root, "PostToolUse", "Bash", command="echo 'no tests ran in 0.01s'")
+    echo["tool_response"] = {"stdout": "no tests ran in 0.01s\n", "stderr": ""}
+    assert _run(echo) == (0, None, "")

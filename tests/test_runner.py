@@ -340,3 +340,18 @@ def test_indexed_targets_are_the_files_a_walk_of_the_folder_indexes(repo: Path):
     (gone,) = runner.indexed_targets([repo / "src" / "gone.py"], repo, settings)
     assert runner.summarize_file(gone, settings) is None
     assert runner.indexed_targets([repo.parent / "elsewhere.py", repo], repo, settings) == []
+
+
+def test_a_walk_reads_test_run_logs_with_the_run_output_rules(project: Path):
+    # A .log no setting asked for: a run that ran nothing is an error; an empty log, or one
+    # that says other things, is not (only the run-output rules read it).
+    write(project / "logs/run.log", "$ pytest\ncollected 0 items\n\nno tests ran in 0.01s\n")
+    write(project / "logs/empty.log", "")
+    write(project / "logs/other.log", "TODO: lorem ipsum\n")
+    settings = discover(project)
+    targets = runner.collect([project / "logs"], settings)
+    assert [t.relpath for t in targets] == ["logs/empty.log", "logs/other.log", "logs/run.log"]
+    assert all(t.run_log for t in targets)
+    results = runner.run(targets, settings, jobs=1)
+    by_file = {r.display.rsplit("/", 1)[-1]: [f.code for f in r.findings] for r in results}
+    assert by_file == {"empty.log": [], "other.log": [], "run.log": ["REF130"]}
