@@ -5,6 +5,7 @@ Not a test: a script whose tables go into docs/benchmarks.md ("The agents' hook"
 
     python bench/agent_hook.py --recipe PATH [--split dev]        # real agents' patches
     python bench/agent_hook.py --history REPO [--commits 40]      # latency on real history
+    python bench/agent_hook.py --startup                          # start-up, non-Python edit
 
 ``--recipe``: each case of an agent-cheats recipe (real agents' final files on
 ImpossibleBench one-off tasks, labelled cheat or honest; rebuilt from public mirrors,
@@ -23,6 +24,8 @@ how many of these honest edits the hook denied (agent mode: a person's history i
 it is for, but a denial rate on it says what an agent editing that project would meet).
 The peer design (tdd-guard: one LLM call per edit) is not run here: it needs a network
 model; its cost is a model round trip per edit, seconds, where this is a local process.
+By default the warm hook process is used as an agent would meet it (the first payload
+starts it); ``--cold`` runs every payload in a fresh process.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -49,6 +53,9 @@ def _git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
+ENV = {**os.environ, "NO_COLOR": "1"}
+
+
 def hook(python: str, payload: dict[str, Any]) -> tuple[float, dict[str, Any] | None, str]:
     start = time.perf_counter()
     proc = subprocess.run(
@@ -57,7 +64,7 @@ def hook(python: str, payload: dict[str, Any]) -> tuple[float, dict[str, Any] | 
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "NO_COLOR": "1"},
+        env=ENV,
     )
     seconds = time.perf_counter() - start
     out = proc.stdout.strip()
@@ -228,6 +235,26 @@ def run_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_startup(args: argparse.Namespace) -> int:
+    """`referee hook` on an edit of a file that is not Python (answered before the engine
+    loads), against the interpreter doing nothing: start-up as the agent pays it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        payload = write_payload(Path(tmp), "README.md", "text\n")
+        runs = 21
+        hooks, bare = [], []
+        for _ in range(runs):
+            hooks.append(hook(args.python, payload)[0])
+            start = time.perf_counter()
+            subprocess.run([args.python, "-c", "pass"], check=True)
+            bare.append(time.perf_counter() - start)
+    print(
+        f"start-up, {runs} runs: `referee hook` (an edit of README.md) median "
+        f"{statistics.median(hooks) * 1000:.0f} ms (min {min(hooks) * 1000:.0f}); "
+        f"`python -c pass` median {statistics.median(bare) * 1000:.0f} ms"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -239,13 +266,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=40, help="commits of --history")
     parser.add_argument("--python", default=sys.executable, help="interpreter with referee")
     parser.add_argument("--json", type=Path, help="write each case's result here (--recipe)")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="every payload in a fresh process, no warm hook process (REFEREE_HOOK_DAEMON=0)",
+    )
+    parser.add_argument(
+        "--startup", action="store_true", help="time start-up: an edit of a non-Python file"
+    )
     args = parser.parse_args(argv)
-    if args.recipe:
-        return run_recipe(args)
-    if args.history:
-        return run_history(args)
-    parser.error("give --recipe PATH or --history REPO")
-    return 2
+    if not (args.recipe or args.history or args.startup):
+        parser.error("give --recipe PATH, --history REPO or --startup")
+    sockets = Path(tempfile.mkdtemp(prefix="rh-", dir="/tmp"))
+    ENV["REFEREE_HOOK_SOCKET_DIR"] = str(sockets)
+    ENV["REFEREE_HOOK_DAEMON"] = "0" if args.cold else "1"
+    try:
+        if args.startup:
+            return run_startup(args)
+        return run_recipe(args) if args.recipe else run_history(args)
+    finally:
+        pid = sockets / "hook.pid"
+        if pid.exists():
+            os.kill(int(pid.read_text()), signal.SIGTERM)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -578,6 +578,19 @@ def _parser() -> argparse.ArgumentParser:
         help="the agent's format (default: auto, from the payload's spelling)",
     )
     parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="run as the warm hook process the command hands its events to (started on "
+        "its own; $REFEREE_HOOK_DAEMON=0 turns it off)",
+    )
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="with --serve: exit after this long without an event (default 900)",
+    )
+    parser.add_argument(
         "--deadline",
         type=float,
         default=float(os.environ.get("REFEREE_HOOK_DEADLINE", DEFAULT_DEADLINE_S)),
@@ -588,22 +601,63 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _trivial(payload: Any, dialect: str) -> bool:
+    """Whether the answer is "nothing to say" without the engine: an edit of no Python
+    file, a tool or an event the hook does not read."""
+    try:
+        event = parse_event(payload, dialect)
+        if event.name not in HANDLERS:
+            return True
+        if event.name == "PostToolUse":
+            return event.tool not in _SHELL_TOOLS
+        if event.name == "PreToolUse":
+            return not any(p.suffix == ".py" for p in proposed_files(event))
+    except NotApplicable:
+        return True
+    except (HookInputError, OSError, ValueError):
+        return False  # the full path says why, failing open
+    return False
+
+
+def _compute(payload: Any, dialect: str) -> dict[str, Any]:
+    """``{"answer": ...}`` or ``{"open": why}``: never raises."""
+    try:
+        return {"answer": decide(payload, dialect)}
+    except HookInputError as exc:
+        return {"open": str(exc)}
+    except Exception as exc:
+        return {"open": f"{type(exc).__name__}: {exc}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.serve:
+        from referee.server import hook_daemon
+
+        return hook_daemon.serve(args.idle)
     try:
         raw = sys.stdin.buffer.read()
         payload = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return _open(f"its input is not JSON ({exc})")
+    if _trivial(payload, args.dialect):
+        return 0
+    use_daemon = os.environ.get("REFEREE_HOOK_DAEMON", "1") != "0"
+    if use_daemon:
+        from referee.server import hook_daemon
+
+        reply = hook_daemon.ask(payload, args.dialect, args.deadline)
+        if reply is not None and os.environ.get("REFEREE_HOOK_TRACE"):
+            sys.stderr.write("referee: hook: answered by the warm process\n")
+        if reply is not None:
+            if "open" in reply:
+                return _open(reply["open"])
+            _emit(reply.get("answer"))
+            return 0
     result: dict[str, Any] = {}
 
     def work() -> None:
-        try:
-            result["answer"] = decide(payload, args.dialect)
-        except HookInputError as exc:
-            result["open"] = str(exc)
-        except Exception as exc:
-            result["open"] = f"{type(exc).__name__}: {exc}"
+        result.update(_compute(payload, args.dialect))
 
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
@@ -613,9 +667,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         os._exit(code)  # the check thread cannot be stopped; the answer is out
     if "open" in result:
-        return _open(result["open"])
-    _emit(result.get("answer"))
-    return 0
+        code = _open(result["open"])
+    else:
+        _emit(result.get("answer"))
+        code = 0
+    if use_daemon:
+        hook_daemon.start()  # the next call is answered warm
+    return code
 
 
 def _open(message: str) -> int:

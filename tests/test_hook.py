@@ -331,3 +331,69 @@ def test_a_test_command_that_ran_nothing_is_fed_back(tmp_path: Path) -> None:
     echo = claude(root, "PostToolUse", "Bash", command="echo 'no tests ran in 0.01s'")
     echo["tool_response"] = {"stdout": "no tests ran in 0.01s\n", "stderr": ""}
     assert _run(echo) == (0, None, "")
+
+
+# ------------------------------------------------------------- the warm process
+
+
+def test_the_warm_process_answers_as_the_command_does(tmp_path: Path) -> None:
+    import os
+    import signal
+    import tempfile
+    import time
+
+    root = _repo(tmp_path)
+    sockets = Path(tempfile.mkdtemp(prefix="rh-", dir="/tmp"))  # AF_UNIX paths are short
+    env = {**guard_env(), "REFEREE_HOOK_DAEMON": "1", "REFEREE_HOOK_SOCKET_DIR": str(sockets)}
+    env["REFEREE_HOOK_TRACE"] = "1"
+    payload = json.dumps(
+        claude(root, "PreToolUse", "Write", file_path=str(root / T), content=WEAKENED)
+    )
+
+    def call() -> tuple[dict, str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "referee", "hook"],
+            input=payload,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=True,
+        )
+        return json.loads(proc.stdout), proc.stderr
+
+    try:
+        # a socket left by a process that is gone: decided in process, no hang
+        (sockets / "hook.sock").write_text("")
+        cold, err = call()
+        assert "warm process" not in err
+        for _ in range(100):  # the first call started the warm process
+            if (sockets / "hook.pid").exists():
+                break
+            time.sleep(0.1)
+        warm, err = call()
+        assert "answered by the warm process" in err
+        assert warm == cold and "REF303" in _denied(warm)
+        harmless = json.dumps(
+            claude(root, "PreToolUse", "Write", file_path=str(root / T), content=STRONGER)
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "referee", "hook"],
+            input=harmless,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=True,
+        )
+        assert proc.stdout == "" and "answered by the warm process" in proc.stderr
+    finally:
+        pid_file = sockets / "hook.pid"
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            for _ in range(50):
+                if not (sockets / "hook.sock").exists():
+                    break
+                time.sleep(0.1)
+        assert not (sockets / "hook.sock").exists()  # SIGTERM takes the socket with it
+        shutil.rmtree(sockets, ignore_errors=True)

@@ -557,6 +557,10 @@ def test_environment_is_scrubbed_and_directory_removed() -> None:
         "PYTHONNOUSERSITE",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
         "NO_COLOR",
+        # numerical libraries' thread pools kept to one thread (no processes to spare)
+        "OPENBLAS_NUM_THREADS",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
     }
     assert not Path(directory).exists()
 

@@ -4,6 +4,7 @@ file checked against its baseline with the REF3xx rules."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -131,7 +132,7 @@ def plan(
     current_tests: dict[str, tuple[str, dict[str, TestFacts]]] = {}
     for path, text in current.items():
         if is_test(path) and path.endswith(".py"):
-            found_tests = test_facts(SourceFile(path, text), path)
+            found_tests = _test_facts(path, text)
             current_tests[path] = (text, found_tests)
             for facts in found_tests.values():
                 if facts.collected:
@@ -238,6 +239,13 @@ def _overridden(
             continue
         kept.append(git.Changed(path, path if then is not None else None))
     return kept
+
+
+@functools.lru_cache(maxsize=32)
+def _test_facts(path: str, text: str) -> dict[str, TestFacts]:
+    """A test module's facts, kept for the same text: a warm hook process plans every
+    edit of a file, and the file's other tests do not change between two of them."""
+    return test_facts(SourceFile(path, text), path)
 
 
 _FIXTURE = re.compile(r"fixture\s*\(")

@@ -135,6 +135,7 @@ def guard_env(cache_dir: Path | None = None) -> dict[str, str]:
     env["NO_COLOR"] = "1"
     env.pop("FORCE_COLOR", None)
     env["COLUMNS"] = "200"
+    env["REFEREE_HOOK_DAEMON"] = "0"  # no warm hook process outlives a test
     if cache_dir is not None:
         env["REFEREE_CACHE_DIR"] = str(cache_dir)
     return env
