@@ -169,6 +169,9 @@ _TOML_BLOCK = re.compile(r"^```toml\n(.*?)^```", re.MULTILINE | re.DOTALL)
 def test_toml_examples_are_valid_configurations(page: Path) -> None:
     for block in _TOML_BLOCK.findall(page.read_text(encoding="utf-8")):
         data = tomllib.loads(block)
+        named = re.match(r"# (\S+\.toml)\b", block)
+        if named and named.group(1).rsplit("/", 1)[-1] not in ("referee.toml", "pyproject.toml"):
+            continue  # another program's file, named in its first line (`# .codex/config.toml`)
         if "tool" in data and "referee" not in data["tool"]:
             continue  # another tool's configuration, e.g. pytest's in the guard's pages
         table = data["tool"]["referee"] if "tool" in data else data
