@@ -9,7 +9,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -794,6 +794,16 @@ def guard(
         )
 
 
+def _project_root_option(text: str) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    return click.option(
+        "--root",
+        type=click.Path(file_okay=False, exists=True, path_type=Path),
+        default=".",
+        show_default=True,
+        help=text,
+    )
+
+
 @main.command("init")
 @click.option(
     "--agent",
@@ -803,13 +813,7 @@ def guard(
     required=True,
     help="The agent to set up (repeatable): its hooks and its MCP server.",
 )
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The project whose agent configuration to write.",
-)
+@_project_root_option("The project whose agent configuration to write.")
 @click.option(
     "--command",
     "command",
@@ -843,13 +847,7 @@ def init_command(agents: tuple[str, ...], root: Path, command: str | None) -> No
 
 
 @main.command("mcp")
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The project the tools work in.",
-)
+@_project_root_option("The project the tools work in.")
 def mcp_command(root: Path) -> None:
     """Serve referee's checks to agents as a stdio MCP server: check, guard, check_edit,
     arbitrate, explain_rule, review_queue. Set up with `referee init --agent`; see

@@ -350,17 +350,17 @@ def test_the_warm_process_answers_as_the_command_does(tmp_path: Path) -> None:
         claude(root, "PreToolUse", "Write", file_path=str(root / T), content=WEAKENED)
     )
 
-    def call() -> tuple[dict, str]:
+    def call(body: str = payload) -> tuple[dict | None, str]:
         proc = subprocess.run(
             [sys.executable, "-m", "referee", "hook"],
-            input=payload,
+            input=body,
             capture_output=True,
             text=True,
             env=env,
             timeout=120,
             check=True,
         )
-        return json.loads(proc.stdout), proc.stderr
+        return (json.loads(proc.stdout) if proc.stdout.strip() else None), proc.stderr
 
     try:
         # a socket left by a process that is gone: decided in process, no hang
@@ -377,16 +377,8 @@ def test_the_warm_process_answers_as_the_command_does(tmp_path: Path) -> None:
         harmless = json.dumps(
             claude(root, "PreToolUse", "Write", file_path=str(root / T), content=STRONGER)
         )
-        proc = subprocess.run(
-            [sys.executable, "-m", "referee", "hook"],
-            input=harmless,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-            check=True,
-        )
-        assert proc.stdout == "" and "answered by the warm process" in proc.stderr
+        answer, err = call(harmless)
+        assert answer is None and "answered by the warm process" in err
     finally:
         pid_file = sockets / "hook.pid"
         if pid_file.exists():
