@@ -222,9 +222,7 @@ def _check_source(
     if source.kind == "python":
         view = settings.pytest_view(target.path, view)
     try:
-        only = (
-            WHOLE_FILE_RULES if target.whole_file else RUN_LOG_RULES if target.run_log else None
-        )
+        only = WHOLE_FILE_RULES if target.whole_file else RUN_LOG_RULES if target.run_log else None
         findings = check_source(
             source, settings, target.relpath, only=only, project=view, keep=keep
         )

@@ -36,9 +36,21 @@ def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return proc.stdout
 
 
+_TOPLEVELS: dict[Path, Path] = {}
+
+
 def toplevel(path: Path) -> Path:
+    """The repository ``path`` is in. Kept per directory while the repository's ``.git``
+    is still there (a warm hook process asks it for every edit)."""
     directory = path if path.is_dir() else path.parent
-    return Path(_git(directory, "rev-parse", "--show-toplevel").decode().strip())
+    known = _TOPLEVELS.get(directory)
+    if known is not None and (known / ".git").exists():
+        return known
+    found = Path(_git(directory, "rev-parse", "--show-toplevel").decode().strip())
+    if len(_TOPLEVELS) > 256:
+        _TOPLEVELS.clear()
+    _TOPLEVELS[directory] = found
+    return found
 
 
 def resolve(root: Path, ref: str) -> str:

@@ -13,13 +13,16 @@ No model and no execution run here: the hook has a deadline.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from referee.checks.config import Settings
+from referee.checks.engine import Incremental
 from referee.checks.guard import baseline as git
 from referee.checks.guard import run
+from referee.checks.guard.facts import TestFacts
+from referee.checks.guard.live import CurrentFacts
 from referee.checks.models import Finding, Layer, Severity
 from referee.checks.source import SourceFile, kind_of
 
@@ -98,6 +101,22 @@ def _parses(text: str) -> bool:
     return True
 
 
+# What a warm hook process keeps between edits, per file and side (the proposed text, the
+# text on disk): the engine's incremental state, as the language server keeps it per open
+# document, so an edit re-reads only the top-level statements it changed.
+_WARM: OrderedDict[tuple[str, str, str], Incremental] = OrderedDict()
+_WARM_FILES = 32
+
+
+def _incremental(repo: Path, relpath: str, side: str) -> Incremental:
+    key = (str(repo), relpath, side)
+    kept = _WARM.pop(key, None) or Incremental()
+    _WARM[key] = kept
+    while len(_WARM) > _WARM_FILES:
+        _WARM.popitem(last=False)
+    return kept
+
+
 def _findings(
     settings: Settings,
     repo: Path,
@@ -110,7 +129,20 @@ def _findings(
     from referee.checks.engine import check_source
     from referee.checks.registry import RULES
 
-    guard_plan = run.plan(settings, base, repo, mode="agent", overrides=overrides)
+    kept = _incremental(repo, relpath, "proposed" if overrides else "disk")
+    source = SourceFile(relpath, text or "", "python")
+
+    def facts_of(path: str, text: str) -> dict[str, TestFacts] | None:
+        if path != relpath or text != source.text:
+            return None
+        current = kept.store.get("guard-current")
+        if not isinstance(current, CurrentFacts):
+            current = kept.store["guard-current"] = CurrentFacts()
+        return current.tests(source, relpath)
+
+    guard_plan = run.plan(
+        settings, base, repo, mode="agent", overrides=overrides, facts_of=facts_of
+    )
     checked = guard_plan.settings or settings
     context = guard_plan.contexts.get(absolute)
     if context is None:  # as it is at ``base``: its baseline is that text
@@ -119,8 +151,8 @@ def _findings(
     codes = frozenset(
         rule.code for rule in RULES if rule.layer is Layer.L0 or rule.code.startswith("REF3")
     )
-    source = SourceFile(relpath, text or "", "python")
-    return check_source(source, checked, relpath, context, codes)
+    found = check_source(source, checked, relpath, context, cache=kept)
+    return [f for f in found if f.code in codes]
 
 
 def check_tree(settings: Settings, start: Path, base: str = "HEAD") -> list[Finding]:

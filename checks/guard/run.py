@@ -80,11 +80,13 @@ def plan(
     start: Path,
     mode: str | None = None,
     overrides: dict[str, str | None] | None = None,
+    facts_of: Callable[[str, str], dict[str, TestFacts] | None] | None = None,
 ) -> GuardPlan:
     """Compare the working tree under ``start``'s repository with ``base``. ``mode``:
     "agent" or "default" (None: the configuration's ``guard.mode``). ``overrides``:
     files (relative to the repository) as an edit would leave them, in place of the
-    working tree's (None: deleted) — an agent's edit before it is written."""
+    working tree's (None: deleted) — an agent's edit before it is written. ``facts_of``:
+    a changed test module's facts where the caller keeps them (None: computed here)."""
     repo = git.toplevel(start.resolve())
     git.resolve(repo, base)
     all_changes = git.changed_files(repo, base)
@@ -132,7 +134,7 @@ def plan(
     current_tests: dict[str, tuple[str, dict[str, TestFacts]]] = {}
     for path, text in current.items():
         if is_test(path) and path.endswith(".py"):
-            found_tests = _test_facts(path, text)
+            found_tests = (facts_of(path, text) if facts_of else None) or _test_facts(path, text)
             current_tests[path] = (text, found_tests)
             for facts in found_tests.values():
                 if facts.collected:
@@ -148,7 +150,7 @@ def plan(
         base_tests.extend(live.baseline(old, old, "python", before[old] or "").tests.values())
     base_ids = {t.id for t in base_tests}
     new_tests = {t.id: t for t in now_tests if t.id not in base_ids}
-    squashed = {path: squash_lines(text) for path, text in texts.items() if is_test(path)}
+    squashed = {path: _squashed(text) for path, text in texts.items() if is_test(path)}
     test_text = "".join(squashed.values())
     changed_tests = {c.path for c in changes if is_test(c.path)}
     base_test_text = "".join(
@@ -241,6 +243,11 @@ def _overridden(
     return kept
 
 
+@functools.lru_cache(maxsize=256)
+def _squashed(text: str) -> str:
+    return squash_lines(text)
+
+
 @functools.lru_cache(maxsize=32)
 def _test_facts(path: str, text: str) -> dict[str, TestFacts]:
     """A test module's facts, kept for the same text: a warm hook process plans every
@@ -259,32 +266,42 @@ def _fixtures(texts: dict[str, str]) -> dict[str, list[str]]:
     for text in texts.values():
         if "params" not in text or not _FIXTURE.search(text):
             continue
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for decorator in node.decorator_list:
-                if not isinstance(decorator, ast.Call) or not unparse(decorator.func).endswith(
-                    "fixture"
-                ):
-                    continue
-                params = next((k.value for k in decorator.keywords if k.arg == "params"), None)
-                if isinstance(params, (ast.List, ast.Tuple)):
-                    name = next(
-                        (
-                            k.value.value
-                            for k in decorator.keywords
-                            if k.arg == "name" and isinstance(k.value, ast.Constant)
-                        ),
-                        node.name,
-                    )
-                    values = [case_values(unparse(e)) for e in params.elts]
-                    if all(v is not None and len(v) == 1 for v in values):
-                        out.setdefault(str(name), [v[0] for v in values])  # type: ignore[index]
+        for name, params in _fixtures_in(text):
+            out.setdefault(name, params)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _fixtures_in(text: str) -> tuple[tuple[str, list[str]], ...]:
+    """The parametrized fixtures of one module (kept per text: a warm hook process plans
+    every edit, and the other modules do not change between two)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for decorator in node.decorator_list:
+            if not isinstance(decorator, ast.Call) or not unparse(decorator.func).endswith(
+                "fixture"
+            ):
+                continue
+            params = next((k.value for k in decorator.keywords if k.arg == "params"), None)
+            if isinstance(params, (ast.List, ast.Tuple)):
+                name = next(
+                    (
+                        k.value.value
+                        for k in decorator.keywords
+                        if k.arg == "name" and isinstance(k.value, ast.Constant)
+                    ),
+                    node.name,
+                )
+                values = [case_values(unparse(e)) for e in params.elts]
+                if all(v is not None and len(v) == 1 for v in values):
+                    out.setdefault(str(name), [v[0] for v in values])  # type: ignore[index]
+    return tuple(out.items())
 
 
 def _read_or_none(path: Path) -> str | None:
