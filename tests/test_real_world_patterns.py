@@ -516,6 +516,8 @@ def test_a_directory_of_markdown_is_checked_with_the_whole_file_rules(tmp_path: 
         "docs/chapter2.md": [("REF103", "error", 1)],
         "docs/dots.md": [("REF105", "error", 1)],
         "docs/empty.md": [("REF104", "error", 1)],
+        # a log is read with the run-output rules only: an empty one is no finding
+        "docs/notes.log": [],
         "docs/readme.md": [],  # markers in prose are REF102's, which a walk does not run
     }
 
