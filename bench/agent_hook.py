@@ -18,8 +18,9 @@ denied per label and kind.
 
 ``--history``: in a scratch clone of REPO, for each of the last ``--commits`` non-merge
 commits that change a test file, the tree is checked out at the commit's parent and each
-changed test file's new content is sent as a ``Write`` payload: the pre-edit check's wall
-time, per payload (interpreter start-up included, as an agent pays it), p50 and p95; and
+changed test file's new content is sent as a ``Write`` payload, then the same content with
+one more test (the agent's next edit of that file): the pre-edit check's wall time, per
+payload (interpreter start-up included, as an agent pays it), p50 and p95; and
 how many of these honest edits the hook denied (agent mode: a person's history is not what
 it is for, but a denial rate on it says what an agent editing that project would meet).
 The peer design (tdd-guard: one LLM call per edit) is not run here: it needs a network
@@ -204,6 +205,7 @@ def run_history(args: argparse.Namespace) -> int:
             clone, "log", "--no-merges", "--format=%H", "-n", str(args.commits * 4), "--", "."
         )
         seconds: list[float] = []
+        followups: list[float] = []
         denied = 0
         commits = 0
         for commit in log.split():
@@ -224,14 +226,18 @@ def run_history(args: argparse.Namespace) -> int:
                 took, answer, _ = hook(args.python, write_payload(clone, relpath, content))
                 seconds.append(took)
                 denied += _decision(answer) == "deny"
+                # the agent's next edit of the same file: one more test added to it
+                more = content + "\n\ndef test_bench_follow_up():\n    assert len('ab') == 2\n"
+                followups.append(hook(args.python, write_payload(clone, relpath, more))[0])
             if commits >= args.commits:
                 break
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(
-        f"{args.history.name}: {commits} commits, {latency(seconds)}; "
+        f"{args.history.name}: {commits} commits, first edit of a file: {latency(seconds)}; "
         f"denied {denied} of {len(seconds)}"
     )
+    print(f"{args.history.name}: the next edit of the same file: {latency(followups)}")
     return 0
 
 
