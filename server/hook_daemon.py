@@ -7,8 +7,9 @@ check takes. So the first event is answered in process, which then starts
 (``$REFEREE_HOOK_SOCKET_DIR``, else ``$XDG_RUNTIME_DIR/referee``, else
 ``/tmp/referee-<uid>``: a directory only its user may enter).
 
-It holds no state between events: each is decided from the files and git as they are
-then, exactly as in process. It answers one event at a time, exits after ``--idle``
+Each event is decided from the files and git as they are then, exactly as in process;
+what it keeps is only what the same text always gives (the engine's incremental state per
+edited file, facts per text). It answers one event at a time, exits after ``--idle``
 seconds without one, and exits as soon as it notices that referee's own code changed
 (an upgrade, an edit of an editable install): a client whose code differs is told it is
 stale and decides in process. Anything wrong with it (no socket, a dead process, a
