@@ -34,8 +34,6 @@ class Verdict:
     path: str  # relative to the repository
     errors: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
-    checked: bool = True  # False: not a file the checks read (another language, outside)
-    note: str | None = None
 
 
 def _key(finding: Finding) -> tuple[str, str]:
@@ -63,10 +61,10 @@ def check_proposed(
     repo = git.toplevel(absolute.parent if absolute.parent.exists() else Path.cwd())
     try:
         relpath = absolute.relative_to(repo).as_posix()
-    except ValueError:
-        return Verdict(str(path), checked=False, note="outside the repository")
+    except ValueError:  # outside the repository (through a link): nothing to compare
+        return Verdict(str(path))
     if kind_of(relpath) != "python":
-        return Verdict(relpath, checked=False)
+        return Verdict(relpath)
     now = _findings(settings, repo, absolute, relpath, base, {relpath: proposed}, proposed)
     errors = [f for f in now if f.severity is Severity.ERROR]
     if not errors:
@@ -74,9 +72,7 @@ def check_proposed(
     # Only what the edit adds counts: the file as it is on disk, checked the same way.
     try:
         current: str | None = absolute.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        current = None
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError):  # not there yet, or unreadable: nothing before
         current = None
     before = (
         _findings(settings, repo, absolute, relpath, base, None, current)
