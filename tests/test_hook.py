@@ -389,3 +389,30 @@ def test_the_warm_process_answers_as_the_command_does(tmp_path: Path) -> None:
                 time.sleep(0.1)
         assert not (sockets / "hook.sock").exists()  # SIGTERM takes the socket with it
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+CODEX_STOP = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "continue": {"type": "boolean"},
+        "decision": {"enum": ["block"]},
+        "reason": {"type": "string"},
+        "stopReason": {"type": "string"},
+        "suppressOutput": {"type": "boolean"},
+        "systemMessage": {"type": "string"},
+    },
+}
+
+
+def test_codex_stop_and_a_fail_open_answer_validate_in_its_schema(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    (root / T).write_text(WEAKENED)
+    stop = {"session_id": "c-2", "turn_id": "t-9", "cwd": str(root), "hook_event_name": "Stop"}
+    stop["stop_hook_active"] = False
+    answer = _run(stop)[1]
+    jsonschema.validate(answer, CODEX_STOP)
+    assert answer["decision"] == "block" and "REF303" in answer["reason"]
+    broken = _run(b"{", cwd=tmp_path)[1]
+    jsonschema.validate(broken, CODEX_STOP)
+    jsonschema.validate(broken, CODEX_PRE_TOOL_USE)
