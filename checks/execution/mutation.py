@@ -528,6 +528,22 @@ def _packaged_path(path: str, mapping: dict[str, str]) -> str | None:
     return None
 
 
+def layout_args(files: dict[str, str], src_layout: bool) -> tuple[list[str], dict[str, str]]:
+    """pytest's options for the project laid out in the sandbox as it imports, and the
+    package-dir mapping to lay it out with (:func:`packaged_view`; {} when none is
+    needed). Without them a test imports the package as installed where the sandbox's
+    Python has it — never the copy it is given, a mutant or the code at the base."""
+    args: list[str] = []
+    if src_layout:
+        args += ["-o", "pythonpath=src"]
+    mapping = package_dirs(files)
+    if any(folder != package.replace(".", "/") for package, folder in mapping.items()):
+        # A package-dir layout (``"pkg.checks" = "checks"``): the same, laid out as imported.
+        args += ["-o", f"pythonpath={PACKAGES}"]
+        return args, mapping
+    return args, {}
+
+
 def packaged_view(files: dict[str, str], mapping: dict[str, str]) -> dict[str, str]:
     """The project's files under a package-dir mapping laid out as Python imports them
     (``checks/x.py`` of ``"pkg.checks" = "checks"`` as ``.referee-packages/pkg/checks/x.py``):
@@ -937,17 +953,9 @@ def grade_test(
     if not found:
         return Grade(test_id, "not-graded", "it calls no function of the project's own modules", [])
     limits = sandbox.Limits(timeout_s=timeout, cpu_s=max(1, int(timeout)))
+    layout, mapping = layout_args(files, any(path.startswith("src/") for path in found))
     args = [test_id, "-q", "-x", "-rfE", "--no-header", "-o", "addopts=", "-p", "no:warnings"]
-    if any(path.startswith("src/") for path in found):
-        # A src layout: without this the test imports the package as installed where the
-        # sandbox's Python has it (never the mutants), and every mutant "survives".
-        args += ["-o", "pythonpath=src"]
-    mapping = package_dirs(files)
-    if any(folder != package.replace(".", "/") for package, folder in mapping.items()):
-        # A package-dir layout (``"pkg.checks" = "checks"``): the same, laid out as imported.
-        args += ["-o", f"pythonpath={PACKAGES}"]
-    else:
-        mapping = {}
+    args += layout
 
     def run(text_by_path: dict[str, str], extra: list[str] | None = None) -> sandbox.SandboxResult:
         view = {**files, **text_by_path}

@@ -107,7 +107,6 @@ class Moved:
 class Outcome:
     moved: list[Moved] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    ran: int = 0  # sandboxed pytest runs
 
 
 # ------------------------------------------------------------------------- the edits
@@ -325,18 +324,17 @@ def check_failed(reason: str) -> bool:
     return bool(_CHECK_FAILED.match(reason))
 
 
-def _pytest_args(files: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-    from referee.checks.execution.mutation import PACKAGES, package_dirs
-
-    args = ["-q", "-rA", "--tb=line", "--no-header", "-o", "addopts=", "-p", "no:warnings"]
-    mapping = package_dirs(files)
-    if any(folder != package.replace(".", "/") for package, folder in mapping.items()):
-        args += ["-o", f"pythonpath={PACKAGES}"]
-    else:
-        mapping = {}
-        if any(path.startswith("src/") for path in files):
-            args += ["-o", "pythonpath=src"]
-    return args, mapping
+def _side(
+    files: dict[str, str], sources: dict[str, tuple[str | None, str | None]], index: int
+) -> dict[str, str]:
+    """The project with each changed source file as it was (``index`` 0) or is (1)."""
+    view = dict(files)
+    for path, texts in sources.items():
+        if texts[index] is None:
+            view.pop(path, None)
+        else:
+            view[path] = texts[index]  # type: ignore[assignment]
+    return view
 
 
 def _enclosing_names(text: str, lines: set[int]) -> set[str]:
@@ -432,25 +430,18 @@ def check(
     if refused is not None:
         out.notes.append(f"the execution check (REF334) did not run: {refused}")
         return out
-    now = dict(files)
-    for path, (_old, new) in sources.items():
-        if new is None:
-            now.pop(path, None)
-        else:
-            now[path] = new
-    then = dict(now)
-    for path, (old, _new) in sources.items():
-        if old is None:
-            then.pop(path, None)
-        else:
-            then[path] = old
+    now, then = _side(files, sources, 1), _side(files, sources, 0)
     modules = test_modules(now, is_test, touched, changed_tests)
     if not modules:
         out.notes.append(
             "the execution check (REF334) found no test module that exercises the changed code"
         )
         return out
-    args, mapping = _pytest_args(now)
+    from referee.checks.execution.mutation import layout_args
+
+    layout, mapping = layout_args(now, any(path.startswith("src/") for path in now))
+    args = ["-q", "-rA", "--tb=line", "--no-header", "-o", "addopts=", "-p", "no:warnings"]
+    args += layout
     limits = sandbox.Limits(
         timeout_s=timeout_s, cpu_s=max(1, int(timeout_s)), memory_mb=2048, disk_mb=256
     )
@@ -458,7 +449,6 @@ def check(
     def run(view: dict[str, str], targets: list[str]) -> sandbox.SandboxResult:
         from referee.checks.execution.mutation import packaged_view
 
-        out.ran += 1
         full = {**view, **packaged_view(view, mapping)} if mapping else view
         return sandbox.run_pytest(full, [*targets, *args], limits=limits)
 
