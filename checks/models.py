@@ -339,6 +339,15 @@ class ArbitrationConfig(_Config):
     temperature: float = Field(
         default=0.7, ge=0.0, le=2.0, description="Sampling temperature of oracles and patches."
     )
+    suite_examples: int = Field(
+        default=2,
+        ge=0,
+        le=12,
+        description="For a function with no docstring and no reference: the fewest of the "
+        "project's own assertions about it (literal arguments and value, passing now, not "
+        "changed in the working diff, never the failing test's) that oracles may be written "
+        "from; with fewer the verdict is UNCLEAR. 0: never use the suite.",
+    )
     references: dict[str, str] = Field(
         default_factory=dict,
         description='"module:function" → "module:function" or "path.py:function" of a trusted '
@@ -725,7 +734,16 @@ class ArbitrationVerdict(_Model):
     produced: str | None = None
     asserted: str | None = None
     truth: str | None = Field(default=None, description="The certified value, if any.")
-    truth_source: str | None = Field(default=None, description="doctest, reference or oracles.")
+    truth_source: str | None = Field(
+        default=None,
+        description="doctest, reference or oracles; oracles written from the project's own "
+        "assertions (no docstring) say so: 'oracles (spec from suite: N examples)'.",
+    )
+    spec_examples: tuple[str, ...] = Field(
+        default=(),
+        description="For oracles written from the suite: where each assertion they were held "
+        "to is written (path:line: the assertion), and what was left out.",
+    )
     oracles: tuple[OracleResult, ...] = ()
     oracles_replaced: int = Field(
         default=0, description="How many oracles failed to run and were replaced."

@@ -173,7 +173,9 @@ def test_published_schema_is_the_verdict_models_schema(invoke, tmp_path: Path):
 def test_unclear_exits_3_edits_nothing_and_queues_a_review(tmp_path: Path, referee):
     module = "def count_vowels(text):\n    return sum(c in 'aeiou' for c in text)\n"
     tests = TESTS.format(expected="4")
-    root = write(tmp_path, {"referee.toml": "", "text.py": module, "tests/test_text.py": tests})
+    # the module's two other tests pass: two assertions of the suite, one fewer than asked
+    config = "[arbitration]\nsuite-examples = 3\n"
+    root = write(tmp_path, {"referee.toml": config, "text.py": module, "tests/test_text.py": tests})
     done = referee("arbitrate", "tests/test_text.py::test_vowels", "--apply", cwd=root)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "UNCLEAR" in done.stdout and "no docstring" in done.stdout

@@ -41,6 +41,7 @@ from referee.checks.arbitration.isolate import (
     isolate,
 )
 from referee.checks.arbitration.observe import TestRecord, TestRun, run_tests
+from referee.checks.arbitration.suite import SuiteScan, passing_examples, suite_examples
 from referee.checks.arbitration.truth import (
     ArbitrationError,
     Cancelled,
@@ -226,6 +227,9 @@ class _Context:
     oracles: tuple[OracleResult, ...] = ()
     spec: FunctionSpec | None = None
     replacements: Replacements | None = None
+    # the suite's assertions the oracles are written from (a function with no docstring)
+    suite: tuple[tuple[str, str, str], ...] | None = None
+    suite_evidence: tuple[str, ...] = ()
 
     @property
     def config(self) -> ArbitrationConfig:
@@ -250,6 +254,7 @@ class _Context:
             "oracles_replaced": len(self.replacements.replaced) if self.replacements else 0,
             "replaced_oracles": tuple(self.replacements.replaced) if self.replacements else (),
             "observation": obs,
+            "spec_examples": self.suite_evidence,
             "duration_s": round(time.monotonic() - self.started, 3),
         }
         return ArbitrationVerdict(**{**base, **fields})
@@ -367,10 +372,15 @@ class _Context:
             truth, truth_source = values[0], "+".join(s.source for s in sources)
         else:
             if not spec.docstring_value:
-                return self.unclear(
-                    f"no independent truth: `{spec.name}` has no docstring to write oracles "
-                    "from, no doctest for this call and no declared reference"
-                )
+                # The specification its author committed to: the suite's passing
+                # assertions about it (never the failing one, nor one changed now).
+                scan = self._suite_scan(spec, isolated.arguments, function_relpath, files, say)
+                needed = self.config.suite_examples
+                if not needed or len(scan.found) < needed:
+                    return self.unclear(
+                        _no_truth(spec, isolated.arguments, scan, needed, function_relpath)
+                    )
+                self.suite = tuple(scan.examples)
             if backend is None:
                 raise ArbitrationError("arbitration needs a model for the oracles; none is set up")
             model = backend()
@@ -386,10 +396,13 @@ class _Context:
                     cancelled,
                     replacements=self.replacements,
                     wrapper=isolated.wrapper,
+                    suite=self.suite,
                 )
             )
             truth = agreed_value(self.oracles, self.config.required_agreement)
             truth_source = "oracles"
+            if self.suite:
+                truth_source = f"oracles (spec from suite: {len(self.suite)} examples)"
             if truth is None:
                 replaced = len(self.replacements.replaced)
                 return self.unclear(
@@ -404,7 +417,7 @@ class _Context:
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
         history = _history(self.root, self.test.path, isolated.expected.line)
         if produced_ok and not asserted_ok:
-            if truth_source == "oracles":
+            if truth_source.startswith("oracles"):
                 refused = self._confirm_test_edit(
                     model, isolated.arguments, truth, say, cancelled, cache_dir, isolated.wrapper
                 )
@@ -503,6 +516,7 @@ class _Context:
                 seeds=seeds,
                 replacements=self.replacements,
                 wrapper=wrapper,
+                suite=self.suite,
             )
             if seeds
             else []
@@ -516,6 +530,46 @@ class _Context:
             f"editing the test needs {needed} of {total} oracles to agree and the "
             f"{total - config.oracles} more do not: " + "; ".join(_evidence_line(r) for r in extra)
         )
+
+    def _suite_scan(
+        self,
+        spec: FunctionSpec,
+        arguments: str,
+        function_relpath: str | None,
+        files: _LazyFiles,
+        say: Progress,
+    ) -> SuiteScan:
+        """The project's passing assertions about ``spec``'s function that the working
+        diff did not change, the failing test and the failing call's arguments left out
+        (:mod:`referee.checks.arbitration.suite`); recorded as the verdict's evidence."""
+        needed = self.config.suite_examples
+        if not needed:
+            return SuiteScan()
+        say(f"reading the suite's assertions about {spec.name}")
+        scan = suite_examples(
+            self.root,
+            spec.name,
+            spec.module,
+            self.test.path,
+            (self.test.cls, self.test.name),
+            arguments,
+            exclude=self.settings.config.exclude,
+        )
+        if function_relpath is None:
+            scan.notes.append(f"{spec.name} is outside the project: its assertions were not run")
+            scan.found = []
+        elif len(scan.found) >= needed:
+            say(f"running {len(scan.found)} of the suite's assertions on the current code")
+            passing_examples(
+                scan, spec.name, function_relpath, files.get(), pytest_run_limits(self.config)
+            )
+        left_out = ", ".join(f"{n} {why}" for why, n in scan.excluded.items())
+        self.suite_evidence = (
+            *(f.where for f in scan.found),
+            *([f"left out: {left_out}"] if left_out else []),
+            *scan.notes,
+        )
+        return scan
 
     def _failing_line(self) -> tuple[int, dict[str, Any] | None]:
         """The line of the failing assertion in the test file, and its comparison."""
@@ -867,6 +921,33 @@ def _same_file(a: Any, b: str) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.abspath(str(a)) == b
+
+
+def _no_truth(
+    spec: FunctionSpec,
+    arguments: str,
+    scan: SuiteScan,
+    needed: int,
+    function_relpath: str | None,
+) -> str:
+    """One line: what truth was missing for an UNCLEAR verdict, and what the user can add."""
+    count = len(scan.found)
+    if not needed:
+        suite = "and the suite's assertions are not used (arbitration.suite-examples = 0)"
+    else:
+        noun = "assertion" if count == 1 else "assertions"
+        suite = f"and only {count} passing {noun} about it in the suite ({needed} needed)"
+        if count == 0:
+            suite = f"and no passing assertion about it in the suite ({needed} needed)"
+        if scan.excluded:
+            suite += " — left out: " + ", ".join(f"{n} {w}" for w, n in scan.excluded.items())
+    key = f"{spec.module}:{spec.name}" if spec.module else f"{function_relpath}:{spec.name}"
+    return (
+        f"no independent truth for `{spec.name}`: no docstring, no doctest for this call, no "
+        f"reference, {suite} — add a docstring example (`>>> {spec.name}({arguments})`), a "
+        f'reference (`[arbitration.references]` "{key}" = ...), or a literal case '
+        f"(`assert {spec.name}(...) == value`) to a committed test"
+    )
 
 
 def _evidence_line(result: OracleResult) -> str:

@@ -145,6 +145,7 @@ class Prompts:
     oracle_system: str
     oracle: str
     oracle_examples: str
+    oracle_suite: str
     oracle_repair: str
     patch_system: str
     patch: str
@@ -159,6 +160,7 @@ def prompts() -> Prompts:
         oracle_system=data["oracle_system"],
         oracle=data["oracle"],
         oracle_examples=data["oracle_examples"],
+        oracle_suite=data["oracle_suite"],
         oracle_repair=data["oracle_repair"],
         patch_system=data["patch_system"],
         patch=data["patch"],
@@ -493,12 +495,17 @@ def probe_values(
 
 
 def contradicted_example(
-    program: str, examples: Sequence[tuple[str, str, str]], limits: sandbox.Limits
+    program: str,
+    examples: Sequence[tuple[str, str, str]],
+    limits: sandbox.Limits,
+    origin: str = "the docstring",
 ) -> str | None:
     """Why an oracle program is set aside — it contradicts one of the docstring's own
     examples (another value, an exception, no answer) — or None when it gives every
     example's value. Programs of one model can share a misreading of the words; the
-    example the docstring spells out is the spec, and no number of them outvotes it."""
+    example the docstring spells out is the spec, and no number of them outvotes it.
+    ``origin`` names where the examples come from in the reason ("the tests" for the
+    suite's assertions: :mod:`referee.checks.arbitration.suite`)."""
     if not examples:
         return None
     cap = probe_cap(limits, len(examples))
@@ -506,14 +513,11 @@ def contradicted_example(
     result = sandbox.evaluate(program + PROBE.format(cap=cap), expression, limits=limits)
     values = probe_values(result, len(examples), cap)
     if values is None:
-        return (
-            f"contradicts the docstring's examples: running them gave "
-            f"{result.message or 'no values'}"
-        )
+        return f"contradicts {origin}'s examples: running them gave {result.message or 'no values'}"
     for (call, want, _), (status, text) in zip(examples, values, strict=True):
         if status != "ok" or not sandbox.values_equal(text, want):
             got = f"raised {text}" if status != "ok" else f"returned {text}"
-            return f"contradicts the docstring's example: {call} {got}, the docstring says {want}"
+            return f"contradicts {origin}'s example: {call} {got}, {origin} says {want}"
     return None
 
 
@@ -572,9 +576,25 @@ def reference_evidence(
 # -------------------------------------------------------------------------- oracles
 
 
-def oracle_messages(spec: FunctionSpec) -> list[dict[str, str]]:
-    """The oracle prompt: the signature and the docstring, never the body or a test."""
+def oracle_messages(
+    spec: FunctionSpec, suite: Sequence[tuple[str, str, str]] | None = None
+) -> list[dict[str, str]]:
+    """The oracle prompt: the signature and the docstring, never the body or a test. For
+    a function with no docstring, ``suite`` — the project's passing, uncommitted-to-change
+    assertions about it (:mod:`referee.checks.arbitration.suite`), never the failing one —
+    is the specification: the signature and those assertions."""
     p = prompts()
+    if suite and not spec.docstring_value:
+        lines = "\n".join(f"assert {call} == {want}" for call, want, _ in suite)
+        return [
+            {"role": "system", "content": p.oracle_system},
+            {
+                "role": "user",
+                "content": p.oracle_suite.format(
+                    signature=spec.signature, examples=lines, name=spec.name
+                ),
+            },
+        ]
     return [
         {"role": "system", "content": p.oracle_system},
         {
@@ -592,9 +612,12 @@ def examples_messages(
     """The prompt of a fresh oracle in place of one that failed: the oracle prompt, with
     the docstring's own examples (:func:`example_calls`) written out as assertions the
     function must pass — still the signature and docstring only. Without examples it is
-    the plain oracle prompt."""
+    the plain oracle prompt; without a docstring, the suite's prompt (which shows them
+    already)."""
     if not examples:
         return oracle_messages(spec)
+    if not spec.docstring_value:
+        return oracle_messages(spec, examples)
     lines = "\n".join(f"assert {call} == {want}" for call, want, _ in examples)
     system, user = oracle_messages(spec)
     more = prompts().oracle_examples.format(examples=lines)
@@ -853,6 +876,7 @@ def oracle_evidence(
     seeds: Sequence[int] | None = None,
     replacements: Replacements | None = None,
     wrapper: str | None = None,
+    suite: Sequence[tuple[str, str, str]] | None = None,
 ) -> list[OracleResult]:
     """k oracle programs, written from the signature and docstring with different seeds,
     each run in the sandbox on the call's arguments. The k questions go to the model at
@@ -872,9 +896,16 @@ def oracle_evidence(
     ``replacements.replaced``; a second candidate that ran too is kept in
     ``replacements.spares``, and takes the place of another failed oracle whose own
     candidates both failed. ``wrapper``
-    (``list``, ``sorted``...) is applied to the call's value, as the test applies it."""
-    messages = oracle_messages(spec)
-    examples = example_calls(spec)
+    (``list``, ``sorted``...) is applied to the call's value, as the test applies it.
+
+    ``suite``: for a function with no docstring, the project's own passing assertions
+    about it (:func:`referee.checks.arbitration.suite.suite_examples`), in
+    :func:`example_calls`' shape: the oracles are written from the signature and them
+    (:func:`oracle_messages`), and an oracle counts only when it gives every one's value."""
+    from_suite = bool(suite) and not spec.docstring_value
+    messages = oracle_messages(spec, suite if from_suite else None)
+    examples = list(suite) if from_suite and suite else example_calls(spec)
+    origin = "the suite" if from_suite else "the docstring"
     fresh_messages = examples_messages(spec, examples)
     preamble = module_imports(spec.text)
     inner = f"{spec.name}({arguments})"
@@ -882,7 +913,8 @@ def oracle_evidence(
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     if progress is not None:
         more = "" if seeds[0] == 1 else " more"
-        progress(f"writing {len(seeds)}{more} oracles from the signature and docstring")
+        spec_words = f"{len(examples)} assertions of the tests" if from_suite else "docstring"
+        progress(f"writing {len(seeds)}{more} oracles from the signature and {spec_words}")
 
     written: dict[str, str] = {}  # oracle -> the model's answer, for a repair
 
@@ -912,7 +944,7 @@ def oracle_evidence(
                 )
             result = sandbox.evaluate(program, call, limits=limits(config))
             if result.status == "ok":
-                why = contradicted_example(program, examples, limits(config))
+                why = contradicted_example(program, examples, limits(config), origin)
                 if why is not None:
                     return OracleResult(
                         source=source,
@@ -1002,11 +1034,12 @@ def oracle_evidence(
 def _problem(result: OracleResult, name: str) -> str:
     """What went wrong with an oracle's program, in the words of the repair prompt."""
     detail = result.detail.strip()
-    if detail.startswith("contradicts the docstring's example: "):
-        rest = detail.removeprefix("contradicts the docstring's example: ")
-        return rest.replace(", the docstring says ", ", but the docstring says ")
-    if detail.startswith("contradicts the docstring's examples: "):
-        return "running the docstring's examples with it " + detail.split(": ", 1)[1]
+    for origin in ("the docstring", "the suite"):
+        if detail.startswith(f"contradicts {origin}'s example: "):
+            rest = detail.removeprefix(f"contradicts {origin}'s example: ")
+            return rest.replace(f", {origin} says ", f", but {origin} says ")
+        if detail.startswith(f"contradicts {origin}'s examples: "):
+            return f"running {origin}'s examples with it " + detail.split(": ", 1)[1]
     if result.status == "timeout":
         return "it did not finish in time (an endless loop or far too slow)"
     if result.status == "memory":

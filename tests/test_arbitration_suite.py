@@ -1,0 +1,318 @@
+"""The specification from the suite: a function with no docstring is arbitrated from the
+project's own passing assertions about it (checks/arbitration/suite.py) — never the
+failing test, never an assertion the working diff changed, never one the current code
+fails. Real pytest, the real sandbox and real git; the model is scripted (the engine), a
+fake OpenAI-compatible server (the command line), or the real small model (marked
+``model``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from guard_catalogue.cases import commit_repo
+from red_team.fake_openai import FakeModel
+from test_arbitration import project, run
+from test_arbitration_more import arbitrate_json, body, cli_project
+
+from referee.checks.arbitration.suite import assertions, changed_lines, suite_examples
+from referee.checks.arbitration.truth import prompts
+from referee.checks.judge.backend import ScriptedBackend
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+BUGGY = """def count_words(text: str) -> int:
+    return len(text.split(" "))  # BODY-MARKER
+"""
+CORRECT = """def count_words(text: str) -> int:
+    return len(text.split())
+"""
+SUITE = """from text import count_words
+
+
+def test_three():
+    assert count_words("one two three") == 3
+
+
+def test_one():
+    assert count_words("hello") == 1
+
+
+def test_four():
+    assert count_words("a b c d") == 4
+
+
+def test_vowels():
+    assert count_words("") == 0
+"""
+NODE = "tests/test_text.py::test_vowels"  # the failing test (the helpers' node id)
+ORACLE = "```python\ndef count_words(text: str) -> int:\n    return len(text.split())\n```"
+# counts characters: contradicts every assertion of the suite
+MISREAD = "```python\ndef count_words(text):\n    return len(text)\n```"
+PATCH = "```python\ndef count_words(text: str) -> int:\n    return len(text.split())\n```"
+
+
+class Recorder:
+    """A scripted model that answers oracle prompts in turn and records every prompt."""
+
+    def __init__(self, oracles: list[str], patches: list[str] = ()) -> None:
+        self.oracles, self.patches = oracles, list(patches) or [""]
+        self.prompts: list[list[dict[str, str]]] = []
+        self.asked = {"oracle": 0, "patch": 0}
+        self.lock = threading.Lock()
+
+    def answer(self, messages, schema) -> str:
+        kind = "oracle" if messages[0]["content"] == prompts().oracle_system else "patch"
+        answers = self.oracles if kind == "oracle" else self.patches
+        with self.lock:
+            self.prompts.append(list(messages))
+            index = self.asked[kind]
+            self.asked[kind] += 1
+        return answers[index % len(answers)]
+
+    def backend(self) -> ScriptedBackend:
+        return ScriptedBackend(answer=self.answer)
+
+    def oracle_text(self) -> str:
+        return "\n".join(
+            m["content"]
+            for p in self.prompts
+            if p[0]["content"] == prompts().oracle_system
+            for m in p
+        )
+
+
+def _never_the_failing_case(text: str) -> None:
+    assert 'count_words("")' not in text and "count_words('')" not in text
+    assert "== 0" not in text
+    assert "BODY-MARKER" not in text and "split(" not in text
+
+
+# ------------------------------------------------------------------ reading the suite
+
+
+def test_assertions_are_read_by_the_name_the_module_imported_and_the_failing_test_is_skipped():
+    text = """import pytest
+import pkg.text as tx
+from pkg.text import count_words as cw
+from other import count_words
+
+
+class TestWords:
+    def test_a(self):
+        self.assertEqual(cw("a b"), 2)
+        self.assertIsNone(tx.count_words(None))
+
+    def test_failing(self):
+        assert cw("x") == 9
+
+
+@pytest.mark.parametrize("text, n", [("a", 1), ("a b c", 3), pytest.param("z", 1)])
+def test_rows(text, n):
+    assert tx.count_words(text) == n
+
+
+def test_not_literal():
+    value = "a"
+    assert cw(value) == 1
+    assert count_words("a b") == 99  # another module's function of the same name
+    assert cw("a") is True or True
+"""
+    found, skipped = assertions(
+        text, "tests/t.py", "count_words", "pkg.text", ("TestWords", "test_failing")
+    )
+    assert [(f.call, f.want) for f in found] == [
+        ("count_words('a b')", "2"),
+        ("count_words(None)", "None"),
+        ("count_words('a')", "1"),
+        ("count_words('a b c')", "3"),
+    ]
+    assert skipped == 1
+    assert found[2].spans[0][0] == found[2].line == 16 and found[2].spans[1] == (18, 18)
+
+
+@needs_git
+def test_an_assertion_changed_in_the_working_diff_is_not_the_suites_word(tmp_path: Path):
+    root = tmp_path / "repo"
+    commit_repo(root, {"referee.toml": "", "text.py": CORRECT, "tests/test_text.py": SUITE})
+    edited = SUITE.replace('count_words("hello") == 1', 'count_words("hello") == 7')
+    (root / "tests/test_text.py").write_text(edited, encoding="utf-8")
+    (root / "tests/test_new.py").write_text(
+        'from text import count_words\n\n\ndef test_new():\n    assert count_words("x y") == 2\n',
+        encoding="utf-8",
+    )
+    changed = changed_lines(root)
+    assert changed is not None and changed["tests/test_new.py"] is None
+    assert changed["tests/test_text.py"] == {9}
+    scan = suite_examples(root, "count_words", "text", "tests/test_text.py", (None, "x"), "''")
+    calls = [f.call for f in scan.found]
+    assert calls == ["count_words('one two three')", "count_words('a b c d')"]
+    assert scan.excluded == {
+        "the failing call's arguments": 1,
+        "changed in the working diff": 2,
+    }
+
+
+def test_without_git_only_the_failing_test_is_left_out_and_the_scan_says_so(tmp_path: Path):
+    root = project(tmp_path / "p", CORRECT, SUITE)
+    scan = suite_examples(
+        root, "count_words", "text", "tests/test_text.py", (None, "test_vowels"), '""'
+    )
+    assert len(scan.found) == 3
+    assert scan.excluded == {"in the failing test": 1}
+    assert any("no git" in note for note in scan.notes)
+
+
+# ------------------------------------------------------------------ through the engine
+
+
+def test_no_docstring_spec_from_suite_source_wrong_with_a_fix(tmp_path: Path):
+    root = project(tmp_path / "p", BUGGY, SUITE)
+    model = Recorder([MISREAD, ORACLE, ORACLE, ORACLE, ORACLE], [PATCH])
+    result = run(root, NODE, model.backend())
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.truth == "0" and verdict.produced == "1"
+    assert verdict.truth_source == "oracles (spec from suite: 3 examples)"
+    # the oracle that counts characters contradicts the suite: set aside and replaced
+    (gone,) = verdict.replaced_oracles
+    assert gone.source == "oracle-1"
+    assert gone.detail.startswith(
+        "contradicts the suite's example: count_words('one two three') returned 13, "
+        "the suite says 3"
+    )
+    assert all(o.value == "0" for o in verdict.oracles)
+    assert verdict.spec_examples[:3] == (
+        'tests/test_text.py:5: assert count_words("one two three") == 3',
+        'tests/test_text.py:9: assert count_words("hello") == 1',
+        'tests/test_text.py:13: assert count_words("a b c d") == 4',
+    )
+    assert verdict.fix is not None and verdict.fix.side == "source"
+    assert "split()" in (result.new_text or "")
+    # the oracles' prompt carried the suite's assertions, never the failing case or body
+    text = model.oracle_text()
+    assert "assert count_words('one two three') == 3" in text
+    assert "assert count_words('a b c d') == 4" in text
+    _never_the_failing_case(text)
+
+
+def test_an_assertion_the_current_code_fails_is_not_the_suites_word(tmp_path: Path):
+    # the current code gives 2 for "a  b" (two spaces): that assertion is another red
+    # test, not committed truth; two passing ones are left — one fewer than asked for
+    tests = SUITE.replace(
+        'def test_one():\n    assert count_words("hello") == 1',
+        'def test_one():\n    assert count_words("a  b") == 2',
+    ).replace('def test_four():\n    assert count_words("a b c d") == 4', "")
+    root = project(tmp_path / "p", BUGGY, tests, "[arbitration]\nsuite-examples = 2\n")
+    model = Recorder([ORACLE])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "UNCLEAR"
+    assert verdict.reason.startswith("no independent truth for `count_words`: no docstring")
+    assert "only 1 passing assertion about it in the suite (2 needed)" in verdict.reason
+    assert "1 fails on the current code" in verdict.reason
+    assert '`>>> count_words("")`' in verdict.reason or ">>> count_words(" in verdict.reason
+    assert "[arbitration.references]" in verdict.reason and "\n" not in verdict.reason
+    assert model.prompts == []  # unclear before any model call
+
+
+def test_too_few_assertions_is_unclear_in_one_line_without_asking_the_model(tmp_path: Path):
+    tests = (
+        'from text import count_words\n\n\ndef test_vowels():\n    assert count_words("") == 0\n'
+    )
+    root = project(tmp_path / "p", BUGGY, tests)
+    model = Recorder([ORACLE])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "UNCLEAR" and model.prompts == []
+    assert verdict.reason == (
+        "no independent truth for `count_words`: no docstring, no doctest for this call, no "
+        "reference, and no passing assertion about it in the suite (2 needed) — left out: "
+        '1 in the failing test — add a docstring example (`>>> count_words("")`), a '
+        'reference (`[arbitration.references]` "text:count_words" = ...), or a literal case '
+        "(`assert count_words(...) == value`) to a committed test"
+    )
+
+
+def test_suite_examples_zero_turns_the_suite_off(tmp_path: Path):
+    root = project(tmp_path / "p", BUGGY, SUITE, "[arbitration]\nsuite-examples = 0\n")
+    model = Recorder([ORACLE])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "UNCLEAR" and model.prompts == []
+    assert "arbitration.suite-examples = 0" in verdict.reason
+
+
+def test_a_right_function_with_a_wrong_assertion_needs_the_test_edit_confirmation(
+    tmp_path: Path,
+):
+    # the code is right, the failing test asserts 5 words for "" — the suite's oracles
+    # certify 0 = produced: a test edit, confirmed by the extra oracles as always
+    root = project(tmp_path / "p", CORRECT, SUITE.replace("== 0", "== 5"))
+    model = Recorder([ORACLE])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "TEST_WRONG", verdict.reason
+    assert verdict.truth == "0" and len(verdict.oracles) == 5  # 3, then 2 for a test edit
+    assert verdict.truth_source == "oracles (spec from suite: 3 examples)"
+    assert "== 5" not in model.oracle_text()
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_cli_apply_fixes_the_source_from_the_suites_spec(tmp_path: Path, referee):
+    def answer_for(request: dict) -> str:
+        system = request["messages"][0]["content"]
+        if system != prompts().oracle_system:
+            return body(PATCH)
+        return body(MISREAD) if request.get("seed") == 1 else body(ORACLE)
+
+    with FakeModel(lambda kind: "", answer_for=answer_for) as model:
+        root = cli_project(tmp_path / "p", BUGGY, SUITE, model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+        prompts_seen = [r["messages"] for r in model.requests]
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["truth_source"] == "oracles (spec from suite: 3 examples)"
+    assert verdict["applied"] and verdict["fix"]["side"] == "source"
+    assert "text.split()" in (root / "text.py").read_text(encoding="utf-8")
+    assert [o["source"] for o in verdict["replaced_oracles"]] == ["oracle-1"]
+    oracle_text = json.dumps(
+        [p for p in prompts_seen if p[0]["content"] == prompts().oracle_system]
+    )
+    assert "count_words('hello') == 1" in oracle_text
+    _never_the_failing_case(oracle_text)
+
+
+# ------------------------------------------------------------------ the real model
+
+
+@pytest.mark.model
+def test_spec_from_suite_with_the_real_model_never_blames_the_wrong_side(
+    tmp_path: Path, small_model: Path
+):
+    from referee.checks.arbitration.engine import arbitrate
+    from referee.checks.arbitration.truth import LazyModel
+    from referee.checks.config import discover
+
+    root = project(tmp_path / "p", BUGGY, SUITE, "[arbitration]\ncandidates = 1\n")
+    model = LazyModel("llama-cpp", str(small_model), None, None)
+    seen: list[list[dict[str, str]]] = []
+    chat_batch = model.chat_batch
+
+    def recording(requests, **kwargs):
+        seen.extend(list(r.messages) for r in requests)
+        return chat_batch(requests, **kwargs)
+
+    model.chat_batch = recording  # type: ignore[method-assign]
+    verdict = arbitrate(
+        NODE, discover(root), backend=lambda: model, cache_dir=tmp_path / "cache"
+    ).verdict
+    # the code is wrong: the only wrong blame would be editing the test
+    assert verdict.verdict in ("SOURCE_WRONG", "UNCLEAR"), verdict.reason
+    assert verdict.verdict != "TEST_WRONG"
+    text = json.dumps(seen)
+    assert "count_words('one two three') == 3" in text
+    _never_the_failing_case(
+        json.dumps([m for m in seen if m[0]["content"] == prompts().oracle_system])
+    )
