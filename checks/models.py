@@ -451,6 +451,14 @@ class ExecutionConfig(_Config):
     generation_time: float = Field(
         default=2.0, gt=0, description="Seconds spent generating inputs per function."
     )
+    proposed_inputs: int = Field(
+        default=8,
+        ge=0,
+        le=40,
+        description="Of these, inputs the model proposes from the signature and docstring "
+        "(the cases and edge cases it names), in one request, when the oracles are written. "
+        "0: none.",
+    )
 
 
 DEFAULT_TEST_FILES = ("test_*.py", "*_test.py", "tests.py")

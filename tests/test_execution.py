@@ -586,7 +586,9 @@ def test_a_function_every_oracle_contradicts_is_rejected_with_a_counterexample(t
         result = check_function(
             _spec(CLAMP_WRONG), "mathx.py", files, tests, config, ArbitrationConfig(), model=model
         )
-        assert server.kinds() == ["oracle"] * 3
+        # then one request for inputs from the docstring (the fake calls it a patch); its
+        # answer, an oracle program, is no list of arguments: no input is proposed
+        assert server.kinds() == ["oracle"] * 3 + ["patch"]
     assert result.status == "REJECT", result
     assert result.call == "clamp(15, 0, 10)"
     assert result.reason == (

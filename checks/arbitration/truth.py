@@ -149,6 +149,8 @@ class Prompts:
     oracle_repair: str
     patch_system: str
     patch: str
+    inputs_system: str
+    inputs: str
 
 
 @cache
@@ -164,6 +166,8 @@ def prompts() -> Prompts:
         oracle_repair=data["oracle_repair"],
         patch_system=data["patch_system"],
         patch=data["patch"],
+        inputs_system=data["inputs_system"],
+        inputs=data["inputs"],
     )
 
 

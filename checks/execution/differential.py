@@ -34,16 +34,19 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 from referee import __version__
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.suite import static_examples
 from referee.checks.arbitration.truth import (
     PROBE,
     ProgramCache,
     agreed_value,
     docstring_examples,
+    extract_code,
     generate_many,
     module_imports,
     oracle_messages,
@@ -55,7 +58,7 @@ from referee.checks.arbitration.truth import (
 from referee.checks.execution.cache import JsonCache
 from referee.checks.models import ArbitrationConfig, ExecutionConfig, OracleResult
 
-Origin = Literal["docstring", "test", "generated"]
+Origin = Literal["docstring", "test", "proposed", "generated"]
 
 # Part of every cached result's key: raised when the way results are decided changes, so
 # that a result cached by an older rule is not reused (2: oracles contradicting the
@@ -239,11 +242,15 @@ class Shape:
 
     least: float | None = None
     characters: set[str] | None = None
+    kinds: set[type] | None = None  # the scalar types seen (a bare container's items)
     item: Shape | None = None
     key: Shape | None = None
     value: Shape | None = None
 
     def add(self, value: Any) -> None:
+        if isinstance(value, (bool, int, float, str)):
+            self.kinds = self.kinds or set()
+            self.kinds.add(type(value))
         if isinstance(value, bool):
             return
         if isinstance(value, (int, float)):
@@ -280,12 +287,176 @@ def input_shapes(fn: ast.FunctionDef, inputs: Sequence[Input]) -> dict[str, Shap
     return shapes
 
 
-def _strategy(node: ast.expr | None, shape: Shape | None = None) -> Any:
-    """A hypothesis strategy for an annotation, or None when it is not one of the plain
-    types this knows (built-in scalars and containers, Optional, Union); values shaped
-    like ``shape`` when it is given."""
+# What an annotation may name: built-in types and the typing / collections.abc aliases,
+# resolved to the type objects themselves (never run: names, attributes, subscripts only).
+_ANNOTATION_NODES = (
+    ast.Expression,
+    ast.Name,
+    ast.Load,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Tuple,
+    ast.BinOp,
+    ast.BitOr,
+    ast.Constant,
+)
+_MAX_SIZE = {list: 6, tuple: 5, set: 5, frozenset: 5, dict: 4}
+
+
+@cache
+def _namespace() -> dict[str, Any]:
+    import builtins
+    import collections
+    import collections.abc
+    import typing
+
+    names: dict[str, Any] = {
+        n: getattr(builtins, n)
+        for n in (
+            "int",
+            "float",
+            "str",
+            "bool",
+            "bytes",
+            "complex",
+            "list",
+            "dict",
+            "set",
+            "frozenset",
+            "tuple",
+        )
+    }
+    names.update({n: getattr(typing, n) for n in typing.__all__ if n[:1].isupper()})
+    names.update({n: getattr(collections.abc, n) for n in collections.abc.__all__})
+    names.update({"typing": typing, "collections": collections, "None": None})
+    return names
+
+
+def _annotation_type(node: ast.expr) -> Any:
+    """The type an annotation names (``list[int]``, ``Sequence[str]``, ``dict``), or
+    None when it names anything else. Only names, attributes and subscripts of the
+    built-in types and the typing / collections.abc names are read: nothing is called."""
+    if not all(
+        isinstance(n, _ANNOTATION_NODES)
+        and (not isinstance(n, ast.BinOp) or isinstance(n.op, ast.BitOr))
+        and (not isinstance(n, ast.Constant) or n.value is None or n.value is Ellipsis)
+        for n in ast.walk(node)
+    ):
+        return None
+    try:
+        code = compile(ast.Expression(body=node), "<annotation>", "eval")
+        return eval(code, {"__builtins__": {}}, dict(_namespace()))  # names only
+    except Exception:  # an unknown name, a subscript the type refuses
+        return None
+
+
+def _literal_value(value: Any) -> bool:
+    """Whether a drawn value reads back from its repr (what an input is written as)."""
+    try:
+        return ast.literal_eval(repr(value)) == value
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def _scalar(tp: Any, shape: Shape | None) -> Any:
+    """A strategy for int, float, str, bool or None shaped like ``shape``, else None."""
     from hypothesis import strategies as st
 
+    least = shape.least if shape is not None else None
+    low = -20 if least is None or least < 0 else (0 if least < 1 else 1)
+    if tp is bool:
+        return st.booleans()
+    if tp is int:
+        return st.integers(low, 50)
+    if tp is float:
+        return st.floats(max(low, -100), 100, allow_nan=False, allow_infinity=False, width=32)
+    if tp is str:
+        chars = shape.characters if shape is not None and shape.characters else None
+        return st.text("".join(sorted(chars)) if chars else _TEXT, max_size=12)
+    if tp is None or tp is type(None):
+        return st.none()
+    return None
+
+
+def _typed(tp: Any, shape: Shape | None) -> Any:
+    """A strategy for the type ``tp``: hypothesis's own resolution (``from_type``) of the
+    container, with bounded sizes, its items drawn the same way, and its scalars shaped
+    like the known inputs' (see :class:`Shape`). A bare container (``xs: list``) holds
+    the kinds of items the known inputs hold (else integers and strings)."""
+    import typing
+
+    from hypothesis import strategies as st
+
+    scalar = _scalar(tp, shape)
+    if scalar is not None:
+        return scalar
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union or (origin is not None and origin.__name__ == "UnionType"):
+        parts = [_typed(a, shape) for a in args]
+        return None if any(p is None for p in parts) else st.one_of(*parts)
+    if origin is typing.Literal:
+        return st.sampled_from(args) if args else None
+    if tp is typing.Any:
+        return _typed(_seen_kinds(shape), shape)
+    target = origin or tp
+    if not isinstance(target, type):
+        return None
+    if target in (bytes, complex):
+        # hypothesis's own strategy for the type, bounded, written as a literal
+        return st.from_type(target).map(lambda v: v[:12] if isinstance(v, bytes) else v)
+    if not _iterable(target) or issubclass(target, str):
+        return None
+    import collections.abc
+
+    # bounded: ``tuple[int, ...]`` is any length, ``tuple[int, str]`` exactly two
+    any_length = bool(args) and args[-1] is Ellipsis
+    if any_length:
+        args = args[:1]
+    item = shape.item if shape is not None else None
+    if issubclass(target, tuple) and args and not any_length:
+        parts = [_typed(a, item) for a in args]
+        return None if any(p is None for p in parts) else st.tuples(*parts)
+    if issubclass(target, collections.abc.Mapping):
+        key_shape = shape.key if shape is not None else None
+        value_shape = shape.value if shape is not None else None
+        key_type = args[0] if args else _seen_kinds(key_shape, str)
+        value_type = args[1] if len(args) > 1 else _seen_kinds(value_shape)
+        key, value = _typed(key_type, key_shape), _typed(value_type, value_shape)
+        if key is None or value is None:
+            return None
+        return st.dictionaries(key, value, max_size=_MAX_SIZE[dict])
+    element = _typed(args[0] if args else _seen_kinds(item), item)
+    if element is None:
+        return None
+    if issubclass(target, collections.abc.Set):
+        kind = frozenset if issubclass(target, frozenset) else set
+        return st.sets(element, max_size=_MAX_SIZE[set]).map(kind)
+    if issubclass(target, tuple):
+        return st.lists(element, max_size=_MAX_SIZE[tuple]).map(tuple)
+    return st.lists(element, max_size=_MAX_SIZE[list])
+
+
+def _iterable(target: type) -> bool:
+    import collections.abc
+
+    return issubclass(target, collections.abc.Iterable)
+
+
+def _seen_kinds(shape: Shape | None, default: Any = None) -> Any:
+    """The union of the scalar types the known inputs' values have, else ``default``
+    (int | str when none is given)."""
+    import typing
+
+    kinds = sorted(shape.kinds, key=lambda t: t.__name__) if shape and shape.kinds else []
+    if not kinds:
+        return default if default is not None else int | str
+    return typing.Union[tuple(kinds)] if len(kinds) > 1 else kinds[0]  # noqa: UP007
+
+
+def _strategy(node: ast.expr | None, shape: Shape | None = None) -> Any:
+    """A hypothesis strategy for an annotation (:func:`_typed` of the type it names), or
+    None when it names no type this resolves; values shaped like ``shape`` when it is
+    given."""
     if node is None:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -294,53 +465,19 @@ def _strategy(node: ast.expr | None, shape: Shape | None = None) -> Any:
         except SyntaxError:
             return None
     if isinstance(node, ast.Constant) and node.value is None:
-        return st.none()
+        return _scalar(None, shape)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        from hypothesis import strategies as st
+
         left, right = _strategy(node.left, shape), _strategy(node.right, shape)
         return None if left is None or right is None else st.one_of(left, right)
-    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
-    least = shape.least if shape is not None else None
-    low = -20 if least is None or least < 0 else (0 if least < 1 else 1)
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        if name == "int":
-            return st.integers(low, 50)
-        if name == "float":
-            return st.floats(max(low, -100), 100, allow_nan=False, allow_infinity=False, width=32)
-        if name == "str":
-            chars = shape.characters if shape is not None and shape.characters else None
-            return st.text("".join(sorted(chars)) if chars else _TEXT, max_size=12)
-        return {"bool": st.booleans(), "None": st.none()}.get(name or "")
-    if not isinstance(node, ast.Subscript):
+    tp = _annotation_type(node)
+    if tp is None and not (isinstance(node, ast.Constant) and node.value is None):
         return None
-    base = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")
-    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    if base in ("dict", "Dict", "Mapping") and len(items) == 2:
-        parts = [shape.key if shape else None, shape.value if shape else None]
-    elif base in ("Optional", "Union"):
-        parts = [shape] * len(items)
-    else:
-        parts = [shape.item if shape else None] * len(items)
-    inner = [
-        _strategy(i, part) if not _is_ellipsis(i) else ...
-        for i, part in zip(items, parts, strict=True)
-    ]
-    if any(i is None for i in inner):
+    try:
+        return _typed(tp, shape)
+    except Exception:  # a type hypothesis cannot resolve: no generated inputs for it
         return None
-    if base in ("list", "List", "Sequence", "Iterable") and len(inner) == 1:
-        return st.lists(inner[0], max_size=6)
-    if base in ("set", "Set", "frozenset", "FrozenSet") and len(inner) == 1:
-        return st.sets(inner[0], max_size=5)
-    if base in ("tuple", "Tuple"):
-        if len(inner) == 2 and inner[1] is ...:
-            return st.lists(inner[0], max_size=5).map(tuple)
-        return st.tuples(*inner)
-    if base in ("dict", "Dict", "Mapping") and len(inner) == 2:
-        return st.dictionaries(inner[0], inner[1], max_size=4)
-    if base == "Optional" and len(inner) == 1:
-        return st.one_of(st.none(), inner[0])
-    if base == "Union":
-        return st.one_of(*inner)
-    return None
 
 
 def _is_ellipsis(node: ast.expr) -> bool:
@@ -532,6 +669,62 @@ def generated_inputs(
     except Exception as exc:  # hypothesis refusing a strategy is not a verdict
         return [], f"input generation failed: {type(exc).__name__}"
     return [Input(text, "generated") for text in drawn], ""
+
+
+def suite_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input]:
+    """The arguments of the project's own assertions about ``module.name`` (``assert
+    f(1) == 2``, parametrize rows included: see :mod:`referee.checks.arbitration.suite`):
+    the inputs its author checked it on, values left out (they may be another red test)."""
+    return [Input(f.arguments, "test", None, f.where) for f in static_examples(name, module, tests)]
+
+
+def proposal_messages(spec: FunctionSpec, count: int) -> list[dict[str, str]]:
+    """The one request for inputs that exercise what the docstring says."""
+    p = prompts()
+    return [
+        {"role": "system", "content": p.inputs_system},
+        {
+            "role": "user",
+            "content": p.inputs.format(
+                signature=spec.signature, docstring=spec.docstring or "", count=count
+            ),
+        },
+    ]
+
+
+def parse_proposals(answer: str, fn: ast.FunctionDef | None, count: int) -> list[Input]:
+    """The argument tuples of the model's answer — a JSON (or Python literal) list of
+    argument lists, read with :func:`ast.literal_eval`, never run — that fit the
+    signature's positional parameters; at most ``count``, without repeats."""
+    text = extract_code(answer).strip()
+    # JSON's words as Python's (outside strings it is the only difference that matters)
+    for word, literal in (("true", "True"), ("false", "False"), ("null", "None")):
+        text = re.sub(rf"(?<![\w'\"]){word}(?![\w'\"])", literal, text)
+    try:
+        entries = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return []
+    if not isinstance(entries, (list, tuple)):
+        return []
+    params = [*fn.args.posonlyargs, *fn.args.args] if fn is not None else []
+    most = len(params)
+    least = most - len(fn.args.defaults) if fn is not None else 0
+    found: list[Input] = []
+    seen: set[str] = set()
+    for entry in entries:
+        values = entry if isinstance(entry, (list, tuple)) else [entry]
+        if most == 1 and not (isinstance(entry, list) and len(entry) == 1):
+            values = [entry]  # one parameter: the entry is its value
+        if fn is not None and not least <= len(values) <= most:
+            continue
+        arguments = ", ".join(repr(v) for v in values)
+        if len(arguments) > 2000 or arguments in seen:
+            continue
+        seen.add(arguments)
+        found.append(Input(arguments, "proposed", None, "proposed by the model"))
+        if len(found) >= count:
+            break
+    return found
 
 
 # ---------------------------------------------------------------------------- running
@@ -820,7 +1013,8 @@ def check_function(
     budget = execution.inputs
     doc = docstring_inputs(spec) if spec.docstring_value else []
     observed = observed_inputs(spec.name, spec.module, tests)
-    for item in [*doc, *observed]:
+    suite = suite_inputs(spec.name, spec.module, tests)
+    for item in [*doc, *suite, *observed]:
         if item.arguments not in seen and len(gathered) < budget:
             seen.add(item.arguments)
             gathered.append(item)
@@ -852,11 +1046,8 @@ def check_function(
     if outside:
         said = ", ".join(c.text for c in conditions)
         notes.append(f"{outside} generated inputs left out: the docstring asks for {said}")
-    result.inputs = {
-        origin: sum(i.origin == origin for i in gathered)
-        for origin in ("docstring", "test", "generated")
-    }
     result.notes = notes
+    result.inputs = _counted(gathered)
     if not gathered:
         result.reason = (
             "no input to run it on: no docstring example, no test call with "
@@ -871,6 +1062,8 @@ def check_function(
     # --- the sources of truth: a reference, else the k oracles (programs cached)
     programs: list[tuple[str, str | None, str, bool]] = []  # (source, program, problem, cached)
     needs_oracles = reference is None and any(i.expected is None for i in gathered)
+    # inputs beyond the docstring's examples: the oracles will be asked for values anyway
+    beyond_examples = needs_oracles
     if not needs_oracles and reference is None and model is not None and spec.docstring_value:
         # Only the docstring's examples: the oracles are written only when the function
         # contradicts one of them, to tell a wrong function from a wrong example (REF412).
@@ -907,6 +1100,36 @@ def check_function(
         for seed, (answer, was_cached) in enumerate(answers, start=1):
             program, problem = program_from(answer, spec.name, preamble)
             programs.append((f"oracle-{seed}", program, problem, was_cached))
+        # The cases the docstring names, proposed by the model in one more request:
+        # random inputs seldom hold the mixed case, the punctuation, the empty list it
+        # speaks of. Asked only when oracles are written (they give the values).
+        wanted = min(execution.proposed_inputs, max(0, budget - len(gathered)))
+        if wanted and beyond_examples:
+            say(f"asking for up to {wanted} inputs from the docstring")
+            (reply, _), *_ = generate_many(
+                model,
+                proposal_messages(spec, wanted),
+                seeds=[1],
+                temperature=arbitration.temperature,
+                cache=program_cache or ProgramCache(None),
+                cancelled=cancelled,
+                max_tokens=512,
+            )
+            proposed = [
+                i
+                for i in parse_proposals(reply, fn, wanted)
+                if i.arguments not in seen and inside(i.arguments)
+            ]
+            if not proposed:
+                notes.append("the model proposed no input that fits the signature")
+            for item in proposed:
+                seen.add(item.arguments)
+                # before the generated ones: what the docstring names comes first
+                first_generated = next(
+                    (n for n, g in enumerate(gathered) if g.origin == "generated"), len(gathered)
+                )
+                gathered.insert(first_generated, item)
+            result.inputs = _counted(gathered)
     key = hashlib.sha256(
         json.dumps(
             [
@@ -1101,6 +1324,17 @@ def check_function(
     return result
 
 
+def _counted(gathered: Sequence[Input]) -> dict[str, int]:
+    """How many inputs of each origin (proposed ones only when there are some)."""
+    counts = {
+        origin: sum(i.origin == origin for i in gathered)
+        for origin in ("docstring", "test", "proposed", "generated")
+    }
+    if not counts["proposed"]:
+        del counts["proposed"]
+    return counts
+
+
 def _program(programs: list[tuple[str, str | None, str, bool]], source: str) -> str | None:
     return next((p for s, p, _, _ in programs if s == source), None)
 
@@ -1116,6 +1350,7 @@ def _reject_reason(result: Differential, found: _Finding, k: int, item: Input) -
     origin = {
         "docstring": "a docstring example",
         "test": "an input the tests use",
+        "proposed": "an input the model proposed from the docstring",
         "generated": "a generated input",
     }[item.origin]
     return f"{result.call} {result.produced}; {said} ({origin})"
@@ -1169,5 +1404,7 @@ __all__ = [
     "docstring_inputs",
     "generated_inputs",
     "observed_inputs",
+    "parse_proposals",
     "preconditions",
+    "suite_inputs",
 ]
