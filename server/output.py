@@ -289,6 +289,9 @@ def arbitration_text(verdict: ArbitrationVerdict, console: Console, applied: boo
             soft_wrap=True,
             highlight=False,
         )
+    for example in verdict.spec_examples:
+        # the suite's assertions the oracles were held to (a function with no docstring)
+        console.print(f"  suite      {escape(example)}", soft_wrap=True, highlight=False)
     if verdict.history:
         console.print(f"  history    {escape(verdict.history)}", soft_wrap=True, highlight=False)
     console.print(

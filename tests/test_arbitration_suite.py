@@ -295,7 +295,9 @@ def test_spec_from_suite_with_the_real_model_never_blames_the_wrong_side(
     from referee.checks.arbitration.truth import LazyModel
     from referee.checks.config import discover
 
-    root = project(tmp_path / "p", BUGGY, SUITE, "[arbitration]\ncandidates = 1\n")
+    root = project(
+        tmp_path / "p", BUGGY, SUITE, "[arbitration]\ncandidates = 1\ntime-budget = 300\n"
+    )
     model = LazyModel("llama-cpp", str(small_model), None, None)
     seen: list[list[dict[str, str]]] = []
     chat_batch = model.chat_batch
@@ -308,6 +310,7 @@ def test_spec_from_suite_with_the_real_model_never_blames_the_wrong_side(
     verdict = arbitrate(
         NODE, discover(root), backend=lambda: model, cache_dir=tmp_path / "cache"
     ).verdict
+    print(f"real model: {verdict.verdict}: {verdict.reason}")
     # the code is wrong: the only wrong blame would be editing the test
     assert verdict.verdict in ("SOURCE_WRONG", "UNCLEAR"), verdict.reason
     assert verdict.verdict != "TEST_WRONG"

@@ -282,6 +282,8 @@ class _Context:
             title=title,
             reasons=[verdict.reason],
             evidence=[_evidence_line(r) for r in verdict.oracles]
+            # where the suite's assertions the oracles were written from are
+            + [f"suite: {e}" for e in verdict.spec_examples]
             + ([f"produced {verdict.produced}", f"asserted {verdict.asserted}"] if obs else [])
             # why each candidate patch was not offered: refused (and what it added), or
             # the value referee found wrong

@@ -475,7 +475,7 @@ def suite_examples(
             scan.leave_out("the failing call's arguments")
         else:
             kept.append(item)
-    changed = changed_lines(root)
+    changed = changed_lines(root) if kept else {}
     if changed is None:
         scan.notes.append(
             "no git repository: assertions changed in the working diff could not be told "
