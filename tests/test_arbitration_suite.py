@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from guard_catalogue.cases import commit_repo
+from guard_catalogue.cases import commit_repo, git
 from red_team.fake_openai import FakeModel
 from test_arbitration import project, run
 from test_arbitration_more import arbitrate_json, body, cli_project
@@ -319,3 +319,28 @@ def test_spec_from_suite_with_the_real_model_never_blames_the_wrong_side(
     _never_the_failing_case(
         json.dumps([m for m in seen if m[0]["content"] == prompts().oracle_system])
     )
+
+
+@needs_git
+def test_through_the_engine_an_assertion_edited_now_does_not_count(tmp_path: Path):
+    # committed: two passing assertions and the red test; then one of them is edited (it
+    # still passes): only one is the committed spec — one fewer than needed
+    tests = SUITE.replace('def test_four():\n    assert count_words("a b c d") == 4', "")
+    root = tmp_path / "repo"
+    commit_repo(root, {"referee.toml": "", "text.py": BUGGY, "tests/test_text.py": tests})
+    edited = tests.replace('count_words("hello") == 1', 'count_words("hi") == 1')
+    (root / "tests/test_text.py").write_text(edited, encoding="utf-8")
+    model = Recorder([ORACLE])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "UNCLEAR" and model.prompts == []
+    assert "only 1 passing assertion about it in the suite (2 needed)" in verdict.reason
+    assert "1 changed in the working diff" in verdict.reason
+    assert verdict.spec_examples[0] == (
+        'tests/test_text.py:5: assert count_words("one two three") == 3'
+    )
+    # committed, the same assertion is the suite's word again
+    git(root, "commit", "-qam", "hi")
+    model = Recorder([ORACLE], [PATCH])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.truth_source == "oracles (spec from suite: 2 examples)"
