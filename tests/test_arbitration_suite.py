@@ -167,6 +167,21 @@ def test_without_git_only_the_failing_test_is_left_out_and_the_scan_says_so(tmp_
     assert any("no git" in note for note in scan.notes)
 
 
+def test_the_failing_calls_arguments_are_matched_by_parameter_not_by_text(tmp_path: Path):
+    from referee.checks.arbitration.suite import parameters
+
+    root = project(tmp_path / "p", CORRECT, SUITE)
+    signature = parameters("def count_words(text: str, sep: str = ' ') -> int:")
+    # the failing call written with a keyword, and a default spelled out: the same call
+    for failing in ("text='hello'", "'hello', sep=' '"):
+        scan = suite_examples(
+            root, "count_words", "text", "tests/test_text.py", (None, "x"), failing,
+            signature=signature,
+        )  # fmt: skip
+        assert "count_words('hello')" not in [f.call for f in scan.found]
+        assert scan.excluded["the failing call's arguments"] == 1
+
+
 # ------------------------------------------------------------------ through the engine
 
 

@@ -41,7 +41,12 @@ from referee.checks.arbitration.isolate import (
     isolate,
 )
 from referee.checks.arbitration.observe import TestRecord, TestRun, run_tests
-from referee.checks.arbitration.suite import SuiteScan, passing_examples, suite_examples
+from referee.checks.arbitration.suite import (
+    SuiteScan,
+    parameters,
+    passing_examples,
+    suite_examples,
+)
 from referee.checks.arbitration.truth import (
     ArbitrationError,
     Cancelled,
@@ -556,6 +561,7 @@ class _Context:
             (self.test.cls, self.test.name),
             arguments,
             exclude=self.settings.config.exclude,
+            signature=parameters(spec.signature),
         )
         if function_relpath is None:
             scan.notes.append(f"{spec.name} is outside the project: its assertions were not run")

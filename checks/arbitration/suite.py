@@ -428,6 +428,7 @@ def suite_examples(
     failing_arguments: str,
     *,
     exclude: Sequence[str] = (),
+    signature: list[tuple[str, object]] | None = None,
     max_files: int = MAX_FILES,
     max_bytes: int = MAX_BYTES,
     seconds: float = MAX_SECONDS,
@@ -435,14 +436,10 @@ def suite_examples(
     """The assertions the project's test modules make about ``module.name`` (see the
     module's docstring), the failing test's module read first, bounded by ``max_files``,
     ``max_bytes`` and ``seconds``; without the failing test, the failing call's
-    arguments and the lines the working diff changed."""
+    arguments (matched by parameter with ``signature``: :func:`parameters`) and the
+    lines the working diff changed."""
     scan = SuiteScan()
     started = time.monotonic()
-    try:
-        failing_values = ast.literal_eval(f"({failing_arguments},)") if failing_arguments else ()
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        failing_values = None
-    failing_kwargs_text = failing_arguments
     total = 0
     candidates: list[Found] = []
     for relpath in test_files(root, failing_path, exclude):
@@ -471,7 +468,7 @@ def suite_examples(
     # the failing call's arguments: never the failing assertion, never its expected value
     kept: list[Found] = []
     for item in candidates:
-        if _same_arguments(item.arguments, failing_values, failing_kwargs_text):
+        if _same_arguments(item.arguments, failing_arguments, signature):
             scan.leave_out("the failing call's arguments")
         else:
             kept.append(item)
@@ -507,18 +504,85 @@ def suite_examples(
     return scan
 
 
-def _same_arguments(arguments: str, failing: object, failing_text: str) -> bool:
-    """Whether an assertion's call has the failing call's arguments (the same values, or
-    where those cannot be read, the same text)."""
-    if failing is None:
-        return arguments.replace(" ", "") == failing_text.replace(" ", "")
+def _call_parts(arguments: str) -> tuple[list[object], dict[str, object]] | None:
+    """The literal values of a call's arguments (positional, keyword), or None."""
     try:
-        theirs = ast.literal_eval(f"({arguments},)") if arguments else ()
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
-    if "=" in arguments or "=" in failing_text:
-        return arguments.replace(" ", "") == failing_text.replace(" ", "") or theirs == failing
-    return _identical(theirs, failing)
+        call = ast.parse(f"f({arguments})", mode="eval").body
+        assert isinstance(call, ast.Call)
+        if any(k.arg is None for k in call.keywords):
+            return None
+        return (
+            [_literal(a) for a in call.args],
+            {str(k.arg): _literal(k.value) for k in call.keywords},
+        )
+    except (ValueError, SyntaxError, AssertionError):
+        return None
+
+
+def parameters(signature: str) -> list[tuple[str, object]] | None:
+    """The positional-or-keyword parameters of a ``def`` line, each with its literal
+    default (or :data:`_NO_DEFAULT`), or None when the line does not read."""
+    try:
+        fn = ast.parse(signature.rstrip().rstrip(":") + ":\n    pass\n").body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    defaults: list[object] = [_NO_DEFAULT] * (len(params) - len(fn.args.defaults))
+    for node in fn.args.defaults:
+        try:
+            defaults.append(_literal(node))
+        except ValueError:
+            defaults.append(_NO_DEFAULT)
+    found = [(p.arg, d) for p, d in zip(params, defaults, strict=True)]
+    for p, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+        try:
+            found.append((p.arg, _NO_DEFAULT if d is None else _literal(d)))
+        except ValueError:
+            found.append((p.arg, _NO_DEFAULT))
+    return found
+
+
+_NO_DEFAULT = object()
+
+
+def _bound(
+    parts: tuple[list[object], dict[str, object]], params: list[tuple[str, object]]
+) -> dict[str, object] | None:
+    """A call's arguments by parameter name, the literal defaults filled in."""
+    args, kwargs = parts
+    if len(args) > len(params):
+        return None
+    bound = {name: value for (name, _), value in zip(params, args, strict=False)}
+    for name, value in kwargs.items():
+        if name in bound or name not in {n for n, _ in params}:
+            return None
+        bound[name] = value
+    for name, default in params:
+        if name not in bound and default is not _NO_DEFAULT:
+            bound[name] = default
+    return bound
+
+
+def _same_arguments(
+    arguments: str, failing: str, params: list[tuple[str, object]] | None = None
+) -> bool:
+    """Whether an assertion's call has the failing call's arguments: the same values of
+    the same types, matched by parameter (``f(1)`` is ``f(x=1)`` and ``f(1, k=2)`` where
+    2 is ``k``'s default) when the signature is known; the same text where the failing
+    call's arguments are no literals."""
+    ours, theirs = _call_parts(arguments), _call_parts(failing)
+    if theirs is None or ours is None:
+        return arguments.replace(" ", "") == failing.replace(" ", "")
+    if params is not None:
+        a, b = _bound(ours, params), _bound(theirs, params)
+        if a is not None and b is not None:
+            return a.keys() == b.keys() and all(_identical(a[k], b[k]) for k in a)
+    return _identical(ours[0], theirs[0]) and (
+        ours[1].keys() == theirs[1].keys()
+        and all(_identical(ours[1][k], theirs[1][k]) for k in ours[1])
+    )
 
 
 def _identical(a: object, b: object) -> bool:
