@@ -339,6 +339,12 @@ def main(argv: list[str] | None = None) -> int:
         "--cache", type=Path, default=None, help="oracle cache (default: a fresh one)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the cases the --json file already has (a stopped run, or new cases mined "
+        "since) and arbitrate only the others",
+    )
     parser.add_argument("--table-from", type=Path, default=None, help="print a saved run's tables")
     default_python = ROOT / ".venv" / "bin" / "python"
     parser.add_argument(
@@ -358,6 +364,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no case in {args.corpus}")
     print(f"{len(cases)} cases: {dict(Counter(c['kind'] for c in cases))}", file=sys.stderr)
     results: list[dict[str, Any] | None] = [None] * len(cases)
+    if args.resume and args.json.exists():
+        before = {r["id"]: r for r in json.loads(args.json.read_text(encoding="utf-8"))["cases"]}
+        results = [before.get(c["id"]) for c in cases]
+        print(f"{sum(r is not None for r in results)} cases kept from {args.json}", file=sys.stderr)
+    todo = [i for i, r in enumerate(results) if r is None]
     lock = threading.Lock()
     started = time.time()
     meta = {
@@ -395,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             print(line[:220], file=sys.stderr)
 
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(one, range(len(cases))))
+            list(pool.map(one, todo))
     data = save(True)
     print_tables(data)
     print("\n" + render(data))  # the same, as Markdown for docs/benchmarks.md
