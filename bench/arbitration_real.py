@@ -25,6 +25,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,11 +130,18 @@ def totals(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def grouped(
     results: list[dict[str, Any]], key: str, outcome: str, top: int = 8
 ) -> list[tuple[str, int]]:
-    """The commonest reasons (their first 60 characters) of the ``outcome`` cases."""
-    counts = Counter(
-        " ".join(r[key].split())[:60] or "(none)" for r in results if r["outcome"] == outcome
-    )
+    """The commonest reasons of the ``outcome`` cases: their first 60 characters once
+    numbers, `quoted` names and test names are written alike, so that "line 76 of
+    test_negative" and "line 101 of test_sized_negative" are one reason."""
+    counts = Counter(_shape(r[key])[:60] or "(none)" for r in results if r["outcome"] == outcome)
     return counts.most_common(top)
+
+
+def _shape(text: str) -> str:
+    text = " ".join(text.split())
+    text = re.sub(r"`[^`]*`", "`…`", text)
+    text = re.sub(r"\btest_\w+", "test_…", text)
+    return re.sub(r"\d+", "N", text)
 
 
 def render(data: dict[str, Any]) -> str:
@@ -152,7 +160,7 @@ def render(data: dict[str, Any]) -> str:
         rows.append(
             f"| {name} | {t['cases']} | {t['right']} | {t['wrong_blame']} | {t['unclear']} "
             f"| {t['errors']} | {t['test_edits_on_real_bugs']} | {fixes} "
-            f"| {t['p50_s']} | {t['p90_s']} |"
+            f"| {_or_dash(t['p50_s'])} | {_or_dash(t['p90_s'])} |"
         )
     results = data["cases"]
     for title, key, outcome in (
@@ -164,6 +172,10 @@ def render(data: dict[str, Any]) -> str:
             rows += ["", f"| {title} | cases |", "|---|---|"]
             rows += [f"| {text.replace('|', '/')} | {n} |" for text, n in top]
     return "\n".join(rows)
+
+
+def _or_dash(value: object) -> str:
+    return "—" if value is None else str(value)
 
 
 def print_tables(data: dict[str, Any]) -> None:
@@ -186,7 +198,7 @@ def print_tables(data: dict[str, Any]) -> None:
         table.add_row(
             name, *(str(t[k]) for k in ("cases", "right", "wrong_blame", "unclear", "errors",
                                         "test_edits_on_real_bugs")),
-            str(fixes), str(t["p50_s"]), str(t["p90_s"]),
+            str(fixes), _or_dash(t["p50_s"]), _or_dash(t["p90_s"]),
         )  # fmt: skip
     console.print(table)
     for title, key, outcome in (
