@@ -139,7 +139,7 @@ def grouped(
 
 def _shape(text: str) -> str:
     text = " ".join(text.split())
-    text = re.sub(r"`[^`]*`", "`…`", text)
+    text = re.sub(r"`[^`\s]*\w[^`\s]*`", "`…`", text)  # `type`, `doc.as_string`; not `==`
     text = re.sub(r"\btest_\w+", "test_…", text)
     return re.sub(r"\d+", "N", text)
 
