@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _tools import source_fingerprint  # noqa: E402
 from mine_arbitration import is_test_path, pytest_env, run_pytest  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "arbitration-real.json"
@@ -386,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "referee_commit": referee_commit(),
+        "referee_sources": source_fingerprint(),  # what the venv's referee imports
         "model": args.model or "(config default)",
         "time_budget_s": args.time_budget,
         "jobs": args.jobs,
