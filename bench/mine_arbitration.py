@@ -323,6 +323,7 @@ class Miner:
         self.cases: list[Case] = []
         self.lock = threading.Lock()
         self.candidates: Counter[str] = Counter()
+        self.stopped = False
 
     def full(self, kind: str) -> bool:
         if kind not in self.args.kind:
@@ -496,8 +497,7 @@ class Miner:
 
         with ThreadPoolExecutor(max_workers=self.args.jobs) as pool:
             list(pool.map(one, commits))
-        if time.monotonic() - started > self.args.repo_seconds:
-            self.drops["(stopped: --repo-seconds reached)"] += 1
+        self.stopped = time.monotonic() - started > self.args.repo_seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -547,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
                 report.setdefault(name, {})[kind] = {
                     "commits": args.commits,
                     "head": head,
+                    "stopped_early": miner.stopped,  # --repo-seconds ran out
                     "candidates": miner.candidates[kind],
                     "cases": kinds[kind],
                     "dropped": {
@@ -556,8 +557,10 @@ def main(argv: list[str] | None = None) -> int:
                     },
                 }
             report_path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            stopped = " (stopped: --repo-seconds ran out)" if miner.stopped else ""
             print(
-                f"{name}: {dict(kinds)}; dropped {dict(miner.drops.most_common())}", file=sys.stderr
+                f"{name}: {dict(kinds)}; dropped {dict(miner.drops.most_common())}{stopped}",
+                file=sys.stderr,
             )
     return 0
 
