@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _tools import source_fingerprint  # noqa: E402
-from mine_arbitration import is_test_path, pytest_env, run_pytest  # noqa: E402
+from mine_arbitration import is_test_path, run_pytest  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "arbitration-real.json"
 EXPECTED = {"real-bug": "SOURCE_WRONG", "wrong-test": "TEST_WRONG"}
@@ -245,8 +245,44 @@ def _git(cwd: Path, *args: str) -> str:
     ).stdout  # fmt: skip
 
 
+SRC_FIRST = (
+    "# bench/arbitration_real.py: the project's src/ first on sys.path, as an editable\n"
+    "# install would put it (not PYTHONPATH: referee itself imports click, rich, attrs...)\n"
+    "import os as _os, sys as _sys  # noqa: E401\n"
+    "_sys.path.insert(0, _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), 'src'))\n"
+)
+
+
+def src_first(work: Path) -> None:
+    """A src/ layout's package importable by the tests referee runs: a root conftest.py
+    (its own lines after any ``from __future__`` import of one already there)."""
+    if not (work / "src").is_dir():
+        return
+    conftest = work / "conftest.py"
+    lines = (
+        conftest.read_text(encoding="utf-8").splitlines(keepends=True) if conftest.exists() else []
+    )
+    at = max(
+        (i + 1 for i, line in enumerate(lines) if line.startswith("from __future__")), default=0
+    )
+    conftest.write_text("".join(lines[:at]) + SRC_FIRST + "".join(lines[at:]), encoding="utf-8")
+
+
+def referee_env(cache: Path) -> dict[str, str]:
+    """referee's own environment: no PYTHONPATH into the case (a click case's old click
+    would be the click referee's command line imports), no plugin autoload (as its
+    sandbox and the miner run pytest: this venv's pytest-asyncio warns at start-up)."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTEST_ADDOPTS"}}
+    env.update(
+        REFEREE_CACHE_DIR=str(cache), NO_COLOR="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )  # fmt: skip
+    return env
+
+
 def prepare(case: dict[str, Any], work: Path, time_budget: float) -> None:
     shutil.copytree(Path(case["dir"]) / "tree", work, symlinks=True)
+    src_first(work)
     (work / "referee.toml").write_text(
         f"[arbitration]\ntime-budget = {time_budget}\n", encoding="utf-8"
     )
@@ -279,8 +315,7 @@ def arbitrate_case(case: dict[str, Any], scratch: Path, args: argparse.Namespace
     command = [args.referee, "arbitrate", case["node"], "--format", "json", "--apply", "--no-queue"]
     if args.model:
         command += ["--model", args.model]
-    env = pytest_env(work)
-    env["REFEREE_CACHE_DIR"] = str(args.cache)
+    env = referee_env(args.cache)
     started = time.perf_counter()
     rc, stdout, stderr = run_group(command, work, env, args.timeout)
     seconds = round(time.perf_counter() - started, 1)

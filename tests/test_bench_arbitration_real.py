@@ -168,3 +168,14 @@ def test_totals_and_percentiles() -> None:
     ]
     table = arbitration_real.render({"totals": totals, "cases": rows})
     assert "| real-bug | 4 | 1 | 1 | 1 | 1 | 1 | 1 | 20.0 | 28.0 |" in table
+
+
+def test_a_src_layout_case_imports_its_own_package_first(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    conftest = tmp_path / "conftest.py"
+    conftest.write_text('"""Doc."""\nfrom __future__ import annotations\n\nX = 1\n')
+    arbitration_real.src_first(tmp_path)
+    lines = conftest.read_text().splitlines()
+    assert lines[:2] == ['"""Doc."""', "from __future__ import annotations"]
+    assert any("sys.path.insert(0" in line for line in lines[2:6]) and lines[-1] == "X = 1"
+    compile(conftest.read_text(), "conftest.py", "exec")  # the future import stays first
