@@ -129,7 +129,7 @@ def totals(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def grouped(
-    results: list[dict[str, Any]], key: str, outcome: str, top: int = 8
+    results: list[dict[str, Any]], key: str, outcome: str, top: int = 10
 ) -> list[tuple[str, int]]:
     """The commonest reasons of the ``outcome`` cases: their first 60 characters once
     numbers, `quoted` names and test names are written alike, so that "line 76 of
