@@ -240,6 +240,8 @@ class PytestRun:
             return "import error"
         if self.rc == 4 or "unrecognized arguments" in text or "INTERNALERROR" in text:
             return "pytest usage/config error"
+        if self.rc == 0 and re.search(r"\d+ skipped", text):
+            return "test skipped here"  # gated on the Python version, a tool not installed
         if self.rc == 5 or "not found" in text:
             return "test not collected"
         if self.errors:
