@@ -40,7 +40,13 @@ from referee.checks.arbitration.isolate import (
     function_spec,
     isolate,
 )
-from referee.checks.arbitration.observe import TestRecord, TestRun, run_tests
+from referee.checks.arbitration.observe import (
+    TestRecord,
+    TestRun,
+    node_id,
+    run_tests,
+    same_test,
+)
 from referee.checks.arbitration.truth import (
     ArbitrationError,
     Cancelled,
@@ -106,7 +112,7 @@ def arbitrate(
     started = time.monotonic()
     root = settings.root.resolve()
     try:
-        test = TestRef.parse(test_id)
+        test = TestRef.parse(node_id(test_id))  # ./tests/../tests/t.py is tests/t.py
     except ValueError as exc:
         raise ArbitrationError(str(exc)) from None
     test_path = root / test.path
@@ -179,10 +185,12 @@ def arbitrate(
 
 
 def _failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
-    matching = [r for r in run.records if r.nodeid == test_id or r.nodeid.startswith(test_id + "[")]
+    # pytest's node id may be spelled differently from the one asked for (an escaped
+    # parameter id, ``./`` or ``tests/../`` in the path): matched as pytest spells ids
+    matching = [r for r in run.records if same_test(r.nodeid, test_id)]
     if not any(r.failed for r in matching) and run.hung is not None:
         hung = run.hung
-        if hung.nodeid == test_id or hung.nodeid.startswith(test_id + "["):
+        if same_test(hung.nodeid, test_id):
             # A call that never returns is a red test too: observed as what it did not do,
             # at the innermost line of the test module on its stack.
             test_file = str(test_path.resolve())
@@ -202,11 +210,24 @@ def _failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
             )
     if run.timed_out:
         raise ArbitrationError(f"{test_id} did not finish in time (arbitration.test-timeout)")
+    failed = [r for r in matching if r.failed]
+    reported = run.reported(test_id)
+    if reported and not failed:
+        # pytest's own summary is the authority on what failed: never "ran no test"
+        noted = "; ".join(run.recorder_notes) or (
+            "it wrote no record of it (a fixture that replaced what the recorder uses, or a "
+            "plugin that ended the run?)"
+            if not matching
+            else f"it recorded the test as {matching[0].outcome or 'not failed'}"
+        )
+        raise ArbitrationError(
+            f"pytest reports {reported[0]} failed but referee's recorder saw nothing: "
+            f"{noted}\n{run.tail()}"
+        )
     if not matching:
         raise ArbitrationError(
             f"pytest ran no test {test_id} (exit status {run.returncode}):\n{run.tail()}"
         )
-    failed = [r for r in matching if r.failed]
     if not failed:
         raise ArbitrationError(f"{test_id} passes: there is nothing to arbitrate")
     return failed[0]
