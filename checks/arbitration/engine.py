@@ -32,6 +32,7 @@ from referee.checks.arbitration.fix import (
     unsafe_literal,
 )
 from referee.checks.arbitration.isolate import (
+    EQUALITY_OPS,
     FunctionSpec,
     Isolated,
     NotIsolated,
@@ -271,6 +272,7 @@ class _Context:
             "oracles_replaced": len(self.replacements.replaced) if self.replacements else 0,
             "replaced_oracles": tuple(self.replacements.replaced) if self.replacements else (),
             "observation": obs,
+            "call_forms": obs.call_forms if obs else (),
             "duration_s": round(time.monotonic() - self.started, 3),
         }
         return ArbitrationVerdict(**{**base, **fields})
@@ -329,7 +331,9 @@ class _Context:
                 f"{crash.get('type', 'error')}: {crash.get('message', '')}".rstrip(": ")
             )
         line, comparison = self._failing_line()
-        isolated = isolate(self.source, self.test, line, record.indices)
+        isolated = isolate(
+            self.source, self.test, line, record.indices, (record.crash or {}).get("locals")
+        )
         resolved = record.names.get(isolated.callee)
         if not resolved or not resolved.get("file") or not resolved.get("qualname"):
             raise NotIsolated(
@@ -421,9 +425,34 @@ class _Context:
                 )
 
         # --- the verdict
+        history = _history(self.root, self.test.path, isolated.expected.line)
+        if isolated.op not in EQUALITY_OPS:
+            return self._expectation_verdict(
+                isolated,
+                truth,
+                truth_source,
+                history,
+                function_relpath,
+                files,
+                backend,
+                say,
+                cancelled,
+                cache_dir,
+            )
         produced_ok = obs.produced is not None and sandbox.values_equal(truth, obs.produced)
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
-        history = _history(self.root, self.test.path, isolated.expected.line)
+        if produced_ok and not asserted_ok and isolated.expected.kind in ("local", "implicit"):
+            # The expected value was read from the failing frame (a loop's case, a local):
+            # there is no literal that holds it to replace, so the test is not edited.
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) equals what the code produced; the "
+                f"test's expected value `{excerpt(isolated.expected.text)}` came from the "
+                "test's locals as it ran (a loop over a table, a local), not from a literal "
+                "referee can replace: the test is not edited",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
         if produced_ok and not asserted_ok:
             if truth_source == "oracles":
                 refused = self._confirm_test_edit(
@@ -453,6 +482,74 @@ class _Context:
                 f"({obs.produced or obs.produced_error}) nor the asserted one ({obs.asserted})"
             )
         return self.unclear(reason, truth=truth, truth_source=truth_source, history=history)
+
+    def _expectation_verdict(
+        self,
+        isolated: Isolated,
+        truth: str,
+        truth_source: str,
+        history: str | None,
+        function_relpath: str | None,
+        files: _LazyFiles,
+        backend: BackendFactory | None,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> Arbitration:
+        """A boolean, identity or membership assertion: the truth decides by whether it
+        meets the test's expectation. Only the source is ever blamed and fixed. When the
+        truth does not meet it, the test looks wrong, but the fix would be to turn the
+        assertion around (assertTrue into assertFalse, drop a ``not``, a member for
+        another) — an edit of what the test means, not of one value, that no certificate
+        covers; a person decides."""
+        assert self.observation is not None
+        obs = self.observation
+        expectation = _expectation(isolated)
+        meets = _meets(isolated.op, isolated.call_side, truth, isolated.expected.text)
+        if meets is None:
+            return self.unclear(
+                f"the truth ({excerpt(truth)}, from {truth_source}) is not a literal value "
+                f"referee can check the test's expectation ({expectation}) against",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
+        if not meets:
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) does not meet the test's "
+                f"expectation ({expectation}), as what the code produced "
+                f"({obs.produced or obs.produced_error}) does not: the test may be wrong, but "
+                "referee edits only the expected value of an equality, not a "
+                f"{isolated.op} assertion",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
+        if obs.produced is not None and _meets(
+            isolated.op, isolated.call_side, obs.produced, isolated.expected.text
+        ):
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) and what the code produced "
+                f"({obs.produced}) both meet the test's expectation ({expectation}), yet it "
+                "failed",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
+        # The source is wrong: a fixed source must give the truth itself on this call.
+        return self._source_wrong(
+            replace(isolated, op="=="),
+            truth,
+            truth_source,
+            history,
+            function_relpath,
+            files,
+            backend,
+            say,
+            cancelled,
+            cache_dir,
+            agrees=f"meets the test's expectation ({expectation})",
+        )
 
     def _fix_programs(
         self,
@@ -557,12 +654,27 @@ class _Context:
         self, isolated: Isolated, comparison: dict[str, Any] | None, resolved: dict[str, Any]
     ) -> Observation:
         produced = asserted = produced_error = timeout_s = None
+        crash = self.record.crash or {}
         if comparison is not None:
             produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
             asserted = comparison["right"] if isolated.call_side == "left" else comparison["left"]
+            if isolated.expected.kind == "implicit":
+                asserted = isolated.expected.text  # assertTrue's True, assertIsNone's None
+        elif (
+            crash.get("assertion")
+            and crash.get("raised_here")
+            and isolated.op
+            in (
+                "truthy",
+                "falsy",
+            )
+        ):
+            # ``assert f(x)`` / ``assert not f(x)`` compares nothing: what the call gave is
+            # what pytest's rewritten assertion shows ("assert []\n +  where [] = f(3)")
+            produced = _shown_value(str(crash.get("message", "")), isolated.op)
+            asserted = isolated.expected.text
         else:
-            crash = self.record.crash or {}
-            if crash.get("assertion"):
+            if crash.get("assertion") and crash.get("raised_here") is not False:
                 raise NotIsolated(
                     "cannot isolate the call under test: the assertion failed without a "
                     "comparison pytest could report"
@@ -576,6 +688,10 @@ class _Context:
                 asserted = repr(ast.literal_eval(isolated.expected.text))
             except (ValueError, SyntaxError):
                 asserted = isolated.expected.text
+        kind = resolved.get("kind")
+        forms = isolated.forms + (
+            (kind,) if kind in ("method", "staticmethod", "classmethod") else ()
+        )
         return Observation(
             test_id=self.test_id,
             path=self.test.path,
@@ -591,6 +707,7 @@ class _Context:
             asserted=asserted,
             expected_text=isolated.expected.text,
             expected_site=isolated.expected.kind,
+            call_forms=forms,
         )
 
     def _relative(self, path: Path) -> str | None:
@@ -702,10 +819,11 @@ class _Context:
         say: Progress,
         cancelled: Callable[[], bool] | None,
         cache_dir: Path | None,
+        agrees: str = "equals what the test asserted",
     ) -> Arbitration:
         assert self.spec is not None and self.observation is not None
         obs = self.observation
-        reason = f"the truth ({truth}, from {truth_source}) equals what the test asserted; " + (
+        reason = f"the truth ({truth}, from {truth_source}) {agrees}; " + (
             f"the call {obs.produced_error}"
             if obs.timeout_s
             else f"the code produced {obs.produced or obs.produced_error}"
@@ -933,3 +1051,45 @@ def _seconds(value: float) -> str:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _expectation(isolated: Isolated) -> str:
+    """The test's expectation in words: ``count_vowels('a') is truthy``."""
+    call, value = isolated.call, isolated.expected.text
+    if isolated.op in ("truthy", "falsy"):
+        return f"{call} is {isolated.op}"
+    if isolated.op in ("in", "not in") and isolated.call_side == "right":
+        return f"{value} {isolated.op} {call}"
+    return f"{call} {isolated.op} {value}"
+
+
+def _meets(op: str, call_side: str, value: str, expected: str) -> bool | None:
+    """Whether the call's value (a repr) meets a boolean, identity or membership
+    expectation; None when either is not a literal that can be checked."""
+    try:
+        got = ast.literal_eval(value)
+        want = None if op in ("truthy", "falsy") else ast.literal_eval(expected)
+        if op == "truthy":
+            return bool(got)
+        if op == "falsy":
+            return not got
+        if op in ("is", "is not"):
+            if not (want is None or isinstance(want, bool)):
+                return None
+            return (got is want) == (op == "is")
+        if op in ("in", "not in"):
+            container, member = (got, want) if call_side == "right" else (want, got)
+            return (member in container) == (op == "in")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return None
+
+
+def _shown_value(message: str, op: str) -> str | None:
+    """The value pytest's rewritten ``assert f(x)`` (``assert not f(x)``) shows on its
+    first line; None when that line is not one."""
+    first = message.split("\n", 1)[0].strip()
+    prefix = "assert not " if op == "falsy" else "assert "
+    if not first.startswith(prefix):
+        return None
+    return first[len(prefix) :].strip() or None
