@@ -226,6 +226,24 @@ def test_a_loop_over_a_table_of_cases_blames_a_wrong_source(tmp_path: Path, head
     assert verdict.observation.expected_site == "local"
 
 
+def test_parametrize_values_a_module_table_holds_are_read_as_the_case_ran(tmp_path: Path):
+    """``@pytest.mark.parametrize("text, want", CASES)``: the values are not written in the
+    decorator, so the failing case is read from the test frame (its arguments)."""
+    tests = (
+        "import pytest\n\nfrom text import count_vowels\n\n"
+        'CASES = [("xyz", 0), ("aeiou", 5)]\n\n\n'
+        '@pytest.mark.parametrize("text, want", CASES)\n'
+        "def test_x(text, want):\n"
+        "    assert count_vowels(text) == want\n"
+    )
+    root = project(tmp_path / "p", WRONG, tests)
+    verdict = run(root, "tests/test_text.py::test_x", None).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.test_id == "tests/test_text.py::test_x[aeiou-5]"
+    assert verdict.call == "count_vowels('aeiou')" and verdict.call_forms == ("parametrize",)
+    assert verdict.observation.expected_site == "local"
+
+
 def test_a_wrong_value_in_a_table_of_cases_is_found_but_not_edited(tmp_path: Path):
     body = "for text, want in CASES:\n    assert count_vowels(text) == want"
     result, text = arbitrated(tmp_path, RIGHT, body, head='\nCASES = [("xyz", 0), ("aeiou", 4)]\n')

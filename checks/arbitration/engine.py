@@ -674,7 +674,9 @@ class _Context:
             produced = _shown_value(str(crash.get("message", "")), isolated.op)
             asserted = isolated.expected.text
         else:
-            if crash.get("assertion") and crash.get("raised_here") is not False:
+            # An AssertionError is what the call raised only when the function's own file
+            # raised it — not the test's line, not an assertion helper elsewhere.
+            if crash.get("assertion") and not _same_file(crash.get("raised_in"), resolved["file"]):
                 raise NotIsolated(
                     "cannot isolate the call under test: the assertion failed without a "
                     "comparison pytest could report"

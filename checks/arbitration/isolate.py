@@ -502,8 +502,12 @@ class _Bindings:
         text = self.source.node_text(node)
         if _literal(text):
             return Site("assertion", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+        unreadable: NotIsolated | None = None  # parametrize values written as a name...
         if node.type == "identifier":
-            found = self._parametrized(text)
+            try:
+                found = self._parametrized(text)
+            except NotIsolated as exc:
+                found, unreadable = None, exc
             if found is not None:
                 self._form("parametrize")
                 return found
@@ -515,6 +519,8 @@ class _Bindings:
             found = self._recorded(node, what, argument)
             if found is not None:
                 return found
+        if unreadable is not None:
+            raise unreadable
         raise NotIsolated(
             f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
             "parametrized value, a literal assigned in the test or a local whose value the "
@@ -569,7 +575,10 @@ class _Bindings:
                 f"`{excerpt(self.source.node_text(node))}` is a {type(value).__name__} the "
                 "recorder saw after the call, which may have changed it"
             )
-        self._form("loop-table" if self._loop_target(name) else "local")
+        if name in self.indices:
+            self._form("parametrize")  # a case of a table the decorator names: read as it ran
+        else:
+            self._form("loop-table" if self._loop_target(name) else "local")
         return Site("local", node.start_byte, node.end_byte, text, node.start_point.row + 1)
 
     def _loop_target(self, name: str) -> bool:

@@ -257,8 +257,10 @@ def _crash(item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any] | N
     line = None
     frame_locals: dict[str, str] = {}
     raised_here = False  # the exception was raised by the test's own line, not a callee
+    raised_in = None  # the file of the innermost frame: where it was raised
     for entry in excinfo.traceback:
-        raised_here = _abs(str(entry.path)) == module_file
+        raised_in = _abs(str(entry.path))
+        raised_here = raised_in == module_file
         if raised_here:
             line = entry.lineno + 1  # the innermost frame in the test module
             try:
@@ -272,6 +274,7 @@ def _crash(item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any] | N
         "file": module_file,
         "line": line,
         "raised_here": raised_here,
+        "raised_in": raised_in,
         "locals": frame_locals,
     }
 
