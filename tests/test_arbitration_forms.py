@@ -362,3 +362,73 @@ def test_cli_never_edits_a_table_of_cases_even_when_the_code_is_right(tmp_path: 
     assert verdict["verdict"] == "UNCLEAR", verdict["reason"]
     assert verdict["truth"] == "5" and verdict["applied"] is False
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+
+
+# ------------------------------------------------------------ isolation alone
+
+
+def _iso(body: str, frame_locals=None):
+    from referee.checks.arbitration.isolate import TestRef, isolate
+    from referee.checks.source import SourceFile
+
+    text = f"def test_x():\n    {body}\n"
+    return isolate(
+        SourceFile("tests/t.py", text),
+        TestRef.parse("tests/t.py::test_x"),
+        text.count("\n"),
+        {},
+        frame_locals,
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "op", "side", "expected", "forms"),
+    [
+        ("assert_equal(f(1), 2)", "==", "left", "2", ("assert-function",)),
+        ("tools.assert_in(3, f(1))", "in", "right", "3", ("assert-function", "membership")),
+        ("assert f(1) not in (1, 2)", "not in", "left", "(1, 2)", ("membership",)),
+        ("assert not f(1)", "falsy", "left", "False", ("boolean",)),
+        ("assert f(1) is not None", "is not", "left", "None", ("identity",)),
+        (
+            "self.assertIsNotNone(f(1), 'msg')",
+            "is not",
+            "left",
+            "None",
+            ("unittest-method", "identity"),
+        ),
+    ],
+)
+def test_each_form_is_taken_apart_with_its_expectation(body, op, side, expected, forms):
+    isolated = _iso(body)
+    assert (isolated.op, isolated.call_side, isolated.expected.text) == (op, side, expected)
+    assert isolated.call == "f(1)" and isolated.forms == forms
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("assert f(1) is 3", "only with True, False or None"),
+        ("assert f(1) < 3", "only `==`, `in` and `is` comparisons"),
+        ("assert f(1) and g(2)", "none of them"),
+        ("assert not x", "is not a function call"),
+        ("for c in CASES:\n        assert f(c) == 1", "argument `c` is not a literal"),
+    ],
+)
+def test_forms_that_say_nothing_about_one_call_are_refused(body, reason):
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    with pytest.raises(NotIsolated, match=reason):
+        _iso(body)
+
+
+def test_recorded_locals_resolve_names_and_subscripts_and_refuse_mutable_arguments():
+    body = 'for case in CASES:\n        assert f(case["in"]) == case["out"]'
+    isolated = _iso(body, {"case": "{'in': 'ab', 'out': 1}"})
+    assert (isolated.arguments, isolated.expected.text) == ("'ab'", "1")
+    assert isolated.expected.kind == "local" and isolated.forms == ("loop-table",)
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    with pytest.raises(NotIsolated, match="is a list the recorder saw after the call"):
+        _iso("assert f(xs) == 1", {"xs": "[1, 2]"})
+    with pytest.raises(NotIsolated, match="argument `xs` is not a literal"):
+        _iso("assert f(xs) == 1", {"xs": "<object at 0x1>"})
