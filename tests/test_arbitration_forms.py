@@ -171,6 +171,20 @@ def test_a_right_source_under_a_boolean_or_membership_assertion_is_left_to_a_per
     assert verdict.fix is None and result.new_text is None and body in text
 
 
+def test_a_comparison_that_failed_earlier_and_was_caught_is_not_the_failing_assertion(
+    tmp_path: Path,
+):
+    lines = (
+        "with pytest.raises(AssertionError):\n"
+        '    assert count_vowels("xyz") == 9\n'
+        'assert has_vowel("ab")'
+    )
+    result, _ = arbitrated(tmp_path, WRONG, lines, head="import pytest\n")
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == 'has_vowel("ab")' and verdict.call_forms == ("boolean",)
+
+
 def test_an_assertion_error_the_call_raises_is_what_it_produced_not_a_falsy_value(tmp_path: Path):
     module = RIGHT.replace(
         '    return any(ch in "aeiou" for ch in text)',

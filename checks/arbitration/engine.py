@@ -37,7 +37,9 @@ from referee.checks.arbitration.isolate import (
     Isolated,
     NotIsolated,
     TestRef,
+    assertion_at,
     callee_names,
+    find_test,
     function_spec,
     isolate,
 )
@@ -73,6 +75,7 @@ from referee.checks.models import (
     OracleResult,
 )
 from referee.checks.nodes import excerpt
+from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile
 
 __all__ = ["Arbitration", "ArbitrationError", "Cancelled", "LazyModel", "apply", "arbitrate"]
@@ -640,15 +643,36 @@ class _Context:
         test_file = str((self.root / self.test.path).resolve())
         record = self.record
         mine = [c for c in record.comparisons if _same_file(c.get("file"), test_file)]
-        if mine:
-            return int(mine[-1]["line"]), mine[-1]
         crash = record.crash or {}
-        if crash.get("line") and _same_file(crash.get("file"), test_file):
-            return int(crash["line"]), None
+        crash_line = (
+            int(crash["line"])
+            if crash.get("line") and _same_file(crash.get("file"), test_file)
+            else None
+        )
+        if mine:
+            line = int(mine[-1]["line"])
+            if crash_line is None or self._same_assertion(line, crash_line):
+                return line, mine[-1]
+            # a comparison that failed earlier and was caught (pytest.raises, a try), and
+            # an assertion that compares nothing (assert f(x)) failing where the test did
+        if crash_line is not None:
+            return crash_line, None
         raise NotIsolated(
             "cannot isolate the call under test: the failure did not happen in the test "
             f"module ({crash.get('type', 'error')}: {crash.get('message', '')})"
         )
+
+    def _same_assertion(self, line: int, other: int) -> bool:
+        """Whether two lines of the test file belong to one assertion of the test (true
+        when that cannot be told: the comparison's line is kept, as it always was)."""
+        if line == other:
+            return True
+        try:
+            fn = find_test(PythonModule(self.source, is_test_file=True), self.test)
+            node = assertion_at(self.source, fn, line)
+        except NotIsolated:
+            return True
+        return node.start_point.row + 1 <= other <= node.end_point.row + 1
 
     def _observation(
         self, isolated: Isolated, comparison: dict[str, Any] | None, resolved: dict[str, Any]
