@@ -647,7 +647,12 @@ class Observation(_Model):
     path: str = Field(description="The test file, relative to the project root.")
     line: int = Field(ge=1, description="First line of the failing assertion.")
     assertion: str = Field(description="The failing assertion's text.")
-    op: str | None = Field(default=None, description="The comparison: == or approx.")
+    op: str | None = Field(
+        default=None,
+        description="The expectation: == or approx; truthy or falsy (assert f(x), assertTrue, "
+        "assert not f(x), assertFalse); is or is not (True, False, None: assertIsNone, "
+        "assertIs); in or not in (assertIn, `x in f(y)`).",
+    )
     call: str | None = Field(default=None, description="The call under test, e.g. f('a').")
     function: str | None = Field(default=None, description="module:qualname of the callee.")
     function_path: str | None = Field(default=None, description="The callee's file.")
@@ -666,7 +671,18 @@ class Observation(_Model):
     expected_text: str | None = Field(
         default=None, description="Source text of the expected value, where a fix would go."
     )
-    expected_site: Literal["assertion", "parametrize", "assignment"] | None = None
+    expected_site: Literal["assertion", "parametrize", "assignment", "local", "implicit"] | None = (
+        Field(
+            default=None,
+            description="Where the expected value is written: a literal in the assertion, a "
+            "parametrize case or an assignment (a test fix can replace these); local: read from "
+            "the failing test frame (a loop's case, a local variable) — never edited; implicit: "
+            "the assertion's own expectation (assertTrue's True, assertIsNone's None).",
+        )
+    )
+    call_forms: tuple[str, ...] = Field(
+        default=(), description="How the test wrote the call (see ArbitrationVerdict.call_forms)."
+    )
 
 
 class OracleResult(_Model):
@@ -768,6 +784,15 @@ class ArbitrationVerdict(_Model):
         default=None, description="What git says about the expected value: evidence, not proof."
     )
     observation: Observation | None = None
+    call_forms: tuple[str, ...] = Field(
+        default=(),
+        description="How the test wrote the call under test, beyond `assert f(literals) == "
+        "literal`: unittest-method (self.assert*), assert-function (a bare assertEqual or "
+        "nose's assert_equal), boolean (assert f(x), assertTrue/False), identity (is None, "
+        "assertIsNone, assertIs), membership (in, assertIn), parametrize, local (a local "
+        "variable), loop-table (a loop over a table of cases), method, staticmethod, "
+        "classmethod.",
+    )
     applied: bool = Field(default=False, description="Whether --apply wrote the fix.")
     certificate: Certificate | None = None
     review_item: str | None = Field(default=None, description="Id of the queued review item.")

@@ -32,15 +32,24 @@ from referee.checks.arbitration.fix import (
     unsafe_literal,
 )
 from referee.checks.arbitration.isolate import (
+    EQUALITY_OPS,
     FunctionSpec,
     Isolated,
     NotIsolated,
     TestRef,
+    assertion_at,
     callee_names,
+    find_test,
     function_spec,
     isolate,
 )
-from referee.checks.arbitration.observe import TestRecord, TestRun, run_tests
+from referee.checks.arbitration.observe import (
+    TestRecord,
+    TestRun,
+    node_id,
+    run_tests,
+    same_test,
+)
 from referee.checks.arbitration.suite import (
     SuiteScan,
     parameters,
@@ -72,6 +81,7 @@ from referee.checks.models import (
     OracleResult,
 )
 from referee.checks.nodes import excerpt
+from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile
 
 __all__ = ["Arbitration", "ArbitrationError", "Cancelled", "LazyModel", "apply", "arbitrate"]
@@ -112,7 +122,7 @@ def arbitrate(
     started = time.monotonic()
     root = settings.root.resolve()
     try:
-        test = TestRef.parse(test_id)
+        test = TestRef.parse(node_id(test_id))  # ./tests/../tests/t.py is tests/t.py
     except ValueError as exc:
         raise ArbitrationError(str(exc)) from None
     test_path = root / test.path
@@ -185,10 +195,12 @@ def arbitrate(
 
 
 def _failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
-    matching = [r for r in run.records if r.nodeid == test_id or r.nodeid.startswith(test_id + "[")]
+    # pytest's node id may be spelled differently from the one asked for (an escaped
+    # parameter id, ``./`` or ``tests/../`` in the path): matched as pytest spells ids
+    matching = [r for r in run.records if same_test(r.nodeid, test_id)]
     if not any(r.failed for r in matching) and run.hung is not None:
         hung = run.hung
-        if hung.nodeid == test_id or hung.nodeid.startswith(test_id + "["):
+        if same_test(hung.nodeid, test_id):
             # A call that never returns is a red test too: observed as what it did not do,
             # at the innermost line of the test module on its stack.
             test_file = str(test_path.resolve())
@@ -208,11 +220,24 @@ def _failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
             )
     if run.timed_out:
         raise ArbitrationError(f"{test_id} did not finish in time (arbitration.test-timeout)")
+    failed = [r for r in matching if r.failed]
+    reported = run.reported(test_id)
+    if reported and not failed:
+        # pytest's own summary is the authority on what failed: never "ran no test"
+        noted = "; ".join(run.recorder_notes) or (
+            "it wrote no record of it (a fixture that replaced what the recorder uses, or a "
+            "plugin that ended the run?)"
+            if not matching
+            else f"it recorded the test as {matching[0].outcome or 'not failed'}"
+        )
+        raise ArbitrationError(
+            f"pytest reports {reported[0]} failed but referee's recorder saw nothing: "
+            f"{noted}\n{run.tail()}"
+        )
     if not matching:
         raise ArbitrationError(
             f"pytest ran no test {test_id} (exit status {run.returncode}):\n{run.tail()}"
         )
-    failed = [r for r in matching if r.failed]
     if not failed:
         raise ArbitrationError(f"{test_id} passes: there is nothing to arbitrate")
     return failed[0]
@@ -260,6 +285,7 @@ class _Context:
             "replaced_oracles": tuple(self.replacements.replaced) if self.replacements else (),
             "observation": obs,
             "spec_examples": self.suite_evidence,
+            "call_forms": obs.call_forms if obs else (),
             "duration_s": round(time.monotonic() - self.started, 3),
         }
         return ArbitrationVerdict(**{**base, **fields})
@@ -320,7 +346,9 @@ class _Context:
                 f"{crash.get('type', 'error')}: {crash.get('message', '')}".rstrip(": ")
             )
         line, comparison = self._failing_line()
-        isolated = isolate(self.source, self.test, line, record.indices)
+        isolated = isolate(
+            self.source, self.test, line, record.indices, (record.crash or {}).get("locals")
+        )
         resolved = record.names.get(isolated.callee)
         if not resolved or not resolved.get("file") or not resolved.get("qualname"):
             raise NotIsolated(
@@ -420,9 +448,34 @@ class _Context:
                 )
 
         # --- the verdict
+        history = _history(self.root, self.test.path, isolated.expected.line)
+        if isolated.op not in EQUALITY_OPS:
+            return self._expectation_verdict(
+                isolated,
+                truth,
+                truth_source,
+                history,
+                function_relpath,
+                files,
+                backend,
+                say,
+                cancelled,
+                cache_dir,
+            )
         produced_ok = obs.produced is not None and sandbox.values_equal(truth, obs.produced)
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
-        history = _history(self.root, self.test.path, isolated.expected.line)
+        if produced_ok and not asserted_ok and isolated.expected.kind in ("local", "implicit"):
+            # The expected value was read from the failing frame (a loop's case, a local):
+            # there is no literal that holds it to replace, so the test is not edited.
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) equals what the code produced; the "
+                f"test's expected value `{excerpt(isolated.expected.text)}` came from the "
+                "test's locals as it ran (a loop over a table, a local), not from a literal "
+                "referee can replace: the test is not edited",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
         if produced_ok and not asserted_ok:
             if truth_source.startswith("oracles"):
                 refused = self._confirm_test_edit(
@@ -452,6 +505,74 @@ class _Context:
                 f"({obs.produced or obs.produced_error}) nor the asserted one ({obs.asserted})"
             )
         return self.unclear(reason, truth=truth, truth_source=truth_source, history=history)
+
+    def _expectation_verdict(
+        self,
+        isolated: Isolated,
+        truth: str,
+        truth_source: str,
+        history: str | None,
+        function_relpath: str | None,
+        files: _LazyFiles,
+        backend: BackendFactory | None,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> Arbitration:
+        """A boolean, identity or membership assertion: the truth decides by whether it
+        meets the test's expectation. Only the source is ever blamed and fixed. When the
+        truth does not meet it, the test looks wrong, but the fix would be to turn the
+        assertion around (assertTrue into assertFalse, drop a ``not``, a member for
+        another) — an edit of what the test means, not of one value, that no certificate
+        covers; a person decides."""
+        assert self.observation is not None
+        obs = self.observation
+        expectation = _expectation(isolated)
+        meets = _meets(isolated.op, isolated.call_side, truth, isolated.expected.text)
+        if meets is None:
+            return self.unclear(
+                f"the truth ({excerpt(truth)}, from {truth_source}) is not a literal value "
+                f"referee can check the test's expectation ({expectation}) against",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
+        if not meets:
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) does not meet the test's "
+                f"expectation ({expectation}), as what the code produced "
+                f"({obs.produced or obs.produced_error}) does not: the test may be wrong, but "
+                "referee edits only the expected value of an equality, not a "
+                f"{isolated.op} assertion",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
+        if obs.produced is not None and _meets(
+            isolated.op, isolated.call_side, obs.produced, isolated.expected.text
+        ):
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) and what the code produced "
+                f"({obs.produced}) both meet the test's expectation ({expectation}), yet it "
+                "failed",
+                truth=truth,
+                truth_source=truth_source,
+                history=history,
+            )
+        # The source is wrong: a fixed source must give the truth itself on this call.
+        return self._source_wrong(
+            replace(isolated, op="=="),
+            truth,
+            truth_source,
+            history,
+            function_relpath,
+            files,
+            backend,
+            say,
+            cancelled,
+            cache_dir,
+            agrees=f"meets the test's expectation ({expectation})",
+        )
 
     def _fix_programs(
         self,
@@ -584,26 +705,64 @@ class _Context:
         test_file = str((self.root / self.test.path).resolve())
         record = self.record
         mine = [c for c in record.comparisons if _same_file(c.get("file"), test_file)]
-        if mine:
-            return int(mine[-1]["line"]), mine[-1]
         crash = record.crash or {}
-        if crash.get("line") and _same_file(crash.get("file"), test_file):
-            return int(crash["line"]), None
+        crash_line = (
+            int(crash["line"])
+            if crash.get("line") and _same_file(crash.get("file"), test_file)
+            else None
+        )
+        if mine:
+            line = int(mine[-1]["line"])
+            if crash_line is None or self._same_assertion(line, crash_line):
+                return line, mine[-1]
+            # a comparison that failed earlier and was caught (pytest.raises, a try), and
+            # an assertion that compares nothing (assert f(x)) failing where the test did
+        if crash_line is not None:
+            return crash_line, None
         raise NotIsolated(
             "cannot isolate the call under test: the failure did not happen in the test "
             f"module ({crash.get('type', 'error')}: {crash.get('message', '')})"
         )
 
+    def _same_assertion(self, line: int, other: int) -> bool:
+        """Whether two lines of the test file belong to one assertion of the test (true
+        when that cannot be told: the comparison's line is kept, as it always was)."""
+        if line == other:
+            return True
+        try:
+            fn = find_test(PythonModule(self.source, is_test_file=True), self.test)
+            node = assertion_at(self.source, fn, line)
+        except NotIsolated:
+            return True
+        return node.start_point.row + 1 <= other <= node.end_point.row + 1
+
     def _observation(
         self, isolated: Isolated, comparison: dict[str, Any] | None, resolved: dict[str, Any]
     ) -> Observation:
         produced = asserted = produced_error = timeout_s = None
+        crash = self.record.crash or {}
         if comparison is not None:
             produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
             asserted = comparison["right"] if isolated.call_side == "left" else comparison["left"]
+            if isolated.expected.kind == "implicit":
+                asserted = isolated.expected.text  # assertTrue's True, assertIsNone's None
+        elif (
+            crash.get("assertion")
+            and crash.get("raised_here")
+            and isolated.op
+            in (
+                "truthy",
+                "falsy",
+            )
+        ):
+            # ``assert f(x)`` / ``assert not f(x)`` compares nothing: what the call gave is
+            # what pytest's rewritten assertion shows ("assert []\n +  where [] = f(3)")
+            produced = _shown_value(str(crash.get("message", "")), isolated.op)
+            asserted = isolated.expected.text
         else:
-            crash = self.record.crash or {}
-            if crash.get("assertion"):
+            # An AssertionError is what the call raised only when the function's own file
+            # raised it — not the test's line, not an assertion helper elsewhere.
+            if crash.get("assertion") and not _same_file(crash.get("raised_in"), resolved["file"]):
                 raise NotIsolated(
                     "cannot isolate the call under test: the assertion failed without a "
                     "comparison pytest could report"
@@ -617,6 +776,10 @@ class _Context:
                 asserted = repr(ast.literal_eval(isolated.expected.text))
             except (ValueError, SyntaxError):
                 asserted = isolated.expected.text
+        kind = resolved.get("kind")
+        forms = isolated.forms + (
+            (kind,) if kind in ("method", "staticmethod", "classmethod") else ()
+        )
         return Observation(
             test_id=self.test_id,
             path=self.test.path,
@@ -632,6 +795,7 @@ class _Context:
             asserted=asserted,
             expected_text=isolated.expected.text,
             expected_site=isolated.expected.kind,
+            call_forms=forms,
         )
 
     def _relative(self, path: Path) -> str | None:
@@ -743,10 +907,11 @@ class _Context:
         say: Progress,
         cancelled: Callable[[], bool] | None,
         cache_dir: Path | None,
+        agrees: str = "equals what the test asserted",
     ) -> Arbitration:
         assert self.spec is not None and self.observation is not None
         obs = self.observation
-        reason = f"the truth ({truth}, from {truth_source}) equals what the test asserted; " + (
+        reason = f"the truth ({truth}, from {truth_source}) {agrees}; " + (
             f"the call {obs.produced_error}"
             if obs.timeout_s
             else f"the code produced {obs.produced or obs.produced_error}"
@@ -1001,3 +1166,45 @@ def _seconds(value: float) -> str:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _expectation(isolated: Isolated) -> str:
+    """The test's expectation in words: ``count_vowels('a') is truthy``."""
+    call, value = isolated.call, isolated.expected.text
+    if isolated.op in ("truthy", "falsy"):
+        return f"{call} is {isolated.op}"
+    if isolated.op in ("in", "not in") and isolated.call_side == "right":
+        return f"{value} {isolated.op} {call}"
+    return f"{call} {isolated.op} {value}"
+
+
+def _meets(op: str, call_side: str, value: str, expected: str) -> bool | None:
+    """Whether the call's value (a repr) meets a boolean, identity or membership
+    expectation; None when either is not a literal that can be checked."""
+    try:
+        got = ast.literal_eval(value)
+        want = None if op in ("truthy", "falsy") else ast.literal_eval(expected)
+        if op == "truthy":
+            return bool(got)
+        if op == "falsy":
+            return not got
+        if op in ("is", "is not"):
+            if not (want is None or isinstance(want, bool)):
+                return None
+            return (got is want) == (op == "is")
+        if op in ("in", "not in"):
+            container, member = (got, want) if call_side == "right" else (want, got)
+            return (member in container) == (op == "in")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return None
+
+
+def _shown_value(message: str, op: str) -> str | None:
+    """The value pytest's rewritten ``assert f(x)`` (``assert not f(x)``) shows on its
+    first line; None when that line is not one."""
+    first = message.split("\n", 1)[0].strip()
+    prefix = "assert not " if op == "falsy" else "assert "
+    if not first.startswith(prefix):
+        return None
+    return first[len(prefix) :].strip() or None

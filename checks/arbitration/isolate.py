@@ -2,10 +2,13 @@
 written — or saying exactly why that cannot be done. Never a guess.
 
 Supported: ``assert f(args) == expected`` (either side, ``pytest.approx(expected)`` too),
-``self.assertEqual(f(args), expected)`` (and ``assertAlmostEqual``), and parametrized
-cases where arguments and expected value come from a ``@pytest.mark.parametrize`` list
-or from a literal assigned once in the test. The expected value must be a literal: that is
-what a fix can replace.
+unittest's ``assertEqual`` family (``self.assertEqual``, a bare ``assertEqual`` or nose's
+``assert_equal``); boolean (``assert f(x)``, ``assert not f(x)``, ``assertTrue/False``),
+identity with True/False/None (``is``, ``assertIsNone``, ``assertIs``) and membership
+(``in``, ``assertIn``) expectations; arguments and expected values that are literals,
+parametrize cases, a literal assigned once in the test, or — read from what the recorder
+saw in the failing frame — a loop's current case or a local variable. Only a literal in
+the assertion, a parametrize case or an assignment is a site a test fix can replace.
 """
 
 from __future__ import annotations
@@ -37,6 +40,48 @@ _EQUALITY_METHODS = {
     "assertDictEqual": "==",
     "assertAlmostEqual": "approx",
 }
+# unittest's other assertions about one call's value: (operator, how many positional
+# arguments hold the compared values). The operators are the expectation the truth is
+# checked against: truthy/falsy (boolean), is/is not (True, False, None), in/not in.
+_ONE_VALUE_METHODS = {
+    "assertTrue": ("truthy", 1),
+    "assert_": ("truthy", 1),
+    "failUnless": ("truthy", 1),
+    "assertFalse": ("falsy", 1),
+    "failIf": ("falsy", 1),
+    "assertIsNone": ("is", 1),
+    "assertIsNotNone": ("is not", 1),
+    "assertIs": ("is", 2),
+    "assertIsNot": ("is not", 2),
+    "assertIn": ("in", 2),
+    "assertNotIn": ("not in", 2),
+}
+_METHODS = {
+    **{name: (op, 2) for name, op in _EQUALITY_METHODS.items()},
+    **_ONE_VALUE_METHODS,
+}
+# nose.tools and friends: assert_equal, assert_true... (bound methods of a TestCase)
+_SNAKE = {
+    "assert_equal": "assertEqual",
+    "assert_equals": "assertEquals",
+    "assert_list_equal": "assertListEqual",
+    "assert_tuple_equal": "assertTupleEqual",
+    "assert_dict_equal": "assertDictEqual",
+    "assert_almost_equal": "assertAlmostEqual",
+    "assert_true": "assertTrue",
+    "assert_false": "assertFalse",
+    "assert_is_none": "assertIsNone",
+    "assert_is_not_none": "assertIsNotNone",
+    "assert_is": "assertIs",
+    "assert_is_not": "assertIsNot",
+    "assert_in": "assertIn",
+    "assert_not_in": "assertNotIn",
+}
+# What the expected value must be for an identity assertion to be arbitrated.
+_SINGLETONS = ("True", "False", "None")
+# Operators that compare the call's value with an expected value a test fix can replace;
+# the others (boolean, identity, membership) only ever blame the source.
+EQUALITY_OPS = frozenset({"==", "approx"})
 
 
 # Built-ins a test wraps the call under test in to look at its value (a generator's items,
@@ -84,7 +129,11 @@ class TestRef:
 class Site:
     """Where the expected value is written: the bytes a test fix replaces."""
 
-    kind: Literal["assertion", "parametrize", "assignment"]
+    # assertion, parametrize, assignment: a literal a test fix can replace. local: a value
+    # the failing test frame held (a loop over a table of cases, a local variable), read
+    # from what the recorder saw — evidence, not a place to edit. implicit: an
+    # assertion's own expectation (assertTrue's True, assertIsNone's None).
+    kind: Literal["assertion", "parametrize", "assignment", "local", "implicit"]
     start_byte: int
     end_byte: int
     text: str
@@ -101,12 +150,17 @@ class Isolated:
     end_line: int
     assertion_start: int  # byte offsets of the assertion statement
     assertion_end: int
-    op: str  # "==" or "approx"
+    # "==" or "approx"; or an expectation that is not an equality: "truthy", "falsy",
+    # "is", "is not" (the expected value is True, False or None), "in", "not in"
+    op: str
     call_side: Literal["left", "right"]  # which compared value the call produced
     callee: str  # as written: count_vowels, text.count_vowels
     arguments: str  # the call's arguments, names replaced by their literal values
     expected: Site
     wrapper: str | None = None  # list, sorted...: the built-in the call is wrapped in
+    # how the test wrote it: unittest-method, assert-function, boolean, identity,
+    # membership, parametrize, local, loop-table (see docs/arbitration.md)
+    forms: tuple[str, ...] = ()
 
     @property
     def call(self) -> str:
@@ -199,12 +253,40 @@ def assertion_at(source: SourceFile, fn: Function, line: int) -> Node:
 
 
 def _method(source: SourceFile, call: Node) -> str | None:
+    """The unittest assertion ``call`` makes (``self.assertEqual(...)``, a bare
+    ``assertEqual(...)`` or ``assert_equal(...)`` a module imported or bound), by its
+    camel-case name."""
     callee = call.child_by_field_name("function")
-    if callee is None or callee.type != "attribute":
+    if callee is None:
         return None
-    attr = callee.child_by_field_name("attribute")
-    name = source.node_text(attr) if attr is not None else ""
-    return name if name in _EQUALITY_METHODS else None
+    if callee.type == "attribute":
+        attr = callee.child_by_field_name("attribute")
+        name = source.node_text(attr) if attr is not None else ""
+    elif callee.type == "identifier":
+        name = source.node_text(callee)
+    else:
+        return None
+    name = _SNAKE.get(name, name)
+    return name if name in _METHODS else None
+
+
+def _form_of_method(source: SourceFile, call: Node) -> str:
+    callee = call.child_by_field_name("function")
+    if callee is not None and callee.type == "attribute":
+        obj = callee.child_by_field_name("object")
+        if obj is not None and source.node_text(obj) in ("self", "cls"):
+            return "unittest-method"
+    return "assert-function"
+
+
+_FORM_OF_OP = {
+    "truthy": "boolean",
+    "falsy": "boolean",
+    "is": "identity",
+    "is not": "identity",
+    "in": "membership",
+    "not in": "membership",
+}
 
 
 def isolate(
@@ -212,38 +294,68 @@ def isolate(
     test: TestRef,
     line: int,
     indices: dict[str, int] | None = None,
+    frame_locals: dict[str, str] | None = None,
 ) -> Isolated:
     """Take apart the assertion on ``line`` of ``test``. ``indices``: the case of each
-    parametrized argument (pytest's ``callspec.indices``). Raises :class:`NotIsolated`."""
+    parametrized argument (pytest's ``callspec.indices``); ``frame_locals``: the ``repr``
+    of the failing test frame's locals, as the recorder saw them (a loop's current case, a
+    local variable). Raises :class:`NotIsolated`."""
     module = PythonModule(source, is_test_file=True)
     fn = find_test(module, test)
     node = assertion_at(source, fn, line)
+    forms: list[str] = []
+    implicit: str | None = None  # the expectation an assertion states by its form
     if node.type == "assert_statement":
         cond = unwrap(node.named_children[0]) if node.named_children else None
-        if cond is None or cond.type != "comparison_operator" or cond.named_child_count != 2:
-            raise NotIsolated("only `==` comparisons can be arbitrated; this assertion is not one")
-        operators = [source.node_text(c) for c in cond.children if not c.is_named]
-        if operators != ["=="]:
+        if cond is not None and cond.type == "not_operator":
+            inner = cond.child_by_field_name("argument")
+            left, right, op, implicit = (unwrap(inner) if inner else cond), None, "falsy", "False"
+        elif cond is not None and cond.type == "call":
+            left, right, op, implicit = cond, None, "truthy", "True"
+        elif cond is None or cond.type != "comparison_operator" or cond.named_child_count != 2:
             raise NotIsolated(
-                f"only `==` comparisons can be arbitrated; this one is `{' '.join(operators)}`"
+                "only `==`, `in`, `is` comparisons and `assert f(x)` / `assert not f(x)` can "
+                "be arbitrated; this assertion is none of them"
             )
-        left, right = cond.named_children
-        op = "=="
+        else:
+            operators = " ".join(source.node_text(c) for c in cond.children if not c.is_named)
+            if operators not in ("==", "in", "not in", "is", "is not"):
+                raise NotIsolated(
+                    f"only `==`, `in` and `is` comparisons can be arbitrated; this one is "
+                    f"`{operators}`"
+                )
+            left, right = cond.named_children
+            op = operators
     else:
-        method = _method(source, node)
+        method = _method(source, node) or ""
+        forms.append(_form_of_method(source, node))
+        op, arity = _METHODS[method]
         args = call_arguments(node)
-        if len(args) < 2:
-            raise NotIsolated(f"`{method}` needs two positional arguments to be arbitrated")
-        left, right = args[0], args[1]
-        op = _EQUALITY_METHODS[method or ""]
+        if len(args) < arity:
+            raise NotIsolated(
+                f"`{method}` needs {arity} positional argument{'s' * (arity > 1)} to be arbitrated"
+            )
+        left, right = args[0], (args[1] if arity == 2 else None)
+        if right is None:
+            implicit = {"truthy": "True", "falsy": "False"}.get(op, "None")
+    if op in _FORM_OF_OP:
+        forms.append(_FORM_OF_OP[op])
 
-    sides = {"left": unwrap(left), "right": unwrap(right)}
+    sides = (
+        {"left": unwrap(left)} if right is None else {"left": unwrap(left), "right": unwrap(right)}
+    )
     approx = [side for side, n in sides.items() if _is_approx(source, n)]
     calls = [
         side
         for side, n in sides.items()
         if n.type == "call" and side not in approx and not _literal(source.node_text(n))
     ]
+    if right is None and not calls:
+        raise NotIsolated(
+            "cannot isolate the call under test: the value asserted "
+            f"{'true' if op == 'truthy' else 'false' if op == 'falsy' else 'about'} is not a "
+            "function call"
+        )
     if len(calls) != 1:
         raise NotIsolated(
             "cannot isolate the call under test: "
@@ -257,23 +369,41 @@ def isolate(
     inner = _wrapped_call(call_node)
     if outer in WRAPPERS and inner is not None:
         wrapper, call_node = outer, inner
-    expected_node = sides["right" if call_side == "left" else "left"]
-    if _is_approx(source, expected_node):
-        approx_args = call_arguments(unwrap(expected_node))
-        if not approx_args:
-            raise NotIsolated("pytest.approx() without a value")
-        expected_node = unwrap(approx_args[0])
-        op = "approx"
     callee = _dotted(source, call_node.child_by_field_name("function"))
+    function_node = call_node.child_by_field_name("function")
+    if callee is None and function_node is not None and function_node.type == "attribute":
+        raise NotIsolated(
+            "cannot isolate the call under test: "
+            f"`{excerpt(source.node_text(function_node))}` is a method of an object the test "
+            "builds; arbitration computes truths for top-level functions only"
+        )
     if callee is None or callee.startswith("self."):
         raise NotIsolated(
             "cannot isolate the call under test: "
             f"`{excerpt(source.node_text(call_node.child_by_field_name('function')))}` "
             "is not a plain function name"
         )
-    bindings = _Bindings(source, module, fn, indices or {}, node.start_point.row)
+    bindings = _Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
     arguments = bindings.arguments(call_node)
-    expected = bindings.site(expected_node, "the expected value")
+    if implicit is not None:
+        expected = Site(
+            "implicit", node.start_byte, node.end_byte, implicit, node.start_point.row + 1
+        )
+    else:
+        expected_node = sides["right" if call_side == "left" else "left"]
+        if _is_approx(source, expected_node):
+            approx_args = call_arguments(unwrap(expected_node))
+            if not approx_args:
+                raise NotIsolated("pytest.approx() without a value")
+            expected_node = unwrap(approx_args[0])
+            op = "approx"
+        expected = bindings.site(expected_node, "the expected value")
+    if op in ("is", "is not") and expected.text.strip() not in _SINGLETONS:
+        raise NotIsolated(
+            f"cannot isolate the call under test: `{op}` compares identity; only with True, "
+            f"False or None is that a value to check (here `{excerpt(expected.text)}`)"
+        )
+    forms.extend(f for f in bindings.forms if f not in forms)
     return Isolated(
         assertion=source.node_text(node),
         line=node.start_point.row + 1,
@@ -286,7 +416,25 @@ def isolate(
         arguments=arguments,
         expected=expected,
         wrapper=wrapper,
+        forms=tuple(forms),
     )
+
+
+def _identifiers(source: SourceFile, node: Node) -> set[str]:
+    found = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "identifier":
+            found.add(source.node_text(current))
+        stack.extend(current.named_children)
+    return found
+
+
+def _immutable(value: object) -> bool:
+    if isinstance(value, (tuple, frozenset)):
+        return all(_immutable(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, complex, str, bytes))
 
 
 def wrapped(wrapper: str | None, call: str) -> str:
@@ -317,12 +465,15 @@ class _Bindings:
         fn: Function,
         indices: dict[str, int],
         row: int,
+        frame_locals: dict[str, str] | None = None,
     ) -> None:
         self.source = source
         self.module = module
         self.fn = fn
         self.indices = indices
         self.row = row
+        self.frame_locals = frame_locals or {}
+        self.forms: list[str] = []  # how the names were bound: parametrize, local, loop-table
 
     def arguments(self, call: Node) -> str:
         args = call.child_by_field_name("arguments")
@@ -343,22 +494,108 @@ class _Bindings:
                     "is not a literal argument"
                 )
             else:
-                parts.append(self.site(arg, "an argument").text)
+                parts.append(self.site(arg, "an argument", argument=True).text)
         return ", ".join(parts)
 
-    def site(self, node: Node, what: str) -> Site:
+    def site(self, node: Node, what: str, *, argument: bool = False) -> Site:
         node = unwrap(node)
         text = self.source.node_text(node)
         if _literal(text):
             return Site("assertion", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+        unreadable: NotIsolated | None = None  # parametrize values written as a name...
         if node.type == "identifier":
-            found = self._parametrized(text) or self._assigned(text)
+            try:
+                found = self._parametrized(text)
+            except NotIsolated as exc:
+                found, unreadable = None, exc
+            if found is not None:
+                self._form("parametrize")
+                return found
+            found = self._assigned(text)
+            if found is not None:
+                self._form("local")
+                return found
+        if node.type in ("identifier", "subscript"):
+            found = self._recorded(node, what, argument)
             if found is not None:
                 return found
+        if unreadable is not None:
+            raise unreadable
         raise NotIsolated(
             f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
-            "parametrized value or a literal assigned in the test"
+            "parametrized value, a literal assigned in the test or a local whose value the "
+            "failing run recorded as a literal"
         )
+
+    def _form(self, form: str) -> None:
+        if form not in self.forms:
+            self.forms.append(form)
+
+    def _recorded(self, node: Node, what: str, argument: bool) -> Site | None:
+        """A name (``inp``) or a subscript of one with a literal key (``case["in"]``,
+        ``case[0]``) whose value the recorder saw in the failing test frame — the current
+        case of a loop over a table, a local variable — when that value reads back as a
+        literal. An argument must also be immutable: the call may have changed a list it
+        was given, and the recorded value is the one after the call."""
+        base = node
+        keys: list[object] = []
+        while base.type == "subscript":
+            index = base.child_by_field_name("subscript")
+            inner = base.child_by_field_name("value")
+            if index is None or inner is None or not _literal(self.source.node_text(index)):
+                return None
+            keys.insert(0, ast.literal_eval(self.source.node_text(index)))
+            base = unwrap(inner)
+        if base.type != "identifier":
+            return None
+        name = self.source.node_text(base)
+        recorded = self.frame_locals.get(name)
+        if recorded is None:
+            return None
+        try:
+            value = ast.literal_eval(recorded)
+            for key in keys:
+                value = value[key]  # type: ignore[index]
+        except (
+            ValueError,
+            SyntaxError,
+            TypeError,
+            KeyError,
+            IndexError,
+            MemoryError,
+            RecursionError,
+        ):
+            return None
+        text = repr(value)
+        if not _literal(text):
+            return None
+        if argument and not _immutable(value):
+            raise NotIsolated(
+                f"cannot isolate the call under test: {what} "
+                f"`{excerpt(self.source.node_text(node))}` is a {type(value).__name__} the "
+                "recorder saw after the call, which may have changed it"
+            )
+        if name in self.indices:
+            self._form("parametrize")  # a case of a table the decorator names: read as it ran
+        else:
+            self._form("loop-table" if self._loop_target(name) else "local")
+        return Site("local", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+
+    def _loop_target(self, name: str) -> bool:
+        """Whether ``name`` is bound by a ``for`` loop of the test that holds the assertion."""
+        stack = [self.fn.body]
+        while stack:
+            current = stack.pop()
+            if current.type in ("function_definition", "class_definition", "lambda"):
+                continue
+            if current.type == "for_statement" and (
+                current.start_point.row <= self.row <= current.end_point.row
+            ):
+                left = current.child_by_field_name("left")
+                if left is not None and name in _identifiers(self.source, left):
+                    return True
+            stack.extend(current.named_children)
+        return False
 
     def _assigned(self, name: str) -> Site | None:
         """The literal of the one ``name = <literal>`` statement in the test's body before
@@ -500,10 +737,15 @@ class FunctionSpec:
 def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionSpec:
     """The top-level function ``qualname`` of a module's text. Raises
     :class:`NotIsolated` for methods, nested functions and missing definitions."""
-    if "." in qualname or "<" in qualname:
+    if "<" in qualname:
         raise NotIsolated(
-            f"`{qualname}` is a method or a nested function; arbitration handles top-level "
-            "functions"
+            f"`{qualname}` is a nested function; arbitration handles top-level functions"
+        )
+    if "." in qualname:
+        owner, _, method = qualname.rpartition(".")
+        raise NotIsolated(
+            f"`{qualname}` is a method (`{method}` of class `{owner}`); arbitration computes "
+            "truths (doctest, reference, oracles) for top-level functions only"
         )
     source = SourceFile(path, text)
     for node in source.tree.root_node.named_children:

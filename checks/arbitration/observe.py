@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import posixpath
 import re
 import signal
 import subprocess
@@ -23,6 +24,44 @@ from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_EN
 PLUGIN = "referee.checks.arbitration.plugin"
 _FRAME = re.compile(r'^\s*File "(.*)", line (\d+)', re.MULTILINE)
 _SCRUBBED = ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER")
+# pytest's short summary (``-rfE``): ``FAILED tests/t.py::test_x[1] - AssertionError: ...``
+_SUMMARY = re.compile(r"^(FAILED|ERROR) (.+)$", re.MULTILINE)
+_NOTE = re.compile(r"^referee-recorder: (.+)$", re.MULTILINE)
+_NON_PRINTABLE = {i: f"\\x{i:02x}" for i in (*range(32), 127)}
+
+
+def node_id(test_id: str) -> str:
+    """``test_id`` as pytest spells it: the path normalized (``./tests/../tests/t.py`` is
+    ``tests/t.py``) and the parameter id escaped as pytest escapes it (``[café]`` is
+    ``[caf\\xe9]``)."""
+    path, sep, rest = test_id.partition("::")
+    if sep:
+        path = posixpath.normpath(path.replace(os.sep, "/"))
+        while path.startswith("./"):
+            path = path[2:]
+    if rest.endswith("]") and "[" in rest:
+        name, _, param = rest[:-1].partition("[")
+        if not param.isascii() or not param.isprintable():
+            param = param.encode("unicode_escape").decode("ascii").translate(_NON_PRINTABLE)
+        rest = f"{name}[{param}]"
+    return f"{path}{sep}{rest}"
+
+
+def summary(output: str) -> tuple[list[str], list[str]]:
+    """From pytest's output: the lines of its short summary that report a failure or an
+    error (``<nodeid>`` or ``<nodeid> - <message>``), and the recorder's notes."""
+    return (
+        [m.group(2).rstrip() for m in _SUMMARY.finditer(output)],
+        [m.group(1).rstrip() for m in _NOTE.finditer(output)],
+    )
+
+
+def same_test(reported: str, test_id: str) -> bool:
+    """Whether pytest's node id ``reported`` is the test ``test_id`` names: the same id
+    once both are spelled as pytest spells them, or a case of it when ``test_id`` names
+    no case."""
+    a, b = node_id(reported), node_id(test_id)
+    return a == b or (not b.endswith("]") and a.startswith(b + "["))
 
 
 @dataclass
@@ -58,6 +97,26 @@ class TestRun:
     hung: TestRecord | None = None
     hung_after: float | None = None
     hung_frames: list[tuple[str, int]] = field(default_factory=list)
+
+    # node ids pytest's own summary reports as failed or in error (``-rfE``), and what the
+    # recorder plugin said it could not do
+    reported_failed: list[str] = field(default_factory=list)
+    recorder_notes: list[str] = field(default_factory=list)
+
+    def reported(self, test_id: str) -> list[str]:
+        """The node ids pytest reported failed (or in error) that are ``test_id``."""
+        found = []
+        for line in self.reported_failed:
+            # the line is ``<nodeid>`` or ``<nodeid> - <message>``; a parameter id may hold
+            # " - " itself, so every split point is tried
+            head, *parts = line.split(" - ")
+            candidates = [head] + [" - ".join([head, *parts[:i]]) for i in range(1, len(parts) + 1)]
+            # a node id with a parameter part ends with its "]"
+            whole = [c for c in candidates if "[" not in c or c.endswith("]")]
+            match = next((c for c in whole if same_test(c, test_id)), None)
+            if match is not None:
+                found.append(match)
+        return found
 
     def tail(self, lines: int = 15) -> str:
         return "\n".join(self.output.rstrip().splitlines()[-lines:])
@@ -95,9 +154,10 @@ def run_tests(
             "-p",
             "no:cacheprovider",
             "--color=no",
+            "-rfE",
             *(extra_args or []),
             "--",
-            *targets,
+            *[node_id(t) for t in targets],
         ]
         proc = subprocess.Popen(
             command,
@@ -152,6 +212,10 @@ def run_tests(
         text = output.decode("utf-8", "replace")[-20_000:]
         finished = {r.nodeid for r in records if r.when == "call"}
         hung = next((r for r in reversed(started) if r.nodeid not in finished), None)
+        reported, notes = summary(output.decode("utf-8", "replace"))
+        summary_fields = {"reported_failed": reported, "recorder_notes": notes}
         if hung is None or not frames:
-            return TestRun(records, proc.returncode, text, timed_out)
-        return TestRun(records, proc.returncode, text, timed_out, hung, hang_after, frames)
+            return TestRun(records, proc.returncode, text, timed_out, **summary_fields)
+        return TestRun(
+            records, proc.returncode, text, timed_out, hung, hang_after, frames, **summary_fields
+        )

@@ -35,6 +35,7 @@ from tree_sitter import Node
 
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import (
+    EQUALITY_OPS,
     Isolated,
     NotIsolated,
     TestRef,
@@ -221,6 +222,9 @@ def asserted_calls(
                     isolated: Isolated = isolate(source, test, line, indices)
                 except NotIsolated:
                     untaken += 1
+                    break
+                if isolated.op not in EQUALITY_OPS or isolated.expected.kind == "implicit":
+                    untaken += 1  # a boolean, identity or membership assertion: not a value
                     break
                 function = _resolve(isolated.callee, module, aliases, functions)
                 if function is None:

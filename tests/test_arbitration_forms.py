@@ -1,0 +1,448 @@
+"""Calls as real tests write them, end to end through the engine: unittest's assertion
+methods and bare assertion functions, boolean, identity and membership expectations,
+arguments from a loop over a table of cases or a local variable, and methods.
+
+Real pytest runs and the real sandbox; the truth is a doctest or a declared reference, so
+no model is asked. Only the source is ever blamed for a boolean, identity or membership
+assertion, and a value read from the test's locals is never edited.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from red_team.fake_openai import FakeModel
+from test_arbitration import BUGGY, CORRECT, GOOD_PATCH, ORACLE, project, run
+from test_arbitration_more import body, cli_project
+
+from referee.checks.models import arbitration_schema
+
+MODULE = '''def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains.
+
+    >>> count_vowels("aeiou")
+    5
+    """
+    return sum(1 for ch in text{skip}.lower() if ch in "aeiou")
+
+
+def has_vowel(text: str) -> bool:
+    """Whether TEXT holds a vowel.
+
+    >>> has_vowel("ab")
+    True
+    """
+    return any(ch in "aeiou" for ch in text{skip})
+
+
+def vowels(text: str) -> list:
+    """The vowels of TEXT, in order.
+
+    >>> vowels("apple")
+    ['a', 'e']
+    """
+    return [ch for ch in text{skip} if ch in "aeiou"]
+
+
+def first_vowel(text: str):
+    """The first vowel of TEXT, or None when it has none."""
+    found = [ch for ch in text if ch in "aeiou"]
+    return found[0] if found else {none}
+
+
+class Counter:
+    """Counts vowels."""
+
+    def __init__(self, vowels: str = "aeiou") -> None:
+        self.vowels = vowels
+
+    def count(self, text: str) -> int:
+        """How many of the counter's vowels TEXT holds.
+
+        >>> Counter().count("aeiou")
+        5
+        """
+        return sum(ch in self.vowels for ch in text{skip})
+
+    @staticmethod
+    def twice(n: int) -> int:
+        """N times two.
+
+        >>> Counter.twice(2)
+        4
+        """
+        return n * 3
+'''
+RIGHT = MODULE.format(skip="", none="None")
+WRONG = MODULE.format(skip="[1:]", none='""')
+REFERENCE = '[arbitration]\nreferences = { "text:first_vowel" = "reference:first_vowel" }\n'
+
+
+def arbitrated(tmp_path: Path, module: str, lines: str, *, head: str = "", unit: bool = False):
+    """``lines`` as the test (a unittest method when ``unit``), arbitrated."""
+    imports = (
+        "import unittest\n\n"
+        "from text import Counter, count_vowels, first_vowel, has_vowel, vowels\n"
+    )
+    if unit:
+        tests = f"{imports}{head}\n\nclass TestText(unittest.TestCase):\n    def test_x(self):\n"
+        tests += "".join(f"        {line}\n" for line in lines.splitlines())
+        test_id = "tests/test_text.py::TestText::test_x"
+    else:
+        tests = f"{imports}{head}\n\ndef test_x():\n" + "".join(
+            f"    {line}\n" for line in lines.splitlines()
+        )
+        test_id = "tests/test_text.py::test_x"
+    root = project(tmp_path / "p", module, tests, REFERENCE)
+    (root / "reference.py").write_text(
+        "def first_vowel(text):\n    return next((c for c in text if c in 'aeiou'), None)\n",
+        encoding="utf-8",
+    )
+    result = run(root, test_id, None)
+    return result, (root / "tests" / "test_text.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("body", "unit", "forms", "produced", "asserted"),
+    [
+        ('assert has_vowel("ab")', False, ("boolean",), "False", "True"),
+        ('self.assertTrue(has_vowel("ab"))', True, ("unittest-method", "boolean"), "False", "True"),
+        ('assert "a" in vowels("apple")', False, ("membership",), "['e']", "'a'"),
+        (
+            'self.assertIn("a", vowels("apple"))',
+            True,
+            ("unittest-method", "membership"),
+            "['e']",
+            "'a'",
+        ),
+        (
+            'self.assertIs(has_vowel("ab"), True)',
+            True,
+            ("unittest-method", "identity"),
+            "False",
+            "True",
+        ),
+        ('assert first_vowel("xyz") is None', False, ("identity",), "''", "None"),
+        (
+            'self.assertIsNone(first_vowel("xyz"))',
+            True,
+            ("unittest-method", "identity"),
+            "''",
+            "None",
+        ),
+    ],
+)
+def test_boolean_identity_and_membership_expectations_blame_a_wrong_source(
+    tmp_path: Path, body: str, unit: bool, forms: tuple, produced: str, asserted: str
+):
+    result, _ = arbitrated(tmp_path, WRONG, body, unit=unit)
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call_forms == forms
+    assert (verdict.observation.produced, verdict.observation.asserted) == (produced, asserted)
+    assert "meets the test's expectation" in verdict.reason
+    assert result.new_text is None  # no model: a person gets the fix
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'assert not has_vowel("ab")',
+        'self.assertFalse(has_vowel("ab"))',
+        'self.assertNotIn("a", vowels("apple"))',
+        'self.assertIsNotNone(first_vowel("xyz"))',
+        'assert first_vowel("xyz") is not None',
+    ],
+)
+def test_a_right_source_under_a_boolean_or_membership_assertion_is_left_to_a_person(
+    tmp_path: Path, body: str
+):
+    """The truth agrees with the code, so the test looks wrong — but turning an assertion
+    around is not replacing one value: UNCLEAR, never an edit of the test."""
+    unit = body.startswith("self.")
+    result, text = arbitrated(tmp_path, RIGHT, body, unit=unit)
+    verdict = result.verdict
+    assert verdict.verdict == "UNCLEAR", verdict.reason
+    assert "does not meet the test's expectation" in verdict.reason
+    assert "referee edits only the expected value of an equality" in verdict.reason
+    assert verdict.fix is None and result.new_text is None and body in text
+
+
+def test_a_comparison_that_failed_earlier_and_was_caught_is_not_the_failing_assertion(
+    tmp_path: Path,
+):
+    lines = (
+        "with pytest.raises(AssertionError):\n"
+        '    assert count_vowels("xyz") == 9\n'
+        'assert has_vowel("ab")'
+    )
+    result, _ = arbitrated(tmp_path, WRONG, lines, head="import pytest\n")
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == 'has_vowel("ab")' and verdict.call_forms == ("boolean",)
+
+
+def test_an_assertion_error_the_call_raises_is_what_it_produced_not_a_falsy_value(tmp_path: Path):
+    module = RIGHT.replace(
+        '    return any(ch in "aeiou" for ch in text)',
+        '    assert len(text) > 5, "too short"\n    return any(ch in "aeiou" for ch in text)',
+    )
+    result, _ = arbitrated(tmp_path, module, 'assert has_vowel("ab")')
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.produced == "AssertionError: too short"
+
+
+def test_a_bare_assert_equal_bound_in_the_module_is_an_equality_a_test_fix_can_edit(
+    tmp_path: Path,
+):
+    result, _ = arbitrated(
+        tmp_path,
+        RIGHT,
+        'assertEqual(count_vowels("aeiou"), 4)',
+        head="\nassertEqual = unittest.TestCase().assertEqual\n",
+    )
+    verdict = result.verdict
+    assert verdict.verdict == "TEST_WRONG", verdict.reason
+    assert verdict.call_forms == ("assert-function",)
+    assert 'assertEqual(count_vowels("aeiou"), 5)' in result.new_text
+
+
+@pytest.mark.parametrize(
+    ("head", "body"),
+    [
+        (
+            '\nCASES = [("xyz", 0), ("aeiou", 5)]\n',
+            "for text, want in CASES:\n    assert count_vowels(text) == want",
+        ),
+        (
+            '\nCASES = [{"in": "xyz", "out": 0}, {"in": "aeiou", "out": 5}]\n',
+            'for case in CASES:\n    assert count_vowels(case["in"]) == case["out"]',
+        ),
+        (
+            "",
+            'for text, want in [("xyz", 0), ("aeiou", 5)]:\n'
+            "    self.assertEqual(count_vowels(text), want)",
+        ),
+    ],
+)
+def test_a_loop_over_a_table_of_cases_blames_a_wrong_source(tmp_path: Path, head: str, body: str):
+    unit = "self." in body
+    result, _ = arbitrated(tmp_path, WRONG, body, head=head, unit=unit)
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == "count_vowels('aeiou')"
+    assert (verdict.produced, verdict.asserted, verdict.truth) == ("4", "5", "5")
+    assert "loop-table" in verdict.call_forms
+    assert verdict.observation.expected_site == "local"
+
+
+def test_parametrize_values_a_module_table_holds_are_read_as_the_case_ran(tmp_path: Path):
+    """``@pytest.mark.parametrize("text, want", CASES)``: the values are not written in the
+    decorator, so the failing case is read from the test frame (its arguments)."""
+    tests = (
+        "import pytest\n\nfrom text import count_vowels\n\n"
+        'CASES = [("xyz", 0), ("aeiou", 5)]\n\n\n'
+        '@pytest.mark.parametrize("text, want", CASES)\n'
+        "def test_x(text, want):\n"
+        "    assert count_vowels(text) == want\n"
+    )
+    root = project(tmp_path / "p", WRONG, tests)
+    verdict = run(root, "tests/test_text.py::test_x", None).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.test_id == "tests/test_text.py::test_x[aeiou-5]"
+    assert verdict.call == "count_vowels('aeiou')" and verdict.call_forms == ("parametrize",)
+    assert verdict.observation.expected_site == "local"
+
+
+def test_a_wrong_value_in_a_table_of_cases_is_found_but_not_edited(tmp_path: Path):
+    body = "for text, want in CASES:\n    assert count_vowels(text) == want"
+    result, text = arbitrated(tmp_path, RIGHT, body, head='\nCASES = [("xyz", 0), ("aeiou", 4)]\n')
+    verdict = result.verdict
+    assert verdict.verdict == "UNCLEAR", verdict.reason
+    assert verdict.truth == "5" and "came from the test's locals" in verdict.reason
+    assert result.new_text is None and '("aeiou", 4)' in text
+
+
+def test_a_local_computed_before_the_call_is_read_from_the_failing_frame(tmp_path: Path):
+    result, _ = arbitrated(tmp_path, WRONG, 'text = "ae" + "iou"\nassert count_vowels(text) == 5')
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == "count_vowels('aeiou')" and verdict.call_forms == ("local",)
+
+
+def test_a_mutable_local_argument_is_not_taken_the_call_may_have_changed_it(tmp_path: Path):
+    result, _ = arbitrated(tmp_path, WRONG, 'text = list("aeiou")\nassert count_vowels(text) == 5')
+    verdict = result.verdict
+    assert verdict.verdict == "UNCLEAR"
+    assert "is a list the recorder saw after the call, which may have changed it" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("body", "form"),
+    [
+        ('assert Counter().count("aeiou") == 5', None),
+        ("assert Counter.twice(2) == 4", "staticmethod"),
+    ],
+)
+def test_methods_are_unclear_with_the_reason(tmp_path: Path, body: str, form: str | None):
+    result, _ = arbitrated(tmp_path, WRONG, body)
+    verdict = result.verdict
+    assert verdict.verdict == "UNCLEAR", verdict.reason
+    assert "method" in verdict.reason
+    if form:
+        assert form in verdict.call_forms
+
+
+# ------------------------------------------------------------ the command line, --apply
+
+
+def _cli(referee, root: Path, test_id: str) -> dict:
+    done = referee("arbitrate", test_id, "--format", "json", "--apply", cwd=root)
+    assert done.stdout.strip(), (done.returncode, done.stderr)
+    verdict = json.loads(done.stdout)
+    jsonschema.validate(verdict, arbitration_schema())
+    return verdict
+
+
+HAS_VOWEL = '''def has_vowel(text: str) -> bool:
+    """Whether TEXT holds a vowel (a, e, i, o, u, in either case)."""
+    return any(ch in "aeiou" for ch in text[1:].lower())
+'''
+HAS_VOWEL_ORACLE = 'def has_vowel(text):\n    return any(c in "aeiouAEIOU" for c in text)\n'
+HAS_VOWEL_PATCH = (
+    "def has_vowel(text: str) -> bool:\n"
+    '    """Whether TEXT holds a vowel (a, e, i, o, u, in either case)."""\n'
+    '    return any(ch in "aeiou" for ch in text.lower())\n'
+)
+
+
+def test_cli_fixes_the_source_under_a_unittest_assert_true(tmp_path: Path, referee):
+    tests = (
+        "import unittest\n\nfrom text import has_vowel\n\n\n"
+        "class TestText(unittest.TestCase):\n"
+        "    def test_x(self):\n"
+        '        self.assertTrue(has_vowel("ab"))\n\n'
+        "    def test_none(self):\n"
+        '        self.assertFalse(has_vowel("xyz"))\n'
+    )
+    with FakeModel(lambda kind: HAS_VOWEL_ORACLE if kind == "oracle" else HAS_VOWEL_PATCH) as model:
+        root = cli_project(tmp_path / "p", HAS_VOWEL, tests, model.url)
+        verdict = _cli(referee, root, "tests/test_text.py::TestText::test_x")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == ["unittest-method", "boolean"]
+    assert verdict["observation"]["op"] == "truthy"
+    assert (verdict["produced"], verdict["asserted"], verdict["truth"]) == ("False", "True", "True")
+    assert verdict["applied"] is True
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert "text[1:]" not in fixed and "in either case" in fixed  # the docstring stays
+
+
+def test_cli_fixes_the_source_under_a_loop_over_a_table_of_cases(tmp_path: Path, referee):
+    tests = (
+        "from text import count_vowels\n\n"
+        'CASES = [("xyz", 0), ("aeiou", 5), ("HELLO", 2)]\n\n\n'
+        "def test_x():\n"
+        "    for text, want in CASES:\n"
+        "        assert count_vowels(text) == want\n"
+    )
+    with FakeModel(lambda kind: body(ORACLE) if kind == "oracle" else body(GOOD_PATCH)) as model:
+        root = cli_project(tmp_path / "p", BUGGY, tests, model.url)
+        verdict = _cli(referee, root, "tests/test_text.py::test_x")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == ["loop-table"]
+    assert verdict["call"] == "count_vowels('aeiou')"
+    assert verdict["observation"]["expected_site"] == "local"
+    assert verdict["applied"] is True
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert "text[1:]" not in fixed and "in either case" in fixed  # the docstring stays
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+
+
+def test_cli_never_edits_a_table_of_cases_even_when_the_code_is_right(tmp_path: Path, referee):
+    tests = (
+        "from text import count_vowels\n\n"
+        'CASES = [("xyz", 0), ("aeiou", 4)]\n\n\n'
+        "def test_x():\n"
+        "    for text, want in CASES:\n"
+        "        assert count_vowels(text) == want\n"
+    )
+    with FakeModel(lambda kind: body(ORACLE)) as model:
+        root = cli_project(tmp_path / "p", CORRECT, tests, model.url)
+        verdict = _cli(referee, root, "tests/test_text.py::test_x")
+    assert verdict["verdict"] == "UNCLEAR", verdict["reason"]
+    assert verdict["truth"] == "5" and verdict["applied"] is False
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+
+
+# ------------------------------------------------------------ isolation alone
+
+
+def _iso(body: str, frame_locals=None):
+    from referee.checks.arbitration.isolate import TestRef, isolate
+    from referee.checks.source import SourceFile
+
+    text = f"def test_x():\n    {body}\n"
+    return isolate(
+        SourceFile("tests/t.py", text),
+        TestRef.parse("tests/t.py::test_x"),
+        text.count("\n"),
+        {},
+        frame_locals,
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "op", "side", "expected", "forms"),
+    [
+        ("assert_equal(f(1), 2)", "==", "left", "2", ("assert-function",)),
+        ("tools.assert_in(3, f(1))", "in", "right", "3", ("assert-function", "membership")),
+        ("assert f(1) not in (1, 2)", "not in", "left", "(1, 2)", ("membership",)),
+        ("assert not f(1)", "falsy", "left", "False", ("boolean",)),
+        ("assert f(1) is not None", "is not", "left", "None", ("identity",)),
+        (
+            "self.assertIsNotNone(f(1), 'msg')",
+            "is not",
+            "left",
+            "None",
+            ("unittest-method", "identity"),
+        ),
+    ],
+)
+def test_each_form_is_taken_apart_with_its_expectation(body, op, side, expected, forms):
+    isolated = _iso(body)
+    assert (isolated.op, isolated.call_side, isolated.expected.text) == (op, side, expected)
+    assert isolated.call == "f(1)" and isolated.forms == forms
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("assert f(1) is 3", "only with True, False or None"),
+        ("assert f(1) < 3", "only `==`, `in` and `is` comparisons"),
+        ("assert f(1) and g(2)", "none of them"),
+        ("assert not x", "is not a function call"),
+        ("for c in CASES:\n        assert f(c) == 1", "argument `c` is not a literal"),
+    ],
+)
+def test_forms_that_say_nothing_about_one_call_are_refused(body, reason):
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    with pytest.raises(NotIsolated, match=reason):
+        _iso(body)
+
+
+def test_recorded_locals_resolve_names_and_subscripts_and_refuse_mutable_arguments():
+    body = 'for case in CASES:\n        assert f(case["in"]) == case["out"]'
+    isolated = _iso(body, {"case": "{'in': 'ab', 'out': 1}"})
+    assert (isolated.arguments, isolated.expected.text) == ("'ab'", "1")
+    assert isolated.expected.kind == "local" and isolated.forms == ("loop-table",)
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    with pytest.raises(NotIsolated, match="is a list the recorder saw after the call"):
+        _iso("assert f(xs) == 1", {"xs": "[1, 2]"})
+    with pytest.raises(NotIsolated, match="argument `xs` is not a literal"):
+        _iso("assert f(xs) == 1", {"xs": "<object at 0x1>"})
