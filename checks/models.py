@@ -671,14 +671,16 @@ class Observation(_Model):
     expected_text: str | None = Field(
         default=None, description="Source text of the expected value, where a fix would go."
     )
-    expected_site: Literal["assertion", "parametrize", "assignment", "local", "implicit"] | None = (
-        Field(
-            default=None,
-            description="Where the expected value is written: a literal in the assertion, a "
-            "parametrize case or an assignment (a test fix can replace these); local: read from "
-            "the failing test frame (a loop's case, a local variable) — never edited; implicit: "
-            "the assertion's own expectation (assertTrue's True, assertIsNone's None).",
-        )
+    expected_site: (
+        Literal["assertion", "parametrize", "assignment", "local", "implicit", "computed"] | None
+    ) = Field(
+        default=None,
+        description="Where the expected value is written: a literal in the assertion, a "
+        "parametrize case or an assignment (a test fix can replace these); local: read from "
+        "the failing test frame (a loop's case, a local variable) — never edited; implicit: "
+        "the assertion's own expectation (assertTrue's True, assertIsNone's None); computed: "
+        "an expression the test evaluates (datetime(2003, 9, 25)), its value as the failing "
+        "comparison recorded it — never edited.",
     )
     call_forms: tuple[str, ...] = Field(
         default=(), description="How the test wrote the call (see ArbitrationVerdict.call_forms)."
@@ -790,8 +792,9 @@ class ArbitrationVerdict(_Model):
         "literal`: unittest-method (self.assert*), assert-function (a bare assertEqual or "
         "nose's assert_equal), boolean (assert f(x), assertTrue/False), identity (is None, "
         "assertIsNone, assertIs), membership (in, assertIn), parametrize, local (a local "
-        "variable), loop-table (a loop over a table of cases), method, staticmethod, "
-        "classmethod.",
+        "variable), loop-table (a loop over a table of cases), assigned-call (the call's "
+        "value assigned once, then compared), computed-expected (an expected value the test "
+        "computes, never edited), method, staticmethod, classmethod.",
     )
     applied: bool = Field(default=False, description="Whether --apply wrote the fix.")
     certificate: Certificate | None = None

@@ -281,6 +281,48 @@ def test_a_mutable_local_argument_is_not_taken_the_call_may_have_changed_it(tmp_
     assert "is a list the recorder saw after the call, which may have changed it" in verdict.reason
 
 
+def test_a_call_assigned_once_then_compared_is_the_call_under_test(tmp_path: Path):
+    result, _ = arbitrated(tmp_path, WRONG, 'n = count_vowels("aeiou")\nassert n == 5')
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == 'count_vowels("aeiou")' and "assigned-call" in verdict.call_forms
+
+
+def test_an_assigned_call_mentioned_before_the_assertion_is_not_taken(tmp_path: Path):
+    # ``n.append(…)``, ``print(n)``: whatever happened to n between, the test did it
+    body = 'n = count_vowels("aeiou")\nprint(n)\nassert n == 5'
+    result, _ = arbitrated(tmp_path, WRONG, body)
+    assert result.verdict.verdict == "UNCLEAR"
+    assert "neither side of the comparison is a function call" in result.verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        ("", 'len("abcde")'),  # a built-in: no Python source, not the project's
+        ("import statistics", "statistics.median([4, 5, 6])"),  # a library's Python function
+    ],
+)
+def test_an_expected_value_the_test_computes_blames_a_wrong_source(
+    tmp_path: Path, head: str, expected: str
+):
+    result, _ = arbitrated(
+        tmp_path, WRONG, f'assert count_vowels("aeiou") == {expected}', head=head
+    )
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.asserted == "5" and "computed-expected" in verdict.call_forms
+    assert verdict.observation.expected_site == "computed"
+
+
+def test_a_computed_expected_value_is_never_edited(tmp_path: Path):
+    result, text = arbitrated(tmp_path, RIGHT, 'assert count_vowels("aeiou") == len("abcd")')
+    verdict = result.verdict
+    assert verdict.verdict == "UNCLEAR", verdict.reason
+    assert verdict.truth == "5" and result.new_text is None
+    assert 'len("abcd")' in text
+
+
 @pytest.mark.parametrize(
     ("body", "form"),
     [
@@ -426,6 +468,9 @@ def test_each_form_is_taken_apart_with_its_expectation(body, op, side, expected,
         ("assert f(1) and g(2)", "none of them"),
         ("assert not x", "is not a function call"),
         ("for c in CASES:\n        assert f(c) == 1", "argument `c` is not a literal"),
+        # an expected value computed by the function under test says nothing independent
+        ("assert f(1) == f(2) + 1", "the expected value `f\\(2\\) \\+ 1` is not a literal"),
+        ("assert f(1) == g(2)", "both sides of the comparison"),  # which one is under test?
     ],
 )
 def test_forms_that_say_nothing_about_one_call_are_refused(body, reason):

@@ -347,7 +347,12 @@ class _Context:
             )
         line, comparison = self._failing_line()
         isolated = isolate(
-            self.source, self.test, line, record.indices, (record.crash or {}).get("locals")
+            self.source,
+            self.test,
+            line,
+            record.indices,
+            (record.crash or {}).get("locals"),
+            self._project_callees(),
         )
         resolved = record.names.get(isolated.callee)
         if not resolved or not resolved.get("file") or not resolved.get("qualname"):
@@ -464,7 +469,16 @@ class _Context:
             )
         produced_ok = obs.produced is not None and sandbox.values_equal(truth, obs.produced)
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
-        if produced_ok and not asserted_ok and isolated.expected.kind in ("local", "implicit"):
+        if (
+            produced_ok
+            and not asserted_ok
+            and isolated.expected.kind
+            in (
+                "local",
+                "implicit",
+                "computed",
+            )
+        ):
             # The expected value was read from the failing frame (a loop's case, a local):
             # there is no literal that holds it to replace, so the test is not edited.
             return self.unclear(
@@ -736,6 +750,21 @@ class _Context:
             return True
         return node.start_point.row + 1 <= other <= node.end_point.row + 1
 
+    def _project_callees(self) -> frozenset[str]:
+        """The dotted names the run resolved to Python functions in the project's own
+        files (not a virtual environment's, not the standard library's)."""
+        names = set()
+        for dotted, where in self.record.names.items():
+            path = where.get("file")
+            relative = self._relative(Path(path)) if path else None
+            if relative is None or any(
+                part in (".venv", "venv", "site-packages", ".tox", ".nox")
+                for part in relative.split("/")
+            ):
+                continue
+            names.add(dotted)
+        return frozenset(names)
+
     def _observation(
         self, isolated: Isolated, comparison: dict[str, Any] | None, resolved: dict[str, Any]
     ) -> Observation:
@@ -759,6 +788,12 @@ class _Context:
             # what pytest's rewritten assertion shows ("assert []\n +  where [] = f(3)")
             produced = _shown_value(str(crash.get("message", "")), isolated.op)
             asserted = isolated.expected.text
+        elif isolated.expected.kind == "computed":
+            raise NotIsolated(
+                "cannot isolate the call under test: the expected value "
+                f"`{excerpt(isolated.expected.text)}` is computed by the test, and the failure "
+                "recorded no comparison that shows its value"
+            )
         else:
             # An AssertionError is what the call raised only when the function's own file
             # raised it — not the test's line, not an assertion helper elsewhere.

@@ -133,7 +133,7 @@ class Site:
     # the failing test frame held (a loop over a table of cases, a local variable), read
     # from what the recorder saw — evidence, not a place to edit. implicit: an
     # assertion's own expectation (assertTrue's True, assertIsNone's None).
-    kind: Literal["assertion", "parametrize", "assignment", "local", "implicit"]
+    kind: Literal["assertion", "parametrize", "assignment", "local", "implicit", "computed"]
     start_byte: int
     end_byte: int
     text: str
@@ -295,11 +295,15 @@ def isolate(
     line: int,
     indices: dict[str, int] | None = None,
     frame_locals: dict[str, str] | None = None,
+    project_callees: frozenset[str] | None = None,
 ) -> Isolated:
     """Take apart the assertion on ``line`` of ``test``. ``indices``: the case of each
     parametrized argument (pytest's ``callspec.indices``); ``frame_locals``: the ``repr``
     of the failing test frame's locals, as the recorder saw them (a loop's current case, a
-    local variable). Raises :class:`NotIsolated`."""
+    local variable); ``project_callees``: the dotted names the run resolved to Python
+    functions of the project itself — where both sides of a comparison are calls, the one
+    call of the project's is the call under test (``parse(s) == datetime(2003, 9, 25)``).
+    Raises :class:`NotIsolated`."""
     module = PythonModule(source, is_test_file=True)
     fn = find_test(module, test)
     node = assertion_at(source, fn, line)
@@ -356,14 +360,31 @@ def isolate(
             f"{'true' if op == 'truthy' else 'false' if op == 'falsy' else 'about'} is not a "
             "function call"
         )
+    if len(calls) == 2 and project_callees is not None:
+        # Both sides are calls: the project's function is the call under test, the other
+        # side (a constructor of literals, a library's function) what the test expects.
+        ours = [side for side in calls if _callee_of(source, sides[side]) in project_callees]
+        if len(ours) == 1:
+            calls = ours
+    assigned: Node | None = None
+    if not calls and right is not None:
+        # ``result = f(x)`` once, then ``assert result == 3``: the call is the local's.
+        for side, n in sides.items():
+            if n.type == "identifier" and side not in approx:
+                assigned = _assigned_call(source, fn, source.node_text(n), node)
+                if assigned is not None:
+                    calls = [side]
+                    forms.append("assigned-call")
+                    break
     if len(calls) != 1:
         raise NotIsolated(
             "cannot isolate the call under test: "
             + ("neither side" if not calls else "both sides")
             + " of the comparison is a function call"
+            + (" of the project's" if len(calls) == 2 and project_callees is not None else "")
         )
     call_side = calls[0]
-    call_node = sides[call_side]
+    call_node = assigned if assigned is not None else sides[call_side]
     wrapper = None
     outer = _dotted(source, call_node.child_by_field_name("function"))
     inner = _wrapped_call(call_node)
@@ -397,7 +418,13 @@ def isolate(
                 raise NotIsolated("pytest.approx() without a value")
             expected_node = unwrap(approx_args[0])
             op = "approx"
-        expected = bindings.site(expected_node, "the expected value")
+        try:
+            expected = bindings.site(expected_node, "the expected value")
+        except NotIsolated:
+            expected = _computed(source, expected_node, callee)
+            if expected is None:
+                raise
+            forms.append("computed-expected")
     if op in ("is", "is not") and expected.text.strip() not in _SINGLETONS:
         raise NotIsolated(
             f"cannot isolate the call under test: `{op}` compares identity; only with True, "
@@ -417,6 +444,71 @@ def isolate(
         expected=expected,
         wrapper=wrapper,
         forms=tuple(forms),
+    )
+
+
+def _callee_of(source: SourceFile, call: Node) -> str | None:
+    """The dotted name a call calls, through a wrapper (``sorted(f(x))``: ``f``)."""
+    outer = _dotted(source, call.child_by_field_name("function"))
+    inner = _wrapped_call(call)
+    if outer in WRAPPERS and inner is not None:
+        return _dotted(source, inner.child_by_field_name("function"))
+    return outer
+
+
+def _assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node) -> Node | None:
+    """The call of the one ``name = f(...)`` statement in the test's body before the
+    assertion, when nothing between them mentions ``name`` (a method call on it, an
+    append, could have changed the value the assertion sees) and nothing else in the test
+    binds it; else None."""
+    body = statements(fn.body)
+    found: list[tuple[int, Node]] = []
+    position = None
+    for index, stmt in enumerate(body):
+        if stmt.start_byte <= assertion.start_byte < stmt.end_byte:
+            position = index
+            break
+        if stmt.type != "expression_statement" or not stmt.named_children:
+            continue
+        assign = stmt.named_children[0]
+        if assign.type != "assignment":
+            continue
+        left = assign.child_by_field_name("left")
+        right = assign.child_by_field_name("right")
+        if left is not None and source.node_text(left) == name and right is not None:
+            found.append((index, unwrap(right)))
+    if position is None or len(found) != 1 or found[0][1].type != "call":
+        return None
+    if binding_counts(source, fn.node, [name])[name] != 1:
+        return None
+    index, call = found[0]
+    if any(name in _identifiers(source, stmt) for stmt in body[index + 1 : position]):
+        return None
+    return call
+
+
+def _computed(source: SourceFile, node: Node, callee: str) -> Site | None:
+    """The expected value as an expression the test evaluates — a constructor of literals
+    (``datetime(2003, 9, 25)``), another function's value — when it does not call the
+    function under test itself: its value is the one the failing comparison recorded, and
+    it is never edited (there is no literal to replace)."""
+    node = unwrap(node)
+    if node.type in ("identifier", "attribute", "subscript"):
+        return None  # a name: where its value came from is not read here
+    name = callee.rsplit(".", 1)[-1]
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in ("lambda", "generator_expression", "list_comprehension",
+                            "set_comprehension", "dictionary_comprehension", "await"):  # fmt: skip
+            return None
+        if current.type == "call":
+            called = _dotted(source, current.child_by_field_name("function")) or ""
+            if called == callee or called.rsplit(".", 1)[-1] == name:
+                return None
+        stack.extend(current.named_children)
+    return Site(
+        "computed", node.start_byte, node.end_byte, source.node_text(node), node.start_point.row + 1
     )
 
 
