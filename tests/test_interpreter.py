@@ -355,3 +355,32 @@ def test_referee_arbitrate_runs_the_project_in_its_own_dot_venv(
         f"referee: error: the project's interpreter {root / '.venv/bin/python'} (found: .venv) "
         "has no pytest: install it there or set `python` in [tool.referee]"
     ], done.stderr
+
+
+# ------------------------------------------------------------------ the editor's setting
+
+
+def test_the_editors_python_setting_wins_over_the_projects(tmp_path: Path):
+    from pygls.workspace import Workspace
+
+    from referee.server.lsp import RefereeServer
+    from referee.server.options import parse_settings
+
+    (tmp_path / "referee.toml").write_text('python = "from-file/bin/python"\n', encoding="utf-8")
+    from_file = _fake_python(tmp_path / "from-file")
+    from_editor = _fake_python(tmp_path / "from-editor")
+    server = RefereeServer()
+    # no client: the workspace an initialize request would have made
+    server.protocol._workspace = Workspace(tmp_path.as_uri())
+    assert interpreter.for_settings(server.settings_for(tmp_path / "a.py")).path == str(from_file)
+
+    server.global_settings, problem = parse_settings({"referee": {"python": "from-editor"}})
+    assert problem is None
+    server.forget_settings()
+    chosen = interpreter.for_settings(server.settings_for(tmp_path / "a.py"))
+    assert chosen == Interpreter(str(from_editor), "setting")
+
+    server.global_settings, _ = parse_settings({"referee": {"python": "nowhere"}})
+    server.forget_settings()
+    with pytest.raises(ConfigError, match=r"editor setting referee\.python: 'nowhere' does not"):
+        interpreter.for_settings(server.settings_for(tmp_path / "a.py"))
