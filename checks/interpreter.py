@@ -62,8 +62,9 @@ class Interpreter:
 
     @property
     def is_own(self) -> bool:
-        """Whether it is referee's own interpreter."""
-        return self.found == REFEREE
+        """Whether it is referee's own interpreter (found so, or the same path: the
+        active environment is referee's own)."""
+        return self.found == REFEREE or self.path == sys.executable
 
     def __str__(self) -> str:
         return f"{self.path} (found: {self.found})"
