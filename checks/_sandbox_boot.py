@@ -1076,9 +1076,19 @@ def _json_form(value, depth=0):
     return False, None
 
 
+def _add_site(job):
+    """The interpreter's site-packages (and what their .pth files add): the child starts
+    with -S, and the parent names them."""
+    import site
+
+    for directory in job.get("site") or ():
+        site.addsitedir(directory)
+
+
 def _evaluate(job, fd):
     import types
 
+    _add_site(job)
     cap = job["value_cap"]
     module = types.ModuleType("sandbox_module")
     path = os.path.join(job["root"], "sandbox_module.py")
@@ -1108,10 +1118,7 @@ def _evaluate(job, fd):
 
 
 def _pytest(job):
-    import site
-
-    for directory in job["site"]:
-        site.addsitedir(directory)
+    _add_site(job)
     sys.path.insert(0, job["root"])
     sys.argv = ["pytest", *job["args"]]
     import pytest

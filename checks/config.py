@@ -128,6 +128,8 @@ class Settings:
     config: RefereeConfig = field(default_factory=default_config)
     root: Path = field(default_factory=Path.cwd)
     path: Path | None = None  # the file it came from; None for the defaults
+    # where ``config.python`` came from when not the file: an editor's ``referee.python``
+    python_origin: str | None = None
 
     @functools.cached_property
     def enabled(self) -> frozenset[str]:
@@ -224,7 +226,14 @@ class Settings:
         """The same project with whole sections of its configuration replaced
         (``judge=…``, ``arbitration=…``): a command-line option or an editor setting on top
         of the file. The sections are models already validated."""
-        return Settings(self.config.model_copy(update=sections), self.root, self.path)
+        return dataclasses.replace(self, config=self.config.model_copy(update=sections))
+
+    def with_python(self, python: str, origin: str) -> Settings:
+        """The same project run with the interpreter ``python`` (an editor's setting,
+        named ``origin`` in errors), whatever its file says."""
+        return dataclasses.replace(
+            self, config=self.config.model_copy(update={"python": python}), python_origin=origin
+        )
 
     def with_overrides(
         self,
@@ -244,7 +253,7 @@ class Settings:
             return self
         data = self.config.model_dump(by_alias=True)
         data.update({k.replace("_", "-"): v for k, v in update.items()})
-        return Settings(validate(data, None), self.root, self.path)
+        return dataclasses.replace(self, config=validate(data, None))
 
 
 _DEFAULT_TEST_FILES = list(DEFAULT_TEST_FILES)

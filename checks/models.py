@@ -493,6 +493,14 @@ class RefereeConfig(_Config):
     arbitration: ArbitrationConfig = Field(default_factory=ArbitrationConfig)
     guard: GuardConfig = Field(default_factory=GuardConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    python: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The interpreter that runs the project's tests (arbitration, mutation "
+        "grading, the sandbox): a path, relative to the project root or absolute, to a "
+        "Python or a virtual environment. Unset: $VIRTUAL_ENV, then .venv/ or venv/ in the "
+        "project root, then referee's own.",
+    )
 
     @field_validator("select", "extend_select", "ignore", mode="before")
     @classmethod

@@ -45,10 +45,13 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from referee.checks.interpreter import Interpreter, InterpreterError, describe
 
 __all__ = [
     "Limits",
@@ -145,12 +148,26 @@ def evaluate(
     *,
     limits: Limits = Limits(),  # noqa: B008 - frozen, so one shared default is safe
     files: dict[str, str] | None = None,
+    python: Interpreter | None = None,
 ) -> SandboxResult:
     """Run ``code`` as a module in a fresh interpreter, then evaluate the expression
     ``call`` (``"count_vowels('aeiou')"``) in its namespace. ``value`` is the repr of the
-    result; an exception in either becomes status ``error`` with its type and message."""
-    job = {"mode": "evaluate", "code": code, "call": call, "value_cap": _value_cap(limits)}
-    return _run(job, files or {}, limits)
+    result; an exception in either becomes status ``error`` with its type and message.
+    ``python``: the interpreter to run (the project's, with its site-packages); None:
+    referee's own."""
+    runtime = _runtime_or_error(python)
+    if isinstance(runtime, SandboxResult):
+        return runtime
+    job = {
+        "mode": "evaluate",
+        "code": code,
+        "call": call,
+        "value_cap": _value_cap(limits),
+        # the project's code may import its dependencies; referee's own runs (oracles)
+        # get the standard library only
+        "site": [] if python is None or python.is_own else list(runtime.site),
+    }
+    return _run(job, files or {}, limits, runtime)
 
 
 def run_pytest(
@@ -158,33 +175,47 @@ def run_pytest(
     args: list[str],
     *,
     limits: Limits = Limits(),  # noqa: B008
+    python: Interpreter | None = None,
 ) -> SandboxResult:
     """Write ``files`` (relative path -> text) into a fresh directory and run
-    ``python -m pytest <args>`` there. Status ``ok`` iff pytest exits 0; the message is
-    pytest's summary line. Plugins are not auto-loaded (``-p name`` loads one) and the
-    cache provider is off."""
+    ``python -m pytest <args>`` there, with ``python`` (the project's interpreter; None:
+    referee's own). Status ``ok`` iff pytest exits 0; the message is pytest's summary
+    line. Plugins are not auto-loaded (``-p name`` loads one) and the cache provider is
+    off."""
+    runtime = _runtime_or_error(python)
+    if isinstance(runtime, SandboxResult):
+        return runtime
     job = {
         "mode": "pytest",
         "args": ["-p", "no:cacheprovider", *args],
-        "site": list(_site_dirs()),
+        "site": list(runtime.site),
     }
-    return _run(job, files, limits)
+    return _run(job, files, limits, runtime)
 
 
-def boundary_problem(limits: Limits = Limits()) -> str | None:  # noqa: B008
+def boundary_problem(
+    limits: Limits = Limits(),  # noqa: B008
+    python: Interpreter | None = None,
+) -> str | None:
     """Why model-written code would be refused here with ``limits`` (the message every such
     run would carry), or None when it would run. Finds out by running one empty program
-    the way every run is contained; the answer is kept per setting, so callers can ask
-    before they spend anything on a model."""
+    the way every run is contained (in ``python``, whose paths change what nobody can
+    read); the answer is kept per setting, so callers can ask before they spend anything
+    on a model."""
     mode = _mode(limits)
     if mode == "weak":
         return None
-    return _probe_boundary(mode, _disabled())
+    runtime = _runtime_or_error(python)
+    if isinstance(runtime, SandboxResult):
+        return runtime.message
+    return _probe_boundary(mode, _disabled(), runtime)
 
 
 @functools.lru_cache(maxsize=16)
-def _probe_boundary(mode: str, disabled: frozenset[str]) -> str | None:
-    result = evaluate("", "None", limits=Limits(timeout_s=30, cpu_s=30, sandbox="strict"))
+def _probe_boundary(mode: str, disabled: frozenset[str], runtime: _Runtime) -> str | None:
+    limits = Limits(timeout_s=30, cpu_s=30, sandbox="strict")
+    job = {"mode": "evaluate", "code": "", "call": "None", "value_cap": _value_cap(limits)}
+    result = _run({**job, "site": []}, {}, limits, runtime)
     return result.message if result.status == "refused" else None
 
 
@@ -341,7 +372,66 @@ def _boot_source() -> str:
     return (Path(__file__).resolve().parent / "_sandbox_boot.py").read_text(encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class _Runtime:
+    """One interpreter as the sandbox runs it: the binary (``interpreter``, a virtual
+    environment's link resolved: the child starts without ``site`` and is handed
+    ``site``, the site-packages it adds back), its version (for its flags), and what the
+    child may read (``entries``: ``(path, "dir" | "file" | "symlink")``, all read-only)."""
+
+    interpreter: str
+    version: tuple[int, ...]
+    site: tuple[str, ...]
+    entries: tuple[tuple[str, str], ...]
+
+
+def _runtime(python: Interpreter | None = None) -> _Runtime:
+    """The runtime of ``python`` (None or referee's own: this process's)."""
+    if python is None or python.is_own:
+        return _own_runtime()
+    return _foreign_runtime(describe(python))
+
+
+def _runtime_or_error(python: Interpreter | None) -> _Runtime | SandboxResult:
+    try:
+        return _runtime(python)
+    except InterpreterError as exc:
+        return SandboxResult(status="error", message=f"the sandbox has no interpreter: {exc}")
+
+
 @functools.lru_cache(maxsize=1)
+def _own_runtime() -> _Runtime:
+    paths = sysconfig.get_paths()
+    interpreter = os.path.realpath(sys.executable)
+    site_dirs = _site_dirs()
+    readable = (
+        os.path.dirname(interpreter),
+        sys.base_prefix,
+        sys.base_exec_prefix,
+        paths.get("stdlib"),
+        paths.get("platstdlib"),
+        *site_dirs,
+    )
+    return _Runtime(interpreter, tuple(sys.version_info[:3]), site_dirs, _entries(readable))
+
+
+@functools.lru_cache(maxsize=8)
+def _foreign_runtime(description: Any) -> _Runtime:
+    """Another interpreter's (the project's): its binary, base prefixes and standard
+    library, its site-packages and the directories its ``.pth`` files add — all
+    read-only."""
+    readable = (
+        os.path.dirname(description.executable),
+        *description.prefixes,
+        *description.stdlib,
+        *description.site,
+        *description.extra,
+    )
+    return _Runtime(
+        description.executable, description.version, description.site, _entries(readable)
+    )
+
+
 def _site_dirs() -> tuple[str, ...]:
     """Where this interpreter finds pytest: its site-packages, named explicitly because
     the child starts with ``-S`` (no site module, no user site)."""
@@ -357,18 +447,11 @@ def _site_dirs() -> tuple[str, ...]:
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=1)
-def _interpreter() -> str:
-    """The interpreter itself, not a virtual environment's link to it: the child starts
-    without ``site`` and is handed the site directories it needs."""
-    return os.path.realpath(sys.executable)
-
-
-@functools.lru_cache(maxsize=1)
-def _runtime() -> tuple[tuple[str, str], ...]:
+def _entries(readable: Sequence[str | None]) -> tuple[tuple[str, str], ...]:
     """What the child may read: ``(path, "dir" | "file" | "symlink")`` — the system's
-    libraries, the interpreter, its standard library and site-packages. Nothing else of
-    the host is visible under bubblewrap or namespaces, nor readable under Landlock."""
+    libraries and ``readable`` (the interpreter's directory, its standard library and
+    site-packages). Nothing else of the host is visible under bubblewrap or namespaces,
+    nor readable under Landlock."""
     entries: dict[str, str] = {}
     for top in ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"):
         if os.path.islink(top):
@@ -377,15 +460,7 @@ def _runtime() -> tuple[tuple[str, str], ...]:
             entries[top] = "dir"
     if os.path.isfile("/etc/ld.so.cache"):
         entries["/etc/ld.so.cache"] = "file"
-    paths = sysconfig.get_paths()
-    for candidate in (
-        os.path.dirname(_interpreter()),
-        sys.base_prefix,
-        sys.base_exec_prefix,
-        paths.get("stdlib"),
-        paths.get("platstdlib"),
-        *_site_dirs(),
-    ):
+    for candidate in readable:
         if candidate:
             real = os.path.realpath(candidate)
             if os.path.isdir(real):
@@ -412,19 +487,20 @@ def _world_readable(path: str) -> bool:
     return True
 
 
-def _can_drop_root() -> bool:
+def _can_drop_root(runtime: _Runtime | None = None) -> bool:
     """Root starts the child as nobody when nobody can read the interpreter and its paths
     and reach the temporary directory the run directory is made in; elsewhere (an
     interpreter under /root, ``$TMPDIR`` inside a private directory) the child becomes
     nobody inside its own user namespace, or, without one, does not run in strict mode."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0 or sys.platform == "win32":
         return False
-    return _runtime_world_readable() and _world_readable(tempfile.gettempdir())
+    runtime = runtime or _own_runtime()
+    return _runtime_world_readable(runtime) and _world_readable(tempfile.gettempdir())
 
 
-@functools.lru_cache(maxsize=1)
-def _runtime_world_readable() -> bool:
-    paths = [_interpreter(), *(path for path, kind in _runtime() if kind != "symlink")]
+@functools.lru_cache(maxsize=8)
+def _runtime_world_readable(runtime: _Runtime) -> bool:
+    paths = [runtime.interpreter, *(path for path, kind in runtime.entries if kind != "symlink")]
     return all(_world_readable(path) for path in paths)
 
 
@@ -447,18 +523,18 @@ def _disabled() -> frozenset[str]:
     return frozenset(names)
 
 
-def _bwrap() -> str | None:
+def _bwrap(runtime: _Runtime) -> str | None:
     """bubblewrap, when it is installed and can make its namespaces here (checked once
-    per temporary directory, with the binds a real run uses)."""
+    per temporary directory and runtime, with the binds a real run uses)."""
     if not sys.platform.startswith("linux"):
         return None
-    if os.geteuid() == 0 and not _can_drop_root():
+    if os.geteuid() == 0 and not _can_drop_root(runtime):
         return None  # root runs bwrap as nobody, who must be able to reach the runtime
-    return _bwrap_works(tempfile.gettempdir())
+    return _bwrap_works(tempfile.gettempdir(), runtime)
 
 
-@functools.lru_cache(maxsize=4)
-def _bwrap_works(tmp: str) -> str | None:
+@functools.lru_cache(maxsize=8)
+def _bwrap_works(tmp: str, runtime: _Runtime) -> str | None:
     path = shutil.which("bwrap") or next(
         (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap") if os.access(p, os.X_OK)), None
     )
@@ -466,8 +542,8 @@ def _bwrap_works(tmp: str) -> str | None:
         return None
     with tempfile.TemporaryDirectory(prefix="referee-probe-") as directory:
         command = [
-            *_bwrap_args(path, os.path.realpath(directory), {}, Limits(disk_mb=1)),
-            _interpreter(),
+            *_bwrap_args(path, os.path.realpath(directory), {}, Limits(disk_mb=1), runtime),
+            runtime.interpreter,
             "-S",
             "-c",
             "pass",
@@ -479,24 +555,24 @@ def _bwrap_works(tmp: str) -> str | None:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 timeout=10,
-                **_as_nobody(),
+                **_as_nobody(runtime),
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
     return path if done.returncode == 0 else None
 
 
-def _as_nobody() -> dict[str, Any]:
-    if _can_drop_root():
+def _as_nobody(runtime: _Runtime) -> dict[str, Any]:
+    if _can_drop_root(runtime):
         return {"user": _NOBODY, "group": _NOBODY, "extra_groups": []}
     return {}
 
 
-def _plan(disabled: frozenset[str]) -> str:
+def _plan(disabled: frozenset[str], runtime: _Runtime) -> str:
     """How the child is contained: ``bwrap``, ``namespaces`` (the child makes them),
     ``seatbelt`` (macOS) or ``host`` (Landlock and seccomp at most)."""
     if sys.platform.startswith("linux"):
-        if "bwrap" not in disabled and _bwrap() is not None:
+        if "bwrap" not in disabled and _bwrap(runtime) is not None:
             return "bwrap"
         return "host" if "userns" in disabled else "namespaces"
     if (
@@ -508,7 +584,9 @@ def _plan(disabled: frozenset[str]) -> str:
     return "host"
 
 
-def _bwrap_args(bwrap: str, root: str, env: dict[str, str], limits: Limits) -> list[str]:
+def _bwrap_args(
+    bwrap: str, root: str, env: dict[str, str], limits: Limits, runtime: _Runtime
+) -> list[str]:
     """bubblewrap's command line: every namespace, no capabilities, a read-only root with
     the runtime bound read-only, ``/proc`` of its own pid namespace, a minimal ``/dev``,
     and a ``/tmp`` of ``limits.disk_mb`` that holds the run directory."""
@@ -521,7 +599,7 @@ def _bwrap_args(bwrap: str, root: str, env: dict[str, str], limits: Limits) -> l
     if not root.startswith("/tmp/"):
         args += ["--perms", "0700", "--size", size, "--tmpfs", root]
     args += ["--perms", "0700", "--dir", root]
-    for path, kind in _runtime():
+    for path, kind in runtime.entries:
         if kind == "symlink":
             args += ["--symlink", os.readlink(path), path]
         else:
@@ -746,13 +824,13 @@ def _sweep(directory: str) -> None:
                     os.kill(int(name), signal.SIGKILL)
 
 
-def _command(job_ref: str) -> list[str]:
+def _command(job_ref: str, runtime: _Runtime) -> list[str]:
     # Not -I: it implies -E, which would ignore PYTHONHASHSEED. The environment is built
     # from nothing instead, which is what -E protects against.
     flags = ["-S", "-s", "-u", "-B"]
-    if sys.version_info >= (3, 11):
+    if runtime.version >= (3, 11):
         flags.append("-P")
-    return [_interpreter(), *flags, "-c", _boot_source(), job_ref]
+    return [runtime.interpreter, *flags, "-c", _boot_source(), job_ref]
 
 
 def _safe_relative(name: str) -> PurePosixPath:
@@ -847,14 +925,16 @@ def _disk_used(directory: str, cap: int) -> int:
     return total
 
 
-def _run(job: dict[str, Any], files: dict[str, str], limits: Limits) -> SandboxResult:
+def _run(
+    job: dict[str, Any], files: dict[str, str], limits: Limits, runtime: _Runtime
+) -> SandboxResult:
     started = time.monotonic()
     relative = {_safe_relative(name).as_posix(): text for name, text in files.items()}
     if os.name != "posix":
         return SandboxResult(status="error", message="the sandbox needs a POSIX system")
     strict = _mode(limits) == "strict"
     disabled = _disabled()
-    plan = _plan(disabled)
+    plan = _plan(disabled, runtime)
     problem = _platform_refusal(plan)
     if problem and strict:
         return _refused(problem, started=started)
@@ -881,7 +961,7 @@ def _run(job: dict[str, Any], files: dict[str, str], limits: Limits) -> SandboxR
             "plan": plan,
             "strict": strict,
             "disabled": sorted(disabled),
-            "runtime": [list(entry) for entry in _runtime()],
+            "runtime": [list(entry) for entry in runtime.entries],
             "tmpfs": tmpfs,
             "seccomp": None if "seccomp" in disabled else _seccomp_programs(),
             "limits": limits.model_dump(),
@@ -890,17 +970,17 @@ def _run(job: dict[str, Any], files: dict[str, str], limits: Limits) -> SandboxR
         if job_fd >= 0:
             fds.append(job_fd)
         env = _environment(root)
-        command = _command(job_ref)
-        if _can_drop_root() or (plan == "namespaces" and os.getuid() == 0):
+        command = _command(job_ref, runtime)
+        if _can_drop_root(runtime) or (plan == "namespaces" and os.getuid() == 0):
             os.chown(root, _NOBODY, _NOBODY)  # the code runs as nobody
-        extra = _as_nobody()
+        extra = _as_nobody(runtime)
         if plan == "bwrap":
-            bwrap = _bwrap()
+            bwrap = _bwrap(runtime)
             assert bwrap is not None
-            command = _bwrap_args(bwrap, root, env, limits) + command
+            command = _bwrap_args(bwrap, root, env, limits, runtime) + command
         elif plan == "seatbelt":
-            readable = [path for path, kind in _runtime() if kind != "symlink"]
-            profile = seatbelt_profile(root, readable, _interpreter(), limits.processes)
+            readable = [path for path, kind in runtime.entries if kind != "symlink"]
+            profile = seatbelt_profile(root, readable, runtime.interpreter, limits.processes)
             command = [_SANDBOX_EXEC, "-p", profile, *command]
         try:
             proc = subprocess.Popen(

@@ -1058,7 +1058,7 @@ def _arbitrate(
             if apply_fix and result.verdict.fix is not None:
                 report(f"writing {result.verdict.fix.path}")
                 result = engine.apply(result)
-    except engine.ArbitrationError as exc:
+    except (engine.ArbitrationError, ConfigError) as exc:  # a bad `python`, say
         raise _NoVerdict(str(exc)) from None
     except StaleFileError as exc:
         raise _NoVerdict(str(exc)) from None

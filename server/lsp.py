@@ -24,6 +24,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from referee import __version__
+from referee.checks import interpreter
 from referee.checks.config import ConfigError, Settings, discover, forget_pytest_layouts
 from referee.checks.document import Change, Document, Encoding, index_to_units
 from referee.checks.engine import check_source
@@ -185,6 +186,8 @@ class RefereeServer(LanguageServer):
                 self._report_config_error(str(exc))
                 project = Settings(root=self.folder_of(path) or path.parent)
             self._project_settings[key] = project
+        if client.python:  # the editor's interpreter wins over the file's and discovery
+            project = project.with_python(client.python, "editor setting referee.python")
         try:
             return project.with_overrides(client.select or (), client.extend_select, client.ignore)
         except ConfigError as exc:  # the editor's select/ignore, not a file's
@@ -201,6 +204,7 @@ class RefereeServer(LanguageServer):
 
     def forget_settings(self) -> None:
         self._project_settings.clear()
+        interpreter.forget()  # a .venv made, pytest installed since
         forget_pytest_layouts()
         self._reported_config_errors.clear()
         self.live_guard.invalidate()

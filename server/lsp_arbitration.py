@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from referee.checks.config import Settings
+from referee.checks.config import ConfigError, Settings
 from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
@@ -182,6 +182,7 @@ class ArbitrationService:
 
 
 def _run_module(path: Path, settings: Settings) -> ModuleRun | None:
+    from referee.checks import interpreter
     from referee.checks.arbitration.observe import run_tests
 
     try:
@@ -189,7 +190,17 @@ def _run_module(path: Path, settings: Settings) -> ModuleRun | None:
     except (OSError, UnicodeDecodeError):
         return None
     relpath = settings.relative(path)
-    run = run_tests(settings.root, [relpath], timeout=settings.config.arbitration.test_timeout)
+    try:
+        python = interpreter.for_settings(settings)
+    except ConfigError as exc:
+        log.error("tests not run: %s", exc)
+        return None
+    if (problem := interpreter.pytest_problem(python)) is not None:
+        log.error("tests not run: %s", problem)
+        return None
+    run = run_tests(
+        settings.root, [relpath], timeout=settings.config.arbitration.test_timeout, python=python
+    )
     module = ModuleRun(lines=text.split("\n"))
     for record in run.records:
         if not record.failed or not record.nodeid.startswith(relpath + "::"):

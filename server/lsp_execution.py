@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from referee.checks.config import Settings
+from referee.checks.config import ConfigError, Settings
 from referee.checks.models import Finding
 from referee.server.lsp_judge import LayerResults, _baseline, _first
 from referee.server.progress import WorkProgress
@@ -443,7 +443,7 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
     sources that agreed on it. Checked before it is offered: the value is data referee
     writes into tests, the assertion is found where the guard will look for it, and the new
     test runs in the sandbox and fails on the function as it is (it is a counterexample)."""
-    from referee.checks import ledger, sandbox
+    from referee.checks import interpreter, ledger, sandbox
     from referee.checks.arbitration.fix import (
         pytest_counts,
         pytest_run_limits,
@@ -508,7 +508,13 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
     args = [test_id, "-q", "-p", "no:cacheprovider", "-o", "addopts="]
     if executed.relpath.startswith("src/"):
         args += ["-o", "pythonpath=src"]  # the project's copy, not an installed one
-    run = sandbox.run_pytest(files, args, limits=pytest_run_limits(settings.config.arbitration))
+    try:
+        python = interpreter.for_settings(settings)
+    except ConfigError as exc:
+        raise NotWritten(str(exc)) from None
+    run = sandbox.run_pytest(
+        files, args, limits=pytest_run_limits(settings.config.arbitration), python=python
+    )
     passed, total = pytest_counts(run.message)
     if run.status == "refused":
         raise NotWritten(f"the sandbox refused to run it: {run.message}")

@@ -86,6 +86,11 @@ class ClientSettings(BaseModel):
     configuration: str | None = Field(
         default=None, description="A referee.toml / pyproject.toml to use instead of the nearest."
     )
+    python: str | None = Field(
+        default=None,
+        description="The interpreter that runs the project's tests (or its virtual "
+        "environment), instead of the project's `python` setting and what referee finds.",
+    )
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     tests: TestSettings = Field(default_factory=TestSettings)
     arbitration: ArbitrationSettings = Field(default_factory=ArbitrationSettings)

@@ -19,7 +19,6 @@ from test_arbitration import project, run
 from referee.checks.arbitration import OUT_ENV
 from referee.checks.arbitration.engine import ArbitrationError, _failing_record
 from referee.checks.arbitration.observe import (
-    PLUGIN,
     TestRun,
     node_id,
     run_tests,
@@ -145,7 +144,7 @@ def test_a_failure_pytest_reports_is_never_ran_no_test(tmp_path: Path):
             "-m",
             "pytest",
             "-p",
-            PLUGIN,
+            "referee.checks.arbitration.plugin",  # the installed module, run in place
             "-q",
             "-rfE",
             "-p",

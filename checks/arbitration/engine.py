@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from referee import __version__
-from referee.checks import ledger, review, sandbox
+from referee.checks import interpreter, ledger, review, sandbox
 from referee.checks.arbitration.fix import (
     SourceFix,
     TestFix,
@@ -145,6 +145,11 @@ def arbitrate(
         if asked_to_stop():
             raise Cancelled
 
+    # the project's interpreter (a bad `python` setting is a ConfigError), with pytest
+    python = interpreter.for_settings(settings)
+    problem = interpreter.pytest_problem(python)
+    if problem is not None:
+        raise ArbitrationError(problem)
     say(f"running {test_id}")
     test_timeout = settings.config.arbitration.test_timeout
     run = run_tests(
@@ -154,6 +159,7 @@ def arbitrate(
         # the test's call may run test-timeout seconds; collection and the rest get a grace
         timeout=test_timeout + max(10.0, test_timeout / 2),
         hang_after=test_timeout,
+        python=python,
     )
     stop_if_cancelled()
     record = _failing_record(run, test_id, root / test.path)
@@ -375,7 +381,9 @@ class _Context:
 
         # Every way on from here runs code in the sandbox (a reference, oracles, the test
         # module with a fix); where the sandbox has no kernel boundary, none of it runs.
-        refused = sandbox.boundary_problem(pytest_run_limits(self.config))
+        refused = sandbox.boundary_problem(
+            pytest_run_limits(self.config), interpreter.for_settings(self.settings)
+        )
         if refused is not None:
             return self.unclear(refused)
 
@@ -396,7 +404,12 @@ class _Context:
             say(f"running the reference {reference}")
             sources.append(
                 reference_evidence(
-                    reference, isolated.arguments, self.config, files.get(), isolated.wrapper
+                    reference,
+                    isolated.arguments,
+                    self.config,
+                    files.get(),
+                    isolated.wrapper,
+                    python=interpreter.for_settings(self.settings),
                 )
             )
         if sources:
@@ -899,6 +912,7 @@ class _Context:
             {**files.get(), self.test.path: fixed.new_text},
             [self.test_id, "-q", "-p", "no:cacheprovider"],
             limits=pytest_run_limits(self.config),
+            python=interpreter.for_settings(self.settings),
         )
         passed, total = pytest_counts(run.message)
         if not (run.status == "ok" and total and passed == total):

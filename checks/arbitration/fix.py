@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from referee.checks import sandbox
+from referee.checks import interpreter, sandbox
 from referee.checks.arbitration import verify
 from referee.checks.arbitration.capabilities import added_capabilities
 from referee.checks.arbitration.isolate import FunctionSpec, Site
@@ -349,6 +349,7 @@ def source_fix(
     )
     guard = GuardContext(baseline=spec.text, test_text=test_text)
     limits = pytest_run_limits(config)
+    python = interpreter.for_settings(settings)  # the project's: its tests, its imports
     asserted, untaken = verify.asserted_calls(
         files.get(test_relpath, ""), test_relpath, spec.module, module_functions(spec.text)
     )
@@ -438,7 +439,7 @@ def source_fix(
         if progress is not None:
             progress(f"checking candidate {index} ({origin}) on {len(calls)} asserted calls")
         checked = verify.verify(
-            new_text, module_relpath, spec.module, calls, code_files, limits, untaken
+            new_text, module_relpath, spec.module, calls, code_files, limits, untaken, python
         )
         counts = {"calls_verified": checked.verified, "calls_total": checked.total}
         if not checked.passed:
@@ -457,7 +458,7 @@ def source_fix(
         if progress is not None:
             progress(f"running {test_relpath} against candidate {index} ({origin})")
         result = sandbox.run_pytest(
-            {**files, module_relpath: new_text}, [test_relpath, "-q"], limits=limits
+            {**files, module_relpath: new_text}, [test_relpath, "-q"], limits=limits, python=python
         )
         passed, total = pytest_counts(result.message)
         # pytest ran in the patch's own process: its failure refuses the patch (a patch

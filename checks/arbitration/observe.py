@@ -11,6 +11,7 @@ import json
 import os
 import posixpath
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,8 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV
+from referee.checks.interpreter import Interpreter
 
-PLUGIN = "referee.checks.arbitration.plugin"
+# The plugin runs in the project's interpreter, where referee may not be importable: a copy
+# of its file goes into the run's scratch directory, which alone is put on PYTHONPATH.
+PLUGIN = "referee_arbitration_plugin"
+PLUGIN_FILE = Path(__file__).resolve().parent / "plugin.py"
 _FRAME = re.compile(r'^\s*File "(.*)", line (\d+)', re.MULTILINE)
 _SCRUBBED = ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER")
 # pytest's short summary (``-rfE``): ``FAILED tests/t.py::test_x[1] - AssertionError: ...``
@@ -130,21 +135,30 @@ def run_tests(
     timeout: float = 120.0,
     extra_args: list[str] | None = None,
     hang_after: float | None = None,
+    python: Interpreter | None = None,
 ) -> TestRun:
-    """Run pytest on ``targets`` (node ids or paths relative to ``root``) with the plugin.
-    With ``hang_after``, a test's call still running after that many seconds is taken
-    as hung: its stack is dumped and the run ends (``TestRun.hung``)."""
+    """Run pytest on ``targets`` (node ids or paths relative to ``root``) with the plugin,
+    in ``python`` (the project's interpreter, :func:`referee.checks.interpreter.find`;
+    None: referee's own). With ``hang_after``, a test's call still running after that
+    many seconds is taken as hung: its stack is dumped and the run ends
+    (``TestRun.hung``)."""
     with tempfile.TemporaryDirectory(prefix="referee-observe-") as scratch:
         out = Path(scratch) / "records.jsonl"
         hang_out = Path(scratch) / "hang.txt"
+        plugin_dir = Path(scratch) / "plugin"
+        plugin_dir.mkdir()
+        shutil.copyfile(PLUGIN_FILE, plugin_dir / f"{PLUGIN}.py")
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(plugin_dir), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
         env[OUT_ENV] = str(out)
         env[NAMES_ENV] = json.dumps(names or [])
         if hang_after is not None:
             env[HANG_ENV] = repr(float(hang_after))
             env[HANG_OUT_ENV] = str(hang_out)
         command = [
-            sys.executable,
+            python.path if python is not None else sys.executable,
             "-m",
             "pytest",
             "-p",

@@ -1,8 +1,8 @@
 """A pytest plugin that records what a failing assertion compared.
 
-``referee arbitrate`` runs the user's tests with ``-p referee.checks.arbitration.plugin``
-and reads what this plugin wrote to the JSON-lines file named by ``$REFEREE_ARBITRATION_OUT``:
-one record per test that ran, with
+``referee arbitrate`` runs the user's tests in the project's interpreter with a copy of
+this file loaded by ``-p`` (:mod:`.observe`), and reads what this plugin wrote to the
+JSON-lines file named by ``$REFEREE_ARBITRATION_OUT``: one record per test that ran, with
 
 - every failing comparison (``pytest_assertrepr_compare`` for ``assert a == b``, ``in``,
   ``is``..., and the ``unittest`` assertions, wrapped: equality, assertTrue/False,
@@ -14,11 +14,10 @@ one record per test that ran, with
 - where the names in ``$REFEREE_ARBITRATION_NAMES`` (a JSON list of dotted names the
   failing assertion calls) resolve to in the test's module: module, qualified name, file.
 
-It runs inside the user's test process and uses only the standard library and pytest
-(importing it imports the ``referee.checks`` package, whose two constant names it shares).
-What it needs is captured when it loads, and no hook lets an exception out: a record it
-cannot write is said in the terminal summary (``referee-recorder: ...``), never a broken
-run.
+It runs inside the user's test process, in the project's interpreter, and uses only the
+standard library and pytest: referee itself need not be importable there. What it needs
+is captured when it loads, and no hook lets an exception out: a record it cannot write is
+said in the terminal summary (``referee-recorder: ...``), never a broken run.
 """
 
 from __future__ import annotations
@@ -36,7 +35,12 @@ from typing import Any
 
 import pytest
 
-from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV
+# The names of referee.checks.arbitration, written out: this file runs in the project's
+# interpreter, where referee is not importable (observe.py loads a copy of it by path).
+OUT_ENV = "REFEREE_ARBITRATION_OUT"
+NAMES_ENV = "REFEREE_ARBITRATION_NAMES"
+HANG_ENV = "REFEREE_ARBITRATION_HANG_S"
+HANG_OUT_ENV = "REFEREE_ARBITRATION_HANG_OUT"
 
 # Everything the hooks need is captured here, when pytest loads the plugin: a project's
 # fixtures may replace ``os.environ`` (monkeypatch.setattr("os.environ", {...})), change

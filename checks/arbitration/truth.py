@@ -543,9 +543,10 @@ def reference_evidence(
     config: ArbitrationConfig,
     files: dict[str, str],
     wrapper: str | None = None,
+    python: sandbox.Interpreter | None = None,
 ) -> OracleResult:
     """Run the declared reference implementation on the call's arguments, in the sandbox,
-    with the project's files beside it."""
+    with the project's files beside it (in ``python``, the project's interpreter)."""
     target, sep, function = reference.rpartition(":")
     if not sep or not target or not function.isidentifier():
         return OracleResult(
@@ -567,7 +568,7 @@ def reference_evidence(
         )
         call = f"__referee_reference__({arguments})"
     call = f"{wrapper}({call})" if wrapper else call
-    result = sandbox.evaluate(code, call, limits=limits(config), files=files)
+    result = sandbox.evaluate(code, call, limits=limits(config), files=files, python=python)
     return OracleResult(
         source="reference",
         status=result.status,

@@ -44,6 +44,7 @@ from referee.checks.arbitration.isolate import (
     wrapped,
 )
 from referee.checks.arbitration.truth import PROBE, probe_cap, probe_values
+from referee.checks.interpreter import Interpreter
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
@@ -323,6 +324,7 @@ def verify(
     files: dict[str, str],
     limits: sandbox.Limits,
     untaken: int = 0,
+    python: Interpreter | None = None,
 ) -> Verification:
     """Run ``calls`` against the patched module in the sandbox — one fresh run, with
     ``files`` (the project without its tests) and the patched module in place — and
@@ -345,7 +347,11 @@ def verify(
         + "]"
     )
     result = sandbox.evaluate(
-        harness, expression, limits=limits, files={**files, module_relpath: patched_text}
+        harness,
+        expression,
+        limits=limits,
+        files={**files, module_relpath: patched_text},
+        python=python,  # the project's: the patched module imports its dependencies
     )
     if result.status != "ok":
         return Verification(

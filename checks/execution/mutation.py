@@ -40,6 +40,7 @@ from typing import Literal
 from referee import __version__
 from referee.checks import sandbox
 from referee.checks.execution.cache import JsonCache
+from referee.checks.interpreter import Interpreter
 
 # Part of every cached grade's key; raised when grading changes (3: a kill by a crash, a
 # hang or a `return None` alone is no kill; 7: the test's own unpacking is a check).
@@ -921,11 +922,13 @@ def grade_test(
     cache: GradeCache | None = None,
     cancelled: Callable[[], bool] | None = None,
     progress: Callable[[str], None] | None = None,
+    python: Interpreter | None = None,
 ) -> Grade:
     """Grade the test ``qualname`` (``test_x`` or ``TestX.test_x``) of ``test_path`` by the
     mutants of its targets. ``files`` is the project (relative path → text) as the sandbox
     gets it, the test module among them; ``deadline`` a ``time.monotonic()`` past which no
-    new mutant is started."""
+    new mutant is started; ``python`` the project's interpreter (None: referee's own),
+    which must have pytest (:func:`referee.checks.interpreter.pytest_problem`)."""
     started = time.monotonic()
     test_id = f"{test_path}::{qualname.replace('.', '::')}"
     test_text = files.get(test_path)
@@ -945,6 +948,8 @@ def grade_test(
             list(operators),
             max_mutants,
             timeout,
+            # another interpreter may grade differently (its versions of the dependencies)
+            *([python.path] if python is not None and not python.is_own else []),
         ]
     )
     key = hashlib.sha256(key_data.encode("utf-8")).hexdigest()
@@ -960,7 +965,10 @@ def grade_test(
     def run(text_by_path: dict[str, str], extra: list[str] | None = None) -> sandbox.SandboxResult:
         view = {**files, **text_by_path}
         return sandbox.run_pytest(
-            {**view, **packaged_view(view, mapping)}, [*args, *(extra or [])], limits=limits
+            {**view, **packaged_view(view, mapping)},
+            [*args, *(extra or [])],
+            limits=limits,
+            python=python,
         )
 
     # The test as it is first, its lines traced: one that does not pass is not graded, and

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.checks import review, sandbox
-from referee.checks.config import Settings
+from referee.checks import interpreter, review, sandbox
+from referee.checks.config import ConfigError, Settings
 from referee.checks.execution.differential import Differential, DifferentialCache, check_function
 from referee.checks.execution.mutation import Cancelled as MutationCancelled
 from referee.checks.execution.mutation import Grade, GradeCache, grade_test
@@ -121,10 +121,19 @@ def check_file(
     )
     if not tests and not functions:
         return out
-    refused = sandbox.boundary_problem()
+    try:
+        python = interpreter.for_settings(settings)
+    except ConfigError as exc:
+        out.notes.append(f"execution checks not run: {exc}")
+        return out
+    refused = sandbox.boundary_problem(python=python)
     if refused is not None:
         out.notes.append(f"execution checks not run: {refused}")
         return out
+    if tests and (no_pytest := interpreter.pytest_problem(python)) is not None:
+        # one line for the file, not one per test: none of them can be graded
+        out.notes.append(f"tests not graded by mutation: {no_pytest}")
+        tests = []
     files = files or ProjectFiles(settings)
     project = files.get({relpath: source.text})
     cache_root = cache_dir
@@ -148,6 +157,7 @@ def check_file(
                 cache=GradeCache(cache_root / "mutation" if cache_root else None),
                 cancelled=cancelled,
                 progress=progress,
+                python=python,
             )
         except MutationCancelled:
             break

@@ -7,7 +7,7 @@
 -- Override any setting with vim.lsp.config('referee', { settings = { referee = { ... } } }).
 -- Every setting is described in docs/editors.md.
 
--- The server's defaults (server/options.py). `select` and `configuration` are unset by
+-- The server's defaults (server/options.py). `select`, `configuration` and `python` are unset by
 -- default: the project's own `select` and the nearest referee.toml / pyproject.toml apply.
 local defaults = {
   extendSelect = {}, -- rule codes or prefixes added to the project's selection
@@ -16,6 +16,7 @@ local defaults = {
   debounceMs = 50, -- quiet time after a change before checking (0-5000)
   -- select = { 'REF1' },                  -- replaces the project's `select`
   -- configuration = '/path/to/referee.toml', -- instead of the nearest one
+  -- python = '.venv/bin/python',             -- runs the project's tests (docs/configuration.md)
 }
 
 ---@type vim.lsp.Config

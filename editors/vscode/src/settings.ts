@@ -13,6 +13,7 @@ export const SERVER_SETTINGS = [
   'run',
   'debounceMs',
   'configuration',
+  'python',
   'judge.run',
   'judge.backend',
   'judge.model',
@@ -58,7 +59,7 @@ function assign(target: ServerSettings, dotted: string, value: unknown): void {
 /** What the server is sent for VS Code's `referee` section (as
  * `workspace.getConfiguration().get('referee')` gives it: nested objects): the server's
  * keys only, nested camelCase, unset (null) ones left out so the server's defaults and
- * the project's configuration apply, and `configuration`'s path expanded. Values of the
+ * the project's configuration apply, and the paths of `configuration` and `python` expanded. Values of the
  * wrong type are passed on as they are: the server reports them and uses its defaults. */
 export function toServerSettings(section: unknown, context: PathContext = {}): ServerSettings {
   const result: ServerSettings = {};
@@ -67,7 +68,7 @@ export function toServerSettings(section: unknown, context: PathContext = {}): S
     if (value === undefined || value === null) {
       continue;
     }
-    if (key === 'configuration' && typeof value === 'string') {
+    if ((key === 'configuration' || key === 'python') && typeof value === 'string') {
       if (value.trim() === '') {
         continue;
       }

@@ -59,6 +59,7 @@ describe('toServerSettings', () => {
     const context = { home: '/home/me', workspaceFolder: '/work/a' };
     assert.equal(toServerSettings({ configuration: 'config/referee.toml' }, context).configuration, path.join('/work/a', 'config/referee.toml'));
     assert.equal(toServerSettings({ configuration: '~/referee.toml' }, context).configuration, '/home/me/referee.toml');
+    assert.equal(toServerSettings({ python: '.venv/bin/python' }, context).python, path.join('/work/a', '.venv/bin/python'));
   });
 
   it('passes values of the wrong type on for the server to report', () => {

@@ -1,0 +1,386 @@
+"""The project's interpreter runs the project's tests: arbitration's test run, mutation
+grading and the sandbox use the Python of the project (its ``python`` setting,
+``$VIRTUAL_ENV``, ``.venv/`` or ``venv/``), not referee's own.
+
+The project's interpreter here is a real virtual environment made in a temporary
+directory (``python -m venv --without-pip``) that holds a dependency referee's own
+environment lacks (``projdep``, written straight into its site-packages) and, through a
+``.pth`` file, a copy of pytest and the packages it imports — never referee.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from referee.checks import interpreter, sandbox
+from referee.checks.arbitration import observe
+from referee.checks.config import ConfigError, load_text
+from referee.checks.interpreter import Interpreter, InterpreterError, find, pytest_problem
+
+PROJDEP = "VALUE = 41\n\n\ndef answer():\n    return 42\n"
+# what pytest imports, copied for the project's environment (not referee's site-packages:
+# referee itself must not be importable there)
+PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py")
+
+
+@pytest.fixture(autouse=True)
+def _no_active_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    interpreter.forget()
+    yield
+    interpreter.forget()
+
+
+@pytest.fixture(scope="session")
+def pytest_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("pytest-copy")
+    target.chmod(0o755)  # as a real site directory is: the sandbox's code runs as nobody
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in PYTEST_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        if origin.name == "__init__.py":
+            shutil.copytree(origin.parent, target / name, ignore=ignore)
+        else:
+            shutil.copy2(origin, target / origin.name)
+    return target
+
+
+def make_venv(path: Path, pytest_dir: Path | None, projdep: bool = True) -> Path:
+    """A real virtual environment at ``path``; returns its ``bin/python``."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120
+    )
+    (site,) = path.glob("lib/python*/site-packages")
+    if projdep:
+        (site / "projdep").mkdir()
+        (site / "projdep" / "__init__.py").write_text(PROJDEP, encoding="utf-8")
+    if pytest_dir is not None:
+        (site / "for_tests_pytest.pth").write_text(f"{pytest_dir}\n", encoding="utf-8")
+    return path / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def project_venv(tmp_path_factory: pytest.TempPathFactory, pytest_copy: Path) -> Path:
+    """A virtual environment with pytest and projdep; returns its directory."""
+    path = tmp_path_factory.mktemp("envs") / "with-pytest"
+    make_venv(path, pytest_copy)
+    return path
+
+
+def _fake_python(directory: Path) -> Path:
+    """A file where an environment's interpreter would be (for discovery's order only)."""
+    python = directory / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n", encoding="utf-8")
+    python.chmod(0o755)
+    return python
+
+
+# ------------------------------------------------------------------------ discovery
+
+
+def test_discovery_order_setting_then_virtual_env_then_dot_venv_then_venv(tmp_path: Path):
+    root = tmp_path / "project"
+    root.mkdir()
+    assert find(root) == Interpreter(sys.executable, "referee")
+    venv = _fake_python(root / "venv")
+    assert find(root) == Interpreter(str(venv), "venv")
+    dot_venv = _fake_python(root / ".venv")
+    interpreter.forget()
+    assert find(root) == Interpreter(str(dot_venv), ".venv")
+    active = _fake_python(tmp_path / "active")
+    environ = {"VIRTUAL_ENV": str(tmp_path / "active")}
+    assert find(root, environ=environ) == Interpreter(str(active), "$VIRTUAL_ENV")
+    chosen = _fake_python(tmp_path / "chosen")
+    # relative to the project root; a virtual environment's directory names its python
+    assert find(root, "../chosen/bin/python", environ=environ) == Interpreter(
+        str(chosen), "setting"
+    )
+    assert find(root, str(tmp_path / "chosen"), environ=environ).path == str(chosen)
+    # a $VIRTUAL_ENV without an interpreter is passed over
+    assert find(root, environ={"VIRTUAL_ENV": str(tmp_path / "gone")}).found == ".venv"
+
+
+def test_a_bad_python_setting_is_a_configuration_error_naming_the_key(tmp_path: Path):
+    (tmp_path / "not-python").write_text("", encoding="utf-8")
+    (tmp_path / "empty-dir").mkdir()
+    for value, problem in [
+        ("nowhere/bin/python", "does not exist"),
+        ("not-python", "is not an executable file"),
+        ("empty-dir", "is a directory with no bin/python"),
+    ]:
+        text = f'[project]\nname = "p"\n\n[tool.referee]\npython = "{value}"\n'
+        settings = load_text(text, tmp_path / "pyproject.toml")
+        with pytest.raises(ConfigError) as caught:
+            interpreter.for_settings(settings)
+        assert caught.value.key == "[tool.referee].python"
+        assert str(caught.value).startswith(f"{tmp_path / 'pyproject.toml'}: [tool.referee].python")
+        assert problem in str(caught.value), str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        load_text('python = ""\n', tmp_path / "referee.toml")
+    assert caught.value.key == "python"
+    # the editor's setting is named as the editor's
+    settings = load_text("", tmp_path / "referee.toml").with_python(
+        "nowhere", "editor setting referee.python"
+    )
+    with pytest.raises(ConfigError, match=r"^command line: editor setting referee\.python: "):
+        interpreter.for_settings(settings)
+
+
+def test_describe_names_the_environments_site_packages_and_its_pth_directories(
+    project_venv: Path, pytest_copy: Path
+):
+    python = find(project_venv.parent / "nothing", str(project_venv / "bin" / "python"))
+    found = interpreter.describe(python)
+    (site,) = project_venv.glob("lib/python*/site-packages")
+    assert found.site == (str(site.resolve()),)
+    assert str(pytest_copy.resolve()) in found.extra
+    assert found.version == tuple(sys.version_info[:3])
+    with pytest.raises(InterpreterError):
+        interpreter.describe(Interpreter(str(project_venv / "nothing"), "setting"))
+
+
+def test_an_interpreter_without_pytest_is_one_clear_line(tmp_path: Path, project_venv: Path):
+    bare = make_venv(tmp_path / ".venv", None)
+    python = find(tmp_path)
+    assert python == Interpreter(str(bare), ".venv")
+    assert pytest_problem(python) == (
+        f"the project's interpreter {bare} (found: .venv) has no pytest: install it there "
+        "or set `python` in [tool.referee]"
+    )
+    assert pytest_problem(Interpreter(str(project_venv / "bin" / "python"), "setting")) is None
+    # installing pytest is seen at the next ask, without forgetting anything
+    (site,) = (tmp_path / ".venv").glob("lib/python*/site-packages")
+    (site / "pytest.py").write_text("", encoding="utf-8")
+    assert pytest_problem(python) is None
+
+
+# ------------------------------------------------------------------ arbitration's test run
+
+DEP_TEST = "import projdep\n\n\ndef test_answer():\n    assert projdep.answer() == 41\n"
+
+
+def test_the_plugin_names_the_same_variables_as_the_package():
+    from referee.checks import arbitration
+    from referee.checks.arbitration import plugin
+
+    for name in ("OUT_ENV", "NAMES_ENV", "HANG_ENV", "HANG_OUT_ENV"):
+        assert getattr(plugin, name) == getattr(arbitration, name), name
+    assert "import referee" not in observe.PLUGIN_FILE.read_text(encoding="utf-8")
+    assert "from referee" not in observe.PLUGIN_FILE.read_text(encoding="utf-8")
+
+
+def test_observe_runs_the_tests_in_the_projects_interpreter(tmp_path: Path, project_venv: Path):
+    python = Interpreter(str(project_venv / "bin" / "python"), "setting")
+    done = subprocess.run([python.path, "-c", "import referee"], capture_output=True, check=False)
+    assert done.returncode != 0, "referee must not be importable in the project's environment"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_dep.py").write_text(DEP_TEST, encoding="utf-8")
+    node = "tests/test_dep.py::test_answer"
+
+    run = observe.run_tests(tmp_path, [node], python=python, timeout=60)
+    (call,) = [r for r in run.records if r.when == "call"]
+    assert call.failed, run.output
+    (compared,) = call.comparisons
+    assert (compared["left"], compared["right"]) == ("42", "41"), compared
+
+    # referee's own interpreter cannot import the project's dependency
+    own = observe.run_tests(tmp_path, [node], timeout=60)
+    assert not [r for r in own.records if r.when == "call"], own.output
+    assert "No module named 'projdep'" in own.output
+
+
+# ------------------------------------------------------------------------ the sandbox
+
+SANDBOX_TESTS = """import os
+
+import projdep
+
+
+def test_the_dependency_is_importable():
+    assert projdep.answer() == 42
+
+
+def test_its_site_packages_are_read_only():
+    site = os.path.dirname(os.path.dirname(projdep.__file__))
+    try:
+        with open(os.path.join(site, "planted.py"), "w") as handle:
+            handle.write("x = 1\\n")
+    except OSError:
+        return
+    raise AssertionError("wrote into the environment's site-packages")
+"""
+
+
+def test_the_sandbox_runs_pytest_in_the_projects_interpreter_read_only(project_venv: Path):
+    python = Interpreter(str(project_venv / "bin" / "python"), "setting")
+    problem = sandbox.boundary_problem(python=python)
+    if problem is not None:
+        pytest.skip(problem)
+    files = {"test_dep.py": SANDBOX_TESTS}
+    limits = sandbox.Limits(timeout_s=60, cpu_s=60, memory_mb=1024)
+    result = sandbox.run_pytest(files, ["-q", "test_dep.py"], python=python, limits=limits)
+    assert result.status == "ok", (result.message, result.stdout, result.stderr)
+    assert result.message.startswith("2 passed"), result.message
+    (site,) = project_venv.glob("lib/python*/site-packages")
+    assert not (site / "planted.py").exists()
+    # referee's own interpreter has no projdep: the same run fails
+    own = sandbox.run_pytest(files, ["-q", "test_dep.py"], limits=limits)
+    assert own.status != "ok" and "projdep" in own.stdout + own.stderr, own
+
+
+def test_the_sandbox_evaluates_project_code_with_its_dependencies(project_venv: Path):
+    python = Interpreter(str(project_venv / "bin" / "python"), "setting")
+    if (problem := sandbox.boundary_problem(python=python)) is not None:
+        pytest.skip(problem)
+    limits = sandbox.Limits(timeout_s=60, cpu_s=60)
+    result = sandbox.evaluate("import projdep", "projdep.answer()", python=python, limits=limits)
+    assert (result.status, result.value) == ("ok", "42"), result.message
+    own = sandbox.evaluate("import projdep", "projdep.answer()", limits=limits)
+    assert own.status == "error" and "projdep" in own.message
+
+
+def test_a_missing_interpreter_is_a_sandbox_error_not_an_exception(tmp_path: Path):
+    python = Interpreter(str(tmp_path / "gone" / "python"), "setting")
+    result = sandbox.run_pytest({"test_a.py": ""}, ["test_a.py"], python=python)
+    assert result.status == "error" and "gone" in result.message
+
+
+# ------------------------------------------------------------------ mutation grading
+
+
+def test_mutation_grading_says_once_that_the_interpreter_has_no_pytest(tmp_path: Path):
+    from referee.checks.execution.run import check_file
+    from referee.checks.source import SourceFile
+
+    make_venv(tmp_path / ".venv", None)
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
+    tests = (
+        "from calc import add\n\n\ndef test_one():\n    assert add(1, 2) == 3\n\n\n"
+        "def test_two():\n    assert add(2, 2) == 4\n"
+    )
+    (tmp_path / "test_calc.py").write_text(tests, encoding="utf-8")
+    config = "[execution]\nenabled = true\nmutation = true\ndifferential = false\n"
+    settings = load_text(config, tmp_path / "referee.toml")
+    if (problem := sandbox.boundary_problem()) is not None:
+        pytest.skip(problem)
+    out = check_file(SourceFile("test_calc.py", tests), settings, "test_calc.py", [], queue=False)
+    expected = (
+        f"tests not graded by mutation: the project's interpreter {tmp_path / '.venv/bin/python'}"
+        " (found: .venv) has no pytest: install it there or set `python` in [tool.referee]"
+    )
+    assert out.notes == [expected]
+    assert out.grades == []
+
+
+def test_mutation_grading_runs_in_the_projects_interpreter(tmp_path: Path, project_venv: Path):
+    from referee.checks.execution.mutation import grade_test
+
+    python = Interpreter(str(project_venv / "bin" / "python"), "setting")
+    if (problem := sandbox.boundary_problem(python=python)) is not None:
+        pytest.skip(problem)
+    files = {
+        "calc.py": "import projdep\n\n\ndef offset(x):\n    return x + projdep.VALUE\n",
+        "test_calc.py": "from calc import offset\n\n\ndef test_offset():\n"
+        "    assert offset(1) == 42\n",
+    }
+    grade = grade_test("test_calc.py", "test_offset", files, python=python, timeout=30)
+    assert grade.status == "killed", grade
+    own = grade_test("test_calc.py", "test_offset", files, timeout=30)
+    # referee's own interpreter cannot import projdep: the test errors as it is
+    assert own.status == "not-graded" and "1 error" in own.reason, own
+
+
+# ------------------------------------------------------------------ the command line
+
+CALC = '''import projdep
+
+
+def shifted(x: int) -> int:
+    """Return X plus the project's offset.
+
+    >>> shifted(1)
+    42
+    """
+    return x + projdep.VALUE
+'''
+CALC_TESTS = "from calc import shifted\n\n\ndef test_shifted():\n    assert shifted(1) == 43\n"
+
+
+def test_referee_arbitrate_runs_the_project_in_its_own_dot_venv(
+    tmp_path: Path, referee, pytest_copy: Path
+):
+    """projdep lives only in the project's .venv: referee's interpreter could not even
+    collect the test. The doctest is the truth; the corrected test runs in the sandbox
+    with the .venv's interpreter, where it passes."""
+    root = tmp_path / "project"
+    (root / "tests").mkdir(parents=True)
+    (root / "referee.toml").write_text("", encoding="utf-8")
+    (root / "calc.py").write_text(CALC, encoding="utf-8")
+    (root / "tests" / "test_calc.py").write_text(CALC_TESTS, encoding="utf-8")
+    make_venv(root / ".venv", pytest_copy)
+    if (problem := sandbox.boundary_problem(python=find(root))) is not None:
+        pytest.skip(problem)
+
+    done = referee("arbitrate", "tests/test_calc.py::test_shifted", "--format", "json", cwd=root)
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "TEST_WRONG", (verdict, done.stderr)
+    assert verdict["truth_source"] == "doctest"
+    assert verdict["fix"]["new_value"] == "42"
+
+    # a bad `python` setting stops it with the file, the key and the problem
+    (root / "referee.toml").write_text('python = "nowhere/bin/python"\n', encoding="utf-8")
+    done = referee("arbitrate", "tests/test_calc.py::test_shifted", cwd=root)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert f"{root / 'referee.toml'}: python: 'nowhere/bin/python' does not exist" in done.stderr
+
+    # an environment without pytest: one line that says so
+    shutil.rmtree(root / ".venv")
+    (root / "referee.toml").write_text("", encoding="utf-8")
+    make_venv(root / ".venv", None)
+    done = referee("arbitrate", "tests/test_calc.py::test_shifted", cwd=root)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    said = [line for line in done.stderr.splitlines() if "has no pytest" in line]
+    assert said == [
+        f"referee: error: the project's interpreter {root / '.venv/bin/python'} (found: .venv) "
+        "has no pytest: install it there or set `python` in [tool.referee]"
+    ], done.stderr
+
+
+# ------------------------------------------------------------------ the editor's setting
+
+
+def test_the_editors_python_setting_wins_over_the_projects(tmp_path: Path):
+    from pygls.workspace import Workspace
+
+    from referee.server.lsp import RefereeServer
+    from referee.server.options import parse_settings
+
+    (tmp_path / "referee.toml").write_text('python = "from-file/bin/python"\n', encoding="utf-8")
+    from_file = _fake_python(tmp_path / "from-file")
+    from_editor = _fake_python(tmp_path / "from-editor")
+    server = RefereeServer()
+    # no client: the workspace an initialize request would have made
+    server.protocol._workspace = Workspace(tmp_path.as_uri())
+    assert interpreter.for_settings(server.settings_for(tmp_path / "a.py")).path == str(from_file)
+
+    server.global_settings, problem = parse_settings({"referee": {"python": "from-editor"}})
+    assert problem is None
+    server.forget_settings()
+    chosen = interpreter.for_settings(server.settings_for(tmp_path / "a.py"))
+    assert chosen == Interpreter(str(from_editor), "setting")
+
+    server.global_settings, _ = parse_settings({"referee": {"python": "nowhere"}})
+    server.forget_settings()
+    with pytest.raises(ConfigError, match=r"editor setting referee\.python: 'nowhere' does not"):
+        interpreter.for_settings(server.settings_for(tmp_path / "a.py"))
