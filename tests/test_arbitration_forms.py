@@ -75,6 +75,15 @@ class Counter:
         4
         """
         return n * 3
+
+    @classmethod
+    def thrice(cls, n: int) -> int:
+        """N times three.
+
+        >>> Counter.thrice(2)
+        6
+        """
+        return n * 4
 '''
 RIGHT = MODULE.format(skip="", none="None")
 WRONG = MODULE.format(skip="[1:]", none='""')
@@ -327,16 +336,44 @@ def test_a_computed_expected_value_is_never_edited(tmp_path: Path):
     ("body", "form"),
     [
         ('assert Counter().count("aeiou") == 5', None),
-        ("assert Counter.twice(2) == 4", "staticmethod"),
+        ("assert Counter.thrice(2) == 6", "classmethod"),
     ],
 )
-def test_methods_are_unclear_with_the_reason(tmp_path: Path, body: str, form: str | None):
+def test_methods_that_take_the_object_are_unclear_with_the_reason(
+    tmp_path: Path, body: str, form: str | None
+):
     result, _ = arbitrated(tmp_path, WRONG, body)
     verdict = result.verdict
     assert verdict.verdict == "UNCLEAR", verdict.reason
     assert "method" in verdict.reason
     if form:
         assert form in verdict.call_forms
+
+
+def test_a_static_method_is_arbitrated_as_a_function(tmp_path: Path):
+    # its docstring's example, ``Counter.twice(2)`` -> 4, is the truth for ``twice(2)``
+    result, _ = arbitrated(tmp_path, WRONG, "assert Counter.twice(2) == 4")
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert "staticmethod" in verdict.call_forms and verdict.truth_source == "doctest"
+    assert (verdict.produced, verdict.asserted, verdict.truth) == ("6", "4", "4")
+
+
+TWICE_PATCH = "def twice(n: int) -> int:\n    return n + n\n"  # the fake server fences it
+
+
+def test_cli_fixes_a_static_method_in_its_class(tmp_path: Path, referee):
+    tests = "from text import Counter\n\n\ndef test_x():\n    assert Counter.twice(2) == 4\n"
+    with FakeModel(lambda kind: TWICE_PATCH) as model:
+        root = cli_project(tmp_path / "p", WRONG, tests, model.url)
+        verdict = _cli(referee, root, "tests/test_text.py::test_x")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert "staticmethod" in verdict["call_forms"] and verdict["applied"] is True
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    # the body replaced inside the class, the decorator and the docstring kept
+    assert "    @staticmethod\n    def twice(n: int) -> int:" in fixed
+    assert "        return n + n" in fixed and "n * 3" not in fixed
+    assert ">>> Counter.twice(2)" in fixed
 
 
 # ------------------------------------------------------------ the command line, --apply

@@ -343,7 +343,13 @@ def used(code: Iterable[ast.AST], modules: dict[str, str]) -> dict[str, int]:
 
 
 def _function(tree: ast.Module, name: str) -> ast.AST | None:
-    for node in tree.body:
+    """The top-level function ``name``, or the method of ``Owner.name``."""
+    owner, _, name = name.rpartition(".")
+    body: list[ast.stmt] = tree.body
+    if owner:
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        body = cls.body if cls is not None else []
+    for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return node
     return None
@@ -374,6 +380,8 @@ def added_capabilities(original_module: str, patched_module: str, name: str) -> 
         node
         for node in patched.body
         if ast.unparse(node) not in {ast.unparse(n) for n in original.body}
+        # a static method's class changed with it: the method itself is after_fn
+        and not (isinstance(node, ast.ClassDef) and node.name == name.rpartition(".")[0])
     ]
     after = used([*new_nodes, after_fn], patched_imports)
     known = set(original_imports.values())

@@ -1029,7 +1029,7 @@ class _Context:
             files.get(),
             AssertedCall(
                 where=f"{self.test.path}:{isolated.line} ({self.test.name})",
-                function=self.spec.name,
+                function=self.spec.qualname,  # Owner.name for a static method
                 arguments=isolated.arguments,
                 expected=truth,
                 op=isolated.op,

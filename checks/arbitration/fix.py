@@ -263,7 +263,7 @@ def patched_module(spec: FunctionSpec, answer: str) -> tuple[str | None, str]:
     problem): the signature, docstring and decorators stay; the helpers and imports the
     body uses come along (see :mod:`.splice`)."""
     try:
-        return splice(spec.text, spec.name, extract_code(answer)), ""
+        return splice(spec.text, spec.name, extract_code(answer), spec.qualname), ""
     except Refused as exc:
         return None, str(exc)
 
@@ -411,7 +411,7 @@ def source_fix(
             )
             continue
         tried.add(new_text)
-        added = added_capabilities(spec.text, new_text, spec.name)
+        added = added_capabilities(spec.text, new_text, spec.qualname)
         if added:
             patches.append(
                 PatchResult(

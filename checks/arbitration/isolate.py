@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -833,21 +834,28 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
         raise NotIsolated(
             f"`{qualname}` is a nested function; arbitration handles top-level functions"
         )
-    if "." in qualname:
-        owner, _, method = qualname.rpartition(".")
-        raise NotIsolated(
-            f"`{qualname}` is a method (`{method}` of class `{owner}`); arbitration computes "
-            "truths (doctest, reference, oracles) for top-level functions only"
-        )
     source = SourceFile(path, text)
-    for node in source.tree.root_node.named_children:
+    owner, _, name = qualname.rpartition(".")
+    nodes = source.tree.root_node.named_children
+    if owner:
+        # A static method of a top-level class is a function in a namespace: its truth is
+        # computed as the function's (the oracles write ``def name``, run ``name(args)``).
+        # A method that takes ``self`` or ``cls`` needs the object, which no oracle sees.
+        nodes = _static_methods(source, owner, name)
+        if not nodes:
+            raise NotIsolated(
+                f"`{qualname}` is a method (`{name}` of class `{owner}`) that takes the "
+                "object or its class; arbitration computes truths (doctest, reference, "
+                "oracles) for top-level functions and static methods only"
+            )
+    for node in nodes:
         definition = node
         if node.type == "decorated_definition":
             definition = node.child_by_field_name("definition") or node.named_children[-1]
         if definition.type != "function_definition":
             continue
         name_node = definition.child_by_field_name("name")
-        if name_node is None or source.node_text(name_node) != qualname:
+        if name_node is None or source.node_text(name_node) != name:
             continue
         body = definition.child_by_field_name("body")
         assert body is not None
@@ -861,8 +869,11 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
                 value = inspect.cleandoc(literal) if isinstance(literal, str) else None
             except (ValueError, SyntaxError):
                 value = None
+            if value is not None and owner:
+                # ``Owner.name(2)`` in a static method's examples is the call ``name(2)``
+                value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
         return FunctionSpec(
-            name=qualname,
+            name=name,
             module=module,
             qualname=qualname,
             text=text,
@@ -875,3 +886,36 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
             docstring_value=value,
         )
     raise NotIsolated(f"no top-level function `{qualname}` in {path}")
+
+
+def _static_methods(source: SourceFile, owner: str, name: str) -> list[Node]:
+    """The ``@staticmethod``-decorated definitions named ``name`` in the top-level class
+    ``owner`` (the decorated definition nodes)."""
+    found = []
+    for node in source.tree.root_node.named_children:
+        cls = node
+        if node.type == "decorated_definition":
+            cls = node.child_by_field_name("definition")
+        if cls is None or cls.type != "class_definition":
+            continue
+        cls_name = cls.child_by_field_name("name")
+        body = cls.child_by_field_name("body")
+        if cls_name is None or body is None or source.node_text(cls_name) != owner:
+            continue
+        for member in statements(body):
+            if member.type != "decorated_definition":
+                continue
+            decorators = [
+                source.node_text(d).lstrip("@").strip()
+                for d in member.named_children
+                if d.type == "decorator"
+            ]
+            definition = member.child_by_field_name("definition")
+            if (
+                "staticmethod" in decorators
+                and definition is not None
+                and definition.type == "function_definition"
+                and source.node_text(definition.child_by_field_name("name")) == name
+            ):
+                found.append(member)
+    return found

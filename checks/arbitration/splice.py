@@ -164,9 +164,11 @@ def _body_text(code: str, function: ast.AST, statements: list[ast.stmt], indent:
     return "\n".join(out).rstrip()
 
 
-def splice(original: str, name: str, code: str) -> str:
+def splice(original: str, name: str, code: str, qualname: str | None = None) -> str:
     """The module ``original`` with the body of its top-level function ``name`` taken
-    from the program ``code`` (and what that body needs). Raises :class:`Refused`."""
+    from the program ``code`` (and what that body needs). ``qualname`` (``Owner.name``):
+    the function in the module is that static method, re-indented into its class; the
+    program's is still the top-level ``name``. Raises :class:`Refused`."""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
@@ -178,9 +180,9 @@ def splice(original: str, name: str, code: str) -> str:
     candidate = _top_function(tree, name)
     if candidate is None:
         raise Refused(f"does not define `{name}`")
-    target = _top_function(module, name)
+    target = _top_function(module, qualname or name)
     if target is None:
-        raise Refused(f"the module has no top-level `{name}`")
+        raise Refused(f"the module has no top-level `{qualname or name}`")
 
     statements = list(candidate.body)
     if ast.get_docstring(candidate, clean=False) is not None:
@@ -292,7 +294,14 @@ def splice(original: str, name: str, code: str) -> str:
 
 
 def _top_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    for node in tree.body:
+    """The top-level function ``name``, or, for ``Owner.name``, the method ``name`` of the
+    top-level class ``Owner``."""
+    owner, _, name = name.rpartition(".")
+    body: list[ast.stmt] = tree.body
+    if owner:
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        body = cls.body if cls is not None else []
+    for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return node
     return None

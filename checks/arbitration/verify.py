@@ -224,8 +224,13 @@ def asserted_calls(
                 except NotIsolated:
                     untaken += 1
                     break
-                if isolated.op not in EQUALITY_OPS or isolated.expected.kind == "implicit":
-                    untaken += 1  # a boolean, identity or membership assertion: not a value
+                if isolated.op not in EQUALITY_OPS or isolated.expected.kind in (
+                    "implicit",
+                    "computed",
+                ):
+                    # a boolean, identity or membership assertion: not a value; an
+                    # expected value the test computes: not one a probe can write
+                    untaken += 1
                     break
                 function = _resolve(isolated.callee, module, aliases, functions)
                 if function is None:
