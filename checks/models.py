@@ -799,7 +799,8 @@ class ArbitrationVerdict(_Model):
         description="How the test wrote the call under test, beyond `assert f(literals) == "
         "literal`: unittest-method (self.assert*), assert-function (a bare assertEqual or "
         "nose's assert_equal), boolean (assert f(x), assertTrue/False), identity (is None, "
-        "assertIsNone, assertIs), membership (in, assertIn), parametrize, local (a local "
+        "assertIsNone, assertIs), membership (in, assertIn), raises (pytest.raises, "
+        "assertRaises: an expected exception), parametrize, local (a local "
         "variable), loop-table (a loop over a table of cases), assigned-call (the call's "
         "value assigned once, then compared), computed-expected (an expected value the test "
         "computes, never edited), method, staticmethod, classmethod.",

@@ -290,6 +290,90 @@ def test_a_mutable_local_argument_is_not_taken_the_call_may_have_changed_it(tmp_
     assert "is a list the recorder saw after the call, which may have changed it" in verdict.reason
 
 
+CHUNKS = '''def chunks(items: list, n: int) -> list:
+    """Split ITEMS into lists of N items (the last may be shorter).
+
+    >>> chunks([1, 2, 3], 2)
+    [[1, 2], [3]]
+    """
+    {guard}return [items[i : i + max(n, 1)] for i in range(0, len(items), max(n, 1))]
+'''
+CHUNKS_RIGHT = CHUNKS.format(
+    guard='if n < 1:\n        raise ValueError("n must be at least 1")\n    '
+)
+CHUNKS_WRONG = CHUNKS.format(guard="")
+# oracles of the docstring that raise ValueError for n < 1, as the right code does
+RAISING_ORACLE = (
+    "def chunks(items, n):\n"
+    "    if n < 1:\n"
+    "        raise ValueError('n')\n"
+    "    return [items[i : i + n] for i in range(0, len(items), n)]\n"
+)
+RETURNING_ORACLE = (
+    "def chunks(items, n):\n"
+    "    n = max(n, 1)\n"
+    "    return [items[i : i + n] for i in range(0, len(items), n)]\n"
+)
+
+
+def _chunks_project(tmp_path: Path, module: str, body: str, url: str) -> Path:
+    tests = (
+        "import unittest\n\nimport pytest\n\nfrom text import chunks\n\n\n"
+        "def test_x():\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    )
+    return cli_project(tmp_path / "p", module, tests, url)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "with pytest.raises(ValueError):\n    chunks([1, 2], 0)",
+        "with pytest.raises(ValueError, match='at least'):\n    list(chunks([1, 2], 0))",
+        "unittest.TestCase().assertRaises(ValueError, chunks, [1, 2], 0)",
+        "unittest.TestCase().assertRaisesRegex(ValueError, 'n', lambda: chunks([1, 2], 0))",
+    ],
+)
+def test_cli_blames_a_source_that_does_not_raise_what_the_test_expects(
+    tmp_path: Path, referee, body: str
+):
+    with FakeModel(lambda kind: RAISING_ORACLE) as model:
+        root = _chunks_project(tmp_path, CHUNKS_WRONG, body, model.url)
+        before = (root / "text.py").read_text(encoding="utf-8")
+        verdict = _cli(referee, root, "tests/test_text.py::test_x")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert "raises" in verdict["call_forms"] and verdict["observation"]["op"] == "raises"
+    assert verdict["truth"] == verdict["asserted"] == "raises ValueError"
+    assert verdict["produced"] == "returned instead of raising ValueError"
+    assert verdict["fix"] is None and verdict["applied"] is False
+    assert (root / "text.py").read_text(encoding="utf-8") == before  # no fix is tried
+
+
+def test_cli_leaves_a_raises_test_the_truth_does_not_back_to_a_person(tmp_path: Path, referee):
+    # the oracles return for n = 0: the test's expectation may be wrong, and it is a
+    # raises assertion, which referee never edits
+    body = "with pytest.raises(ValueError):\n    chunks([1, 2], 0)"
+    with FakeModel(lambda kind: RETURNING_ORACLE) as model:
+        root = _chunks_project(tmp_path, CHUNKS_WRONG, body, model.url)
+        before = (root / "tests" / "test_text.py").read_text(encoding="utf-8")
+        verdict = _cli(referee, root, "tests/test_text.py::test_x")
+    assert verdict["verdict"] == "UNCLEAR", verdict["reason"]
+    assert "does not edit what a test expects to raise" in verdict["reason"]
+    assert verdict["truth"] == "[[1], [2]]"
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == before
+
+
+def test_a_source_that_raises_another_exception_is_observed_as_such(tmp_path: Path, referee):
+    module = CHUNKS_WRONG.replace("max(n, 1)", "n")  # range(0, 2, 0): ValueError… of range
+    body = "with pytest.raises(TypeError):\n    chunks([1, 2], 0)"
+    with FakeModel(lambda kind: RAISING_ORACLE) as model:
+        root = _chunks_project(tmp_path, module, body, model.url)
+        verdict = _cli(referee, root, "tests/test_text.py::test_x")
+    # the code raised ValueError, the test expects TypeError, the oracles raise ValueError
+    assert verdict["verdict"] == "UNCLEAR", verdict["reason"]
+    assert verdict["produced"].startswith("raised ValueError")
+    assert verdict["truth"] == "raises ValueError"
+
+
 def test_a_call_assigned_once_then_compared_is_the_call_under_test(tmp_path: Path):
     result, _ = arbitrated(tmp_path, WRONG, 'n = count_vowels("aeiou")\nassert n == 5')
     verdict = result.verdict
@@ -489,6 +573,20 @@ def _iso(body: str, frame_locals=None):
             "None",
             ("unittest-method", "identity"),
         ),
+        (
+            "with pytest.raises(ValueError):\n        f(1)",
+            "raises",
+            "left",
+            "ValueError",
+            ("raises",),
+        ),
+        (
+            "self.assertRaises(errors.Bad, f, 1)",
+            "raises",
+            "left",
+            "errors.Bad",
+            ("unittest-method", "raises"),
+        ),
     ],
 )
 def test_each_form_is_taken_apart_with_its_expectation(body, op, side, expected, forms):
@@ -508,6 +606,8 @@ def test_each_form_is_taken_apart_with_its_expectation(body, op, side, expected,
         # an expected value computed by the function under test says nothing independent
         ("assert f(1) == f(2) + 1", "the expected value `f\\(2\\) \\+ 1` is not a literal"),
         ("assert f(1) == g(2)", "both sides of the comparison"),  # which one is under test?
+        ("with pytest.raises(ValueError):\n        f(1)\n        f(2)", "is not one call"),
+        ("with pytest.raises((KeyError, ValueError)):\n        f(1)", "not name one exception"),
     ],
 )
 def test_forms_that_say_nothing_about_one_call_are_refused(body, reason):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -413,6 +414,8 @@ class _Context:
                 )
             )
         if sources:
+            if isolated.op == "raises":
+                sources = [_outcome(r) for r in sources]
             self.oracles = tuple(sources)
             values = [s.value for s in sources if s.status == "ok" and s.value is not None]
             if len(values) != len(sources) or not all(
@@ -450,8 +453,11 @@ class _Context:
                     replacements=self.replacements,
                     wrapper=isolated.wrapper,
                     suite=self.suite,
+                    raises=_exception_name(isolated) if isolated.op == "raises" else None,
                 )
             )
+            if isolated.op == "raises":
+                self.oracles = tuple(_outcome(r) for r in self.oracles)
             truth = agreed_value(self.oracles, self.config.required_agreement)
             truth_source = "oracles"
             if self.suite:
@@ -467,6 +473,8 @@ class _Context:
 
         # --- the verdict
         history = _history(self.root, self.test.path, isolated.expected.line)
+        if isolated.op == "raises":
+            return self._raises_verdict(isolated, truth, truth_source, history)
         if isolated.op not in EQUALITY_OPS:
             return self._expectation_verdict(
                 isolated,
@@ -532,6 +540,32 @@ class _Context:
                 f"({obs.produced or obs.produced_error}) nor the asserted one ({obs.asserted})"
             )
         return self.unclear(reason, truth=truth, truth_source=truth_source, history=history)
+
+    def _raises_verdict(
+        self, isolated: Isolated, truth: str, truth_source: str, history: str | None
+    ) -> Arbitration:
+        """The test expects the call to raise: when the truth is that it raises that
+        exception and the code did not, the source is wrong. No fix is tried — a patch
+        would be held to a value, and this truth is an exception. When the truth returns,
+        or raises another exception, the test may be wrong, but what a test expects to
+        raise is not an expected value referee edits: a person decides."""
+        assert self.observation is not None
+        obs = self.observation
+        expected = _raised(isolated.expected.text)
+        common = {"truth": truth, "truth_source": truth_source, "history": history}
+        if not sandbox.values_equal(truth, expected):
+            return self.unclear(
+                f"the truth ({truth}, from {truth_source}) is not what the test expects "
+                f"({isolated.call} {expected}): the test may be wrong, but referee does not "
+                "edit what a test expects to raise",
+                **common,
+            )
+        reason = (
+            f"the truth ({truth}, from {truth_source}) is what the test expects; the code "
+            f"{obs.produced_error}; no fix is tried for an expected exception"
+        )
+        verdict = self.verdict(verdict="SOURCE_WRONG", reason=reason, **common)
+        return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
 
     def _expectation_verdict(
         self,
@@ -783,7 +817,10 @@ class _Context:
     ) -> Observation:
         produced = asserted = produced_error = timeout_s = None
         crash = self.record.crash or {}
-        if comparison is not None:
+        if isolated.op == "raises":
+            produced_error = _raises_observed(isolated, crash)
+            asserted = _raised(isolated.expected.text)
+        elif comparison is not None:
             produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
             asserted = comparison["right"] if isolated.call_side == "left" else comparison["left"]
             if isolated.expected.kind == "implicit":
@@ -1215,6 +1252,48 @@ def _seconds(value: float) -> str:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
+
+
+def _exception_name(isolated: Isolated) -> str:
+    """The class name of the exception a raises assertion expects (``errors.ParseError``:
+    ``ParseError``)."""
+    return isolated.expected.text.strip().rsplit(".", 1)[-1]
+
+
+def _raised(name: str) -> str:
+    """The outcome "raises NAME", as the truth of a call that raises is written."""
+    return f"raises {name.strip().rsplit('.', 1)[-1]}"
+
+
+def _outcome(result: OracleResult) -> OracleResult:
+    """A source's result read as the call's outcome: an exception it raised is the
+    value "raises NAME" (the class name only: messages differ between programs)."""
+    if result.status != "error":
+        return result
+    match = _RAISED.match(result.detail or "")
+    if match is None:
+        return result
+    return result.model_copy(update={"status": "ok", "value": _raised(match.group(1))})
+
+
+def _raises_observed(isolated: Isolated, crash: dict[str, Any]) -> str:
+    """What the code did instead of raising the expected exception: returned (pytest's
+    ``DID NOT RAISE``, unittest's ``E not raised``), or raised another exception."""
+    kind, message = str(crash.get("type", "")), str(crash.get("message", ""))
+    name = _exception_name(isolated)
+    if (kind == "Failed" and message.startswith("DID NOT RAISE")) or (
+        kind == "AssertionError" and " not raised" in message
+    ):
+        return f"returned instead of raising {name}"
+    if not kind or kind == name or kind in ("Failed", "AssertionError"):
+        raise NotIsolated(
+            "cannot isolate the call under test: the raises assertion failed in a way "
+            f"referee does not read ({kind}: {excerpt(message)})"
+        )
+    return f"raised {kind}: {excerpt(message)} instead of {name}"
 
 
 def _expectation(isolated: Isolated) -> str:

@@ -882,6 +882,7 @@ def oracle_evidence(
     replacements: Replacements | None = None,
     wrapper: str | None = None,
     suite: Sequence[tuple[str, str, str]] | None = None,
+    raises: str | None = None,
 ) -> list[OracleResult]:
     """k oracle programs, written from the signature and docstring with different seeds,
     each run in the sandbox on the call's arguments. The k questions go to the model at
@@ -906,8 +907,14 @@ def oracle_evidence(
     ``suite``: for a function with no docstring, the project's own passing assertions
     about it (:func:`referee.checks.arbitration.suite.suite_examples`), in
     :func:`example_calls`' shape: the oracles are written from the signature and them
-    (:func:`oracle_messages`), and an oracle counts only when it gives every one's value."""
+    (:func:`oracle_messages`), and an oracle counts only when it gives every one's value.
+
+    ``raises``: the exception class the test expects the call to raise. An oracle that
+    raises it gave an opinion ("this call raises"), as one that raises an exception the
+    docstring names does, and is kept rather than replaced."""
     from_suite = bool(suite) and not spec.docstring_value
+    # the exceptions that are opinions, not failures to run (see failed_to_run)
+    named = " ".join(filter(None, [spec.docstring_value, raises]))
     messages = oracle_messages(spec, suite if from_suite else None)
     examples = list(suite) if from_suite and suite else example_calls(spec)
     origin = "the suite" if from_suite else "the docstring"
@@ -976,7 +983,7 @@ def oracle_evidence(
 
     results = run_round(seeds)
     while replacements is not None and replacements.budget > 0:
-        failed = [i for i, r in enumerate(results) if failed_to_run(r, spec.docstring_value)]
+        failed = [i for i, r in enumerate(results) if failed_to_run(r, named)]
         if not failed:
             break
         if cancelled is not None and cancelled():
@@ -1013,7 +1020,7 @@ def oracle_evidence(
             mine = [c for (i, _), c in zip(jobs, candidates, strict=True) if i == index]
             if not mine:
                 continue
-            ran = [c for c in mine if not failed_to_run(c, spec.docstring_value)]
+            ran = [c for c in mine if not failed_to_run(c, named)]
             chosen = ran[0] if ran else mine[0]
             replacements.spares.extend(ran[1:])
             # set aside: the oracle that failed, and the candidates that failed too (a
@@ -1027,7 +1034,7 @@ def oracle_evidence(
         # A slot whose own candidates both failed takes a spare of another slot, the
         # first written, whatever its value: it ran, from the same prompt, for this call.
         for index in failed:
-            if replacements.spares and failed_to_run(results[index], spec.docstring_value):
+            if replacements.spares and failed_to_run(results[index], named):
                 spare = replacements.spares.pop(0)
                 replacements.replaced.append(
                     results[index].model_copy(update={"replaced_by": spare.source})
