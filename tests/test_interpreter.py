@@ -301,6 +301,74 @@ def test_mutation_grading_runs_in_the_projects_interpreter(tmp_path: Path, proje
     assert own.status == "not-graded" and "1 error" in own.reason, own
 
 
+def test_the_differential_check_runs_the_function_and_reference_in_the_projects_interpreter(
+    project_venv: Path,
+):
+    from referee.checks.arbitration.isolate import function_spec
+    from referee.checks.execution.differential import check_function
+    from referee.checks.models import ArbitrationConfig, ExecutionConfig
+
+    python = Interpreter(str(project_venv / "bin" / "python"), "setting")
+    if (problem := sandbox.boundary_problem(python=python)) is not None:
+        pytest.skip(problem)
+    spec = function_spec(CALC, "calc.py", "calc", "shifted")
+    files = {
+        "calc.py": CALC,
+        "ref.py": "import projdep\n\n\ndef shifted(x):\n    return x + projdep.VALUE\n",
+    }
+
+    def run(python: Interpreter | None):
+        return check_function(
+            spec,
+            "calc.py",
+            files,
+            {},
+            ExecutionConfig(),
+            ArbitrationConfig(),
+            reference="ref.py:shifted",
+            python=python,
+        )
+
+    ran = run(python)
+    assert ran.status == "PASS" and "agrees with the declared reference" in ran.reason, ran
+    own = run(None)  # referee's interpreter has no projdep: the function does not import
+    assert own.status == "SKIPPED" and "No module named 'projdep'" in own.reason, own
+
+
+LEVEL = "import projdep\n\n\ndef level():\n    return projdep.VALUE - 41\n"
+LEVEL_TEST = "from pkg.levels import level\n\n\ndef test_level():\n    assert level() == 1\n"
+
+
+def test_the_guards_execution_check_runs_the_tests_in_the_projects_dot_venv(
+    tmp_path: Path, pytest_copy: Path
+):
+    """REF334: a constant flipped until the test passes, in a project whose code needs a
+    dependency only its .venv holds — found there; with no .venv the tests cannot run."""
+    from guard_catalogue.cases import commit_repo, run_guard, write_files
+
+    commit_repo(
+        tmp_path,
+        {
+            ".gitignore": ".venv/\n",
+            "pkg/__init__.py": "",
+            "pkg/levels.py": LEVEL,
+            "tests/test_levels.py": LEVEL_TEST,
+        },
+    )
+    write_files(tmp_path, {"pkg/levels.py": LEVEL.replace("- 41", "- 40")})
+    make_venv(tmp_path / ".venv", pytest_copy)
+    if (problem := sandbox.boundary_problem(python=find(tmp_path))) is not None:
+        pytest.skip(problem)
+    outcome = run_guard(tmp_path, "--strict")
+    found = [f for f in outcome.findings if f["code"] == "REF334"]
+    assert len(found) == 1 and "`41` changed to `40`" in found[0]["message"], outcome.stderr
+    shutil.rmtree(tmp_path / ".venv")
+    interpreter.forget()
+    outcome = run_guard(tmp_path, "--strict")
+    assert not [f for f in outcome.findings if f["code"] == "REF334"]
+    assert "No module named 'projdep'" in outcome.stderr
+
+
 # ------------------------------------------------------------------ the command line
 
 CALC = '''import projdep

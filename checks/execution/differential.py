@@ -56,6 +56,7 @@ from referee.checks.arbitration.truth import (
     prompts,
 )
 from referee.checks.execution.cache import JsonCache
+from referee.checks.interpreter import Interpreter
 from referee.checks.models import ArbitrationConfig, ExecutionConfig, OracleResult
 
 Origin = Literal["docstring", "test", "proposed", "generated"]
@@ -763,10 +764,15 @@ def _run_code(
     inputs: Sequence[Input],
     limits: sandbox.Limits,
     files: dict[str, str] | None = None,
+    python: Interpreter | None = None,
 ) -> _Run:
     cap = probe_cap(limits, len(inputs))
     result = sandbox.evaluate(
-        code + PROBE.format(cap=cap), _expression(callee, inputs), limits=limits, files=files
+        code + PROBE.format(cap=cap),
+        _expression(callee, inputs),
+        limits=limits,
+        files=files,
+        python=python,
     )
     values = probe_values(result, len(inputs), cap)
     if values is None:
@@ -989,13 +995,16 @@ def check_function(
     cache: DifferentialCache | None = None,
     cancelled: Callable[[], bool] | None = None,
     progress: Callable[[str], None] | None = None,
+    python: Interpreter | None = None,
 ) -> Differential:
     """Run ``spec``'s function beside the independent implementations of its spec (see
     the module's docstring). ``files`` is the project as the sandbox gets it (the
     function's module at ``relpath`` among them), ``tests`` the project's test modules
     (where the arguments the tests pass are read), ``model`` the oracles' model (a
     :class:`~referee.checks.arbitration.truth.LazyModel`; asked only for programs the
-    cache lacks), ``reference`` a declared ``module:function`` or ``path.py:function``."""
+    cache lacks), ``reference`` a declared ``module:function`` or ``path.py:function``.
+    ``python``: the project's interpreter, which runs the function and the reference (the
+    project's code, with its site-packages); the model's programs run in referee's own."""
     started = time.monotonic()
     result = Differential(spec.name, relpath, spec.line, "SKIPPED", "")
 
@@ -1075,6 +1084,7 @@ def check_function(
             gathered,
             limits,
             {**files, relpath: files.get(relpath, spec.text)},
+            python,
         )
         needs_oracles = alone.values is not None and any(
             status != "ok" or not sandbox.values_equal(value, item.expected or "")
@@ -1144,6 +1154,7 @@ def check_function(
                 reference,
                 files.get(reference.rpartition(":")[0], "") if reference else "",
                 arbitration.required_agreement,
+                python.path if python is not None else None,
             ]
         ).encode("utf-8")
     ).hexdigest()
@@ -1161,7 +1172,13 @@ def check_function(
     def run_all(inputs: Sequence[Input]) -> tuple[_Run, list[_Run]]:
         jobs: list[Callable[[], _Run]] = [
             lambda: _run_code(
-                "function", function_code, f"_referee_m.{spec.name}", inputs, limits, project
+                "function",
+                function_code,
+                f"_referee_m.{spec.name}",
+                inputs,
+                limits,
+                project,
+                python,
             )
         ]
         if reference is not None:
@@ -1174,7 +1191,9 @@ def check_function(
                     f"from {target} import {name} as __referee_reference__\n"
                 )
                 callee = "__referee_reference__"
-            jobs.append(lambda: _run_code("reference", code, callee, inputs, limits, project))
+            jobs.append(
+                lambda: _run_code("reference", code, callee, inputs, limits, project, python)
+            )
         for source, program, problem, _ in programs:
             if program is None:
                 jobs.append(

@@ -229,6 +229,7 @@ def check_file(
                     cache=DifferentialCache(cache_root / "differential" if cache_root else None),
                     cancelled=cancelled,
                     progress=progress,
+                    python=python,
                 )
             except Cancelled:
                 break

@@ -41,6 +41,7 @@ from pathlib import PurePosixPath
 
 from referee.checks import sandbox
 from referee.checks.guard.fitted import mentions
+from referee.checks.interpreter import Interpreter
 
 # Operators whose change changes a value, not a structure (`(`, `.` and `,` do).
 _VALUE_OPS = frozenset(
@@ -409,10 +410,12 @@ def check(
     timeout_s: float = 60.0,
     budget_s: float = 240.0,
     progress: Callable[[str], None] | None = None,
+    python: Interpreter | None = None,
 ) -> Outcome:
     """Decide by execution which value-level edits of ``sources`` (path -> (text at the
     base, text now); None where the file did not exist) a test's expectation needs.
-    ``files``: the project as it is now (relative path -> text), what the sandbox gets."""
+    ``files``: the project as it is now (relative path -> text), what the sandbox gets;
+    ``python``: the project's interpreter the tests run in (None: referee's own)."""
     out = Outcome()
     deadline = time.monotonic() + budget_s
     found: list[Edit] = []
@@ -426,7 +429,7 @@ def check(
     if not found:
         return out
     found = found[:MAX_EDITS]
-    refused = sandbox.boundary_problem()
+    refused = sandbox.boundary_problem(python=python)
     if refused is not None:
         out.notes.append(f"the execution check (REF334) did not run: {refused}")
         return out
@@ -450,7 +453,7 @@ def check(
         from referee.checks.execution.mutation import packaged_view
 
         full = {**view, **packaged_view(view, mapping)} if mapping else view
-        return sandbox.run_pytest(full, [*targets, *args], limits=limits)
+        return sandbox.run_pytest(full, [*targets, *args], limits=limits, python=python)
 
     fixed: dict[str, str] = {}
     for module in modules:

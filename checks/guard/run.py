@@ -354,6 +354,13 @@ def execution(
     }
     if not any(old and new for old, new in sources.values()):
         return {}, []
+    from referee.checks import interpreter
+    from referee.checks.config import ConfigError
+
+    try:
+        python = interpreter.for_settings(settings)
+    except ConfigError as exc:
+        return {}, [f"REF334 not run: {exc}"]
     files = project_files(guard_plan.repo, settings)
     outcome = moved.check(
         files,
@@ -361,6 +368,7 @@ def execution(
         settings.is_test_file,
         changed_tests=guard_plan.changed_tests,
         progress=progress,
+        python=python,
     )
     found: dict[str, list[Finding]] = {}
     for item in outcome.moved:
