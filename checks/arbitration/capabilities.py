@@ -342,8 +342,9 @@ def used(code: Iterable[ast.AST], modules: dict[str, str]) -> dict[str, int]:
     return scan.found
 
 
-def _function(tree: ast.Module, name: str) -> ast.AST | None:
-    """The top-level function ``name``, or the method of ``Owner.name``."""
+def find_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The top-level function ``name``, or, for ``Owner.name``, the method ``name`` of the
+    top-level class ``Owner``."""
     owner, _, name = name.rpartition(".")
     body: list[ast.stmt] = tree.body
     if owner:
@@ -367,8 +368,8 @@ def added_capabilities(original_module: str, patched_module: str, name: str) -> 
         patched = ast.parse(patched_module)
     except SyntaxError as exc:
         return [f"code that does not parse ({exc.msg})"]
-    before_fn = _function(original, name)
-    after_fn = _function(patched, name)
+    before_fn = find_function(original, name)
+    after_fn = find_function(patched, name)
     if after_fn is None:
         return [f"no function `{name}`"]
     original_imports = module_imports(original)

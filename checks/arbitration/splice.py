@@ -28,7 +28,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from referee.checks.arbitration.capabilities import PURE_MODULES
+from referee.checks.arbitration.capabilities import PURE_MODULES, find_function
 
 __all__ = ["Refused", "splice"]
 
@@ -177,10 +177,10 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
         module = ast.parse(original)
     except SyntaxError as exc:
         raise Refused(f"the module does not parse: {exc.msg}") from None
-    candidate = _top_function(tree, name)
+    candidate = find_function(tree, name)
     if candidate is None:
         raise Refused(f"does not define `{name}`")
-    target = _top_function(module, qualname or name)
+    target = find_function(module, qualname or name)
     if target is None:
         raise Refused(f"the module has no top-level `{qualname or name}`")
 
@@ -291,20 +291,6 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
     if adding:
         new_text = _add_imports(new_text, adding)
     return new_text
-
-
-def _top_function(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The top-level function ``name``, or, for ``Owner.name``, the method ``name`` of the
-    top-level class ``Owner``."""
-    owner, _, name = name.rpartition(".")
-    body: list[ast.stmt] = tree.body
-    if owner:
-        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
-        body = cls.body if cls is not None else []
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return node
-    return None
 
 
 def _first_line(node: ast.AST) -> int:

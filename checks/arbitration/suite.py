@@ -36,6 +36,7 @@ from pathlib import Path
 
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import WRAPPERS
+from referee.checks.arbitration.truth import _dotted
 
 MAX_FILES = 200  # test modules read, at most
 MAX_BYTES = 4_000_000  # of test module text, at most
@@ -119,15 +120,6 @@ def local_names(tree: ast.Module, name: str, module: str) -> tuple[set[str], set
                 elif alias.name == last:
                     modules.add(alias.name)
     return functions, modules
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
 
 
 def _literal(node: ast.expr) -> object:
