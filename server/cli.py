@@ -973,9 +973,11 @@ def arbitrate(
     """Decide which side of the failing test NODEID is wrong — the test or the code — and
     fix only that side.
 
-    Runs the test, isolates the call under test, computes the expected value from sources
-    that saw neither the function's body nor the test (a doctest, a declared reference,
-    k oracle programs the local model writes from the signature and docstring), then:
+    Runs the test in the project's interpreter (the `python` setting, $VIRTUAL_ENV,
+    .venv/ or venv/), isolates the call under test, computes the expected value from
+    sources that saw neither the function's body nor the test (a doctest, a declared
+    reference, k oracle programs the local model writes from the signature and the
+    docstring — or, without one, the suite's committed, passing assertions), then:
     TEST_WRONG offers the certified value as the test's new expected value, with a
     certificate; SOURCE_WRONG offers a patch that passes the whole test module; UNCLEAR
     goes to the review queue. See docs/arbitration.md.

@@ -446,6 +446,43 @@ def test_a_static_method_is_arbitrated_as_a_function(tmp_path: Path):
 TWICE_PATCH = "def twice(n: int) -> int:\n    return n + n\n"  # the fake server fences it
 
 
+@pytest.mark.model
+def test_cli_with_the_real_model_a_unittest_table_of_cases_never_blames_the_test(
+    tmp_path: Path, referee, small_model: Path
+):
+    """The real 0.5B model writes the oracles (and a patch) for a case a unittest method
+    reads from a table in a loop: the code is wrong, so the only wrong blame is a test
+    edit — and a value read from the table is never edited anyway."""
+    tests = (
+        "import unittest\n\nfrom text import count_vowels\n\n"
+        'CASES = [("xyz", 0), ("apple", 2)]\n\n\n'
+        "class TestText(unittest.TestCase):\n"
+        "    def test_x(self):\n"
+        "        for text, want in CASES:\n"
+        "            self.assertEqual(count_vowels(text), want)\n"
+    )
+    root = project(
+        tmp_path / "p", WRONG, tests, "[arbitration]\ncandidates = 1\ntime-budget = 300\n"
+    )
+    before = (root / "tests" / "test_text.py").read_text(encoding="utf-8")
+    done = referee(
+        "arbitrate",
+        "tests/test_text.py::TestText::test_x",
+        "--apply",
+        "--format",
+        "json",
+        "--model",
+        str(small_model),
+        cwd=root,
+    )
+    verdict = json.loads(done.stdout)
+    print(f"real model: {verdict['verdict']}: {verdict['reason']}")
+    assert verdict["verdict"] in ("SOURCE_WRONG", "UNCLEAR"), verdict["reason"]
+    assert verdict["call"] == "count_vowels('apple')"
+    assert {"unittest-method", "loop-table"} <= set(verdict["call_forms"])
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == before
+
+
 def test_cli_fixes_a_static_method_in_its_class(tmp_path: Path, referee):
     tests = "from text import Counter\n\n\ndef test_x():\n    assert Counter.twice(2) == 4\n"
     with FakeModel(lambda kind: TWICE_PATCH) as model:
