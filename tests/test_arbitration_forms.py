@@ -665,3 +665,18 @@ def test_recorded_locals_resolve_names_and_subscripts_and_refuse_mutable_argumen
         _iso("assert f(xs) == 1", {"xs": "[1, 2]"})
     with pytest.raises(NotIsolated, match="argument `xs` is not a literal"):
         _iso("assert f(xs) == 1", {"xs": "<object at 0x1>"})
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("class Bits:\n    pass\n", "`Bits` is a class: the call under test builds an object"),
+        ("@frozen\nclass Bits:\n    pass\n", "`Bits` is a class"),
+        ("BITS = 1\n", "no top-level function `Bits` in m.py"),
+    ],
+)
+def test_a_class_under_test_is_named_as_one(text: str, reason: str):
+    from referee.checks.arbitration.isolate import NotIsolated, function_spec
+
+    with pytest.raises(NotIsolated, match=reason):
+        function_spec(text, "m.py", "m", "Bits")

@@ -1073,6 +1073,21 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
             docstring=docstring,
             docstring_value=value,
         )
+    for node in source.tree.root_node.named_children:
+        definition = (
+            node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        )
+        name_node = definition.child_by_field_name("name") if definition is not None else None
+        if (
+            definition is not None
+            and definition.type == "class_definition"
+            and name_node is not None
+            and source.node_text(name_node) == qualname
+        ):
+            raise NotIsolated(
+                f"`{qualname}` is a class: the call under test builds an object, and "
+                "arbitration computes truths for functions and static methods"
+            )
     raise NotIsolated(f"no top-level function `{qualname}` in {path}")
 
 
