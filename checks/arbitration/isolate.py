@@ -651,12 +651,31 @@ def _assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node)
     append, could have changed the value the assertion sees) and nothing else in the test
     binds it; else None."""
     body = statements(fn.body)
-    found: list[tuple[int, Node]] = []
-    position = None
+    position = next(
+        (
+            i
+            for i, stmt in enumerate(body)
+            if stmt.start_byte <= assertion.start_byte < stmt.end_byte
+        ),
+        None,
+    )
+    if position is None:
+        return None
+    found = [(i, value) for i, value in _assignments(source, body, name) if i < position]
+    if len(found) != 1 or found[0][1].type != "call":
+        return None
+    if binding_counts(source, fn.node, [name])[name] != 1:
+        return None
+    index, call = found[0]
+    if any(name in _identifiers(source, stmt) for stmt in body[index + 1 : position]):
+        return None
+    return call
+
+
+def _assignments(source: SourceFile, body: list[Node], name: str) -> list[tuple[int, Node]]:
+    """(index in ``body``, assigned value) of each ``name = value`` statement of a block."""
+    found = []
     for index, stmt in enumerate(body):
-        if stmt.start_byte <= assertion.start_byte < stmt.end_byte:
-            position = index
-            break
         if stmt.type != "expression_statement" or not stmt.named_children:
             continue
         assign = stmt.named_children[0]
@@ -666,14 +685,7 @@ def _assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node)
         right = assign.child_by_field_name("right")
         if left is not None and source.node_text(left) == name and right is not None:
             found.append((index, unwrap(right)))
-    if position is None or len(found) != 1 or found[0][1].type != "call":
-        return None
-    if binding_counts(source, fn.node, [name])[name] != 1:
-        return None
-    index, call = found[0]
-    if any(name in _identifiers(source, stmt) for stmt in body[index + 1 : position]):
-        return None
-    return call
+    return found
 
 
 def _computed(source: SourceFile, node: Node, callee: str) -> Site | None:
@@ -882,19 +894,12 @@ class _Bindings:
         """The literal of the one ``name = <literal>`` statement in the test's body before
         the assertion (none if the name is bound anywhere else in the test: a second
         assignment, ``+=``, a loop or ``with`` target, ``:=``, a parameter…)."""
-        found: list[Node] = []
-        for stmt in statements(self.fn.body):
-            if stmt.start_point.row >= self.row:
-                break
-            if stmt.type != "expression_statement" or not stmt.named_children:
-                continue
-            assign = stmt.named_children[0]
-            if assign.type != "assignment":
-                continue
-            left = assign.child_by_field_name("left")
-            right = assign.child_by_field_name("right")
-            if left is not None and self.source.node_text(left) == name and right is not None:
-                found.append(unwrap(right))
+        body = statements(self.fn.body)
+        found = [
+            value
+            for i, value in _assignments(self.source, body, name)
+            if body[i].start_point.row < self.row
+        ]
         if len(found) != 1 or not _literal(self.source.node_text(found[0])):
             return None
         if binding_counts(self.source, self.fn.node, [name])[name] != 1:
