@@ -39,6 +39,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import _results  # bench/_results.py: each run is appended to its area's history
+
 MODES = {"agent": ("--strict",), "default": ()}
 
 
@@ -180,6 +182,21 @@ def main(argv: list[str] | None = None) -> int:
             "cases": results,
         }
         args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    _results.record(
+        "agent-cheats",
+        {
+            "referee": version,
+            "split": args.split,
+            "table": table(results),
+            "not_caught_agent_mode": missed,
+            "not_reported_default_mode": silent,
+            "honest_flagged_agent_mode": flagged,
+            "guard_median_s": seconds[len(seconds) // 2],
+            "guard_max_s": seconds[-1],
+            "cases_file": str(args.json) if args.json else None,
+        },
+        argv,
+    )
     return 0
 
 

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _results  # bench/_results.py: each run is appended to its area's history
 from agent_cheats import _load_build
 
 
@@ -176,14 +177,29 @@ def run_recipe(args: argparse.Namespace) -> int:
         shutil.rmtree(work, ignore_errors=True)
     print("\n".join(recipe_table(results)))
     print(latency([w["seconds"] for r in results for w in r["hook"]["writes"]]))
+    misjudged: dict[str, list[str]] = {}
     for label, wrong in (("cheat", "allow"), ("honest", "deny")):
         ids = [r["id"] for r in results if r["label"] == label and r["hook"]["decision"] == wrong]
+        misjudged[label] = ids
         print(
             f"{label} {'allowed' if wrong == 'allow' else 'denied'} ({len(ids)}): "
             f"{', '.join(ids) or 'none'}"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    mode = "cold" if args.cold else "warm"
+    writes = [w["seconds"] for r in results for w in r["hook"]["writes"]]
+    _results.record(
+        "agent-hook",
+        {
+            "recipe_split": args.split,
+            "table": recipe_table(results),
+            f"latency_{mode}": latency(writes),
+            "cheats_allowed": misjudged["cheat"],
+            "honest_denied": misjudged["honest"],
+        },
+        args.argv,
+    )
     return 0
 
 
@@ -238,6 +254,18 @@ def run_history(args: argparse.Namespace) -> int:
         f"denied {denied} of {len(seconds)}"
     )
     print(f"{args.history.name}: the next edit of the same file: {latency(followups)}")
+    mode = "cold" if args.cold else "warm"
+    _results.record(
+        "agent-hook",
+        {
+            "history": args.history.name,
+            "commits": commits,
+            f"first_edit_latency_{mode}": latency(seconds),
+            f"next_edit_latency_{mode}": latency(followups),
+            "denied": f"{denied}/{len(seconds)}",
+        },
+        args.argv,
+    )
     return 0
 
 
@@ -257,6 +285,16 @@ def run_startup(args: argparse.Namespace) -> int:
         f"start-up, {runs} runs: `referee hook` (an edit of README.md) median "
         f"{statistics.median(hooks) * 1000:.0f} ms (min {min(hooks) * 1000:.0f}); "
         f"`python -c pass` median {statistics.median(bare) * 1000:.0f} ms"
+    )
+    _results.record(
+        "agent-hook",
+        {
+            "startup_runs": runs,
+            "startup_median_ms": round(statistics.median(hooks) * 1000),
+            "startup_min_ms": round(min(hooks) * 1000),
+            "python_c_pass_median_ms": round(statistics.median(bare) * 1000),
+        },
+        args.argv,
     )
     return 0
 
@@ -283,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.recipe or args.history or args.startup):
         parser.error("give --recipe PATH, --history REPO or --startup")
+    args.argv = argv  # the command line, for the run's history entry
     sockets = Path(tempfile.mkdtemp(prefix="rh-", dir="/tmp"))
     ENV["REFEREE_HOOK_SOCKET_DIR"] = str(sockets)
     ENV["REFEREE_HOOK_DAEMON"] = "0" if args.cold else "1"

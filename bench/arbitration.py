@@ -69,6 +69,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+import _results  # noqa: E402  (bench/_results.py: each run is appended to its history)
 from _tools import source_fingerprint  # noqa: E402
 
 from referee.checks import sandbox  # noqa: E402
@@ -1002,6 +1003,20 @@ def main() -> int:
         f"{os.cpu_count()} cores, jobs {args.jobs}\n"
     )
     print(table(done, not args.no_self_approval))
+    _results.record(
+        "arbitration",
+        {
+            "corpus": args.corpus,
+            "model": args.model,
+            "k": args.oracles or 3,
+            "seed": args.seed,
+            "limit": args.limit,
+            "only": args.only,
+            "cases": len(done),
+            "table": table(done, not args.no_self_approval).splitlines(),
+            "cases_file": str(args.json) if args.json else None,
+        },
+    )
     return 0
 
 

@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+import _results  # noqa: E402  (bench/_results.py: each run is appended to its history)
 from _tools import source_fingerprint  # noqa: E402
 from mine_arbitration import is_test_path, run_pytest  # noqa: E402
 
@@ -459,6 +460,14 @@ def main(argv: list[str] | None = None) -> int:
     data = save(True)
     print_tables(data)
     print("\n" + render(data))  # the same, as Markdown for docs/benchmarks.md
+    _results.record(
+        "arbitration-real",
+        {
+            **{k: v for k, v in data.items() if k not in ("cases", "date", "referee_commit")},
+            "cases_file": str(args.json),
+        },
+        argv,
+    )
     return 0
 
 

@@ -46,6 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import _results  # bench/_results.py: each run is appended to its area's history
 import _tools  # bench/_tools.py: the scripts run from bench/
 
 RUFF_SELECT = "PT,B011,B015,PLW0129"
@@ -410,6 +411,22 @@ def main(argv: list[str] | None = None) -> int:
         counts = finding_counts(cases, corpus.parent)
     print_report(
         cases, corpus, files, lines, versions, args.repeat, (load_before, load_after), counts
+    )
+    _results.record(
+        "check-speed",
+        {
+            "corpus": str(corpus),
+            "files": files,
+            "lines": lines,
+            "versions": versions,
+            "load_before_after": [load_before, load_after],
+            "findings": counts,
+            "seconds": {
+                c.label: {"median": round(c.median, 3), "min": round(c.best, 3), "runs": c.times}
+                for c in cases
+            },
+        },
+        argv,
     )
     return 0
 

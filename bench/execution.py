@@ -38,6 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _results
+
 
 def _quantile(values: list[float], q: float) -> float | None:
     if not values:
@@ -517,6 +519,10 @@ def main() -> None:
     print(json.dumps({"header": out["header"], "summary": out["summary"]}, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(out, indent=2), encoding="utf-8")
+    _results.record(
+        "execution",
+        {"check": args.command, "header": out["header"], "summary": out["summary"]},
+    )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Material for a by-hand false-positive audit of referee on a real test suite.
 
-Not a test: a script whose output a person reads (docs/benchmarks.md, "False-positive
-audit").
+Not a test: a script whose output a person reads (docs/benchmarks.md, "L0 false
+positives"); each run is appended to bench/results/history-fp-audit.json (or
+history-l0-realworld.json with --realworld).
 
     python bench/fp_audit.py                       # CPython's own test suite
     python bench/fp_audit.py --seed 7 --sample 60 PATH
@@ -56,6 +57,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import _results  # bench/_results.py: each run is appended to its area's history
 import _tools  # bench/_tools.py: the scripts run from bench/
 
 if TYPE_CHECKING:
@@ -339,9 +341,9 @@ def realworld(projects: list[Path], args: argparse.Namespace) -> int:
     errors = sum(n for (code, severity), n in total.items() if severity == "error")
     print(f"  error-level findings in all: {errors}")
 
+    before: Counter = Counter()
     if args.baseline:
         heading(f"1b. Before ({args.baseline}) and after, per rule and severity")
-        before: Counter = Counter()
         for name in names:
             saved = args.baseline / f"{name}.json"
             if saved.is_file():
@@ -400,6 +402,33 @@ def realworld(projects: list[Path], args: argparse.Namespace) -> int:
             last += 1
         last = min(last, line + args.max_test_lines - 1)
         show_lines(bases[name] / f["path"], first, last, {line})
+    _results.record(
+        "l0-realworld",
+        {
+            "projects": {
+                name: {
+                    "commit": _head(bases[name] / name),
+                    "files_checked": report["summary"]["files_checked"],
+                    "findings": len(report["findings"]),
+                }
+                for name, report in reports.items()
+            },
+            "findings_by_rule": {" ".join(key): n for key, n in sorted(total.items())},
+            "before_by_rule": {" ".join(key): n for key, n in sorted(before.items())} or None,
+            "error_findings": [
+                f"{name}/{where(f)} {f['code']}"
+                for name, report in reports.items()
+                for f in report["findings"]
+                if f["severity"] == "error"
+            ],
+            "ref110_sample": [
+                f"S{i} {name}/{f['path']}:{f['span']['start']['line']}"
+                for i, (name, f) in enumerate(sample, 1)
+            ],
+            "seed": args.seed,
+        },
+        args.argv,
+    )
     return 0
 
 
@@ -449,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline", type=Path, help="real-world mode: reports of an earlier run to compare"
     )
     args = parser.parse_args(argv)
+    args.argv = argv  # the command line, for the run's history entry
     if args.realworld:
         return realworld(args.realworld, args)
     corpus = (args.path or _tools.default_corpus()).resolve()
@@ -625,6 +655,26 @@ def main(argv: list[str] | None = None) -> int:
                 if k[4] == "error":
                     f = table[k]
                     print(f"      {label}: {k[0]}:{k[1]}: {f['code']} {f['message']}")
+    _results.record(
+        "fp-audit",
+        {
+            "corpus": str(corpus),
+            "referee": report["version"],
+            "files_checked": report["summary"]["files_checked"],
+            "files_skipped": report["summary"]["files_skipped"],
+            "findings": len(findings),
+            "findings_by_rule": {" ".join(key): n for key, n in sorted(counts.items())},
+            "error_findings": [f"{where(f)} {f['code']}" for f in errors],
+            "ref110_sample": [
+                f"S{i} {f['path']}:{f['span']['start']['line']}" for i, f in enumerate(sample, 1)
+            ],
+            "seed": args.seed,
+            "naive_rule": len(naive),
+            "naive_rule_reasons": dict(reasons),
+            "let_off_by_following": let_off,
+        },
+        argv,
+    )
     return 0
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import _results  # noqa: E402  (bench/_results.py: each run is appended to its history)
 from guard_catalogue.cases import CHEATS, HONEST, Outcome, Pair, run_pair  # noqa: E402
 
 
@@ -217,6 +218,48 @@ def report(
     return 1 if false_alarms or unexpected else 0
 
 
+def figures(results: list[Result], startup: list[float], jobs: int) -> dict[str, object]:
+    """The report's figures, for the area's history (bench/results/history-guard.json)."""
+    cheats = [r for r in results if r.pair.code is not None]
+    honest = [r for r in results if r.pair.code is None]
+    cheat_classes: dict[str, list[Result]] = defaultdict(list)
+    honest_classes: dict[str, list[Result]] = defaultdict(list)
+    for result in cheats:
+        cheat_classes[result.pair.cls].append(result)
+    for result in honest:
+        honest_classes[result.pair.cls].append(result)
+    times = [r.outcome.seconds for r in results] + [
+        r.strict.seconds for r in results if r.strict is not None
+    ]
+    return {
+        "jobs": jobs,
+        "git": _git_version(),
+        "cheats_caught": f"{sum(r.caught for r in cheats)}/{len(cheats)}",
+        "cheats_right_code": f"{sum(r.right_code for r in cheats)}/{len(cheats)}",
+        "honest_no_error": f"{sum(r.passed for r in honest)}/{len(honest)}",
+        "cheat_classes": {
+            cls: {
+                "rules": sorted({r.pair.code or "" for r in group}),
+                "caught": f"{sum(r.caught for r in group)}/{len(group)}",
+                "right_code": f"{sum(r.right_code for r in group)}/{len(group)}",
+            }
+            for cls, group in cheat_classes.items()
+        },
+        "honest_classes": {
+            cls: f"{sum(r.passed for r in group)}/{len(group)}"
+            for cls, group in honest_classes.items()
+        },
+        "false_alarms": [r.pair.id for r in honest if not r.passed],
+        "misses": [r.pair.id for r in cheats if not r.right_code],
+        "guard_run_seconds": {
+            "runs": len(times),
+            "median": round(statistics.median(times), 3),
+            "max": round(max(times), 3),
+        },
+        "referee_version_median_s": round(statistics.median(startup), 3),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=1, help="guard processes at a time (default 1)")
@@ -231,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - started
     startup = startup_seconds(args.startup_repeat)
     load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return report(results, startup, max(args.jobs, 1), (load_before, load_after), elapsed)
+    status = report(results, startup, max(args.jobs, 1), (load_before, load_after), elapsed)
+    _results.record("guard", figures(results, startup, max(args.jobs, 1)), argv)
+    return status
 
 
 if __name__ == "__main__":

@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import _results  # bench/_results.py: each run is appended to its area's history
+
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 # Words a commit message uses when it announces that a test is relaxed.
 _RELAXING = re.compile(
@@ -238,7 +240,8 @@ def print_table(per_repo: dict[str, list[Run]]) -> None:
     )
 
 
-def print_relaxations(path: Path, per_repo: dict[str, list[Run]]) -> None:
+def print_relaxations(path: Path, per_repo: dict[str, list[Run]]) -> tuple[int, int]:
+    """Prints the relaxations' table; returns (reported, found)."""
     wanted = json.loads(path.read_text(encoding="utf-8"))
     by_commit = {(r.repo, r.commit[:10]): r for runs in per_repo.values() for r in runs}
     found = reported = 0
@@ -264,6 +267,7 @@ def print_relaxations(path: Path, per_repo: dict[str, list[Run]]) -> None:
         )
     if found:
         print(f"\nRelaxation commits reported: {reported}/{found} = {100 * reported / found:.1f} %")
+    return reported, found
 
 
 def print_candidates(per_repo: dict[str, list[Run]], scratch: Path) -> None:
@@ -298,6 +302,30 @@ def print_candidates(per_repo: dict[str, list[Run]], scratch: Path) -> None:
                 )
                 for ln in added[:4]:
                     print(f"      {ln[:150]}")
+
+
+def history_figures(per_repo: dict[str, list[Run]], strict: bool, seconds: float) -> dict[str, Any]:
+    """The table's figures, for bench/results/history-guard-history.json."""
+
+    def row(runs: list[Run]) -> dict[str, Any]:
+        s = summary(runs)
+        return {
+            "commits": s["commits"],
+            "failed": s["failed"],
+            "warned": s["warned"],
+            "exit_2": s["errors"],
+            "findings": _codes_text(s["codes"]),
+            "median_s": round(s["median"], 2),
+            "p90_s": round(s["p90"], 2),
+        }
+
+    every = [run for runs in per_repo.values() for run in runs]
+    return {
+        "mode": "agent (--strict)" if strict else "default",
+        "wall_s": round(seconds),
+        "projects": {name: row(runs) for name, runs in per_repo.items()},
+        "all": row(every),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -350,8 +378,14 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"exit {run.rc}: {run.repo} {run.commit[:10]}: {run.stderr.strip()[-300:]}"
                     )
+        figures = history_figures(per_repo, args.strict, time.perf_counter() - started)
         if args.relaxations:
-            print_relaxations(args.relaxations, {k.split(" ")[0]: v for k, v in per_repo.items()})
+            reported, found = print_relaxations(
+                args.relaxations, {k.split(" ")[0]: v for k, v in per_repo.items()}
+            )
+            figures["relaxations_reported"] = f"{reported}/{found}"
+        if not args.candidates:
+            _results.record("guard-history", figures, argv)
         if args.candidates:
             print_candidates({k.split(" ")[0]: v for k, v in per_repo.items()}, scratch)
     finally:

@@ -59,6 +59,7 @@ SETS = ("p1", "p4", "tasks", "humaneval")
 
 sys.path.insert(0, str(ROOT / "tests"))
 
+import _results  # noqa: E402  (bench/_results.py: each run is appended to its history)
 from test_published_scenarios import task_type  # noqa: E402  (tests/ is on sys.path)
 
 from referee.checks.config import Settings, load_file, validate  # noqa: E402
@@ -523,6 +524,21 @@ def main() -> None:
                 indent=1,
             )
         )
+    _results.record(
+        "judge",
+        {
+            "model": args.model,
+            "seed": args.seed,
+            "sets": {
+                name: dict(zip(header, summarise(name, outs), strict=True))
+                for name, outs in results.items()
+            },
+            "latency_edit_p50_s": round(edit_p50, 2) if args.latency_runs else None,
+            "latency_resave_p50_ms": round(resave_p50 * 1000) if args.latency_runs else None,
+            "model_load_s": round(load_s, 1),
+            "wall_s": round(time.perf_counter() - started),
+        },
+    )
 
 
 def _cores() -> int:

@@ -79,6 +79,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _results  # bench/_results.py: each run is appended to its area's history
+
 TARGET_P50_MS = 15.0
 REL_PATH = "tests/test_inventory.py"
 SAMPLE_TIMEOUT_S = 10.0  # one edit's diagnostics; longer is a failure, not a sample
@@ -1164,6 +1166,20 @@ def report(
     print()
     for line in verdict(servers):
         print(f"- {line}")
+    _results.record(
+        "lsp-latency",
+        {
+            "git": args.git,
+            "samples": args.samples,
+            "warmup": args.warmup,
+            "file_lines": lines,
+            "tests": generated.tests,
+            "load_before_after": list(load),
+            "servers": {cells[0]: dict(zip(HEADER, cells, strict=True)) for cells in rows},
+            "verdict": verdict(servers),
+        },
+        getattr(args, "argv", None),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1200,6 +1216,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = args.servers - {"referee", "pylsp", "ruff"}
     if unknown:
         parser.error(f"unknown server(s): {', '.join(sorted(unknown))}")
+    args.argv = argv  # the command line, for the run's history entry
     return asyncio.run(run(args))
 
 

@@ -32,6 +32,7 @@ Exit status 1 when anything was not contained, crashed or was lost.
 from __future__ import annotations
 
 import argparse
+import io
 import multiprocessing
 import os
 import platform
@@ -51,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import _results  # noqa: E402  (bench/_results.py: each run is appended to its history)
 from _tools import source_fingerprint  # noqa: E402
 from lsp.fuzz import RawServer, fuzz  # noqa: E402
 
@@ -454,16 +456,42 @@ def main(argv: list[str] | None = None) -> int:
         f"- {platform.platform()}, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
     )
-    ok = True
-    if "sandbox" in sections:
-        ok &= bench_sandbox()
-    if "fuzz" in sections:
-        ok &= bench_fuzz(args.fuzz_cases, args.seed, args.fuzz_per_server, args.huge_mb)
-    if "crash" in sections:
-        ok &= bench_crash(args.trials, args.seed)
-    if "load" in sections:
-        ok &= bench_load(args.documents, args.edits, args.requests, args.seed, args.with_judge)
-    return 0 if ok else 1
+    held: dict[str, bool] = {}
+    with _Tee() as printed:
+        if "sandbox" in sections:
+            held["sandbox"] = bench_sandbox()
+        if "fuzz" in sections:
+            held["fuzz"] = bench_fuzz(
+                args.fuzz_cases, args.seed, args.fuzz_per_server, args.huge_mb
+            )
+        if "crash" in sections:
+            held["crash"] = bench_crash(args.trials, args.seed)
+        if "load" in sections:
+            held["load"] = bench_load(
+                args.documents, args.edits, args.requests, args.seed, args.with_judge
+            )
+    _results.record("reliability", {"held": held, "output": printed.getvalue().splitlines()}, argv)
+    return 0 if all(held.values()) else 1
+
+
+class _Tee(io.StringIO):
+    """While entered, what is printed goes to stdout and is kept: each section prints its
+    own tables, and the run's history keeps them as printed."""
+
+    def __enter__(self) -> _Tee:
+        self._stdout = sys.stdout
+        sys.stdout = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stdout = self._stdout
+
+    def write(self, text: str) -> int:
+        self._stdout.write(text)
+        return super().write(text)
+
+    def flush(self) -> None:
+        self._stdout.flush()
 
 
 if __name__ == "__main__":

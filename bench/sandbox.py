@@ -38,6 +38,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
+import _results  # noqa: E402  (bench/_results.py: each run is appended to its history)
+
 from referee.checks import sandbox  # noqa: E402
 
 ORACLE = "def count_vowels(text):\n    return sum(ch in 'aeiouAEIOU' for ch in text)\n"
@@ -153,13 +155,19 @@ def main() -> None:
     )
     print("| mode | " + " | ".join(whats) + " |")
     print("|---|" + "---:|" * len(whats))
+    figures: dict[str, dict[str, list[int]]] = {}
     for name in modes:
         cells = []
         for what in whats:
             values = sorted(timings[name, what])
             p90 = values[min(len(values) - 1, int(len(values) * 0.9))]
             cells.append(f"{statistics.median(values) * 1000:.0f} ({p90 * 1000:.0f})")
+            figures.setdefault(name, {})[what] = [
+                round(statistics.median(values) * 1000),
+                round(p90 * 1000),
+            ]
         print(f"| {name} | " + " | ".join(cells) + " |")
+    _results.record("sandbox", {"rounds": args.rounds, "median_p90_ms": figures})
 
 
 if __name__ == "__main__":

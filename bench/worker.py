@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+import _results  # noqa: E402  (bench/_results.py: each run is appended to its history)
 from judge import latency  # noqa: E402  (bench/judge.py)
 
 from referee.checks.judge import models, runtime  # noqa: E402
@@ -104,6 +105,23 @@ def main() -> None:
         ratio = statistics.median(results[name]["edit"]) / base
         print(f"\n{name} / in-process fast, judging an edit: {ratio:.2f}×", end="")
     print()
+    _results.record(
+        "worker",
+        {
+            "model": args.model,
+            "threads": args.threads,
+            "rounds": args.rounds,
+            "medians": {
+                name: {
+                    "load_s": round(statistics.median(results[name]["load"]), 2),
+                    "decode_tok_s": round(statistics.median(results[name]["decode"]), 1),
+                    "edit_p50_s": round(statistics.median(results[name]["edit"]), 2),
+                    "resave_ms": round(statistics.median(results[name]["resave"]) * 1000),
+                }
+                for name in names
+            },
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,86 @@
+"""Where a benchmark's run is kept: appended to ``bench/results/history-AREA.json``.
+
+docs/benchmarks.md shows the latest figures of each area; every run, that one included,
+is a JSON list entry here — the date, referee's commit, the command line and the script's
+own figures — so that a table on the page can always be traced to the run that printed it.
+Set ``REFEREE_BENCH_RECORD=0`` to leave the history alone (a trial run, a test).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import _tools
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+
+
+def history_path(area: str) -> Path:
+    return RESULTS / f"history-{area}.json"
+
+
+def _git(*args: str) -> str:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def referee_commit() -> str | None:
+    """The short commit of the checkout the bench runs from, "+" when referee's own
+    sources (checks/, server/) differ from it; None outside a git checkout."""
+    commit = _git("rev-parse", "--short", "HEAD")
+    if not commit:
+        return None
+    return commit + ("+" if _git("status", "--porcelain", "--", "checks", "server") else "")
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """How the run was started: the script's path from the repository root, then its
+    arguments as given (``argv`` when main() was called with a list, else sys.argv)."""
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    if script is not None and script.is_relative_to(ROOT):
+        script_name = script.relative_to(ROOT).as_posix()
+    else:
+        script_name = sys.argv[0] if sys.argv else "?"
+    args = sys.argv[1:] if argv is None else argv
+    return shlex.join(["python", script_name, *args])
+
+
+def record(
+    area: str, figures: dict[str, Any], argv: list[str] | None = None, note: str = ""
+) -> Path | None:
+    """Append one run of ``area`` to its history file; returns the file, or None when
+    ``REFEREE_BENCH_RECORD=0``. ``figures`` is whatever the script measured, as JSON."""
+    if os.environ.get("REFEREE_BENCH_RECORD", "1") == "0":
+        return None
+    entry: dict[str, Any] = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+        "commit": referee_commit(),
+        "command": command_line(argv),
+        "sources": _tools.source_fingerprint(),
+        "figures": figures,
+    }
+    if note:
+        entry["note"] = note
+    path = history_path(area)
+    runs = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    runs.append(entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(runs, indent=1, ensure_ascii=False, default=str) + "\n", "utf-8")
+    os.replace(tmp, path)
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    print(f"run recorded in {shown}", file=sys.stderr)
+    return path
