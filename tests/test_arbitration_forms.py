@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from red_team.fake_openai import FakeModel
 from test_arbitration import BUGGY, CORRECT, GOOD_PATCH, ORACLE, project, run
-from test_arbitration_more import body, cli_project
+from test_arbitration_oracles import body, cli_project
 
 from referee.checks.models import arbitration_schema
 

@@ -17,7 +17,7 @@ import pytest
 from guard_catalogue.cases import commit_repo, git
 from red_team.fake_openai import FakeModel
 from test_arbitration import project, run
-from test_arbitration_more import arbitrate_json, body, cli_project
+from test_arbitration_oracles import arbitrate_json, body, cli_project
 
 from referee.checks.arbitration.suite import assertions, changed_lines, suite_examples
 from referee.checks.arbitration.truth import prompts
