@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from referee.checks.judge.answer import answer_forcing, answer_grammar
 from referee.checks.judge.backend import (
     BatchCancelled,
     ChatRequest,
     LlamaCppBackend,
     chat_batch,
 )
-from referee.checks.judge.core import answer_forcing, answer_grammar, quote_found
+from referee.checks.judge.core import quote_found
 
 pytestmark = pytest.mark.model
 
