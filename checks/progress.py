@@ -39,9 +39,9 @@ class Work:
         if self.progress is not None:
             self.progress(message)
 
-    def advance(self, done: int, total: int, what: str) -> None:
-        """``what (done/total)``: the step a loop over ``total`` items is at."""
-        self.say(f"{what} ({done}/{total})")
+    def advance(self, what: str, done: int, total: int, detail: str = "") -> None:
+        """``what (done/total): detail``: the item a loop over ``total`` of them is at."""
+        self.say(f"{what} ({done}/{total})" + (f": {detail}" if detail else ""))
 
 
 IDLE = Work()  # nobody watches, nothing stops it

@@ -34,15 +34,12 @@ from referee.checks.cache import DiskCache
 from referee.checks.config import tomllib
 from referee.checks.judge.backend import BatchCancelled, ChatRequest, chat_batch
 from referee.checks.models import ArbitrationConfig, OracleResult
+from referee.checks.progress import Cancelled
 
 PROMPTS = Path(__file__).with_name("prompts") / "arbitration-v1.toml"
 ORACLE_MAX_TOKENS = 768
 
 Progress = Callable[[str], None]
-
-
-class Cancelled(Exception):
-    """The caller asked arbitration to stop (the editor cancelled the request)."""
 
 
 class ArbitrationError(Exception):

@@ -67,6 +67,7 @@ from referee.checks.models import (
     Severity,
     Span,
 )
+from referee.checks.progress import IDLE, Cancelled, Work
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
@@ -257,10 +258,6 @@ def default_cache(max_bytes: int | None = None) -> VerdictCache:
 # ---------------------------------------------------------------------------- judging
 
 
-class Cancelled(Exception):
-    """The caller asked to stop (the document changed again)."""
-
-
 @dataclass
 class Stats:
     calls: int = 0
@@ -295,7 +292,7 @@ def ask_all(
     config: JudgeConfig,
     cache: VerdictCache,
     stats: Stats,
-    cancelled: Callable[[], bool] | None = None,
+    work: Work = IDLE,
 ) -> list[JudgeVerdict]:
     """Every perspective's verdict on one subject, in the order of ``instructions``: cached
     ones from the cache, the rest asked together (one batch for a model in process; the
@@ -326,7 +323,7 @@ def ask_all(
         ]
         started = time.perf_counter()
         try:
-            generations = chat_batch(backend, requests, cancelled=cancelled)
+            generations = chat_batch(backend, requests, cancelled=work.cancelled)
         except BatchCancelled:
             raise Cancelled from None
         stats.seconds += time.perf_counter() - started
@@ -441,8 +438,7 @@ def judge_subjects(
     *,
     root: Path | None = None,
     cache: VerdictCache | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
     queue: bool = True,
 ) -> FileJudgement:
     """Judge ``found`` subjects of the file ``path`` (relative to ``root``).
@@ -456,61 +452,13 @@ def judge_subjects(
     queue_state = review.read(root) if root is not None else review.Queue()
     result.notes.extend(queue_state.problems)
     for number, subject in enumerate(found, start=1):
-        if cancelled is not None and cancelled():
-            raise Cancelled
-        if progress is not None:
-            progress(f"{subject.name} ({number}/{len(found)}): {', '.join(instructions)}")
-        try:
-            verdicts = ask_all(
-                subject, path, instructions, backend, config, cache, result.stats, cancelled
-            )
-        except (WorkerCrashed, WorkerUnavailable) as exc:
-            # Never a PASS: the item goes to a person with the reason, the rest wait for
-            # the next run (a fresh model process). Unavailable: it crashed a moment ago
-            # (writing an execution check's oracles, say) and is not restarted yet.
-            result.crashed = str(exc)
-            verdicts = []
-            outcome, agreement, reasons = "UNCLEAR", 0.0, [str(exc)]
-        else:
-            outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
-        layer = Layer.L2
-        audit = False
-        rate = 0.0
-        if outcome == "PASS":
-            rate = review.audit_rate(
-                config.audit_rate, review.risk_for(path, config.risk), agreement
-            )
-            audit = review.sampled(subject.content_sha256, rate)
-        decision = Decision(
-            subject=subject.name,
-            kind=subject.kind,
-            outcome=outcome,
-            layer=layer,
-            agreement=agreement,
-            reasons=tuple(reasons),
-            verdicts=tuple(verdicts),
-            span=subject.span,
-            content_sha256=subject.content_sha256,
-            audit=audit,
+        work.raise_if_cancelled()
+        work.advance(subject.name, number, len(found), ", ".join(instructions))
+        decision, rate = _judge_one(
+            subject, path, instructions, backend, config, cache, result, work
         )
-        if root is not None and (outcome == "UNCLEAR" or audit):
-            kind: Literal["judge", "audit"] = "judge" if outcome == "UNCLEAR" else "audit"
-            item = _review_item(kind, path, subject, decision, rate)
-            known = queue_state.items.get(item.id)
-            if known is not None and known.decision is not None:
-                decision = decision.model_copy(
-                    update={
-                        "outcome": "PASS" if known.decision == "accepted" else "REJECT",
-                        "layer": Layer.L3,
-                        "reasons": (
-                            f"{known.decision} by {known.decided_by or 'a reviewer'}"
-                            f" on {known.decided or '?'}",
-                            *decision.reasons,
-                        ),
-                    }
-                )
-            elif queue and known is None:
-                review.submit(root, item)
+        if root is not None and (decision.outcome == "UNCLEAR" or decision.audit):
+            decision = _through_review(root, path, subject, decision, rate, queue_state, queue)
         result.decisions.append(decision)
         if result.crashed is not None:
             break
@@ -518,6 +466,80 @@ def judge_subjects(
     result.findings = [f for f, _ in pairs]
     result.finding_decisions = [d for _, d in pairs]
     return result
+
+
+def _judge_one(
+    subject: Subject,
+    path: str,
+    instructions: dict[str, str],
+    backend: Backend,
+    config: JudgeConfig,
+    cache: VerdictCache,
+    result: FileJudgement,
+    work: Work,
+) -> tuple[Decision, float]:
+    """The perspectives' verdicts on one subject and what they decide, with the audit
+    sampling of a PASS: (the L2 decision, the audit rate it was sampled at)."""
+    try:
+        verdicts = ask_all(subject, path, instructions, backend, config, cache, result.stats, work)
+    except (WorkerCrashed, WorkerUnavailable) as exc:
+        # Never a PASS: the item goes to a person with the reason, the rest wait for
+        # the next run (a fresh model process). Unavailable: it crashed a moment ago
+        # (writing an execution check's oracles, say) and is not restarted yet.
+        result.crashed = str(exc)
+        verdicts = []
+        outcome, agreement, reasons = "UNCLEAR", 0.0, [str(exc)]
+    else:
+        outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
+    audit = False
+    rate = 0.0
+    if outcome == "PASS":
+        rate = review.audit_rate(config.audit_rate, review.risk_for(path, config.risk), agreement)
+        audit = review.sampled(subject.content_sha256, rate)
+    decision = Decision(
+        subject=subject.name,
+        kind=subject.kind,
+        outcome=outcome,
+        layer=Layer.L2,
+        agreement=agreement,
+        reasons=tuple(reasons),
+        verdicts=tuple(verdicts),
+        span=subject.span,
+        content_sha256=subject.content_sha256,
+        audit=audit,
+    )
+    return decision, rate
+
+
+def _through_review(
+    root: Path,
+    path: str,
+    subject: Subject,
+    decision: Decision,
+    rate: float,
+    queue_state: review.Queue,
+    queue: bool,
+) -> Decision:
+    """An UNCLEAR or audited decision and the review queue: a person's decision recorded
+    there replaces it (L3); otherwise, with ``queue``, it enters the queue once."""
+    kind: Literal["judge", "audit"] = "judge" if decision.outcome == "UNCLEAR" else "audit"
+    item = _review_item(kind, path, subject, decision, rate)
+    known = queue_state.items.get(item.id)
+    if known is not None and known.decision is not None:
+        return decision.model_copy(
+            update={
+                "outcome": "PASS" if known.decision == "accepted" else "REJECT",
+                "layer": Layer.L3,
+                "reasons": (
+                    f"{known.decision} by {known.decided_by or 'a reviewer'}"
+                    f" on {known.decided or '?'}",
+                    *decision.reasons,
+                ),
+            }
+        )
+    if queue and known is None:
+        review.submit(root, item)
+    return decision
 
 
 def _review_item(
@@ -631,8 +653,7 @@ def judge_file(
     *,
     baseline: str | None = None,
     cache: VerdictCache | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
     queue: bool = True,
     decided: Collection[str] = (),
 ) -> FileJudgement:
@@ -661,8 +682,7 @@ def judge_file(
         settings.config.judge,
         root=settings.root,
         cache=cache if cache is not None else default_cache(settings.config.cache_size),
-        cancelled=cancelled,
-        progress=progress,
+        work=work,
         queue=queue,
     )
     result.notes[:0] = notes
