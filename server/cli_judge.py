@@ -54,7 +54,8 @@ def judge_results(
     ``execution.enabled`` setting); ``reading``: then the reading judge.
     """
     from referee.checks.judge import core
-    from referee.checks.judge.backend import BackendError, backend_for
+    from referee.checks.judge.backend import BackendError
+    from referee.checks.judge.opening import backend_for
     from referee.checks.progress import Work
 
     config = settings.config.judge

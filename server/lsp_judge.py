@@ -280,7 +280,7 @@ class JudgeService(LayerResults):
         decided: set[str] | None = None,
     ) -> Judged | None:
         from referee.checks.judge import core
-        from referee.checks.judge.backend import backend_for
+        from referee.checks.judge.opening import backend_for
         from referee.checks.source import SourceFile, kind_of
 
         if stop.is_set():

@@ -98,7 +98,7 @@ class LazyModel:
         return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
 
     def _open(self) -> Any:
-        from referee.checks.judge.backend import open_backend
+        from referee.checks.judge.opening import open_backend
 
         with self._lock:
             if self._opened is None:

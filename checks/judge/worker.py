@@ -3,7 +3,7 @@
 llama.cpp is native code, and native code can crash (on AMX CPUs it does:
 ggml-org/llama.cpp#20824). A crash must never take down the language server holding an
 editor session, nor the CLI's report. So :class:`WorkerBackend` — what
-:func:`~referee.checks.judge.backend.open_backend` returns for ``llama-cpp`` — starts
+:func:`~referee.checks.judge.opening.open_backend` returns for ``llama-cpp`` — starts
 ``python -m referee.checks.judge._worker_main``, loads the model there once, and talks to it
 over a pipe. Everything that makes the model fast (the batched decoder, forced text, the
 shared prompt cache) runs inside the worker, unchanged; only requests and answers cross.
