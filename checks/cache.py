@@ -18,12 +18,20 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 # 200 MB a cache: five of them (results, verdicts, programs, grades, differential outcomes)
 # stay under 1 GB together.
 DEFAULT_MAX_BYTES = 200_000_000
+
+
+# What this process believes each folder holds: counted at its first write here, then kept
+# by adding what is written (by any DiskCache of the folder: callers make one per call);
+# counted again before anything is removed, which also takes in other processes' writes.
+_USED: dict[tuple[Path | None, str, str, bool], int] = {}
+_USED_LOCK = threading.Lock()
 
 
 class DiskCache:
@@ -47,9 +55,7 @@ class DiskCache:
         self.directory = directory
         self.max_bytes = max_bytes if max_bytes is not None else DEFAULT_MAX_BYTES
         self.suffix, self.prefix, self.fanout = suffix, prefix, fanout
-        # what this process believes the folder holds: counted once, at the first write,
-        # then kept by adding what it writes; counted again before anything is removed
-        self._used: int | None = None
+        self._folder = (directory, prefix, suffix, fanout)
 
     def path(self, key: str) -> Path:
         assert self.directory is not None
@@ -84,11 +90,11 @@ class DiskCache:
                 raise
         except OSError:
             return
-        if self._used is None:
-            self._used = self.size()
-        else:
-            self._used += len(data)
-        if self._used > self.max_bytes:
+        with _USED_LOCK:
+            used = _USED.get(self._folder)
+            used = self.size() if used is None else used + len(data)
+            _USED[self._folder] = used
+        if used > self.max_bytes:
             self.evict()
 
     def get_json(self, key: str) -> Any:
@@ -146,7 +152,8 @@ class DiskCache:
                 break
             _unlink(path)
             used -= size
-        self._used = used
+        with _USED_LOCK:
+            _USED[self._folder] = used
 
 
 def _unlink(path: Path) -> None:

@@ -45,16 +45,21 @@ def test_filling_a_cache_past_its_limit_evicts_the_least_recently_used(tmp_path:
 
 
 def test_a_cache_counts_entries_other_processes_wrote(tmp_path: Path):
-    first = DiskCache(tmp_path / "c", max_bytes=5_000)
-    for n in range(4):
-        first.put(_key(n), b"y" * 1_000)
-        _age(first, _key(n), 100 - n)
-    second = DiskCache(tmp_path / "c", max_bytes=5_000)  # another run, later
-    second.put(_key(10), b"y" * 1_000)
-    second.put(_key(11), b"y" * 1_000)
-    assert second.size() <= 5_000
-    assert first.get(_key(0)) is None
-    assert second.get(_key(11)) is not None
+    cache = DiskCache(tmp_path / "c", max_bytes=5_000)
+    for n in range(4):  # written by another process: files this one never wrote
+        path = cache.path(_key(n))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"y" * 1_000)
+        _age(cache, _key(n), 100 - n)
+    cache.put(_key(10), b"y" * 1_000)
+    assert cache.size() == 5_000
+    cache.put(_key(11), b"y" * 1_000)
+    assert cache.size() <= 5_000
+    assert cache.get(_key(0)) is None
+    assert cache.get(_key(11)) is not None
+    # another cache of the same folder (callers make one per call) shares the count
+    DiskCache(tmp_path / "c", max_bytes=5_000).put(_key(12), b"y" * 1_000)
+    assert cache.size() <= 5_000
 
 
 def test_a_cache_without_a_folder_holds_nothing_and_unreadable_entries_are_misses(
