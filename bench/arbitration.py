@@ -989,7 +989,7 @@ def main() -> int:
             list(pool.map(run_group, groups.values()))
         done = [o for o in outcomes if o is not None]
         if not args.no_self_approval:
-            from referee.checks.judge.backend import open_backend
+            from referee.checks.judge.opening import open_backend
 
             model = open_backend("llama-cpp", model=args.model)
             for case, outcome in zip(cases, done, strict=True):

@@ -279,7 +279,7 @@ class _ReadingJudge:
 
         from referee.checks.config import Settings
         from referee.checks.judge import core
-        from referee.checks.judge.backend import open_backend
+        from referee.checks.judge.opening import open_backend
         from referee.checks.models import JudgeConfig
 
         self.run_sample = run_sample

@@ -488,6 +488,11 @@ class RefereeConfig(_Config):
     )
     respect_gitignore: StrictBool = True
     cache: StrictBool = True
+    cache_size: int = Field(
+        default=200_000_000,
+        ge=1,
+        description="The most bytes each of referee's caches keeps; least recently used go first.",
+    )
     contract: list[Contract] = Field(default_factory=list)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     arbitration: ArbitrationConfig = Field(default_factory=ArbitrationConfig)

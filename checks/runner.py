@@ -21,6 +21,7 @@ from typing import Any
 
 from referee import __version__
 from referee.checks.atomic import StaleFileError, sha256_bytes, write_text_atomic
+from referee.checks.cache import DiskCache
 from referee.checks.config import Settings
 from referee.checks.engine import check_source
 from referee.checks.fixes import apply_fixes
@@ -286,7 +287,8 @@ class ResultCache:
     """Per-project results keyed by path, invalidated by size and mtime, like ruff's.
 
     One pickle per (project root, configuration, referee version) in the user cache
-    directory; written atomically, and ignored when unreadable.
+    directory, an entry of a bounded ``DiskCache`` (``cache-size``): the pickles of
+    projects and configurations not checked for longest go first.
     """
 
     def __init__(self, directory: Path, settings: Settings) -> None:
@@ -300,27 +302,33 @@ class ResultCache:
                 ]
             ).encode()
         ).hexdigest()[:24]
-        self.path = directory / f"check-{fingerprint}.pickle"
+        self.store = DiskCache(
+            directory, settings.config.cache_size, prefix="check-", suffix=".pickle", fanout=False
+        )
+        self.key = fingerprint
+        self.path = self.store.path(fingerprint)
         # path -> (size, mtime, the project's view of it, its result)
         self.entries: dict[str, tuple[int, int, FileView, FileResult]] = {}
         # path -> (size, mtime, its project index entry)
         self.summaries: dict[str, tuple[int, int, ModuleFacts | None]] = {}
         self.dirty = False
+        data = self.store.get(fingerprint)
+        if data is None:
+            return
         try:
-            with self.path.open("rb") as handle:
-                loaded = pickle.load(handle)
-            if isinstance(loaded, tuple) and len(loaded) == 2:
-                self.entries, self.summaries = loaded
+            loaded = pickle.loads(data)
         except (
-            OSError,
             EOFError,
             pickle.UnpicklingError,
             AttributeError,
             ImportError,
             TypeError,
             ValueError,
+            IndexError,
         ):
-            self.entries = {}
+            return
+        if isinstance(loaded, tuple) and len(loaded) == 2:
+            self.entries, self.summaries = loaded
 
     @staticmethod
     def _stamp(path: Path) -> tuple[int, int] | None:
@@ -365,18 +373,9 @@ class ResultCache:
             self.dirty = True
 
     def save(self) -> None:
-        if not self.dirty:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as handle:
-                pickle.dump(
-                    (self.entries, self.summaries), handle, protocol=pickle.HIGHEST_PROTOCOL
-                )
-            os.replace(tmp, self.path)
-        except OSError:
-            pass  # a cache that cannot be written only costs time next run
+        if self.dirty:
+            data = pickle.dumps((self.entries, self.summaries), protocol=pickle.HIGHEST_PROTOCOL)
+            self.store.put(self.key, data)
 
 
 def default_cache_dir() -> Path:

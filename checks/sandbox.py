@@ -52,6 +52,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from referee.checks.interpreter import Interpreter, InterpreterError, describe
+from referee.checks.process import exited_unreaped, kill_group, start_in_own_group
 
 __all__ = [
     "Limits",
@@ -855,22 +856,6 @@ def _remove_tree(directory: str) -> None:
     shutil.rmtree(directory, onerror=unlock)  # onexc= is 3.12+
 
 
-def _exited(proc: subprocess.Popen[bytes]) -> bool:
-    """Whether the process has exited, without reaping it where the OS allows (its pid,
-    and so its process group's id, stays ours until the group is killed)."""
-    if not hasattr(os, "waitid"):  # macOS
-        return proc.poll() is not None
-    try:
-        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 def _seconds(value: float) -> str:
     return f"{value:g}"
 
@@ -983,7 +968,7 @@ def _run(
             profile = seatbelt_profile(root, readable, runtime.interpreter, limits.processes)
             command = [_SANDBOX_EXEC, "-p", profile, *command]
         try:
-            proc = subprocess.Popen(
+            proc = start_in_own_group(
                 command,
                 cwd=root,
                 env=env,
@@ -991,8 +976,6 @@ def _run(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 pass_fds=tuple(fd for fd in (write_fd, status_write, job_fd) if fd >= 0),
-                start_new_session=True,
-                close_fds=True,
                 **extra,
             )
         except OSError as exc:
@@ -1009,7 +992,7 @@ def _run(
         try:
             outcome = _collect(proc, read_fd, status_read, limits, started, watch)
         finally:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
             for stream in (proc.stdout, proc.stderr):
@@ -1080,7 +1063,7 @@ def _collect(
                 if _disk_used(watch, 20000) > disk_cap:
                     outcome.stopped = "disk"
                     break
-            if exited_at is None and _exited(proc):
+            if exited_at is None and exited_unreaped(proc):
                 exited_at = now
             if exited_at is not None and now - exited_at > _GRACE_S:
                 break  # its children hold the pipes open; the group is killed next
@@ -1108,7 +1091,7 @@ def _collect(
             if outcome.stopped:
                 break
     if outcome.stopped:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
     return outcome
 
 

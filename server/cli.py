@@ -1360,7 +1360,8 @@ def doctor(runtime: str | None, judge_model: str | None, agents_only: bool) -> N
         return
     from referee.checks.judge import models
     from referee.checks.judge import runtime as runtimes
-    from referee.checks.judge.backend import BackendError, backend_for
+    from referee.checks.judge.backend import BackendError
+    from referee.checks.judge.opening import backend_for
 
     try:
         settings = discover(Path("."))

@@ -54,7 +54,9 @@ def judge_results(
     ``execution.enabled`` setting); ``reading``: then the reading judge.
     """
     from referee.checks.judge import core
-    from referee.checks.judge.backend import BackendError, backend_for
+    from referee.checks.judge.backend import BackendError
+    from referee.checks.judge.opening import backend_for
+    from referee.checks.progress import Work
 
     config = settings.config.judge
     run_execution = settings.config.execution.enabled if execution is None else execution
@@ -145,7 +147,7 @@ def judge_results(
                     result.findings,
                     backend,
                     baseline=baselines.get(result.display),
-                    progress=show,
+                    work=Work(progress=show),
                     decided=decided,
                 )
             except BackendError as exc:  # e.g. the model process could not load the model

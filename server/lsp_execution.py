@@ -763,7 +763,7 @@ def counterexample_fix(
         LazyModel.from_settings(config, settings.config.judge),
         config,
         settings,
-        ProgramCache(cache_dir / "arbitration" if cache_dir else None),
+        ProgramCache(cache_dir / "arbitration" if cache_dir else None, settings.config.cache_size),
         programs,
         progress=progress,
         cancelled=cancelled,

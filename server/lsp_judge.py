@@ -36,6 +36,7 @@ from referee.checks.config import Settings
 from referee.checks.engine import check_source, shifted
 from referee.checks.judge.worker import WorkerUnavailable
 from referee.checks.models import Finding
+from referee.checks.progress import Work
 from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
@@ -279,7 +280,7 @@ class JudgeService(LayerResults):
         decided: set[str] | None = None,
     ) -> Judged | None:
         from referee.checks.judge import core
-        from referee.checks.judge.backend import backend_for
+        from referee.checks.judge.opening import backend_for
         from referee.checks.source import SourceFile, kind_of
 
         if stop.is_set():
@@ -296,8 +297,7 @@ class JudgeService(LayerResults):
             findings,
             backend,
             baseline=_baseline(settings.root, path),
-            cancelled=stop.is_set,
-            progress=report,
+            work=Work(stop.is_set, report),
             decided=decided or (),
         )
         for note in judgement.notes:

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from referee.checks.judge.answer import answer_forcing, answer_grammar
 from referee.checks.judge.backend import (
     BatchCancelled,
     ChatRequest,
     LlamaCppBackend,
     chat_batch,
 )
-from referee.checks.judge.core import answer_forcing, answer_grammar, quote_found
+from referee.checks.judge.core import quote_found
 
 pytestmark = pytest.mark.model
 
@@ -117,7 +118,7 @@ def test_a_prompt_prefix_kept_from_the_last_batch_gives_the_same_answers(backend
 
 def test_the_threads_setting_reaches_the_model(small_model: Path, tmp_path: Path):
     from referee.checks.config import load_file
-    from referee.checks.judge.backend import open_backend
+    from referee.checks.judge.opening import open_backend
 
     (tmp_path / "referee.toml").write_text(
         f'[judge]\nmodel = "{small_model}"\nthreads = 1\n', encoding="utf-8"

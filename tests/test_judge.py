@@ -16,6 +16,7 @@ import pytest
 from referee.checks import review
 from referee.checks.config import Settings
 from referee.checks.engine import check_source
+from referee.checks.judge import answer as answers
 from referee.checks.judge import core
 from referee.checks.judge.backend import (
     BatchCancelled,
@@ -281,11 +282,11 @@ def test_perspectives_share_the_prompt_up_to_their_instruction(tmp_path) -> None
 
 def test_the_grammar_constrains_quotes_to_the_items_lines_and_llama_cpp_accepts_it() -> None:
     tricky = 'def f():\n    """Doc \\ with "quotes" and 中文"""\n    return {"a": 1}\n'
-    grammar = core.answer_grammar(tricky)
+    grammar = answers.answer_grammar(tricky)
     assert llama_cpp.LlamaGrammar.from_string(grammar, verbose=False) is not None
-    assert llama_cpp.LlamaGrammar.from_string(core.answer_grammar(), verbose=False) is not None
-    schema = core.answer_schema(tricky)
-    assert schema["properties"]["evidence"]["items"]["enum"] == core.quotable_lines(tricky)
+    assert llama_cpp.LlamaGrammar.from_string(answers.answer_grammar(), verbose=False) is not None
+    schema = answers.answer_schema(tricky)
+    assert schema["properties"]["evidence"]["items"]["enum"] == answers.quotable_lines(tricky)
     assert list(schema["properties"]) == ["reason", "evidence", "verdict"]
 
 
@@ -310,7 +311,7 @@ def _write_with_forcing(forcing, free_parts: list[str]) -> tuple[str, int]:
 
 def test_forcing_fills_in_everything_the_grammar_leaves_no_choice_about() -> None:
     text = 'def f(x):\n    """Say "hi" \\ twice."""\n    return x * 2\n    return 中文\n'
-    forcing = core.answer_forcing(text)
+    forcing = answers.answer_forcing(text)
     # the model chooses: its reason and the closing quote, the first letters of a quote
     # until one line fits, ", " or "]" after a quote, the first letter of the verdict
     written, forced = _write_with_forcing(forcing, ['Doubles x."', "return x", "]", "R"])
@@ -323,17 +324,17 @@ def test_forcing_fills_in_everything_the_grammar_leaves_no_choice_about() -> Non
     written, _ = _write_with_forcing(forcing, ['."', "\\", "]", "P"])
     assert json.loads(written)["evidence"] == ['"""Say "hi" \\ twice."""']
     # every answer it completes is one the grammar's JSON schema accepts
-    core.Answer.model_validate_json(written)
+    answers.Answer.model_validate_json(written)
 
 
 def test_forcing_stays_out_of_the_way_of_an_answer_that_left_its_spacing() -> None:
-    forcing = core.answer_forcing("x = 1\n")
+    forcing = answers.answer_forcing("x = 1\n")
     assert forcing('{"reason":"') == ""  # the model chose no space: nothing is forced
     assert forcing('{"reason": "a" ,') == ""
     assert forcing('{"reason": "a\\" still') == ""  # an escaped quote does not close it
     assert forcing('{"reason": "a",') == ' "evidence": ["'
     assert forcing('{"reason": "a", "evidence": ["x = 1"], "verdict": "PASS"}') is None
-    free = core.answer_forcing(None)  # quotes not constrained: none is completed
+    free = answers.answer_forcing(None)  # quotes not constrained: none is completed
     assert free('{"reason": "a", "evidence": ["x') == ""
 
 

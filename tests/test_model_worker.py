@@ -22,8 +22,8 @@ import pytest
 
 from referee.checks import review
 from referee.checks.judge import runtime
+from referee.checks.judge.answer import answer_forcing
 from referee.checks.judge.backend import ChatRequest
-from referee.checks.judge.core import answer_forcing
 from referee.checks.judge.worker import (
     WorkerBackend,
     WorkerCrashed,
@@ -341,7 +341,7 @@ def test_arbitrate_is_unclear_and_touches_nothing_when_the_model_crashes(
 
 @pytest.mark.model
 def test_the_real_model_answers_from_its_worker_in_safe_mode(small_model: Path):
-    from referee.checks.judge.core import answer_grammar
+    from referee.checks.judge.answer import answer_grammar
 
     text = "def add(a, b):\n    return a - b\n"
     backend = WorkerBackend(WorkerSpec(str(small_model), threads=2, setting="safe"))

@@ -447,7 +447,7 @@ class _Context:
                     isolated.arguments,
                     model,
                     self.config,
-                    ProgramCache(cache_dir),
+                    ProgramCache(cache_dir, self.settings.config.cache_size),
                     say,
                     cancelled,
                     replacements=self.replacements,
@@ -654,7 +654,7 @@ class _Context:
             isolated.arguments,
             backend(),
             self.config,
-            ProgramCache(cache_dir),
+            ProgramCache(cache_dir, self.settings.config.cache_size),
             say,
             cancelled,
             replacements=Replacements(self.config.oracle_replacements),
@@ -699,7 +699,7 @@ class _Context:
                 arguments,
                 model,
                 config,
-                ProgramCache(cache_dir),
+                ProgramCache(cache_dir, self.settings.config.cache_size),
                 say,
                 cancelled,
                 seeds=seeds,
@@ -1078,7 +1078,7 @@ class _Context:
             backend(),
             self.config,
             self.settings,
-            ProgramCache(cache_dir),
+            ProgramCache(cache_dir, self.settings.config.cache_size),
             [
                 (r.source, r.program)
                 for r in self.oracles

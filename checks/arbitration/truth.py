@@ -20,7 +20,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,18 +30,16 @@ from typing import Any
 
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import WRAPPERS, FunctionSpec
+from referee.checks.cache import DiskCache
 from referee.checks.config import tomllib
 from referee.checks.judge.backend import BatchCancelled, ChatRequest, chat_batch
 from referee.checks.models import ArbitrationConfig, OracleResult
+from referee.checks.progress import Cancelled
 
 PROMPTS = Path(__file__).with_name("prompts") / "arbitration-v1.toml"
 ORACLE_MAX_TOKENS = 768
 
 Progress = Callable[[str], None]
-
-
-class Cancelled(Exception):
-    """The caller asked arbitration to stop (the editor cancelled the request)."""
 
 
 class ArbitrationError(Exception):
@@ -101,7 +98,7 @@ class LazyModel:
         return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
 
     def _open(self) -> Any:
-        from referee.checks.judge.backend import open_backend
+        from referee.checks.judge.opening import open_backend
 
         with self._lock:
             if self._opened is None:
@@ -712,8 +709,9 @@ class ProgramCache:
     """Generated programs on disk, keyed by (prompt, model identity, seed, temperature):
     the same function arbitrated again, or another case of it, costs no model call."""
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, max_bytes: int | None = None) -> None:
         self.directory = directory
+        self.store = DiskCache(directory, max_bytes)
 
     def key(
         self,
@@ -729,27 +727,12 @@ class ProgramCache:
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> str | None:
-        if self.directory is None:
-            return None
-        try:
-            data = json.loads((self.directory / key[:2] / f"{key}.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            return None
+        data = self.store.get_json(key)
         text = data.get("answer") if isinstance(data, dict) else None
         return text if isinstance(text, str) else None
 
     def put(self, key: str, answer: str) -> None:
-        if self.directory is None:
-            return
-        folder = self.directory / key[:2]
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"answer": answer}, handle)
-            os.replace(tmp, folder / f"{key}.json")
-        except OSError:
-            pass  # a cache that cannot be written is only slower
+        self.store.put_json(key, {"answer": answer})
 
 
 def generate(

@@ -1,14 +1,13 @@
-"""One JSON file per key, for the execution checks' outcomes (dataclasses), written
-atomically; a missing or unreadable entry is a miss, a failed write is no error."""
+"""The execution checks' outcomes (dataclasses) in referee's bounded disk cache, one JSON
+file per key; a missing or unreadable entry is a miss, a failed write is no error."""
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
+
+from referee.checks.cache import DiskCache
 
 T = TypeVar("T")
 
@@ -16,28 +15,19 @@ T = TypeVar("T")
 class JsonCache(Generic[T]):
     kind: ClassVar[type]  # the dataclass an entry is read back as
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, max_bytes: int | None = None) -> None:
         self.directory = directory
+        self.store = DiskCache(directory, max_bytes)
 
     def get(self, key: str) -> T | None:
-        if self.directory is None:
+        data = self.store.get_json(key)
+        if not isinstance(data, dict):
             return None
         try:
-            data = json.loads((self.directory / key[:2] / f"{key}.json").read_text("utf-8"))
             value: Any = self.kind(**{**data, "cached": True})
-            return value
-        except (OSError, ValueError, TypeError):
+        except (TypeError, ValueError):
             return None
+        return value
 
     def put(self, key: str, value: T) -> None:
-        if self.directory is None:
-            return
-        folder = self.directory / key[:2]
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(asdict(value), handle)  # type: ignore[call-overload]
-            os.replace(tmp, folder / f"{key}.json")
-        except OSError:
-            pass
+        self.store.put_json(key, asdict(value))  # type: ignore[call-overload]

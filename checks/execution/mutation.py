@@ -41,6 +41,7 @@ from referee import __version__
 from referee.checks import sandbox
 from referee.checks.execution.cache import JsonCache
 from referee.checks.interpreter import Interpreter
+from referee.checks.progress import Cancelled
 
 # Part of every cached grade's key; raised when grading changes (3: a kill by a crash, a
 # hang or a `return None` alone is no kill; 7: the test's own unpacking is a check).
@@ -903,10 +904,6 @@ def _public(mutant: Mutant) -> dict:
     data = asdict(mutant)
     data.pop("text")
     return data
-
-
-class Cancelled(Exception):
-    """The caller asked to stop."""
 
 
 def grade_test(

@@ -154,7 +154,9 @@ def check_file(
                 max_mutants=config.max_mutants,
                 deadline=deadline,
                 timeout=config.mutation_timeout,
-                cache=GradeCache(cache_root / "mutation" if cache_root else None),
+                cache=GradeCache(
+                    cache_root / "mutation" if cache_root else None, settings.config.cache_size
+                ),
                 cancelled=cancelled,
                 progress=progress,
                 python=python,
@@ -225,8 +227,14 @@ def check_file(
                     arbitration,
                     model=model,
                     reference=reference,
-                    program_cache=ProgramCache(cache_root / "arbitration" if cache_root else None),
-                    cache=DifferentialCache(cache_root / "differential" if cache_root else None),
+                    program_cache=ProgramCache(
+                        cache_root / "arbitration" if cache_root else None,
+                        settings.config.cache_size,
+                    ),
+                    cache=DifferentialCache(
+                        cache_root / "differential" if cache_root else None,
+                        settings.config.cache_size,
+                    ),
                     cancelled=cancelled,
                     progress=progress,
                     python=python,

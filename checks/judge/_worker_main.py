@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from referee.checks.judge.worker import HEADER, MAX_FRAME, TEST_BACKEND_ENV
@@ -81,27 +82,25 @@ def _open_backend(spec: Any, mode: str) -> Any:
     )
 
 
-def main() -> int:
-    # Answers go to a private descriptor; fd 1 becomes stderr for native prints.
+def _private_answers() -> Any:
+    """Answers go to a private descriptor; fd 1 becomes stderr for native prints."""
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
-    stdin = sys.stdin.buffer
-    wire = Wire(out)
-    first = _read_frame(stdin)
-    if first is None or first.get("op") != "open":
-        return 2
-    from referee.checks.judge.backend import BackendError, BatchCancelled, ChatRequest
+    return out
+
+
+def _open_and_say_ready(first: dict[str, Any], wire: Wire) -> Any:
+    """The backend ``first`` (the "open" message) asks for, once the parent was told it is
+    ready (or what went wrong: None)."""
+    from referee.checks.judge.backend import BackendError
 
     started = time.perf_counter()
     try:
         backend = _open_backend(first["spec"], first["mode"])
     except BackendError as exc:
         wire.send({"op": "error", "message": str(exc)})
-        return 1
+        return None
     wire.send(
         {
             "op": "ready",
@@ -112,9 +111,12 @@ def main() -> int:
             },
         }
     )
+    return backend
 
-    requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    cancelled: set[int] = set()
+
+def _start_reader(stdin: Any, requests: queue.Queue[dict[str, Any] | None], cancelled: set) -> None:
+    """A thread that reads the parent's messages: cancellations are noted in ``cancelled``
+    at once (the main thread is busy with the request they cancel), the rest queued."""
 
     def reader() -> None:
         while True:
@@ -132,72 +134,106 @@ def main() -> int:
 
     threading.Thread(target=reader, daemon=True, name="referee-worker-reader").start()
 
+
+class _UnknownOp(Exception):
+    pass
+
+
+def _generate(backend: Any, message: dict[str, Any], stop: Callable[[], bool]) -> list[Any]:
+    """The generations one request asks for; ``stop`` is polled between decoding steps."""
+    from referee.checks.judge.backend import ChatRequest, chat_batch
+
+    op = message.get("op")
+    if op == "ping":
+        return []
+    if op == "chat":
+        asked = {
+            "schema": message.get("schema"),
+            "grammar": message.get("grammar"),
+            "max_tokens": message.get("max_tokens", 256),
+            "temperature": message.get("temperature", 0.0),
+            "seed": message.get("seed"),
+        }
+        if hasattr(backend, "chat_batch"):
+            # Through the batched decoder, even alone: it polls between steps, which
+            # is how the parent hears that a slow answer is alive, and how it cancels.
+            single = ChatRequest(message["messages"], **asked)
+            return backend.chat_batch([single], cancelled=stop)
+        return [backend.chat(message["messages"], **asked)]
+    if op == "batch":
+        batch: list[ChatRequest] = message["requests"]
+        return chat_batch(backend, batch, cancelled=stop)
+    raise _UnknownOp(f"unknown op {op!r}")
+
+
+def _serve(backend: Any, wire: Wire, message: dict[str, Any], cancelled: set) -> None:
+    """Answer one request: its generations, or that it was cancelled, or the error."""
+    from referee.checks.judge.backend import BackendError, BatchCancelled
+
+    request_id = message.get("id")
+    last_beat = time.monotonic()
+
+    def stop() -> bool:
+        nonlocal last_beat
+        now = time.monotonic()
+        if now - last_beat >= 1.0:
+            last_beat = now
+            wire.send({"op": "beat", "id": request_id})
+        return request_id in cancelled
+
+    try:
+        generations = _generate(backend, message, stop)
+    except _UnknownOp as exc:
+        wire.send({"op": "error", "id": request_id, "message": str(exc)})
+        return
+    except BatchCancelled:
+        wire.send({"op": "cancelled", "id": request_id})
+        return
+    except BackendError as exc:
+        wire.send({"op": "error", "id": request_id, "message": str(exc)})
+        return
+    except Exception as exc:  # a bug here is an error answer, not a dead worker
+        wire.send({"op": "error", "id": request_id, "message": f"{type(exc).__name__}: {exc}"})
+        return
+    finally:
+        cancelled.discard(request_id)
+    wire.send(
+        {
+            "op": "answer",
+            "id": request_id,
+            "generations": [
+                {
+                    "text": g.text,
+                    "prompt_tokens": g.prompt_tokens,
+                    "completion_tokens": g.completion_tokens,
+                }
+                for g in generations
+            ],
+        }
+    )
+
+
+def main() -> int:
+    out = _private_answers()
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    stdin = sys.stdin.buffer
+    wire = Wire(out)
+    first = _read_frame(stdin)
+    if first is None or first.get("op") != "open":
+        return 2
+    backend = _open_and_say_ready(first, wire)
+    if backend is None:
+        return 1
+    requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    cancelled: set[int] = set()
+    _start_reader(stdin, requests, cancelled)
     while True:
         message = requests.get()
         if message is None:
             return 0
-        request_id = message.get("id")
-        last_beat = [time.monotonic()]
-
-        def stop(request_id: int | None = request_id, last_beat: list[float] = last_beat) -> bool:
-            now = time.monotonic()
-            if now - last_beat[0] >= 1.0:
-                last_beat[0] = now
-                wire.send({"op": "beat", "id": request_id})
-            return request_id in cancelled
-
-        try:
-            op = message.get("op")
-            if op == "ping":
-                generations: list[Any] = []
-            elif op == "chat":
-                asked = {
-                    "schema": message.get("schema"),
-                    "grammar": message.get("grammar"),
-                    "max_tokens": message.get("max_tokens", 256),
-                    "temperature": message.get("temperature", 0.0),
-                    "seed": message.get("seed"),
-                }
-                if hasattr(backend, "chat_batch"):
-                    # Through the batched decoder, even alone: it polls between steps, which
-                    # is how the parent hears that a slow answer is alive, and how it cancels.
-                    single = ChatRequest(message["messages"], **asked)
-                    generations = backend.chat_batch([single], cancelled=stop)
-                else:
-                    generations = [backend.chat(message["messages"], **asked)]
-            elif op == "batch":
-                from referee.checks.judge.backend import chat_batch
-
-                batch: list[ChatRequest] = message["requests"]
-                generations = chat_batch(backend, batch, cancelled=stop)
-            else:
-                wire.send({"op": "error", "id": request_id, "message": f"unknown op {op!r}"})
-                continue
-        except BatchCancelled:
-            wire.send({"op": "cancelled", "id": request_id})
-            continue
-        except BackendError as exc:
-            wire.send({"op": "error", "id": request_id, "message": str(exc)})
-            continue
-        except Exception as exc:  # a bug here is an error answer, not a dead worker
-            wire.send({"op": "error", "id": request_id, "message": f"{type(exc).__name__}: {exc}"})
-            continue
-        finally:
-            cancelled.discard(request_id)
-        wire.send(
-            {
-                "op": "answer",
-                "id": request_id,
-                "generations": [
-                    {
-                        "text": g.text,
-                        "prompt_tokens": g.prompt_tokens,
-                        "completion_tokens": g.completion_tokens,
-                    }
-                    for g in generations
-                ],
-            }
-        )
+        _serve(backend, wire, message, cancelled)
 
 
 if __name__ == "__main__":

@@ -281,105 +281,13 @@ class BatchedGenerator:
         cancelled: Callable[[], bool] | None,
     ) -> list[Output]:
         lc = self.lc
-        requests = [seq.request for seq in sequences]
-        # the common prefix, less one token so every sequence has a tail to sample from
-        common = 0
-        shortest = min(len(p) for p in prompts)
-        while common < shortest - 1 and all(p[common] == prompts[0][common] for p in prompts):
-            common += 1
-        # the cache holds the shared prefix once, every tail, and every answer
-        needed = common + sum(len(p) - common for p in prompts)
-        needed += sum(r.max_tokens for r in requests)
-        if needed > self.n_ctx:
-            raise ValueError(
-                f"the prompts and their answers need {needed} tokens of context; the batch "
-                f"has {self.n_ctx}"
-            )
-        # what the last call left in sequence 0 (its prompts' common prefix) is reused as far
-        # as it matches: the system prompt and the instructions before the item cost nothing
-        reuse = 0
-        while reuse < min(common, len(self._kept)) and self._kept[reuse] == prompts[0][reuse]:
-            reuse += 1
-        self._kept = []
-        if not lc.llama_memory_seq_rm(memory, 0, reuse, -1):
-            lc.llama_memory_clear(memory, True)
-            reuse = 0
-        for s in range(1, self.n_seq):
-            lc.llama_memory_seq_rm(memory, s, -1, -1)
+        common = _common_prefix(prompts)
+        self._check_room(prompts, [seq.request for seq in sequences], common)
+        reuse = self._reset_memory(memory, prompts, common)
         ok = False
         try:
-            if common > reuse:
-                self._feed(prompts[0][reuse:common], reuse, [0], cancelled)
-            for s in range(1, len(requests)):
-                lc.llama_memory_seq_cp(memory, 0, s, -1, -1)
-            # the tails, packed into as few decoding calls as the batch allows (one, for
-            # the judge's perspectives); logits for the last token of each
-            positions = [len(p) - 1 for p in prompts]
-            body = [(s, pos) for s, p in enumerate(prompts) for pos in range(common, len(p) - 1)]
-            lasts = [(s, len(p) - 1) for s, p in enumerate(prompts)]
-            if len(body) + len(lasts) > 512:  # the last tokens go in the final call
-                for chunk in range(0, len(body), 512):
-                    if cancelled is not None and cancelled():
-                        raise Stopped
-                    part = body[chunk : chunk + 512]
-                    for i, (s, pos) in enumerate(part):
-                        self._put(i, prompts[s][pos], pos, [s], False)
-                    self._decode(len(part))
-                body = []
-            for i, (s, pos) in enumerate(body + lasts):
-                self._put(i, prompts[s][pos], pos, [s], i >= len(body))
-            self._decode(len(body) + len(lasts))
-            rows = [len(body) + s for s in range(len(prompts))]  # each sequence's logits row
-            self.last_steps = 0
-            active = list(range(len(prompts)))
-            while active:
-                if cancelled is not None and cancelled():
-                    raise Stopped
-                step: list[tuple[int, list[int]]] = []  # (sequence, tokens to evaluate)
-                for row, s in zip(rows, active, strict=True):
-                    seq = sequences[s]
-                    token = self._sample(seq, row)
-                    if seq.grammar is not None:
-                        lc.llama_sampler_accept(seq.grammar, token)
-                    if lc.llama_vocab_is_eog(self.vocab, token):
-                        seq.done = True
-                        continue
-                    seq.tokens.append(token)
-                    room = seq.request.max_tokens - len(seq.prefix) - len(seq.tokens)
-                    if room <= 0:
-                        seq.done = True
-                        continue
-                    if seq.request.until_code_block or seq.request.forcing is not None:
-                        seq.text += self.llm.detokenize([token])
-                    if (
-                        seq.request.until_code_block
-                        and b"```" in seq.text[-12:]
-                        and _BLOCK.search(seq.text)
-                    ):
-                        seq.done = True
-                        continue
-                    forced = self._forced(seq, min(room - 1, _MAX_FORCED))
-                    if forced is None:
-                        seq.done = True  # complete: nothing more to decode
-                        continue
-                    seq.tokens.extend(forced)
-                    if forced and self._forcing_says(seq) is None:
-                        seq.done = True  # complete with the forced text: no need to evaluate it
-                        continue
-                    step.append((s, [token, *forced]))
-                if not step:
-                    break
-                rows = []
-                index = 0
-                for s, tokens in step:
-                    for i, token in enumerate(tokens):
-                        positions[s] += 1
-                        self._put(index, token, positions[s], [s], i == len(tokens) - 1)
-                        index += 1
-                    rows.append(index - 1)
-                self._decode(index)
-                self.last_steps += 1
-                active = [s for s, _ in step]
+            rows, positions = self._evaluate_prompts(memory, prompts, common, reuse, cancelled)
+            self._decode_answers(sequences, rows, positions, cancelled)
             outputs = [
                 Output(
                     data=self.llm.detokenize(seq.prefix + seq.tokens)
@@ -397,3 +305,137 @@ class BatchedGenerator:
                 self._kept = prompts[0][:common]
             else:
                 lc.llama_memory_clear(memory, True)
+
+    def _check_room(self, prompts: list[list[int]], requests: list[Request], common: int) -> None:
+        """ValueError unless the cache can hold the shared prefix once, every tail, and
+        every answer."""
+        needed = common + sum(len(p) - common for p in prompts)
+        needed += sum(r.max_tokens for r in requests)
+        if needed > self.n_ctx:
+            raise ValueError(
+                f"the prompts and their answers need {needed} tokens of context; the batch "
+                f"has {self.n_ctx}"
+            )
+
+    def _reset_memory(self, memory: Any, prompts: list[list[int]], common: int) -> int:
+        """Empty every sequence but what the last call left in sequence 0 (its prompts'
+        common prefix), as far as it matches: the system prompt and the instructions
+        before the item cost nothing. How many of its tokens are kept."""
+        lc = self.lc
+        reuse = 0
+        while reuse < min(common, len(self._kept)) and self._kept[reuse] == prompts[0][reuse]:
+            reuse += 1
+        self._kept = []
+        if not lc.llama_memory_seq_rm(memory, 0, reuse, -1):
+            lc.llama_memory_clear(memory, True)
+            reuse = 0
+        for s in range(1, self.n_seq):
+            lc.llama_memory_seq_rm(memory, s, -1, -1)
+        return reuse
+
+    def _evaluate_prompts(
+        self,
+        memory: Any,
+        prompts: list[list[int]],
+        common: int,
+        reuse: int,
+        cancelled: Callable[[], bool] | None,
+    ) -> tuple[list[int], list[int]]:
+        """Evaluate the prompts: the common prefix once (in sequence 0, copied to the
+        others), then the tails, packed into as few decoding calls as the batch allows
+        (one, for the judge's perspectives), with logits for the last token of each.
+        (each sequence's logits row, each sequence's last position)."""
+        lc = self.lc
+        if common > reuse:
+            self._feed(prompts[0][reuse:common], reuse, [0], cancelled)
+        for s in range(1, len(prompts)):
+            lc.llama_memory_seq_cp(memory, 0, s, -1, -1)
+        positions = [len(p) - 1 for p in prompts]
+        body = [(s, pos) for s, p in enumerate(prompts) for pos in range(common, len(p) - 1)]
+        lasts = [(s, len(p) - 1) for s, p in enumerate(prompts)]
+        if len(body) + len(lasts) > 512:  # the last tokens go in the final call
+            for chunk in range(0, len(body), 512):
+                if cancelled is not None and cancelled():
+                    raise Stopped
+                part = body[chunk : chunk + 512]
+                for i, (s, pos) in enumerate(part):
+                    self._put(i, prompts[s][pos], pos, [s], False)
+                self._decode(len(part))
+            body = []
+        for i, (s, pos) in enumerate(body + lasts):
+            self._put(i, prompts[s][pos], pos, [s], i >= len(body))
+        self._decode(len(body) + len(lasts))
+        return [len(body) + s for s in range(len(prompts))], positions
+
+    def _decode_answers(
+        self,
+        sequences: list[_Sequence],
+        rows: list[int],
+        positions: list[int],
+        cancelled: Callable[[], bool] | None,
+    ) -> None:
+        """Sample every sequence's answer, one step for all of them at a time, until each
+        is done (end of generation, its token limit, its code block, its forcing)."""
+        self.last_steps = 0
+        active = list(range(len(sequences)))
+        while active:
+            if cancelled is not None and cancelled():
+                raise Stopped
+            step: list[tuple[int, list[int]]] = []  # (sequence, tokens to evaluate)
+            for row, s in zip(rows, active, strict=True):
+                tokens = self._next_tokens(sequences[s], row)
+                if tokens is not None:
+                    step.append((s, tokens))
+            if not step:
+                break
+            rows = []
+            index = 0
+            for s, tokens in step:
+                for i, token in enumerate(tokens):
+                    positions[s] += 1
+                    self._put(index, token, positions[s], [s], i == len(tokens) - 1)
+                    index += 1
+                rows.append(index - 1)
+            self._decode(index)
+            self.last_steps += 1
+            active = [s for s, _ in step]
+
+    def _next_tokens(self, seq: _Sequence, row: int) -> list[int] | None:
+        """One step of a sequence: the token sampled from its logits ``row`` and what its
+        forcing appends, to be evaluated next; None when the sequence is done."""
+        lc = self.lc
+        token = self._sample(seq, row)
+        if seq.grammar is not None:
+            lc.llama_sampler_accept(seq.grammar, token)
+        if lc.llama_vocab_is_eog(self.vocab, token):
+            seq.done = True
+            return None
+        seq.tokens.append(token)
+        room = seq.request.max_tokens - len(seq.prefix) - len(seq.tokens)
+        if room <= 0:
+            seq.done = True
+            return None
+        if seq.request.until_code_block or seq.request.forcing is not None:
+            seq.text += self.llm.detokenize([token])
+        if seq.request.until_code_block and b"```" in seq.text[-12:] and _BLOCK.search(seq.text):
+            seq.done = True
+            return None
+        forced = self._forced(seq, min(room - 1, _MAX_FORCED))
+        if forced is None:
+            seq.done = True  # complete: nothing more to decode
+            return None
+        seq.tokens.extend(forced)
+        if forced and self._forcing_says(seq) is None:
+            seq.done = True  # complete with the forced text: no need to evaluate it
+            return None
+        return [token, *forced]
+
+
+def _common_prefix(prompts: list[list[int]]) -> int:
+    """The prompts' common prefix, less one token so every sequence has a tail to sample
+    from."""
+    common = 0
+    shortest = min(len(p) for p in prompts)
+    while common < shortest - 1 and all(p[common] == prompts[0][common] for p in prompts):
+        common += 1
+    return common

@@ -27,8 +27,6 @@ so an unchanged re-save costs no model call.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
 import time
 from collections import Counter
@@ -39,10 +37,18 @@ from pathlib import Path
 from typing import Literal
 
 import tomllib
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from referee.checks import review
+from referee.checks.cache import DiskCache
 from referee.checks.config import Settings
+from referee.checks.judge.answer import (
+    MAX_REASON,
+    Answer,
+    answer_forcing,
+    answer_grammar,
+    answer_schema,
+)
 from referee.checks.judge.backend import (
     Backend,
     BackendError,
@@ -61,176 +67,13 @@ from referee.checks.models import (
     Severity,
     Span,
 )
+from referee.checks.progress import IDLE, Cancelled, Work
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
 PROMPTS = Path(__file__).with_name("prompts") / "judge-v1.toml"
 MAX_SUBJECT_CHARS = 12_000  # longer text is cut (and the cut is said in the prompt)
 MAX_SUBJECTS = 24  # per file and run; the rest wait for the next save
-
-
-class Answer(BaseModel):
-    """What the model must return: the JSON schema of its output is generated from this."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    reason: str = Field(max_length=400)
-    evidence: list[str] = Field(min_length=1, max_length=2)
-    verdict: Literal["PASS", "REJECT"]
-
-
-MAX_QUOTE = 160
-MAX_REASON = 120  # characters the grammar lets a reason run to
-MAX_QUOTE_CHOICES = 400
-
-
-def quotable_lines(text: str) -> list[str]:
-    """The lines of ``text`` a quote may be, stripped, each at most MAX_QUOTE characters."""
-    seen: dict[str, None] = {}
-    for line in text.splitlines():
-        line = line.strip()[:MAX_QUOTE].strip()
-        if line and len(seen) < MAX_QUOTE_CHOICES:
-            seen.setdefault(line)
-    return list(seen)
-
-
-def _gbnf_literal(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def answer_grammar(text: str | None = None) -> str:
-    """The same constraint as :func:`answer_schema`, as a llama.cpp GBNF grammar.
-
-    Written here rather than converted from the schema: the converter shipped with
-    llama-cpp-python mis-escapes enum strings holding quotes, and a grammar llama.cpp cannot
-    parse crashes the process. Every quote is JSON-encoded, then escaped as a GBNF literal.
-    """
-    lines = quotable_lines(text) if text is not None else []
-    if lines:
-        quote = " | ".join(_gbnf_literal(json.dumps(line, ensure_ascii=False)) for line in lines)
-    else:
-        quote = '"\\"" char+ "\\""'
-    return "\n".join(
-        (
-            'root ::= "{" ws "\\"reason\\":" ws reason ws "," ws "\\"evidence\\":" ws "[" ws '
-            'quote (ws "," ws quote)? ws "]" ws "," ws "\\"verdict\\":" ws verdict ws "}"',
-            f"quote ::= {quote}",
-            # bounded, so a rambling model is made to close its sentence: the reason is the
-            # longest part of an answer, and every token of it is a decoding step
-            f'reason ::= "\\"" char{{0,{MAX_REASON}}} "\\""',
-            'verdict ::= "\\"PASS\\"" | "\\"REJECT\\""',
-            'char ::= [^"\\\\\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
-            "ws ::= [ ]?",
-        )
-    )
-
-
-_OPEN = '{"reason": "'
-_TO_EVIDENCE = ', "evidence": ["'
-_NEXT_QUOTE = ', "'
-_TO_VERDICT = '], "verdict": "'
-_VERDICTS = ('PASS"}', 'REJECT"}')
-
-
-def _string_end(text: str, start: int) -> int:
-    """Where the JSON string body starting at ``start`` closes (the index of its closing
-    quote), or -1 while it is still open."""
-    i = start
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-        elif text[i] == '"':
-            return i
-        else:
-            i += 1
-    return -1
-
-
-def _rest_of(scaffold: str, written: str) -> str | None:
-    """What is left of ``scaffold`` after ``written`` (a prefix of it), else None."""
-    return scaffold[len(written) :] if scaffold.startswith(written) else None
-
-
-def answer_forcing(text: str | None = None) -> AnswerForcing:
-    """For :func:`answer_grammar`'s answers: given what the model wrote so far, the text
-    the grammar leaves no choice about — the JSON between the free parts, the rest of a
-    quote once only one of the item's lines starts that way, the rest of ``PASS`` or
-    ``REJECT`` after its first letter. The in-process model appends it without decoding it
-    token by token (about half of an answer's tokens). None once the answer is complete;
-    an empty string where the model has a choice. Written for the canonical spacing it
-    forces itself; an answer that left it gets nothing forced from then on.
-
-    An object rather than a closure: it travels to the model process with its request."""
-    quotable = quotable_lines(text) if text is not None else []
-    return AnswerForcing(tuple(json.dumps(line, ensure_ascii=False)[1:-1] for line in quotable))
-
-
-@dataclass(frozen=True)
-class AnswerForcing:
-    """See :func:`answer_forcing`; ``lines`` are the quotable lines, JSON-escaped."""
-
-    lines: tuple[str, ...] = ()
-
-    def __call__(self, written: str) -> str | None:
-        lines = self.lines
-        if len(written) < len(_OPEN):
-            return _rest_of(_OPEN, written) or ""
-        if not written.startswith(_OPEN):
-            return ""
-        end = _string_end(written, len(_OPEN))
-        if end < 0:
-            return ""  # the reason: the model's own words
-        at = end + 1
-        rest = written[at:]
-        if len(rest) <= len(_TO_EVIDENCE):
-            return _rest_of(_TO_EVIDENCE, rest) or ""
-        if not rest.startswith(_TO_EVIDENCE):
-            return ""
-        at += len(_TO_EVIDENCE)
-        for quote in range(2):
-            end = _string_end(written, at)
-            if end < 0:
-                begun = written[at:]
-                matching = [line for line in lines if line.startswith(begun)]
-                if len(matching) == 1 and len(matching[0]) > len(begun):
-                    return matching[0][len(begun) :] + '"'
-                return ""
-            rest = written[end + 1 :]
-            if quote == 0 and rest.startswith(_NEXT_QUOTE):
-                at = end + 1 + len(_NEXT_QUOTE)
-                continue
-            if quote == 0 and rest and _NEXT_QUOTE.startswith(rest):
-                return _NEXT_QUOTE[len(rest) :]
-            if not rest:
-                return ""  # another quote, or the end of the list: the model's choice
-            if len(rest) <= len(_TO_VERDICT):
-                return _rest_of(_TO_VERDICT, rest) or ""
-            if not rest.startswith(_TO_VERDICT):
-                return ""
-            verdict = rest[len(_TO_VERDICT) :]
-            for word in _VERDICTS:
-                if verdict == word:
-                    return None
-                if verdict and word.startswith(verdict):
-                    return word[len(verdict) :]
-            return ""
-        return ""
-
-
-def answer_schema(text: str | None = None) -> dict:
-    """The JSON schema of :class:`Answer`; with ``text``, each quote must be one of its lines.
-
-    Small models paraphrase when asked to quote; constraining quotes to the item's own lines
-    (llama.cpp grammars and servers that honour ``response_format``) makes them exact. The
-    quotes are still checked against the text afterwards, for servers that ignore schemas.
-    """
-    schema = Answer.model_json_schema()
-    items: dict = {"type": "string", "maxLength": MAX_QUOTE}
-    if text is not None and (lines := quotable_lines(text)):
-        items = {"type": "string", "enum": lines}
-    schema["properties"]["evidence"]["items"] = items
-    schema["properties"]["reason"]["maxLength"] = MAX_REASON
-    return schema
 
 
 # ---------------------------------------------------------------------------- prompts
@@ -389,8 +232,9 @@ def quote_found(quote: str, text: str) -> bool:
 class VerdictCache:
     """One small JSON file per (content, model, prompt version, perspective)."""
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, max_bytes: int | None = None) -> None:
         self.directory = directory
+        self.store = DiskCache(directory, max_bytes)
 
     @staticmethod
     def key(subject: Subject, identity: str, version: str, perspective: str, text: str) -> str:
@@ -398,37 +242,20 @@ class VerdictCache:
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> dict | None:
-        if self.directory is None:
-            return None
-        try:
-            return json.loads((self.directory / key[:2] / f"{key}.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            return None
+        data = self.store.get_json(key)
+        return data if isinstance(data, dict) else None
 
     def put(self, key: str, value: dict) -> None:
-        if self.directory is None:
-            return
-        path = self.directory / key[:2] / f"{key}.json"
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(value), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a cache that cannot be written only costs time next run
+        self.store.put_json(key, value)
 
 
-def default_cache() -> VerdictCache:
+def default_cache(max_bytes: int | None = None) -> VerdictCache:
     from referee.checks.runner import default_cache_dir
 
-    return VerdictCache(default_cache_dir() / "judge")
+    return VerdictCache(default_cache_dir() / "judge", max_bytes)
 
 
 # ---------------------------------------------------------------------------- judging
-
-
-class Cancelled(Exception):
-    """The caller asked to stop (the document changed again)."""
 
 
 @dataclass
@@ -465,7 +292,7 @@ def ask_all(
     config: JudgeConfig,
     cache: VerdictCache,
     stats: Stats,
-    cancelled: Callable[[], bool] | None = None,
+    work: Work = IDLE,
 ) -> list[JudgeVerdict]:
     """Every perspective's verdict on one subject, in the order of ``instructions``: cached
     ones from the cache, the rest asked together (one batch for a model in process; the
@@ -496,7 +323,7 @@ def ask_all(
         ]
         started = time.perf_counter()
         try:
-            generations = chat_batch(backend, requests, cancelled=cancelled)
+            generations = chat_batch(backend, requests, cancelled=work.cancelled)
         except BatchCancelled:
             raise Cancelled from None
         stats.seconds += time.perf_counter() - started
@@ -611,8 +438,7 @@ def judge_subjects(
     *,
     root: Path | None = None,
     cache: VerdictCache | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
     queue: bool = True,
 ) -> FileJudgement:
     """Judge ``found`` subjects of the file ``path`` (relative to ``root``).
@@ -626,61 +452,13 @@ def judge_subjects(
     queue_state = review.read(root) if root is not None else review.Queue()
     result.notes.extend(queue_state.problems)
     for number, subject in enumerate(found, start=1):
-        if cancelled is not None and cancelled():
-            raise Cancelled
-        if progress is not None:
-            progress(f"{subject.name} ({number}/{len(found)}): {', '.join(instructions)}")
-        try:
-            verdicts = ask_all(
-                subject, path, instructions, backend, config, cache, result.stats, cancelled
-            )
-        except (WorkerCrashed, WorkerUnavailable) as exc:
-            # Never a PASS: the item goes to a person with the reason, the rest wait for
-            # the next run (a fresh model process). Unavailable: it crashed a moment ago
-            # (writing an execution check's oracles, say) and is not restarted yet.
-            result.crashed = str(exc)
-            verdicts = []
-            outcome, agreement, reasons = "UNCLEAR", 0.0, [str(exc)]
-        else:
-            outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
-        layer = Layer.L2
-        audit = False
-        rate = 0.0
-        if outcome == "PASS":
-            rate = review.audit_rate(
-                config.audit_rate, review.risk_for(path, config.risk), agreement
-            )
-            audit = review.sampled(subject.content_sha256, rate)
-        decision = Decision(
-            subject=subject.name,
-            kind=subject.kind,
-            outcome=outcome,
-            layer=layer,
-            agreement=agreement,
-            reasons=tuple(reasons),
-            verdicts=tuple(verdicts),
-            span=subject.span,
-            content_sha256=subject.content_sha256,
-            audit=audit,
+        work.raise_if_cancelled()
+        work.advance(subject.name, number, len(found), ", ".join(instructions))
+        decision, rate = _judge_one(
+            subject, path, instructions, backend, config, cache, result, work
         )
-        if root is not None and (outcome == "UNCLEAR" or audit):
-            kind: Literal["judge", "audit"] = "judge" if outcome == "UNCLEAR" else "audit"
-            item = _review_item(kind, path, subject, decision, rate)
-            known = queue_state.items.get(item.id)
-            if known is not None and known.decision is not None:
-                decision = decision.model_copy(
-                    update={
-                        "outcome": "PASS" if known.decision == "accepted" else "REJECT",
-                        "layer": Layer.L3,
-                        "reasons": (
-                            f"{known.decision} by {known.decided_by or 'a reviewer'}"
-                            f" on {known.decided or '?'}",
-                            *decision.reasons,
-                        ),
-                    }
-                )
-            elif queue and known is None:
-                review.submit(root, item)
+        if root is not None and (decision.outcome == "UNCLEAR" or decision.audit):
+            decision = _through_review(root, path, subject, decision, rate, queue_state, queue)
         result.decisions.append(decision)
         if result.crashed is not None:
             break
@@ -688,6 +466,80 @@ def judge_subjects(
     result.findings = [f for f, _ in pairs]
     result.finding_decisions = [d for _, d in pairs]
     return result
+
+
+def _judge_one(
+    subject: Subject,
+    path: str,
+    instructions: dict[str, str],
+    backend: Backend,
+    config: JudgeConfig,
+    cache: VerdictCache,
+    result: FileJudgement,
+    work: Work,
+) -> tuple[Decision, float]:
+    """The perspectives' verdicts on one subject and what they decide, with the audit
+    sampling of a PASS: (the L2 decision, the audit rate it was sampled at)."""
+    try:
+        verdicts = ask_all(subject, path, instructions, backend, config, cache, result.stats, work)
+    except (WorkerCrashed, WorkerUnavailable) as exc:
+        # Never a PASS: the item goes to a person with the reason, the rest wait for
+        # the next run (a fresh model process). Unavailable: it crashed a moment ago
+        # (writing an execution check's oracles, say) and is not restarted yet.
+        result.crashed = str(exc)
+        verdicts = []
+        outcome, agreement, reasons = "UNCLEAR", 0.0, [str(exc)]
+    else:
+        outcome, agreement, reasons = decide(subject, verdicts, config.divergence_threshold)
+    audit = False
+    rate = 0.0
+    if outcome == "PASS":
+        rate = review.audit_rate(config.audit_rate, review.risk_for(path, config.risk), agreement)
+        audit = review.sampled(subject.content_sha256, rate)
+    decision = Decision(
+        subject=subject.name,
+        kind=subject.kind,
+        outcome=outcome,
+        layer=Layer.L2,
+        agreement=agreement,
+        reasons=tuple(reasons),
+        verdicts=tuple(verdicts),
+        span=subject.span,
+        content_sha256=subject.content_sha256,
+        audit=audit,
+    )
+    return decision, rate
+
+
+def _through_review(
+    root: Path,
+    path: str,
+    subject: Subject,
+    decision: Decision,
+    rate: float,
+    queue_state: review.Queue,
+    queue: bool,
+) -> Decision:
+    """An UNCLEAR or audited decision and the review queue: a person's decision recorded
+    there replaces it (L3); otherwise, with ``queue``, it enters the queue once."""
+    kind: Literal["judge", "audit"] = "judge" if decision.outcome == "UNCLEAR" else "audit"
+    item = _review_item(kind, path, subject, decision, rate)
+    known = queue_state.items.get(item.id)
+    if known is not None and known.decision is not None:
+        return decision.model_copy(
+            update={
+                "outcome": "PASS" if known.decision == "accepted" else "REJECT",
+                "layer": Layer.L3,
+                "reasons": (
+                    f"{known.decision} by {known.decided_by or 'a reviewer'}"
+                    f" on {known.decided or '?'}",
+                    *decision.reasons,
+                ),
+            }
+        )
+    if queue and known is None:
+        review.submit(root, item)
+    return decision
 
 
 def _review_item(
@@ -801,8 +653,7 @@ def judge_file(
     *,
     baseline: str | None = None,
     cache: VerdictCache | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
     queue: bool = True,
     decided: Collection[str] = (),
 ) -> FileJudgement:
@@ -830,9 +681,8 @@ def judge_file(
         backend,
         settings.config.judge,
         root=settings.root,
-        cache=cache,
-        cancelled=cancelled,
-        progress=progress,
+        cache=cache if cache is not None else default_cache(settings.config.cache_size),
+        work=work,
         queue=queue,
     )
     result.notes[:0] = notes

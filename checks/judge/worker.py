@@ -3,7 +3,7 @@
 llama.cpp is native code, and native code can crash (on AMX CPUs it does:
 ggml-org/llama.cpp#20824). A crash must never take down the language server holding an
 editor session, nor the CLI's report. So :class:`WorkerBackend` — what
-:func:`~referee.checks.judge.backend.open_backend` returns for ``llama-cpp`` — starts
+:func:`~referee.checks.judge.opening.open_backend` returns for ``llama-cpp`` — starts
 ``python -m referee.checks.judge._worker_main``, loads the model there once, and talks to it
 over a pipe. Everything that makes the model fast (the batched decoder, forced text, the
 shared prompt cache) runs inside the worker, unchanged; only requests and answers cross.
@@ -36,7 +36,6 @@ import json
 import logging
 import os
 import pickle
-import select
 import signal
 import struct
 import subprocess
@@ -58,6 +57,7 @@ from referee.checks.judge.backend import (
     Generation,
     Message,
 )
+from referee.checks.process import dead_or_dying, kill_and_reap, read_exact, wait_then_kill
 
 log = logging.getLogger("referee.judge.worker")
 
@@ -111,42 +111,6 @@ class _Process:
     mode: runtime.Mode
     info: dict[str, Any] = field(default_factory=dict)
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=40))
-
-
-def _read_exact(fd: int, count: int, deadline: Callable[[], float], alive: Callable[[], None]):
-    """``count`` bytes from ``fd``, waiting in short slices so that ``alive`` (which may
-    raise) runs between them and the ``deadline`` (a monotonic time, re-read each slice) is
-    kept; b"" on end of file."""
-    chunks: list[bytes] = []
-    while count:
-        remaining = deadline() - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError
-        ready, _, _ = select.select([fd], [], [], min(0.05, remaining))
-        if not ready:
-            alive()
-            continue
-        chunk = os.read(fd, min(count, 1 << 20))
-        if not chunk:
-            return b""
-        chunks.append(chunk)
-        count -= len(chunk)
-    return b"".join(chunks)
-
-
-def _exited(popen: subprocess.Popen[bytes]) -> bool:
-    """Whether the worker is gone. ``poll()`` alone is not enough: a killed process with
-    threads shows as a zombie while its other threads still unwind, and cannot be waited
-    for until they have; a request sent in that window would be read as a crash of its
-    own. On Linux the process's state says so at once (our own child's ``stat``)."""
-    if popen.poll() is not None:
-        return True
-    try:
-        with open(f"/proc/{popen.pid}/stat", encoding="ascii", errors="replace") as handle:
-            state = handle.read().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state in {"Z", "X", "x"}
 
 
 class WorkerBackend:
@@ -203,7 +167,7 @@ class WorkerBackend:
 
     def _ensure(self, mode: runtime.Mode | None = None) -> _Process:
         process = self._process
-        if process is not None and not _exited(process.popen):
+        if process is not None and not dead_or_dying(process.popen):
             return process
         if process is not None:
             # It died while idle (killed for memory, say): nothing was being judged, so no
@@ -264,13 +228,7 @@ class WorkerBackend:
         try:
             with contextlib.suppress(Exception):
                 self._send(process, {"op": "quit"})
-            try:
-                process.popen.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(OSError):
-                    process.popen.kill()
-                with contextlib.suppress(Exception):
-                    process.popen.wait(timeout=5.0)
+            wait_then_kill(process.popen, grace_s=1.0)
             with self._lock:
                 if self._process is process:
                     self._process = None
@@ -286,10 +244,7 @@ class WorkerBackend:
                     pipe.close()
 
     def _kill(self, process: _Process) -> None:
-        with contextlib.suppress(OSError):
-            process.popen.kill()
-        with contextlib.suppress(Exception):
-            process.popen.wait(timeout=5.0)
+        kill_and_reap(process.popen)
         self._close_pipes(process)
         if self._process is process:
             self._process = None
@@ -343,9 +298,9 @@ class WorkerBackend:
 
         while True:
             try:
-                header = _read_exact(fd, HEADER.size, deadline, alive)
+                header = read_exact(fd, HEADER.size, deadline, alive)
                 body = (
-                    _read_exact(fd, HEADER.unpack(header)[0], deadline, alive)
+                    read_exact(fd, HEADER.unpack(header)[0], deadline, alive)
                     if len(header) == HEADER.size
                     else b""
                 )
