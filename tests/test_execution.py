@@ -14,8 +14,8 @@ import pytest
 
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import function_spec
-from referee.checks.execution.differential import (
-    check_function,
+from referee.checks.execution.differential import check_function
+from referee.checks.execution.inputs import (
     docstring_inputs,
     generated_inputs,
     observed_inputs,
@@ -544,7 +544,7 @@ def test_generated_inputs_are_shaped_like_the_known_ones():
 
 
 def test_a_string_shape_keeps_character_classes_not_just_characters():
-    from referee.checks.execution.differential import Shape
+    from referee.checks.execution.inputs import Shape
 
     shape = Shape()
     shape.add("Hello, World")
