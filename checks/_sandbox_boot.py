@@ -23,6 +23,15 @@ and says why. Last comes an audit hook: defence in depth against Python code, no
 Results travel as JSON lines over the file descriptor named in the job, never over stdout;
 the monitor reports how the code's process ended over a second descriptor the code never
 holds.
+
+One file, by design, and longer than referee's other modules: it is shipped to the child
+as the single argument of ``python -c`` and can import nothing but the standard library.
+The child starts with ``-S`` (no site-packages, so no referee), often in another
+interpreter (the project's, where referee is not installed), in a view of the file system
+that holds the runtime and the run directory only; and the run directory holds the
+untrusted files, which a module imported by name from there could be. Splitting it would
+mean joining the parts back into one ``-c`` string (``sandbox._boot_source``), and
+``bench/sandbox.py`` loads an older revision's sandbox by copying exactly this file.
 """
 
 import contextlib
@@ -744,6 +753,16 @@ def _refusal(job, containment):
 
 
 # -- the audit hook -----------------------------------------------------------------------
+#
+# Why the hook is built from closures: the untrusted code runs in this same interpreter,
+# where this script's module globals (``__main__``'s) are its to rebind: setting a
+# module's attribute raises no audit event. So nothing the hook does when an event comes
+# is looked up there: every check it makes is a closure over the locals of the function
+# that built it (``os`` included, imported locally for that), and the hook refuses the
+# reads (``__closure__``, ``__code__``) and the ``__code__`` replacements that would reach
+# or unmake them. The builders below run once, before the code; they may be split
+# further, but what they hand on must stay closures, and a builder whose closures use
+# ``os`` must import it locally.
 
 
 def _install_hook(root, processes, netns):
@@ -751,15 +770,24 @@ def _install_hook(root, processes, netns):
     boundary (native code goes around it)."""
     import os.path
 
-    realpath = os.path.realpath
-    readlink = os.readlink
-    isdir = os.path.isdir
-    root = realpath(root)
-    prefix = root + os.sep
-    # In a pid namespace getpid() is small while /proc (the outer one) names us otherwise.
-    own_proc = {os.path.basename(realpath("/proc/self")), str(os.getpid())}
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    af_unix = 1
+    guarded = set()
+
+    def deny(what):
+        raise PermissionError(f"sandbox: {what} is not allowed")
+
+    _, inside, outside_directory, foreign_proc = _path_rules(os.path.realpath(root))
+    check_open = _open_rule(inside, outside_directory, foreign_proc, deny)
+    unix_path = _unix_path_rule()
+    events = _hook_events()
+    hook = _hook(inside, check_open, unix_path, deny, events, processes, netns, guarded)
+    sys.addaudithook(hook)
+    _guard_unaudited(inside, deny, check_open, processes, guarded)
+
+
+def _hook_events():
+    """The audit events the hook looks at: those that write to paths (each with the
+    positions of its path arguments and of the ``dir_fd`` arguments they are relative
+    to), start processes, reach the network, or reach the hook itself."""
     path_events = {
         # event: positions of path arguments it writes to (or, for link, makes writable)
         "os.remove": (0,),
@@ -815,7 +843,21 @@ def _install_hook(root, processes, netns):
     }
     # Ways to reach the hook or the originals the wrappers below hold, from Python.
     introspection = {"gc.get_referrers", "gc.get_referents", "gc.get_objects"}
-    guarded = set()
+    return path_events, process_events, dir_fd_positions, network_events, introspection
+
+
+def _path_rules(root):
+    """Closures over the sandbox directory ``root`` (resolved): ``described`` (the path a
+    descriptor names), ``inside`` (whether a path lies in it), ``outside_directory`` (a
+    directory outside it) and ``foreign_proc`` (another process's ``/proc`` entry)."""
+    import os.path
+
+    realpath = os.path.realpath
+    readlink = os.readlink
+    isdir = os.path.isdir
+    prefix = root + os.sep
+    # In a pid namespace getpid() is small while /proc (the outer one) names us otherwise.
+    own_proc = {os.path.basename(realpath("/proc/self")), str(os.getpid())}
 
     def described(fd):
         """The path an open descriptor names (readlink raises no audit event)."""
@@ -859,17 +901,6 @@ def _install_hook(root, processes, netns):
         except (TypeError, ValueError):
             return True
 
-    def _unix_path(args):
-        sock = args[0] if args else None
-        address = args[1] if len(args) > 1 else None
-        family = getattr(sock, "family", None)
-        try:  # an enum member or a plain int (``_socket.socket(1, 1)``)
-            if int(family) != af_unix:
-                return False
-        except (TypeError, ValueError):
-            return False
-        return not (isinstance(address, (str, bytes)) and address[:1] in ("\0", b"\0"))
-
     def foreign_proc(path):
         if isinstance(path, int):
             path = described(path) or ""
@@ -885,8 +916,15 @@ def _install_hook(root, processes, netns):
             and parts[2] != str(os.getpid())
         )
 
-    def deny(what):
-        raise PermissionError(f"sandbox: {what} is not allowed")
+    return described, inside, outside_directory, foreign_proc
+
+
+def _open_rule(inside, outside_directory, foreign_proc, deny):
+    """The check of an ``open``: no writing outside the sandbox directory, no reading
+    another process's ``/proc``, no descriptor of a directory outside."""
+    import os
+
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
     def check_open(path, flags, dir_fd=None, mode=None):
         writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
@@ -898,6 +936,34 @@ def _install_hook(root, processes, netns):
             deny(f"reading another process's {path!r}")
         if outside_directory(path, dir_fd):
             deny(f"opening a directory outside the sandbox directory ({path!r})")
+
+    return check_open
+
+
+def _unix_path_rule():
+    """Whether a socket call's address is a path-named unix socket (a file that reaches
+    whatever listens on it, in any network namespace; an abstract one starts with NUL)."""
+    af_unix = 1
+
+    def unix_path(args):
+        sock = args[0] if args else None
+        address = args[1] if len(args) > 1 else None
+        family = getattr(sock, "family", None)
+        try:  # an enum member or a plain int (``_socket.socket(1, 1)``)
+            if int(family) != af_unix:
+                return False
+        except (TypeError, ValueError):
+            return False
+        return not (isinstance(address, (str, bytes)) and address[:1] in ("\0", b"\0"))
+
+    return unix_path
+
+
+def _hook(inside, check_open, unix_path, deny, events, processes, netns, guarded):
+    """The audit hook: each event the sandbox refuses from Python code, refused."""
+    import os.path
+
+    path_events, process_events, dir_fd_positions, network_events, introspection = events
 
     def hook(event, args):
         if event == "open":
@@ -939,7 +1005,7 @@ def _install_hook(root, processes, netns):
         elif event in network_events:
             # A network namespace has no route out, but a path-named unix socket is a file
             # that reaches whatever listens on it (a container daemon, say) in any namespace.
-            if not netns or (event != "socket.getaddrinfo" and _unix_path(args)):
+            if not netns or (event != "socket.getaddrinfo" and unix_path(args)):
                 deny("network access")
         elif event in introspection:
             deny(f"{event}")
@@ -963,8 +1029,7 @@ def _install_hook(root, processes, netns):
         code = getattr(function, "__code__", None)  # audited: object.__getattr__
         return code is not None and code.co_filename == own_file
 
-    sys.addaudithook(hook)
-    _guard_unaudited(inside, deny, check_open, processes, guarded)
+    return hook
 
 
 def _guard_unaudited(inside, deny, check_open, processes, guarded):

@@ -23,36 +23,45 @@ Where no kernel boundary can be had, model-written code does not run: the result
 ``Limits(sandbox="weak")``). ``SandboxResult.containment`` names the mechanisms that were
 in force for the run. A misbehaving program yields a result, never an exception or a hung
 caller.
+
+This module runs the child and reads what it reports. The plan and what the parent sets up
+for it (bubblewrap, Seatbelt, seccomp) are in :mod:`~referee.checks.sandbox_containment`,
+the interpreter and what it may read in :mod:`~referee.checks.sandbox_runtime`, the
+comparison of values in :mod:`~referee.checks.sandbox_values`; the child's side is
+``_sandbox_boot.py``.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
-import importlib.util
 import json
-import math
 import os
 import re
 import selectors
 import shutil
 import signal
-import site
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from referee.checks.interpreter import Interpreter, InterpreterError, describe
+from referee.checks.interpreter import Interpreter, InterpreterError
 from referee.checks.process import exited_unreaped, kill_group, start_in_own_group
+from referee.checks.sandbox_containment import (
+    MODE_ENV,
+    containment_plan,
+    disabled_mechanisms,
+    platform_refusal,
+    sandbox_mode,
+    seccomp_programs,
+    wrap_command,
+)
+from referee.checks.sandbox_runtime import NOBODY, Runtime, as_nobody, can_drop_root, runtime_of
+from referee.checks.sandbox_values import values_equal
 
 __all__ = [
     "Limits",
@@ -60,20 +69,12 @@ __all__ = [
     "boundary_problem",
     "evaluate",
     "run_pytest",
-    "seatbelt_profile",
     "values_equal",
 ]
 
 Status = Literal["ok", "error", "timeout", "memory", "output-limit", "killed", "refused"]
 
-MODE_ENV = "REFEREE_SANDBOX"  # strict (the default) | weak
-DISABLE_ENV = "REFEREE_SANDBOX_DISABLE"  # bwrap,userns,landlock,seccomp,seatbelt,hook
-NAMESPACES_ENV = "REFEREE_SANDBOX_NAMESPACES"  # 0: the same as disabling bwrap and userns
-MECHANISMS = ("bwrap", "userns", "landlock", "seccomp", "seatbelt", "hook")
-
-_NOBODY = 65534
 _GRACE_S = 0.5  # how long a finished run's pipes may stay open (held by its children)
-_SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 
 
 class Limits(BaseModel):
@@ -203,162 +204,21 @@ def boundary_problem(
     the way every run is contained (in ``python``, whose paths change what nobody can
     read); the answer is kept per setting, so callers can ask before they spend anything
     on a model."""
-    mode = _mode(limits)
+    mode = sandbox_mode(limits)
     if mode == "weak":
         return None
     runtime = _runtime_or_error(python)
     if isinstance(runtime, SandboxResult):
         return runtime.message
-    return _probe_boundary(mode, _disabled(), runtime)
+    return _probe_boundary(mode, disabled_mechanisms(), runtime)
 
 
 @functools.lru_cache(maxsize=16)
-def _probe_boundary(mode: str, disabled: frozenset[str], runtime: _Runtime) -> str | None:
+def _probe_boundary(mode: str, disabled: frozenset[str], runtime: Runtime) -> str | None:
     limits = Limits(timeout_s=30, cpu_s=30, sandbox="strict")
     job = {"mode": "evaluate", "code": "", "call": "None", "value_cap": _value_cap(limits)}
     result = _run({**job, "site": []}, {}, limits, runtime)
     return result.message if result.status == "refused" else None
-
-
-# -- values -------------------------------------------------------------------------------
-
-_MISSING = object()
-
-
-def values_equal(a: SandboxResult | str, b: SandboxResult | str) -> bool:
-    """Whether two values (results of ``evaluate``, or reprs) are the same value.
-
-    Reprs are read back as literals (with ``nan``, ``inf``, ``set()`` and
-    ``frozenset()`` understood) and compared recursively through lists, tuples, dicts
-    and sets, floats with ``math.isclose(rel_tol=1e-9, abs_tol=1e-12)`` and NaN equal to
-    NaN. Reprs that are not literals compare as text. A result that is not ``ok`` equals
-    nothing."""
-    left, right = _repr_of(a), _repr_of(b)
-    if left is None or right is None:
-        return False
-    x, y = _literal(left), _literal(right)
-    if x is _MISSING or y is _MISSING:
-        return left == right
-    try:
-        return _equal(x, y)
-    except RecursionError:
-        return left == right
-
-
-def _repr_of(value: SandboxResult | str) -> str | None:
-    if isinstance(value, SandboxResult):
-        return value.value if value.status == "ok" else None
-    return value
-
-
-_NAMES = {"nan": math.nan, "inf": math.inf, "None": None, "True": True, "False": False}
-
-
-def _literal(text: str) -> Any:
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-        return _convert(tree.body)
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
-        return _MISSING
-
-
-def _convert(node: ast.AST) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name) and node.id in _NAMES:
-        return _NAMES[node.id]
-    if isinstance(node, (ast.Tuple, ast.List)):
-        items = [_convert(item) for item in node.elts]
-        return tuple(items) if isinstance(node, ast.Tuple) else items
-    if isinstance(node, ast.Set):
-        return _Bag([_convert(item) for item in node.elts])
-    if isinstance(node, ast.Dict):
-        if any(key is None for key in node.keys):
-            raise ValueError("dict unpacking")
-        return {
-            _hashable(_convert(k)): _convert(v) for k, v in zip(node.keys, node.values, strict=True)
-        }
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        operand = _convert(node.operand)
-        if isinstance(operand, (int, float, complex)) and not isinstance(operand, bool):
-            return -operand if isinstance(node.op, ast.USub) else operand
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-        left, right = _convert(node.left), _convert(node.right)
-        if isinstance(right, complex) and isinstance(left, (int, float)):
-            return left + right if isinstance(node.op, ast.Add) else left - right
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and not node.keywords
-        and len(node.args) <= 1
-    ):
-        name = node.func.id
-        args = [_convert(arg) for arg in node.args]
-        if name in ("set", "frozenset"):
-            if not args:
-                return _Bag([])
-            items = args[0].items if isinstance(args[0], _Bag) else args[0]
-            if not isinstance(items, (list, tuple, str)):
-                raise ValueError("set() of a non-iterable")
-            return _Bag(list(items))
-        if name == "float" and len(args) == 1 and isinstance(args[0], str):
-            return float(args[0])
-    raise ValueError(f"not a literal: {ast.dump(node)[:60]}")
-
-
-class _Bag:
-    """A set read from a repr: compared by matching elements with tolerance."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-
-def _hashable(key: Any) -> Any:
-    if isinstance(key, list):
-        return tuple(_hashable(item) for item in key)
-    if isinstance(key, _Bag):
-        return frozenset(_hashable(item) for item in key.items)
-    return key
-
-
-def _equal(x: Any, y: Any) -> bool:
-    """Python's ``==``, with tolerance for floats and NaN equal to NaN."""
-    if isinstance(x, (int, float)) and isinstance(y, (int, float)):
-        if isinstance(x, int) and isinstance(y, int):
-            return x == y
-        if math.isnan(x) or math.isnan(y):
-            return math.isnan(x) and math.isnan(y)
-        if math.isinf(x) or math.isinf(y):
-            return x == y
-        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(x, complex) and isinstance(y, complex):
-        return _equal(x.real, y.real) and _equal(x.imag, y.imag)
-    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
-        return type(x) is type(y) and len(x) == len(y) and all(map(_equal, x, y))
-    if isinstance(x, dict) and isinstance(y, dict):
-        if len(x) != len(y):
-            return False
-        if x.keys() == y.keys():
-            return all(_equal(value, y[key]) for key, value in x.items())
-        return _matched(list(x.items()), list(y.items()))
-    if isinstance(x, _Bag) and isinstance(y, _Bag):
-        return len(x.items) == len(y.items) and _matched(x.items, y.items)
-    return type(x) is type(y) and x == y
-
-
-def _matched(xs: list[Any], ys: list[Any]) -> bool:
-    """Whether every item of ``xs`` pairs off with an equal item of ``ys``."""
-    unmatched = list(ys)
-    for item in xs:
-        for index, other in enumerate(unmatched):
-            if _equal(item, other):
-                del unmatched[index]
-                break
-        else:
-            return False
-    return not unmatched
 
 
 # -- running ------------------------------------------------------------------------------
@@ -373,417 +233,11 @@ def _boot_source() -> str:
     return (Path(__file__).resolve().parent / "_sandbox_boot.py").read_text(encoding="utf-8")
 
 
-@dataclass(frozen=True)
-class _Runtime:
-    """One interpreter as the sandbox runs it: the binary (``interpreter``, a virtual
-    environment's link resolved: the child starts without ``site`` and is handed
-    ``site``, the site-packages it adds back), its version (for its flags), and what the
-    child may read (``entries``: ``(path, "dir" | "file" | "symlink")``, all read-only)."""
-
-    interpreter: str
-    version: tuple[int, ...]
-    site: tuple[str, ...]
-    entries: tuple[tuple[str, str], ...]
-
-
-def _runtime(python: Interpreter | None = None) -> _Runtime:
-    """The runtime of ``python`` (None or referee's own: this process's)."""
-    if python is None or python.is_own:
-        return _own_runtime()
-    return _foreign_runtime(describe(python))
-
-
-def _runtime_or_error(python: Interpreter | None) -> _Runtime | SandboxResult:
+def _runtime_or_error(python: Interpreter | None) -> Runtime | SandboxResult:
     try:
-        return _runtime(python)
+        return runtime_of(python)
     except InterpreterError as exc:
         return SandboxResult(status="error", message=f"the sandbox has no interpreter: {exc}")
-
-
-@functools.lru_cache(maxsize=1)
-def _own_runtime() -> _Runtime:
-    paths = sysconfig.get_paths()
-    interpreter = os.path.realpath(sys.executable)
-    site_dirs = _site_dirs()
-    readable = (
-        os.path.dirname(interpreter),
-        sys.base_prefix,
-        sys.base_exec_prefix,
-        paths.get("stdlib"),
-        paths.get("platstdlib"),
-        *site_dirs,
-    )
-    return _Runtime(interpreter, tuple(sys.version_info[:3]), site_dirs, _entries(readable))
-
-
-@functools.lru_cache(maxsize=8)
-def _foreign_runtime(description: Any) -> _Runtime:
-    """Another interpreter's (the project's): its binary, base prefixes and standard
-    library, its site-packages and the directories its ``.pth`` files add — all
-    read-only."""
-    readable = (
-        os.path.dirname(description.executable),
-        *description.prefixes,
-        *description.stdlib,
-        *description.site,
-        *description.extra,
-    )
-    return _Runtime(
-        description.executable, description.version, description.site, _entries(readable)
-    )
-
-
-def _site_dirs() -> tuple[str, ...]:
-    """Where this interpreter finds pytest: its site-packages, named explicitly because
-    the child starts with ``-S`` (no site module, no user site)."""
-    found: list[str] = []
-    candidates = [*site.getsitepackages(), sysconfig.get_paths()["purelib"]]
-    candidates.append(sysconfig.get_paths()["platlib"])
-    spec = importlib.util.find_spec("pytest")
-    if spec is not None and spec.origin:
-        candidates.append(str(Path(spec.origin).resolve().parent.parent))
-    for candidate in candidates:
-        if candidate and os.path.isdir(candidate) and candidate not in found:
-            found.append(candidate)
-    return tuple(found)
-
-
-def _entries(readable: Sequence[str | None]) -> tuple[tuple[str, str], ...]:
-    """What the child may read: ``(path, "dir" | "file" | "symlink")`` — the system's
-    libraries and ``readable`` (the interpreter's directory, its standard library and
-    site-packages). Nothing else of the host is visible under bubblewrap or namespaces,
-    nor readable under Landlock."""
-    entries: dict[str, str] = {}
-    for top in ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"):
-        if os.path.islink(top):
-            entries[top] = "symlink"
-        elif os.path.isdir(top):
-            entries[top] = "dir"
-    if os.path.isfile("/etc/ld.so.cache"):
-        entries["/etc/ld.so.cache"] = "file"
-    for candidate in readable:
-        if candidate:
-            real = os.path.realpath(candidate)
-            if os.path.isdir(real):
-                entries.setdefault(real, "dir")
-    kept: list[tuple[str, str]] = []
-    for path in sorted(entries):
-        if any(path.startswith(dir_ + "/") for dir_, kind in kept if kind == "dir"):
-            continue  # an earlier directory holds it already
-        kept.append((path, entries[path]))
-    return tuple(kept)
-
-
-def _world_readable(path: str) -> bool:
-    """Whether a user other than us could read ``path`` and every directory above it."""
-    current = Path(path).resolve()
-    for part in [current, *current.parents]:
-        try:
-            mode = os.stat(part).st_mode
-        except OSError:
-            return False
-        needed = 0o005 if part.is_dir() else 0o004
-        if mode & needed != needed:
-            return False
-    return True
-
-
-def _can_drop_root(runtime: _Runtime | None = None) -> bool:
-    """Root starts the child as nobody when nobody can read the interpreter and its paths
-    and reach the temporary directory the run directory is made in; elsewhere (an
-    interpreter under /root, ``$TMPDIR`` inside a private directory) the child becomes
-    nobody inside its own user namespace, or, without one, does not run in strict mode."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or sys.platform == "win32":
-        return False
-    runtime = runtime or _own_runtime()
-    return _runtime_world_readable(runtime) and _world_readable(tempfile.gettempdir())
-
-
-@functools.lru_cache(maxsize=8)
-def _runtime_world_readable(runtime: _Runtime) -> bool:
-    paths = [runtime.interpreter, *(path for path, kind in runtime.entries if kind != "symlink")]
-    return all(_world_readable(path) for path in paths)
-
-
-def _mode(limits: Limits) -> str:
-    if limits.sandbox is not None:
-        return limits.sandbox
-    return "weak" if os.environ.get(MODE_ENV, "").strip().lower() == "weak" else "strict"
-
-
-def _disabled() -> frozenset[str]:
-    """Mechanisms switched off: ``$REFEREE_SANDBOX_DISABLE`` (for kernels where one
-    misbehaves, and to test the others alone), and ``$REFEREE_SANDBOX_NAMESPACES=0``."""
-    names = {
-        name.strip().lower()
-        for name in os.environ.get(DISABLE_ENV, "").split(",")
-        if name.strip().lower() in MECHANISMS
-    }
-    if os.environ.get(NAMESPACES_ENV, "1") == "0":
-        names |= {"bwrap", "userns"}
-    return frozenset(names)
-
-
-def _bwrap(runtime: _Runtime) -> str | None:
-    """bubblewrap, when it is installed and can make its namespaces here (checked once
-    per temporary directory and runtime, with the binds a real run uses)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    if os.geteuid() == 0 and not _can_drop_root(runtime):
-        return None  # root runs bwrap as nobody, who must be able to reach the runtime
-    return _bwrap_works(tempfile.gettempdir(), runtime)
-
-
-@functools.lru_cache(maxsize=8)
-def _bwrap_works(tmp: str, runtime: _Runtime) -> str | None:
-    path = shutil.which("bwrap") or next(
-        (p for p in ("/usr/bin/bwrap", "/usr/local/bin/bwrap") if os.access(p, os.X_OK)), None
-    )
-    if path is None:
-        return None
-    with tempfile.TemporaryDirectory(prefix="referee-probe-") as directory:
-        command = [
-            *_bwrap_args(path, os.path.realpath(directory), {}, Limits(disk_mb=1), runtime),
-            runtime.interpreter,
-            "-S",
-            "-c",
-            "pass",
-        ]
-        try:
-            done = subprocess.run(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=10,
-                **_as_nobody(runtime),
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    return path if done.returncode == 0 else None
-
-
-def _as_nobody(runtime: _Runtime) -> dict[str, Any]:
-    if _can_drop_root(runtime):
-        return {"user": _NOBODY, "group": _NOBODY, "extra_groups": []}
-    return {}
-
-
-def _plan(disabled: frozenset[str], runtime: _Runtime) -> str:
-    """How the child is contained: ``bwrap``, ``namespaces`` (the child makes them),
-    ``seatbelt`` (macOS) or ``host`` (Landlock and seccomp at most)."""
-    if sys.platform.startswith("linux"):
-        if "bwrap" not in disabled and _bwrap(runtime) is not None:
-            return "bwrap"
-        return "host" if "userns" in disabled else "namespaces"
-    if (
-        sys.platform == "darwin"
-        and "seatbelt" not in disabled
-        and os.access(_SANDBOX_EXEC, os.X_OK)
-    ):
-        return "seatbelt"
-    return "host"
-
-
-def _bwrap_args(
-    bwrap: str, root: str, env: dict[str, str], limits: Limits, runtime: _Runtime
-) -> list[str]:
-    """bubblewrap's command line: every namespace, no capabilities, a read-only root with
-    the runtime bound read-only, ``/proc`` of its own pid namespace, a minimal ``/dev``,
-    and a ``/tmp`` of ``limits.disk_mb`` that holds the run directory."""
-    size = str(limits.disk_mb * 1024 * 1024)
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    args.append("--clearenv")
-    for name, value in env.items():
-        args += ["--setenv", name, value]
-    args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
-    if not root.startswith("/tmp/"):
-        args += ["--perms", "0700", "--size", size, "--tmpfs", root]
-    args += ["--perms", "0700", "--dir", root]
-    for path, kind in runtime.entries:
-        if kind == "symlink":
-            args += ["--symlink", os.readlink(path), path]
-        else:
-            args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--remount-ro", "/"]
-    args += ["--chdir", root, "--"]
-    return args
-
-
-def _seatbelt_quote(path: str) -> str:
-    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def seatbelt_profile(root: str, readable: Sequence[str], interpreter: str, processes: int) -> str:
-    """The macOS Seatbelt (``sandbox-exec``) profile of one run: nothing is allowed but
-    reading the runtime (``readable``) and the run directory ``root``, writing in
-    ``root``, executing the interpreter, and forking when ``processes`` allows. No network
-    of any kind. Not tested on macOS by referee's own tests (see docs/sandbox.md)."""
-    q = _seatbelt_quote
-    system = ("/System", "/usr/lib", "/usr/share", "/private/var/db/dyld", "/Library/Apple")
-    reads = " ".join(f"(subpath {q(path)})" for path in (*system, *readable, root))
-    devices = " ".join(
-        f"(literal {q('/dev/' + name)})" for name in ("null", "zero", "random", "urandom")
-    )
-    lines = [
-        "(version 1)",
-        "(deny default)",
-        f"(allow process-exec (literal {q(interpreter)}))",
-        "(allow file-read-metadata)",
-        "(allow sysctl-read)",
-        "(allow signal (target same-sandbox))",
-        f"(allow file-read* {reads} {devices})",
-        f'(allow file-write* (subpath {q(root)}) (literal "/dev/null"))',
-        "(deny network*)",
-    ]
-    if processes:
-        lines.insert(3, "(allow process-fork)")
-        lines.insert(4, f"(allow process-exec {reads})")
-    return "\n".join(lines) + "\n"
-
-
-_DENIED_SYSCALLS = (
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "mount",
-    "umount",
-    "umount2",
-    "unshare",
-    "setns",
-    "pivot_root",
-    "chroot",
-    "open_tree",
-    "move_mount",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "mount_setattr",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "reboot",
-    "swapon",
-    "swapoff",
-    "acct",
-    "syslog",
-    "quotactl",
-    "name_to_handle_at",
-    "open_by_handle_at",
-)
-_NAMESPACE_FLAGS = (
-    0x00020000,
-    0x02000000,
-    0x04000000,
-    0x08000000,
-    0x10000000,
-    0x20000000,
-    0x40000000,
-)
-_AF_INET, _AF_INET6 = 2, 10
-_METADATA_SYSCALLS = (
-    "chmod",
-    "fchmod",
-    "fchmodat",
-    "fchmodat2",
-    "chown",
-    "fchown",
-    "lchown",
-    "fchownat",
-    "utime",
-    "utimes",
-    "futimesat",
-    "utimensat",
-    "setxattr",
-    "lsetxattr",
-    "fsetxattr",
-    "removexattr",
-    "lremovexattr",
-    "fremovexattr",
-)
-
-
-def _seccomp_module() -> Any:
-    """libseccomp's Python API: its own bindings where installed (Debian's
-    ``python3-seccomp``), else ``pyseccomp``, the same API over ctypes."""
-    try:
-        import seccomp  # type: ignore[import-not-found]
-
-        return seccomp
-    except ImportError:
-        pass
-    try:
-        import pyseccomp  # type: ignore[import-untyped]
-
-        return pyseccomp
-    except (ImportError, OSError):  # OSError: libseccomp.so.2 is not installed
-        return None
-
-
-def _compile_seccomp(lib: Any, namespaced: bool) -> str:
-    import errno
-
-    deny = lib.ERRNO(errno.EPERM)
-    flt = lib.SyscallFilter(lib.ALLOW)
-    for name in _DENIED_SYSCALLS:
-        with contextlib.suppress(ValueError, OSError, RuntimeError):
-            flt.add_rule(deny, name)
-    for flag in _NAMESPACE_FLAGS:  # clone() into new namespaces
-        flt.add_rule(deny, "clone", lib.Arg(0, lib.MASKED_EQ, flag, flag))
-    # clone3 passes its flags in memory a filter cannot read: ENOSYS makes the C library
-    # fall back to clone(), whose flags it can.
-    with contextlib.suppress(ValueError, OSError, RuntimeError):
-        flt.add_rule(lib.ERRNO(errno.ENOSYS), "clone3")
-    refuse = lib.ERRNO(errno.EACCES)
-    if namespaced:  # internet sockets reach nothing in an empty network namespace
-        for family in range(64):
-            if family not in (_AF_INET, _AF_INET6):
-                flt.add_rule(refuse, "socket", lib.Arg(0, lib.EQ, family))
-        flt.add_rule(refuse, "socket", lib.Arg(0, lib.GE, 64))
-    else:  # no socket at all; socketpair() stays; nobody leaves the group killed at the end
-        flt.add_rule(refuse, "socket")
-        flt.add_rule(deny, "setsid")
-        flt.add_rule(deny, "setpgid")
-        # On the host's file system Landlock governs contents, not metadata: without a
-        # read-only view, the modes, owners, times and attributes of the user's own files
-        # (a virtual environment in their home) would be the code's to change.
-        for name in _METADATA_SYSCALLS:
-            with contextlib.suppress(ValueError, OSError, RuntimeError):
-                flt.add_rule(deny, name)
-    with tempfile.TemporaryFile() as handle:
-        flt.export_bpf(handle)
-        handle.seek(0)
-        return handle.read().hex()
-
-
-@functools.lru_cache(maxsize=1)
-def _seccomp_programs() -> dict[str, str] | None:
-    """The two seccomp filters, compiled once by libseccomp into BPF that the child
-    loads with one prctl(); None where libseccomp or its Python API is missing."""
-    if not sys.platform.startswith("linux"):
-        return None
-    lib = _seccomp_module()
-    if lib is None:
-        return None
-    try:
-        return {
-            "namespaced": _compile_seccomp(lib, namespaced=True),
-            "host": _compile_seccomp(lib, namespaced=False),
-        }
-    except (ValueError, OSError, RuntimeError, AttributeError):
-        return None
 
 
 def _environment(directory: str) -> dict[str, str]:
@@ -825,7 +279,7 @@ def _sweep(directory: str) -> None:
                     os.kill(int(name), signal.SIGKILL)
 
 
-def _command(job_ref: str, runtime: _Runtime) -> list[str]:
+def _command(job_ref: str, runtime: Runtime) -> list[str]:
     # Not -I: it implies -E, which would ignore PYTHONHASHSEED. The environment is built
     # from nothing instead, which is what -E protects against.
     flags = ["-S", "-s", "-u", "-B"]
@@ -870,14 +324,6 @@ def _refused(reason: str, containment: tuple[str, ...] = (), started: float = 0.
     )
 
 
-def _platform_refusal(plan: str) -> str | None:
-    if plan == "host" and not sys.platform.startswith("linux"):
-        if sys.platform == "darwin":
-            return f"no kernel sandbox here ({_SANDBOX_EXEC} is missing or switched off)"
-        return f"no kernel sandbox on {sys.platform}"
-    return None
-
-
 def _job_channel(job: dict[str, Any], root: str) -> tuple[str, int]:
     """Hand the job over in an anonymous memory file where there is one (nothing the code
     could find on disk), else in a file the child deletes first thing."""
@@ -910,17 +356,79 @@ def _disk_used(directory: str, cap: int) -> int:
     return total
 
 
+def _job_settings(
+    root: str,
+    stage: str,
+    plan: str,
+    strict: bool,
+    disabled: frozenset[str],
+    runtime: Runtime,
+    limits: Limits,
+) -> dict[str, Any]:
+    """What the boot script needs besides the code and its files: where to run, how to
+    contain the code (the plan, what is switched off, seccomp's programs) and its limits."""
+    return {
+        "root": root,
+        "stage": stage,
+        "parent_uid": os.getuid(),
+        "drop_to": NOBODY,
+        "plan": plan,
+        "strict": strict,
+        "disabled": sorted(disabled),
+        "runtime": [list(entry) for entry in runtime.entries],
+        "tmpfs": ["/tmp"] if root.startswith("/tmp/") else ["/tmp", root],
+        "seccomp": None if "seccomp" in disabled else seccomp_programs(),
+        "limits": limits.model_dump(),
+    }
+
+
+def _start(
+    job_ref: str,
+    root: str,
+    plan: str,
+    limits: Limits,
+    runtime: Runtime,
+    passed: tuple[int, ...],
+    started: float,
+) -> subprocess.Popen[bytes] | SandboxResult:
+    """Start the boot script on the job (as nobody, under bubblewrap or Seatbelt where
+    the plan says so), in a session of its own; an error result when it cannot start."""
+    env = _environment(root)
+    command = _command(job_ref, runtime)
+    if can_drop_root(runtime) or (plan == "namespaces" and os.getuid() == 0):
+        os.chown(root, NOBODY, NOBODY)  # the code runs as nobody
+    extra = as_nobody(runtime)
+    command = wrap_command(command, plan, root, env, limits, runtime)
+    try:
+        return start_in_own_group(
+            command,
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=tuple(fd for fd in passed if fd >= 0),
+            **extra,
+        )
+    except OSError as exc:
+        return SandboxResult(
+            status="error",
+            message=f"sandbox could not start: {exc.strerror or exc}",
+            duration_s=time.monotonic() - started,
+        )
+
+
 def _run(
-    job: dict[str, Any], files: dict[str, str], limits: Limits, runtime: _Runtime
+    job: dict[str, Any], files: dict[str, str], limits: Limits, runtime: Runtime
 ) -> SandboxResult:
     started = time.monotonic()
     relative = {_safe_relative(name).as_posix(): text for name, text in files.items()}
     if os.name != "posix":
         return SandboxResult(status="error", message="the sandbox needs a POSIX system")
-    strict = _mode(limits) == "strict"
-    disabled = _disabled()
-    plan = _plan(disabled, runtime)
-    problem = _platform_refusal(plan)
+    strict = sandbox_mode(limits) == "strict"
+    disabled = disabled_mechanisms()
+    plan = containment_plan(disabled, runtime)
+    problem = platform_refusal(plan)
     if problem and strict:
         return _refused(problem, started=started)
     directory = tempfile.mkdtemp(prefix="referee-sandbox-")
@@ -933,57 +441,20 @@ def _run(
         read_fd, write_fd = os.pipe()
         status_read, status_write = os.pipe()
         fds += [read_fd, write_fd, status_read, status_write]
-        tmpfs = ["/tmp"] if root.startswith("/tmp/") else ["/tmp", root]
         job = {
             **job,
-            "root": root,
-            "stage": stage,
+            **_job_settings(root, stage, plan, strict, disabled, runtime, limits),
             "files": relative,
             "result_fd": write_fd,
             "status_fd": status_write,
-            "parent_uid": os.getuid(),
-            "drop_to": _NOBODY,
-            "plan": plan,
-            "strict": strict,
-            "disabled": sorted(disabled),
-            "runtime": [list(entry) for entry in runtime.entries],
-            "tmpfs": tmpfs,
-            "seccomp": None if "seccomp" in disabled else _seccomp_programs(),
-            "limits": limits.model_dump(),
         }
         job_ref, job_fd = _job_channel(job, root)
         if job_fd >= 0:
             fds.append(job_fd)
-        env = _environment(root)
-        command = _command(job_ref, runtime)
-        if _can_drop_root(runtime) or (plan == "namespaces" and os.getuid() == 0):
-            os.chown(root, _NOBODY, _NOBODY)  # the code runs as nobody
-        extra = _as_nobody(runtime)
-        if plan == "bwrap":
-            bwrap = _bwrap(runtime)
-            assert bwrap is not None
-            command = _bwrap_args(bwrap, root, env, limits, runtime) + command
-        elif plan == "seatbelt":
-            readable = [path for path, kind in runtime.entries if kind != "symlink"]
-            profile = seatbelt_profile(root, readable, runtime.interpreter, limits.processes)
-            command = [_SANDBOX_EXEC, "-p", profile, *command]
-        try:
-            proc = start_in_own_group(
-                command,
-                cwd=root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=tuple(fd for fd in (write_fd, status_write, job_fd) if fd >= 0),
-                **extra,
-            )
-        except OSError as exc:
-            return SandboxResult(
-                status="error",
-                message=f"sandbox could not start: {exc.strerror or exc}",
-                duration_s=time.monotonic() - started,
-            )
+        passed = (write_fd, status_write, job_fd)
+        proc = _start(job_ref, root, plan, limits, runtime, passed, started)
+        if isinstance(proc, SandboxResult):
+            return proc
         for fd in (write_fd, status_write, job_fd):
             if fd >= 0:
                 os.close(fd)

@@ -14,14 +14,16 @@ import pytest
 
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import function_spec
-from referee.checks.execution.differential import (
-    check_function,
+from referee.checks.execution.differential import check_function
+from referee.checks.execution.inputs import (
     docstring_inputs,
     generated_inputs,
     observed_inputs,
     preconditions,
 )
-from referee.checks.execution.mutation import GradeCache, grade_test, mutants, targets
+from referee.checks.execution.mutants import mutants
+from referee.checks.execution.mutation import GradeCache, grade_test
+from referee.checks.execution.targets import targets
 from referee.checks.models import ArbitrationConfig, ExecutionConfig
 
 needs_sandbox = pytest.mark.skipif(
@@ -303,7 +305,7 @@ SIGN = """def sign(n):
 
 @needs_sandbox
 def test_only_mutants_on_lines_the_test_runs_are_tried():
-    from referee.checks.execution.mutation import mutants
+    from referee.checks.execution.mutants import mutants
 
     files = {
         "mathx.py": SIGN,
@@ -370,7 +372,7 @@ def test_an_xfail_test_is_not_graded():
 
 
 def test_traced_lines_are_read_with_suspicion():
-    from referee.checks.execution.mutation import traced_lines
+    from referee.checks.execution.targets import traced_lines
 
     out = 'noise\n_REFEREE_TRACE_ {"a.py": [1, 2, true, "3"], "b.py": [4]}\nmore\n'
     assert traced_lines(out, ["a.py"]) == {"a.py": {1, 2}}
@@ -399,7 +401,7 @@ def test_a_package_dir_layout_is_graded_on_its_own_code():
 
 
 def test_package_dirs_and_the_view_as_imported():
-    from referee.checks.execution.mutation import package_dirs, packaged_view
+    from referee.checks.execution.targets import package_dirs, packaged_view
 
     pyproject = (
         '[tool.setuptools.package-dir]\n"" = "./src/"\npkg = "lib/_root"\n"pkg.sub" = "lib"\n'
@@ -544,7 +546,7 @@ def test_generated_inputs_are_shaped_like_the_known_ones():
 
 
 def test_a_string_shape_keeps_character_classes_not_just_characters():
-    from referee.checks.execution.differential import Shape
+    from referee.checks.execution.inputs import Shape
 
     shape = Shape()
     shape.add("Hello, World")

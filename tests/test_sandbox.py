@@ -23,18 +23,17 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from referee.checks import sandbox as sandbox_module
+from referee.checks import sandbox_containment, sandbox_runtime
 from referee.checks.sandbox import (
-    MECHANISMS,
     Limits,
     SandboxError,
     SandboxResult,
     boundary_problem,
     evaluate,
     run_pytest,
-    seatbelt_profile,
     values_equal,
 )
+from referee.checks.sandbox_containment import MECHANISMS, seatbelt_profile
 
 QUICK = Limits(timeout_s=2.0, cpu_s=2, memory_mb=256, output_kb=64)
 
@@ -51,7 +50,7 @@ def mode(
         monkeypatch.setenv("REFEREE_SANDBOX_NAMESPACES", "0")
         monkeypatch.setenv("REFEREE_SANDBOX_DISABLE", "landlock,seccomp")
         monkeypatch.setenv("REFEREE_SANDBOX", "weak")
-        if os.getuid() == 0 and not sandbox_module._can_drop_root():
+        if os.getuid() == 0 and not sandbox_runtime.can_drop_root():
             # Nothing would stop the hostile programs but the hook, and they would run as
             # root: run them as the unprivileged probe account instead.
             if probe_account is None:
@@ -981,7 +980,7 @@ def probe(
     who, plan = request.param
     if who != "root" and probe_account is None:
         pytest.skip("no unprivileged account that can run referee here")
-    if who == "root-readable" and sandbox_module._can_drop_root():
+    if who == "root-readable" and sandbox_runtime.can_drop_root():
         pytest.skip("the root runs already use an interpreter nobody can read")
     probe = Probe(who, probe_account, plan)
     if who == "root-readable":
@@ -996,7 +995,7 @@ def probe(
         # root runs bubblewrap, or Landlock without namespaces, only as nobody, which must
         # be able to read the interpreter; otherwise the child becomes nobody inside the
         # user namespace it makes
-        droppable = sandbox_module._can_drop_root()
+        droppable = sandbox_runtime.can_drop_root()
         offers = _offered(0, sys.executable)
         probe.offered = {
             "bwrap": droppable and offers["bwrap"],
@@ -1148,7 +1147,7 @@ def test_nothing_is_planted_in_site_packages(probe: Probe) -> None:
     result = probe.run(kind="pytest", files={"test_plant.py": PLANT}, args=["-q"])
     probe.held(result)
     assert result.status == "ok", result
-    for directory in {*probe.sites, *sandbox_module._site_dirs()}:
+    for directory in {*probe.sites, *sandbox_runtime._site_dirs()}:
         assert not (Path(directory) / "referee-planted.pth").exists()
 
 
@@ -1367,7 +1366,7 @@ def test_the_seatbelt_profile_quotes_paths() -> None:
 def test_macos_without_sandbox_exec_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
     """The only part of the macOS path that runs here: with no Seatbelt, nothing runs."""
     monkeypatch.setattr(sys, "platform", "darwin")
-    monkeypatch.setattr(sandbox_module, "_SANDBOX_EXEC", "/nonexistent/sandbox-exec")
+    monkeypatch.setattr(sandbox_containment, "_SANDBOX_EXEC", "/nonexistent/sandbox-exec")
     monkeypatch.delenv("REFEREE_SANDBOX", raising=False)
     result = evaluate("", "1", limits=QUICK)
     assert result.status == "refused"

@@ -598,7 +598,8 @@ def passing_examples(
     others are left out (and counted in ``scan.excluded``); when the module does not run
     at all, none is kept."""
     from referee.checks.arbitration.truth import PROBE, probe_cap, probe_values
-    from referee.checks.execution.differential import _IMPORT, _module_of
+    from referee.checks.execution.running import MODULE_IMPORT as _IMPORT
+    from referee.checks.execution.running import module_of as _module_of
 
     if not scan.found:
         return []

@@ -102,12 +102,56 @@ def check_file(
     """The execution checks of one file (see the module's docstring). ``model`` is the
     oracles' model (a LazyModel: opened only for programs the cache lacks)."""
     from referee.checks.engine import _is_suppressed, suppressions
-    from referee.checks.judge.core import subjects
 
     out = FileExecution()
     config = settings.config.execution
     if source.kind != "python" or not (config.mutation or config.differential):
         return out
+    tests, functions = _changed(source, settings, relpath, findings, baseline)
+    if not tests and not functions:
+        return out
+    python = _sandboxed_interpreter(settings, out)
+    if python is None:
+        return out
+    if tests and (no_pytest := interpreter.pytest_problem(python)) is not None:
+        # one line for the file, not one per test: none of them can be graded
+        out.notes.append(f"tests not graded by mutation: {no_pytest}")
+        tests = []
+    files = files or ProjectFiles(settings)
+    check = _FileCheck(
+        source,
+        settings,
+        relpath,
+        files.get({relpath: source.text}),
+        python,
+        cache_dir,
+        cancelled,
+        progress,
+        out,
+    )
+    check.grade_tests(tests)
+    if functions:
+        check.check_functions(functions, model, queue)
+    out.cancelled = cancelled is not None and cancelled()
+    table = suppressions(source.text)
+    out.findings = [
+        f for f in check.raw if settings.reports(f.code, relpath) and not _is_suppressed(f, table)
+    ]
+    return out
+
+
+def _changed(
+    source: SourceFile,
+    settings: Settings,
+    relpath: str,
+    findings: list[Finding],
+    baseline: str | None,
+) -> tuple[list[Any], list[Any]]:
+    """The changed tests (to grade by mutation) and top-level functions (to run beside
+    their spec's implementations), as the judge picks its subjects."""
+    from referee.checks.judge.core import subjects
+
+    config = settings.config.execution
     is_test = settings.is_test_file(relpath)
     blocked = [
         f for f in findings if f.severity == Severity.ERROR and f.layer in (Layer.L0, Layer.L1)
@@ -119,80 +163,83 @@ def check_file(
         if config.differential and not is_test
         else []
     )
-    if not tests and not functions:
-        return out
+    return tests, functions
+
+
+def _sandboxed_interpreter(settings: Settings, out: FileExecution) -> Any:
+    """The project's interpreter, when the sandbox can run it; else None, and a note why."""
     try:
         python = interpreter.for_settings(settings)
     except ConfigError as exc:
         out.notes.append(f"execution checks not run: {exc}")
-        return out
+        return None
     refused = sandbox.boundary_problem(python=python)
     if refused is not None:
         out.notes.append(f"execution checks not run: {refused}")
-        return out
-    if tests and (no_pytest := interpreter.pytest_problem(python)) is not None:
-        # one line for the file, not one per test: none of them can be graded
-        out.notes.append(f"tests not graded by mutation: {no_pytest}")
-        tests = []
-    files = files or ProjectFiles(settings)
-    project = files.get({relpath: source.text})
-    cache_root = cache_dir
-    table = suppressions(source.text)
-    raw: list[Finding] = []
+        return None
+    return python
+
+
+@dataclass
+class _FileCheck:
+    """What the execution checks of one file run with, and the findings they raise
+    (``raw``: before the project's rule selection and suppressions)."""
+
+    source: SourceFile
+    settings: Settings
+    relpath: str
+    project: dict[str, str]
+    python: Any
+    cache_root: Path | None
+    cancelled: Callable[[], bool] | None
+    progress: Callable[[str], None] | None
+    out: FileExecution
+    raw: list[Finding] = field(default_factory=list)
+
+    def stopped(self) -> bool:
+        return self.cancelled is not None and self.cancelled()
+
+    def add(self, code: str, line: int, message: str, evidence: str | None) -> None:
+        self.raw.append(_finding(self.settings, code, self.source.path, line, message, evidence))
 
     # --- tests, by mutation
-    deadline = time.monotonic() + config.mutation_budget
-    for subject in tests:
-        if cancelled is not None and cancelled():
-            break
-        try:
-            grade = grade_test(
-                relpath,
-                subject.name,
-                project,
-                operators=config.mutation_operators,
-                max_mutants=config.max_mutants,
-                deadline=deadline,
-                timeout=config.mutation_timeout,
-                cache=GradeCache(
-                    cache_root / "mutation" if cache_root else None, settings.config.cache_size
-                ),
-                cancelled=cancelled,
-                progress=progress,
-                python=python,
-            )
-        except MutationCancelled:
-            break
-        out.grades.append(grade)
-        if grade.status == "survived" and grade.survivors:
-            first = grade.survivors[0]
-            change = f"`{first['before']}` becomes `{first['after']}`"
-            where = ", ".join(grade.targets)
-            message = (
-                f"{subject.name} kills none of {grade.tried} mutants of {where}: "
-                f"still passes when {change}"
-            )
-            if grade.crashed:
-                message = (
-                    f"{subject.name} fails only where the code crashes or returns None "
-                    f"({len(grade.crashed)} of "
-                    f"{grade.tried} mutants of {where}), never on a wrong value: still passes "
-                    f"when {change}"
+
+    def grade_tests(self, tests: list[Any]) -> None:
+        config = self.settings.config.execution
+        cache_root = self.cache_root
+        deadline = time.monotonic() + config.mutation_budget
+        for subject in tests:
+            if self.stopped():
+                break
+            try:
+                grade = grade_test(
+                    self.relpath,
+                    subject.name,
+                    self.project,
+                    operators=config.mutation_operators,
+                    max_mutants=config.max_mutants,
+                    deadline=deadline,
+                    timeout=config.mutation_timeout,
+                    cache=GradeCache(
+                        cache_root / "mutation" if cache_root else None,
+                        self.settings.config.cache_size,
+                    ),
+                    cancelled=self.cancelled,
+                    progress=self.progress,
+                    python=self.python,
                 )
-            evidence = "\n".join(
-                f"{m['operator']}: {m['path']}:{m['line']} `{m['before']}` -> `{m['after']}`"
-                for m in grade.survivors[:8]
-            )
-            raw.append(
-                _finding(
-                    settings, "REF410", source.path, _first_line(subject.span), message, evidence
-                )
-            )
-        elif grade.status == "not-graded":
-            out.notes.append(f"{subject.name}: not graded by mutation: {grade.reason}")
+            except MutationCancelled:
+                break
+            self.out.grades.append(grade)
+            if grade.status == "survived" and grade.survivors:
+                message, evidence = _survivors_said(subject.name, grade)
+                self.add("REF410", _first_line(subject.span), message, evidence)
+            elif grade.status == "not-graded":
+                self.out.notes.append(f"{subject.name}: not graded by mutation: {grade.reason}")
 
     # --- functions, against their spec's implementations
-    if functions:
+
+    def check_functions(self, functions: list[Any], model: Any, queue: bool) -> None:
         from referee.checks.arbitration.isolate import NotIsolated, function_spec
         from referee.checks.arbitration.truth import (
             ArbitrationError,
@@ -201,12 +248,14 @@ def check_file(
             reference_for,
         )
 
+        settings, relpath, project, source = self.settings, self.relpath, self.project, self.source
+        cache_root = self.cache_root
         arbitration = settings.config.arbitration
         module = _module_name(relpath)
         tests_text = {p: t for p, t in project.items() if settings.is_test_file(p)}
         queue_state = review.read(settings.root) if queue else review.Queue()
         for subject in functions:
-            if cancelled is not None and cancelled():
+            if self.stopped():
                 break
             try:
                 spec = function_spec(source.text, source.path, module, subject.name)
@@ -223,93 +272,105 @@ def check_file(
                     relpath,
                     project,
                     tests_text,
-                    config,
+                    settings.config.execution,
                     arbitration,
                     model=model,
                     reference=reference,
                     program_cache=ProgramCache(
                         cache_root / "arbitration" if cache_root else None,
-                        settings.config.cache_size,
+                        self.settings.config.cache_size,
                     ),
                     cache=DifferentialCache(
                         cache_root / "differential" if cache_root else None,
-                        settings.config.cache_size,
+                        self.settings.config.cache_size,
                     ),
-                    cancelled=cancelled,
-                    progress=progress,
-                    python=python,
+                    cancelled=self.cancelled,
+                    progress=self.progress,
+                    python=self.python,
                 )
             except Cancelled:
                 break
             except ArbitrationError as exc:  # no model, or the model process died
-                out.notes.append(f"{subject.name}: differential check not run: {exc}")
+                self.out.notes.append(f"{subject.name}: differential check not run: {exc}")
                 continue
-            out.differentials.append(result)
-            out.notes.extend(f"{subject.name}: {note}" for note in result.notes)
-            line = _first_line(subject.span)
-            if result.status == "REJECT":
-                out.decided.add(subject.name)
-                raw.append(
-                    _finding(
-                        settings,
-                        "REF411",
-                        source.path,
-                        line,
-                        f"{subject.name}: {result.reason}",
-                        result.evidence,
-                    )
-                )
-            elif result.status == "UNCLEAR":
-                item = review.new_item(
-                    kind="execution",
-                    path=relpath,
-                    line=line,
-                    subject=subject.name,
-                    content_sha256=subject.content_sha256,
-                    title=f"{subject.name}: the oracles disagree on {result.call}",
-                    reasons=[result.reason],
-                    evidence=[f"{s}: {v}" for s, v in result.answers]
-                    + [f"the function {result.produced}"],
-                )
-                out.review_ids[subject.name] = item.id
-                known = queue_state.items.get(item.id)
-                if known is not None and known.decision == "accepted":
-                    continue
-                if known is not None and known.decision == "rejected":
-                    raw.append(
-                        _finding(
-                            settings,
-                            "REF403",
-                            source.path,
-                            line,
-                            f"{subject.name}: rejected in human review "
-                            f"({known.decided_by or 'a reviewer'})",
-                            result.evidence,
-                        )
-                    )
-                    continue
-                if queue and known is None:
-                    with contextlib.suppress(OSError):
-                        review.submit(settings.root, item)
-                raw.append(
-                    _finding(
-                        settings,
-                        "REF412",
-                        source.path,
-                        line,
-                        f"{subject.name}: needs human review: {result.reason}",
-                        result.evidence,
-                    )
-                )
-            elif result.status == "PASS":
-                out.support[subject.name] = f"execution: {result.reason}"
-            elif result.reason:
-                out.notes.append(f"{subject.name}: differential check skipped: {result.reason}")
-    out.cancelled = cancelled is not None and cancelled()
-    out.findings = [
-        f for f in raw if settings.reports(f.code, relpath) and not _is_suppressed(f, table)
-    ]
-    return out
+            self.report(subject, result, queue_state, queue)
+
+    def report(
+        self, subject: Any, result: Differential, queue_state: review.Queue, queue: bool
+    ) -> None:
+        """What one function's differential check says: a finding, a review item, the
+        reading judge's supporting evidence, or a note."""
+        out = self.out
+        out.differentials.append(result)
+        out.notes.extend(f"{subject.name}: {note}" for note in result.notes)
+        line = _first_line(subject.span)
+        if result.status == "REJECT":
+            out.decided.add(subject.name)
+            self.add("REF411", line, f"{subject.name}: {result.reason}", result.evidence)
+        elif result.status == "UNCLEAR":
+            self.review(subject, result, line, queue_state, queue)
+        elif result.status == "PASS":
+            out.support[subject.name] = f"execution: {result.reason}"
+        elif result.reason:
+            out.notes.append(f"{subject.name}: differential check skipped: {result.reason}")
+
+    def review(
+        self,
+        subject: Any,
+        result: Differential,
+        line: int,
+        queue_state: review.Queue,
+        queue: bool,
+    ) -> None:
+        """An UNCLEAR outcome goes to human review (REF412), unless a person decided it."""
+        item = review.new_item(
+            kind="execution",
+            path=self.relpath,
+            line=line,
+            subject=subject.name,
+            content_sha256=subject.content_sha256,
+            title=f"{subject.name}: the oracles disagree on {result.call}",
+            reasons=[result.reason],
+            evidence=[f"{s}: {v}" for s, v in result.answers] + [f"the function {result.produced}"],
+        )
+        self.out.review_ids[subject.name] = item.id
+        known = queue_state.items.get(item.id)
+        if known is not None and known.decision == "accepted":
+            return
+        if known is not None and known.decision == "rejected":
+            self.add(
+                "REF403",
+                line,
+                f"{subject.name}: rejected in human review ({known.decided_by or 'a reviewer'})",
+                result.evidence,
+            )
+            return
+        if queue and known is None:
+            with contextlib.suppress(OSError):
+                review.submit(self.settings.root, item)
+        self.add(
+            "REF412", line, f"{subject.name}: needs human review: {result.reason}", result.evidence
+        )
+
+
+def _survivors_said(name: str, grade: Grade) -> tuple[str, str]:
+    """REF410's message and evidence: the mutants the test let pass."""
+    first = grade.survivors[0]
+    change = f"`{first['before']}` becomes `{first['after']}`"
+    where = ", ".join(grade.targets)
+    message = f"{name} kills none of {grade.tried} mutants of {where}: still passes when {change}"
+    if grade.crashed:
+        message = (
+            f"{name} fails only where the code crashes or returns None "
+            f"({len(grade.crashed)} of "
+            f"{grade.tried} mutants of {where}), never on a wrong value: still passes "
+            f"when {change}"
+        )
+    evidence = "\n".join(
+        f"{m['operator']}: {m['path']}:{m['line']} `{m['before']}` -> `{m['after']}`"
+        for m in grade.survivors[:8]
+    )
+    return message, evidence
 
 
 __all__ = ["FileExecution", "ProjectFiles", "check_file"]
