@@ -29,7 +29,7 @@ from referee.checks.pymodule import (
     merged_ranges,
 )
 from referee.checks.registry import GUARD_CODES
-from referee.checks.rule import Context, Rule, Violation
+from referee.checks.rule import STATEMENT, Context, Rule, Violation
 from referee.checks.shape.markup import fenced_blocks, split_lines
 from referee.checks.source import SourceFile
 
@@ -273,28 +273,6 @@ def check_text(text: str, path: str, settings: Settings | None = None) -> list[F
 
 # ---------------------------------------------------------------------- incremental checks
 
-# Rules whose findings inside one top-level statement (a function, a class, a statement,
-# a comment) depend only on that statement's text and on the file-wide facts that
-# :class:`Incremental` tracks: the assertion aliases, whether the module imports only
-# unittest, which functions are defined and which assert, and which methods a subclass
-# elsewhere in the file overrides. Every other rule runs on the whole file at every check.
-# A new rule is file-wide until it is added here (tests/test_incremental.py then covers it).
-PER_STATEMENT = frozenset(
-    {
-        "REF101",
-        "REF102",
-        "REF110",
-        "REF111",
-        "REF112",
-        "REF113",
-        "REF114",
-        "REF115",
-        "REF116",
-        "REF117",
-        "REF120",
-        "REF121",
-    }
-)
 # A message that names a line ("the `try` on line 12") is only reused where it was made.
 _CITES_LINE = re.compile(r"\blines?\s+\d")
 
@@ -518,7 +496,7 @@ class Incremental:
     at a time.
 
     The file is cut into chunks, the whole lines of each top-level statement. A chunk's
-    findings (from the rules in :data:`PER_STATEMENT`) are cached by its text, with the
+    findings (from the rules whose ``scope`` is ``"statement"``) are cached by its text, with the
     file-wide facts they were made with; a chunk that moved keeps its findings, shifted.
     A check collects and checks only the chunks that are new, those whose facts changed
     (a helper they call stopped asserting), and, as context, those that override their
@@ -585,8 +563,8 @@ class Incremental:
         ctx.memo["chunks"] = chunks  # for the rules' own per-statement caches
         module = ctx.module
         rules = settings.rules_for(relpath, source.kind)
-        local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
-        whole = _run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings)
+        local = _run(ctx, [r for r in rules if r.scope == STATEMENT], settings)
+        whole = _run(ctx, [r for r in rules if r.scope != STATEMENT], settings)
         everything = list(range(len(chunks)))
         facts = _facts(module, chunks, everything)
         by_chunk = _by_chunk(local, chunks, set(everything))
@@ -670,7 +648,7 @@ class Incremental:
         module.use_file_facts(defined, asserting)
         rules = settings.rules_for(relpath, source.kind)
         ctx = _context(source, settings, relpath, guard, module, self.store, project)
-        local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
+        local = _run(ctx, [r for r in rules if r.scope == STATEMENT], settings)
         by_chunk = _by_chunk(local, chunks, redo | context)
         if by_chunk is None:
             raise _Stale
@@ -704,7 +682,7 @@ class Incremental:
         whole_module = _FileFacts(source, is_test_file, chunks, facts, project)
         ctx = _context(source, settings, relpath, guard, whole_module, self.store, project)
         ctx.memo["chunks"] = chunks
-        findings.extend(_run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings))
+        findings.extend(_run(ctx, [r for r in rules if r.scope != STATEMENT], settings))
         return _sort(_unsuppressed(findings, source.text, guard))
 
     def _module(

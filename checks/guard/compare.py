@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from referee.checks.guard import codes
 from referee.checks.guard.facts import STRENGTH, Assertion, TestFacts
 from referee.checks.guard.normal import (
     callee,
@@ -183,7 +184,7 @@ def compare_checks(
             default=None,
         )
         if live is None:
-            changes.append(Change("REF311", check, found[0]))
+            changes.append(Change(codes.FAILURE_SWALLOWED, check, found[0]))
             continue
         if check.op in ("raises", "approx"):
             changes.append(Change(check.op, check, live))
@@ -228,7 +229,7 @@ def compare_checks(
         )
         if other is not None:  # the subject was rewritten, the expected value kept
             if other.assertion.silenced is not None:
-                changes.append(Change("REF311", check, other))
+                changes.append(Change(codes.FAILURE_SWALLOWED, check, other))
             elif check.op in ("raises", "approx"):
                 changes.append(Change(check.op, check, other))
             elif normalised(check.subject, other.subject):
@@ -264,7 +265,7 @@ def compare_checks(
                 and is_value(other.expected, after)
                 and check.expected != other.expected
             ):
-                changes.append(Change("REF302", check, other))
+                changes.append(Change(codes.EXPECTED_VALUE_CHANGED, check, other))
             continue
         leftover.append(check)
     helper_calls = sum(1 for c in pool if c.op == "call" and c.assertion.silenced is None)
@@ -275,9 +276,9 @@ def compare_checks(
             helper_calls -= 1  # moved into a helper that asserts
             continue
         if check.row is not None and rows_after < rows_before:
-            changes.append(Change("REF307", check))
+            changes.append(Change(codes.PARAMETRIZE_CASES_REMOVED, check))
         else:
-            changes.append(Change("REF301", check))
+            changes.append(Change(codes.ASSERTION_REMOVED, check))
     # What the test checks now that it did not: a removal next to as many new checks,
     # in a test that stopped calling something, is a test rewritten (see rules.py).
     changes.extend(
@@ -416,7 +417,7 @@ def _name_of(func: ast.expr) -> str | None:
 
 def _same_subject(old: Check, new: Check) -> list[Change]:
     if new.assertion.silenced is not None:
-        return [Change("REF311", old, new)]
+        return [Change(codes.FAILURE_SWALLOWED, old, new)]
     if (old.op, new.op) in _INVERSE and old.expected == new.expected:
         return [Change("inverted", old, new)]
     if old.op == new.op == "raises":
@@ -424,9 +425,9 @@ def _same_subject(old: Check, new: Check) -> list[Change]:
     if old.op == new.op == "approx" and old.expected == new.expected:
         return [Change("approx", old, new)]
     if old.op == new.op and old.op in ("==", "is", "approx"):
-        return [Change("REF302", old, new)]
+        return [Change(codes.EXPECTED_VALUE_CHANGED, old, new)]
     if STRENGTH.get(new.op, 0) < STRENGTH.get(old.op, 0):
-        return [Change("REF303", old, new)]
+        return [Change(codes.COMPARISON_WEAKENED, old, new)]
     return []
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from referee.checks.guard import fitted, pytestconfig
+from referee.checks.guard import codes, fitted, pytestconfig
 from referee.checks.guard.compare import (
     Check,
     changed_columns,
@@ -260,7 +260,7 @@ def _missing_test(
     if renamed is not None:
         return [
             _Found(
-                "REF308",
+                codes.RENAMED_OUT_OF_COLLECTION,
                 renamed.line,
                 f"test `{before.name}` ({_where(guard, before)}) is now `{renamed.name}`, "
                 "which pytest does not collect: it no longer runs",
@@ -286,7 +286,7 @@ def _missing_test(
         return [
             _relaxed(
                 guard,
-                "REF300",
+                codes.TEST_REMOVED,
                 1,
                 f"test `{before.name}` ({_where(guard, before)}) was removed; it had no "
                 "assertion (it checked that what it runs does not raise)",
@@ -299,7 +299,7 @@ def _missing_test(
         _judge(
             guard,
             (before,),
-            "REF300",
+            codes.TEST_REMOVED,
             1,
             f"test `{before.name}` ({_where(guard, before)}) was removed; "
             f"{len(missing)} of its {len(live)} check(s) are made by no test now: {shown}{more}",
@@ -355,7 +355,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
 
     changes = compare_checks(before, after, guard.fixtures, still_made)
     gained = [c.old for c in changes if c.code == "gained"]
-    removed = [c for c in changes if c.code == "REF301"]
+    removed = [c for c in changes if c.code == codes.ASSERTION_REMOVED]
     # A test rewritten against another API (a private helper replaced by the public
     # one): it no longer calls something it called, and makes at least half as many new
     # checks as it lost. Its removals are warnings in the default mode,
@@ -368,23 +368,23 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
     fed_lines: set[int] = set()
     for change in changes:
         old, new = change.old, change.new
-        if change.code == "REF311" and new is not None:
+        if change.code == codes.FAILURE_SWALLOWED and new is not None:
             found.append(_swallowed(guard, name, before, old.assertion, new.assertion))
         elif change.code == "raises" and new is not None:
             found.extend(_compare_raises(guard, tests, name, before, old.assertion, new.assertion))
         elif change.code == "approx" and new is not None:
             found.extend(_compare_approx(guard, tests, name, before, old.assertion, new.assertion))
-        elif change.code in ("REF303", "inverted") and new is not None:
+        elif change.code in (codes.COMPARISON_WEAKENED, "inverted") and new is not None:
             how = (
                 f"was weakened to `{one_line(_check_text(new))}`: `{old.op}` -> `{new.op}`"
-                if change.code == "REF303"
+                if change.code == codes.COMPARISON_WEAKENED
                 else f"was inverted to `{one_line(_check_text(new))}`: it now asserts the opposite"
             )
             found.append(
                 _judge(
                     guard,
                     tests,
-                    "REF303",
+                    codes.COMPARISON_WEAKENED,
                     new.assertion.line,
                     f"in {name}, `{one_line(_check_text(old))}` "
                     f"({_where(guard, before, old.assertion.line)}) {how}",
@@ -394,7 +394,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
             found.append(
                 _relaxed(
                     guard,
-                    "REF303",
+                    codes.COMPARISON_WEAKENED,
                     new.assertion.line,
                     f"in {name}, the value `{one_line(old.subject, 60)}` "
                     f"({_where(guard, before, old.assertion.line)}) is now compared as "
@@ -412,14 +412,18 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
             # as a removed check would be: a warning in a test rewritten against another
             # API (the default mode), else an error unless its code changed too
             if rewritten:
-                found.append(_relaxed(guard, "REF302", new.assertion.line, message))
+                found.append(
+                    _relaxed(guard, codes.EXPECTED_VALUE_CHANGED, new.assertion.line, message)
+                )
             else:
-                found.append(_judge(guard, tests, "REF302", new.assertion.line, message))
+                found.append(
+                    _judge(guard, tests, codes.EXPECTED_VALUE_CHANGED, new.assertion.line, message)
+                )
         elif change.code == "conditioned" and new is not None:
             found.append(
                 _relaxed(
                     guard,
-                    "REF311",
+                    codes.FAILURE_SWALLOWED,
                     new.assertion.line,
                     f"in {name}, `{one_line(new.assertion.text)}` "
                     f"({_where(guard, before, old.assertion.line)}) is now checked only when "
@@ -431,7 +435,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 continue
             fed_lines.add(new.assertion.line)
             found.extend(_inputs_changed(guard, before, after, old, new))
-        elif change.code == "REF302" and new is not None:
+        elif change.code == codes.EXPECTED_VALUE_CHANGED and new is not None:
             if not is_value(old.expected, before) or not (
                 is_value(new.expected, after) or is_constant(old.expected or "")
             ):
@@ -440,7 +444,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 found.append(
                     _relaxed(
                         guard,
-                        "REF302",
+                        codes.EXPECTED_VALUE_CHANGED,
                         new.assertion.line,
                         f"in {name}, `{one_line(old.subject)}` was compared with "
                         f"`{_value(old.expected)}` ({_where(guard, before, old.assertion.line)})"
@@ -454,7 +458,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                     changed_rows[old.row] = (old, new)
                 continue
             found.extend(_value_changed(guard, tests, before, after.id, old, new))
-        elif change.code in ("REF301", "REF307"):
+        elif change.code in (codes.ASSERTION_REMOVED, codes.PARAMETRIZE_CASES_REMOVED):
             if old.row is not None and old.row in rows_lost:
                 if old.row not in reported_rows:
                     reported_rows.add(old.row)
@@ -462,7 +466,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                         _judge(
                             guard,
                             tests,
-                            "REF307",
+                            codes.PARAMETRIZE_CASES_REMOVED,
                             after.line,
                             f"in {name}, the parametrized case "
                             f"{one_line(row_label(before, old.row, guard.fixtures), 120)} "
@@ -476,10 +480,10 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                 f"in {name}{in_case}, {old.assertion.kind} `{one_line(_check_text(old))}` "
                 f"({_where(guard, before, old.assertion.line)}) was removed"
             )
-            if rewritten and not guard.strict and change.code == "REF301":
+            if rewritten and not guard.strict and change.code == codes.ASSERTION_REMOVED:
                 found.append(
                     _Found(
-                        "REF301",
+                        codes.ASSERTION_REMOVED,
                         after.line,
                         f"{message}; the test no longer calls `{stopped[0]}` and makes "
                         f"{len(gained)} new check(s) instead, e.g. "
@@ -489,7 +493,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
                     )
                 )
                 continue
-            found.append(_judge(guard, tests, "REF301", after.line, message))
+            found.append(_judge(guard, tests, codes.ASSERTION_REMOVED, after.line, message))
     for old, new in changed_rows.values():
         found.extend(_case_changed(guard, tests, before, after, old, new))
     for row in sorted(rows_lost - reported_rows - set(changed_rows)):
@@ -497,7 +501,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
             _judge(
                 guard,
                 tests,
-                "REF307",
+                codes.PARAMETRIZE_CASES_REMOVED,
                 after.line,
                 f"in {name}, the parametrized case "
                 f"{one_line(row_label(before, row, guard.fixtures), 120)} ({guard.base}) "
@@ -511,7 +515,7 @@ def _compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> l
         if patched not in before.patched and patched in after.calls:
             found.append(
                 _Found(
-                    "REF332",
+                    codes.TESTED_FUNCTION_MONKEYPATCHED,
                     after.line,
                     f"{name} now monkeypatches `{patched}`, which it also calls: "
                     "the test may be checking its own stand-in",
@@ -564,7 +568,7 @@ def _inputs_changed(
             return [
                 _relaxed(
                     guard,
-                    "REF302",
+                    codes.EXPECTED_VALUE_CHANGED,
                     new.assertion.line,
                     f"in `{before.name}`, the value `{bound[0]}` that "
                     f"`{one_line(new.assertion.text, 60)}` compares with changed from "
@@ -581,7 +585,7 @@ def _inputs_changed(
     return [
         _relaxed(
             guard,
-            "REF314",
+            codes.TEST_INPUT_CHANGED,
             new.assertion.line,
             f"in `{before.name}`, what `{one_line(new.assertion.text, 60)}` "
             f"({_where(guard, before, old.assertion.line)}) is fed changed: {what}",
@@ -671,7 +675,7 @@ def _case_changed(
             return [
                 *mismatched,
                 _Found(
-                    "REF302",
+                    codes.EXPECTED_VALUE_CHANGED,
                     after.line,
                     f"in `{before.name}`, parametrized case {old_case} is now {certified[0]}, "
                     f"certified by {certified[1]}",
@@ -691,7 +695,7 @@ def _case_changed(
         _judge(
             guard,
             tests,
-            "REF302",
+            codes.EXPECTED_VALUE_CHANGED,
             after.line,
             f"in `{before.name}`, the parametrized case {label} ({guard.base}) changed "
             f"without a certificate: {what}",
@@ -723,17 +727,19 @@ def _marks_changed(
     for marker in after.skips:
         if marker_key(marker) not in skipped_before:
             message = f"{name} is now skipped: `{one_line(marker)}`"
-            found.append(_Found("REF310", after.line, message))
+            found.append(_Found(codes.SKIP_ADDED, after.line, message))
     xfailed_before = {marker_key(m) for m in before.xfails}
     for marker in after.xfails:
         if marker_key(marker) not in xfailed_before:
             found.append(
                 _Found(
-                    "REF312", after.line, f"{name} is now expected to fail: `{one_line(marker)}`"
+                    codes.XFAIL_ADDED,
+                    after.line,
+                    f"{name} is now expected to fail: `{one_line(marker)}`",
                 )
             )
     if after.strict_false and not before.strict_false and (before.xfails or before.relaxations):
-        found.append(_Found("REF312", after.line, f"{name}'s xfail is no longer strict"))
+        found.append(_Found(codes.XFAIL_ADDED, after.line, f"{name}'s xfail is no longer strict"))
     found.extend(_relaxations_changed(guard, name, before.relaxations, after.relaxations))
     return found
 
@@ -755,7 +761,7 @@ def _relaxations_changed(
         same_kind = [r for r in before if r.kind == relaxation.kind]
         if any(_narrower(relaxation.condition, r.condition) for r in same_kind):
             continue
-        code = "REF310" if relaxation.kind == "skip" else "REF312"
+        code = codes.SKIP_ADDED if relaxation.kind == "skip" else codes.XFAIL_ADDED
         verb = "skipped" if relaxation.kind == "skip" else "expected to fail"
         was = ""
         if same_kind:
@@ -856,7 +862,7 @@ def _fixtures_changed(ctx: Context, current: dict[str, TestFacts]) -> list[_Foun
         found.append(
             _relaxed(
                 guard,
-                "REF314",
+                codes.TEST_INPUT_CHANGED,
                 fn.line,
                 f"{what} changed since {guard.base}, and {names} "
                 f"{'uses' if len(users) == 1 else 'use'} it: what the test feeds the code is "
@@ -891,7 +897,7 @@ def _swallowed(
     guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
 ) -> _Found:
     return _Found(
-        "REF311",
+        codes.FAILURE_SWALLOWED,
         new.line,
         f"in {name}, `{one_line(new.text)}` ({_where(guard, before, old.line)}) is now "
         f"{new.silenced}",
@@ -908,7 +914,7 @@ def _table_changed(
             _judge(
                 guard,
                 tests,
-                "REF307",
+                codes.PARAMETRIZE_CASES_REMOVED,
                 after.line,
                 f"`{before.name}` has {after.parametrize_cases or 0} parametrized case(s), "
                 f"{before.parametrize_cases} at {guard.base}",
@@ -929,7 +935,7 @@ def _table_changed(
             remaining.remove(new[0])
             found.append(
                 _Found(
-                    "REF302",
+                    codes.EXPECTED_VALUE_CHANGED,
                     after.line,
                     f"in `{before.name}`, parametrized case {old} is now {new[0]}, "
                     f"certified by {new[1]}",
@@ -941,7 +947,7 @@ def _table_changed(
             _judge(
                 guard,
                 tests,
-                "REF302",
+                codes.EXPECTED_VALUE_CHANGED,
                 after.line,
                 f"in `{before.name}`, the parametrized case {one_line(old)} ({guard.base}) was "
                 "changed without a certificate",
@@ -1021,7 +1027,7 @@ def _value_changed(
                 continue
             return [
                 _Found(
-                    "REF302",
+                    codes.EXPECTED_VALUE_CHANGED,
                     new.line,
                     f"in `{before.name}`, expected value changed from {old.expected} to "
                     f"{new.expected}, certified by {certificate.id}",
@@ -1032,7 +1038,7 @@ def _value_changed(
         _judge(
             guard,
             tests,
-            "REF302",
+            codes.EXPECTED_VALUE_CHANGED,
             new.line,
             f"in `{before.name}`, the expected value of `{one_line(old_check.subject)}` changed "
             f"from {_value(old_check.expected)} to {_value(new_check.expected)} without a "
@@ -1057,7 +1063,7 @@ def _unbound(certificate: Certificate, test_id: str, text: str) -> str | None:
 
 def _mismatch(before: TestFacts, certificate: Certificate, problem: str, line: int) -> _Found:
     return _Found(
-        "REF309",
+        codes.CERTIFICATE_MISMATCH,
         line,
         f"in `{before.name}`, certificate {certificate.id} {problem}; not honoured",
     )
@@ -1078,7 +1084,7 @@ def _compare_raises(
             _judge(
                 guard,
                 tests,
-                "REF305",
+                codes.RAISES_WIDENED,
                 new.line,
                 f"in {name}, `{one_line(old.text)}` ({_where(guard, before, old.line)}) "
                 f"now accepts any exception: {', '.join(new.raises)}",
@@ -1094,7 +1100,7 @@ def _compare_raises(
             _judge(
                 guard,
                 tests,
-                "REF306",
+                codes.RAISES_MATCH_REMOVED,
                 new.line,
                 f"in {name}, the `match={old.match}` of `{one_line(old.text)}` "
                 f"({_where(guard, before, old.line)}) became `{new.match}`, which "
@@ -1106,7 +1112,7 @@ def _compare_raises(
             _judge(
                 guard,
                 tests,
-                "REF306",
+                codes.RAISES_MATCH_REMOVED,
                 new.line,
                 f"in {name}, the `match={old.match}` of `{one_line(old.text)}` "
                 f"({_where(guard, before, old.line)}) was removed",
@@ -1159,7 +1165,7 @@ def _compare_approx(
                 _judge(
                     guard,
                     tests,
-                    "REF304",
+                    codes.APPROX_LOOSENED,
                     new.line,
                     f"in {name}, the approx tolerance {label} went from {was:g} "
                     f"to {now:g} ({_where(guard, before, old.line)})",
@@ -1201,7 +1207,7 @@ def test_removed(ctx: Context) -> Iterator[Violation]:
     Fix the code, or — if the test is wrong — change its expected value with an
     arbitration certificate: the test stays.
     """
-    yield from _report(ctx, "REF300")
+    yield from _report(ctx, codes.TEST_REMOVED)
 
 
 def assertion_removed(ctx: Context) -> Iterator[Violation]:
@@ -1232,7 +1238,7 @@ def assertion_removed(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Keep the assertion and fix the code it catches.
     """
-    yield from _report(ctx, "REF301")
+    yield from _report(ctx, codes.ASSERTION_REMOVED)
 
 
 def expected_value_changed(ctx: Context) -> Iterator[Violation]:
@@ -1281,7 +1287,7 @@ def expected_value_changed(ctx: Context) -> Iterator[Violation]:
     only when an independent oracle proves it wrong, and writes the certificate to
     `.referee/certificates.jsonl`.
     """
-    yield from _report(ctx, "REF302")
+    yield from _report(ctx, codes.EXPECTED_VALUE_CHANGED)
 
 
 def comparison_weakened(ctx: Context) -> Iterator[Violation]:
@@ -1305,7 +1311,7 @@ def comparison_weakened(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Keep the exact comparison.
     """
-    yield from _report(ctx, "REF303")
+    yield from _report(ctx, codes.COMPARISON_WEAKENED)
 
 
 def test_input_changed(ctx: Context) -> Iterator[Violation]:
@@ -1343,7 +1349,7 @@ def test_input_changed(ctx: Context) -> Iterator[Violation]:
     Fix the code so that the test's own inputs give its expectation, or arbitrate the
     test (`referee arbitrate`) if the expectation is wrong.
     """
-    yield from _report(ctx, "REF314")
+    yield from _report(ctx, codes.TEST_INPUT_CHANGED)
 
 
 def baseline_unparsable(ctx: Context) -> Iterator[Violation]:
@@ -1416,7 +1422,7 @@ def approx_loosened(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Keep the tolerance the computation needs.
     """
-    yield from _report(ctx, "REF304")
+    yield from _report(ctx, codes.APPROX_LOOSENED)
 
 
 def raises_widened(ctx: Context) -> Iterator[Violation]:
@@ -1437,7 +1443,7 @@ def raises_widened(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Keep the specific exception.
     """
-    yield from _report(ctx, "REF305")
+    yield from _report(ctx, codes.RAISES_WIDENED)
 
 
 def raises_match_removed(ctx: Context) -> Iterator[Violation]:
@@ -1460,7 +1466,7 @@ def raises_match_removed(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Keep the pattern, or make it match the real message.
     """
-    yield from _report(ctx, "REF306")
+    yield from _report(ctx, codes.RAISES_MATCH_REMOVED)
 
 
 def parametrize_cases_removed(ctx: Context) -> Iterator[Violation]:
@@ -1487,7 +1493,7 @@ def parametrize_cases_removed(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Keep the case and fix the code, or arbitrate it.
     """
-    yield from _report(ctx, "REF307")
+    yield from _report(ctx, codes.PARAMETRIZE_CASES_REMOVED)
 
 
 def renamed_out_of_collection(ctx: Context) -> Iterator[Violation]:
@@ -1511,7 +1517,7 @@ def renamed_out_of_collection(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Keep the `test` prefix; skip with a reason if it must not run for now.
     """
-    yield from _report(ctx, "REF308")
+    yield from _report(ctx, codes.RENAMED_OUT_OF_COLLECTION)
 
 
 def certificate_mismatch(ctx: Context) -> Iterator[Violation]:
@@ -1539,7 +1545,7 @@ def certificate_mismatch(ctx: Context) -> Iterator[Violation]:
     Let arbitration fix the test: it writes the certificate with the assertion's hash.
     If the assertion was reformatted or changed again since, arbitrate it again.
     """
-    yield from _report(ctx, "REF309")
+    yield from _report(ctx, codes.CERTIFICATE_MISMATCH)
 
 
 def skip_added(ctx: Context) -> Iterator[Violation]:
@@ -1572,7 +1578,7 @@ def skip_added(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Fix the test or the code; a skip that must stay deserves a reviewer's eyes.
     """
-    yield from _report(ctx, "REF310")
+    yield from _report(ctx, codes.SKIP_ADDED)
 
 
 def failure_swallowed(ctx: Context) -> Iterator[Violation]:
@@ -1601,7 +1607,7 @@ def failure_swallowed(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Let the assertion fail.
     """
-    yield from _report(ctx, "REF311")
+    yield from _report(ctx, codes.FAILURE_SWALLOWED)
 
 
 def xfail_added(ctx: Context) -> Iterator[Violation]:
@@ -1627,7 +1633,7 @@ def xfail_added(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Fix the code, or record the known bug with `reason=` and `strict=True`.
     """
-    yield from _report(ctx, "REF312")
+    yield from _report(ctx, codes.XFAIL_ADDED)
 
 
 # ---- the test run itself
@@ -2287,4 +2293,4 @@ def tested_function_monkeypatched(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Patch what the function depends on (the clock, the network), never the function.
     """
-    yield from _report(ctx, "REF332")
+    yield from _report(ctx, codes.TESTED_FUNCTION_MONKEYPATCHED)

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from referee.checks import ledger
 from referee.checks.config import Settings
 from referee.checks.guard import baseline as git
-from referee.checks.guard import impact, live, pytestconfig
+from referee.checks.guard import codes, impact, live, pytestconfig
 from referee.checks.guard.compare import key_counts
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import TestFacts, case_values, squash_lines, test_facts
@@ -345,12 +345,12 @@ def execution(
     from referee.checks.execution.run import _finding
     from referee.checks.guard import moved
 
-    if "REF334" not in settings.enabled:
+    if codes.SOURCE_MOVED_TO_TEST not in settings.enabled:
         return {}, []
     sources = {
         path: texts
         for path, texts in guard_plan.sources.items()
-        if "REF334" not in settings.ignored_for(path)
+        if codes.SOURCE_MOVED_TO_TEST not in settings.ignored_for(path)
     }
     if not any(old and new for old, new in sources.values()):
         return {}, []
@@ -389,7 +389,9 @@ def execution(
             f"{taken}, it fails on its check again. The change moves exactly the value the "
             "test expects: check that expectation (`referee arbitrate`) before keeping it"
         )
-        finding = _finding(settings, "REF334", edit.path, edit.line, message, item.before)
+        finding = _finding(
+            settings, codes.SOURCE_MOVED_TO_TEST, edit.path, edit.line, message, item.before
+        )
         if not strict and finding.severity is Severity.ERROR:
             finding = finding.model_copy(update={"severity": Severity.WARNING})
         found.setdefault(edit.path, []).append(finding)
