@@ -18,8 +18,8 @@ What is left is what changed, each with what it was and what it is now:
 * the same check fed other data ("inputs": what the statements before it bind or change),
   put under a condition ("conditioned"), inverted, its compared value normalised
   (`f(x)` -> `f(x).strip()`), or a checking helper called with other arguments
-  ("call-changed") — the shapes real agents used on impossible tests (rules.py says how
-  each is reported).
+  ("call-changed") — the shapes real agents used on impossible tests (changed_tests.py
+  says how each is reported).
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ def compare_checks(
         else:
             changes.append(Change(codes.ASSERTION_REMOVED, check))
     # What the test checks now that it did not: a removal next to as many new checks,
-    # in a test that stopped calling something, is a test rewritten (see rules.py).
+    # in a test that stopped calling something, is a test rewritten (see changed_tests.py).
     changes.extend(
         Change("gained", c)
         for c in pool

@@ -14,11 +14,11 @@ from referee.checks import ledger
 from referee.checks.config import Settings
 from referee.checks.guard import baseline as git
 from referee.checks.guard import codes, impact, live, pytestconfig
+from referee.checks.guard.changed_tests import elsewhere_keys
 from referee.checks.guard.compare import key_counts
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import TestFacts, case_values, squash_lines, test_facts
 from referee.checks.guard.normal import unparse
-from referee.checks.guard.rules import elsewhere_keys
 from referee.checks.models import Finding, Severity
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
