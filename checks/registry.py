@@ -8,7 +8,14 @@ from referee.checks.guard import codes, tampering, under_test, weakened
 from referee.checks.judge import rules as judge
 from referee.checks.models import Layer, Severity
 from referee.checks.rule import ANY, PYTHON, STATEMENT, TEXT, Rule
-from referee.checks.shape import assertions, documents, parse_errors, placeholders, unfailable
+from referee.checks.shape import (
+    assertions,
+    documents,
+    lookalikes,
+    parse_errors,
+    placeholders,
+    unfailable,
+)
 
 ERR, WARN, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 L0, L1, L2, L3 = Layer.L0, Layer.L1, Layer.L2, Layer.L3
@@ -49,11 +56,11 @@ RULES: tuple[Rule, ...] = (
          scope=STATEMENT),
     Rule("REF115", "mock-assertion-lookalike", L0, ERR,
          "call looks like a mock assertion but checks nothing", PYTHON,
-         assertions.mock_assertion_lookalike,
+         lookalikes.mock_assertion_lookalike,
          scope=STATEMENT, fix="unsafe"),
     Rule("REF116", "comparison-statement", L0, ERR,
          "comparison in a test is computed and thrown away", PYTHON,
-         assertions.comparison_statement,
+         lookalikes.comparison_statement,
          scope=STATEMENT, fix="unsafe"),
     Rule("REF117", "duplicate-parametrize-case", L0, ERR,
          "parametrize case repeats an earlier one", PYTHON,

@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 from referee.checks.guard import codes
+from referee.checks.guard.asserted import Assertion
 from referee.checks.guard.changed_values import (
     case_changed,
     expandable,
@@ -19,6 +20,7 @@ from referee.checks.guard.changed_values import (
     value_changed,
 )
 from referee.checks.guard.compare import (
+    Change,
     Check,
     checks_of,
     compare_checks,
@@ -26,19 +28,15 @@ from referee.checks.guard.compare import (
     row_label,
 )
 from referee.checks.guard.context import GuardContext
-from referee.checks.guard.facts import (
-    Assertion,
-    Relaxation,
-    TestFacts,
-    canonical,
-    marker_key,
-    squash_lines,
-)
+from referee.checks.guard.facts import Relaxation, TestFacts
+from referee.checks.guard.markers import marker_key
 from referee.checks.guard.normal import (
     callee,
+    canonical,
     is_constant,
     one_line,
     parse_expression,
+    squash_lines,
     unparse,
 )
 from referee.checks.guard.verdict import Found, judge, relaxed, where
@@ -68,15 +66,45 @@ def missing_test(
 ) -> list[Found]:
     """A baseline test whose id no longer names a collected test here."""
     available = present | set(guard.elsewhere)
+    live = [c for c in checks_of(before, guard.fixtures) if c.assertion.silenced is None]
+    if _checks_still_made(guard, before, live, available):
+        return []
+    became = _what_it_became(guard, before, after, live, base, current)
+    if became is not None:
+        return became
+    if (
+        live
+        and all(squash_lines(c.assertion.text) in guard.test_text for c in live if c.row is None)
+        and all(c.row is None for c in live)
+    ):
+        return []  # the same checks, written the same way, in a test file not changed
+    return _removed(guard, before, live, available)
+
+
+def _checks_still_made(
+    guard: GuardContext, before: TestFacts, live: list[Check], available: set[str]
+) -> bool:
+    """Whether the test's checks are all made now, by a test of another name or file."""
     if f"body:{before.body_hash}" in available or (
         before.fingerprint and f"asserts:{fingerprint_key(before)}" in available
     ):
-        return []  # renamed or moved, assertions intact
-    live = [c for c in checks_of(before, guard.fixtures) if c.assertion.silenced is None]
-    if live and all(
+        return True  # renamed or moved, assertions intact
+    # split into several tests, merged into one, or parametrized
+    return bool(live) and all(
         f"assert:{c.key}" in available or guard.counts_now.get(c.key, 0) > 0 for c in live
-    ):
-        return []  # split into several tests, merged into one, or parametrized
+    )
+
+
+def _what_it_became(
+    guard: GuardContext,
+    before: TestFacts,
+    after: TestFacts | None,
+    live: list[Check],
+    base: dict[str, TestFacts],
+    current: dict[str, TestFacts],
+) -> list[Found] | None:
+    """The findings of the test a missing one became — moved to another file, renamed
+    out of collection, or renamed and edited — or None when it became none of them."""
     moved = guard.by_name.get(before.name)
     if after is None and moved is not None and moved.id != before.id:
         # Moved to another file and edited there: compare with it, located there.
@@ -103,21 +131,20 @@ def missing_test(
             )
         ]
     counterpart = _counterpart(guard, before, live, base, current)
-    if counterpart is not None:
-        here = counterpart.id.split("::", 1)[0]
-        now = f"`{counterpart.name}`" + (
-            f" in {here}" if here != before.id.split("::", 1)[0] else ""
-        )
-        return [
-            replace(f, message=f"{f.message} (the test is now {now})")
-            for f in compare_test(guard, before, counterpart)
-        ]
-    if (
-        live
-        and all(squash_lines(c.assertion.text) in guard.test_text for c in live if c.row is None)
-        and all(c.row is None for c in live)
-    ):
-        return []  # the same checks, written the same way, in a test file not changed
+    if counterpart is None:
+        return None
+    here = counterpart.id.split("::", 1)[0]
+    now = f"`{counterpart.name}`" + (f" in {here}" if here != before.id.split("::", 1)[0] else "")
+    return [
+        replace(f, message=f"{f.message} (the test is now {now})")
+        for f in compare_test(guard, before, counterpart)
+    ]
+
+
+def _removed(
+    guard: GuardContext, before: TestFacts, live: list[Check], available: set[str]
+) -> list[Found]:
+    """A test removed with its checks: which of them no test makes now."""
     if not live:
         return [
             relaxed(
@@ -181,183 +208,247 @@ def _counterpart(
 
 
 def compare_test(guard: GuardContext, before: TestFacts, after: TestFacts) -> list[Found]:
-    found: list[Found] = []
-    name = f"`{before.name}`"
-    tests = (before, after)
+    """What a test that is still there lost since the baseline: each change of its checks
+    (compare.compare_checks) reported under its rule, then its parametrize cases and
+    table, its marks, and what it newly monkeypatches."""
 
     def still_made(key: tuple[str, str, str | None]) -> bool:
         was = guard.counts_before.get(key, 0)
         return was > 0 and guard.counts_now.get(key, 0) >= was
 
     changes = compare_checks(before, after, guard.fixtures, still_made)
-    gained = [c.old for c in changes if c.code == "gained"]
-    removed = [c for c in changes if c.code == codes.ASSERTION_REMOVED]
-    # A test rewritten against another API (a private helper replaced by the public
-    # one): it no longer calls something it called, and makes at least half as many new
-    # checks as it lost. Its removals are warnings in the default mode,
-    # errors in agent mode.
-    stopped = sorted(before.calls - after.calls)
-    rewritten = bool(removed) and bool(stopped) and bool(gained) and 2 * len(gained) >= len(removed)
-    rows_lost = lost_rows(guard, before, after)
-    changed_rows: dict[int | None, tuple[Check, Check]] = {}
-    reported_rows: set[int] = set()
-    fed_lines: set[int] = set()
+    comparison = _TestComparison(guard, before, after, changes)
     for change in changes:
+        comparison.report(change)
+    comparison.report_cases()
+    comparison.report_marks_and_patches()
+    return comparison.found
+
+
+class _TestComparison:
+    """One test's changes being reported, with what the reports share: whether the test
+    was rewritten against another API, and the parametrized cases already reported."""
+
+    def __init__(
+        self, guard: GuardContext, before: TestFacts, after: TestFacts, changes: list[Change]
+    ) -> None:
+        self.guard, self.before, self.after = guard, before, after
+        self.name = f"`{before.name}`"
+        self.tests = (before, after)
+        self.found: list[Found] = []
+        self.gained = [c.old for c in changes if c.code == "gained"]
+        removed = [c for c in changes if c.code == codes.ASSERTION_REMOVED]
+        # A test rewritten against another API (a private helper replaced by the public
+        # one): it no longer calls something it called, and makes at least half as many
+        # new checks as it lost. Its removals are warnings in the default mode,
+        # errors in agent mode.
+        self.stopped = sorted(before.calls - after.calls)
+        self.rewritten = (
+            bool(removed)
+            and bool(self.stopped)
+            and bool(self.gained)
+            and 2 * len(self.gained) >= len(removed)
+        )
+        self.rows_lost = lost_rows(guard, before, after)
+        self.changed_rows: dict[int | None, tuple[Check, Check]] = {}
+        self.reported_rows: set[int] = set()
+        self.fed_lines: set[int] = set()
+
+    def where(self, line: int) -> str:
+        return where(self.guard, self.before, line)
+
+    # ------------------------------------------------------------------ one change each
+
+    def report(self, change: Change) -> None:
         old, new = change.old, change.new
-        if change.code == codes.FAILURE_SWALLOWED and new is not None:
-            found.append(swallowed(guard, name, before, old.assertion, new.assertion))
-        elif change.code == "raises" and new is not None:
-            found.extend(compare_raises(guard, tests, name, before, old.assertion, new.assertion))
-        elif change.code == "approx" and new is not None:
-            found.extend(compare_approx(guard, tests, name, before, old.assertion, new.assertion))
-        elif change.code in (codes.COMPARISON_WEAKENED, "inverted") and new is not None:
-            how = (
-                f"was weakened to `{one_line(check_text(new))}`: `{old.op}` -> `{new.op}`"
-                if change.code == codes.COMPARISON_WEAKENED
-                else f"was inverted to `{one_line(check_text(new))}`: it now asserts the opposite"
+        if change.code in (codes.ASSERTION_REMOVED, codes.PARAMETRIZE_CASES_REMOVED):
+            self._removed(change.code, old)
+            return
+        if new is None:
+            return
+        if change.code == codes.FAILURE_SWALLOWED:
+            self.found.append(
+                swallowed(self.guard, self.name, self.before, old.assertion, new.assertion)
             )
-            found.append(
-                judge(
-                    guard,
-                    tests,
-                    codes.COMPARISON_WEAKENED,
-                    new.assertion.line,
-                    f"in {name}, `{one_line(check_text(old))}` "
-                    f"({where(guard, before, old.assertion.line)}) {how}",
+        elif change.code == "raises":
+            self.found.extend(
+                compare_raises(
+                    self.guard, self.tests, self.name, self.before, old.assertion, new.assertion
                 )
             )
-        elif change.code == "normalised" and new is not None:
-            found.append(
-                relaxed(
-                    guard,
-                    codes.COMPARISON_WEAKENED,
-                    new.assertion.line,
-                    f"in {name}, the value `{one_line(old.subject, 60)}` "
-                    f"({where(guard, before, old.assertion.line)}) is now compared as "
-                    f"`{one_line(new.subject, 60)}`: normalised until it matches?",
+        elif change.code == "approx":
+            self.found.extend(
+                compare_approx(
+                    self.guard, self.tests, self.name, self.before, old.assertion, new.assertion
                 )
             )
-        elif change.code == "call-changed" and new is not None:
-            if old.row is not None and old.row in reported_rows:
-                continue
-            message = (
-                f"in {name}, {old.assertion.kind} `{one_line(old.assertion.text, 100)}` "
-                f"({where(guard, before, old.assertion.line)}) now checks something "
-                f"else: `{one_line(new.assertion.text, 100)}`, without a certificate"
-            )
-            # as a removed check would be: a warning in a test rewritten against another
-            # API (the default mode), else an error unless its code changed too
-            if rewritten:
-                found.append(
-                    relaxed(guard, codes.EXPECTED_VALUE_CHANGED, new.assertion.line, message)
-                )
-            else:
-                found.append(
-                    judge(guard, tests, codes.EXPECTED_VALUE_CHANGED, new.assertion.line, message)
-                )
-        elif change.code == "conditioned" and new is not None:
-            found.append(
-                relaxed(
-                    guard,
-                    codes.FAILURE_SWALLOWED,
-                    new.assertion.line,
-                    f"in {name}, `{one_line(new.assertion.text)}` "
-                    f"({where(guard, before, old.assertion.line)}) is now checked only when "
-                    f"`{one_line(new.assertion.condition or '', 80)}`",
-                )
-            )
-        elif change.code == "inputs" and new is not None:
-            if new.assertion.line in fed_lines:
-                continue
-            fed_lines.add(new.assertion.line)
-            found.extend(inputs_changed(guard, before, after, old, new))
-        elif change.code == codes.EXPECTED_VALUE_CHANGED and new is not None:
-            if not is_value(old.expected, before) or not (
-                is_value(new.expected, after) or is_constant(old.expected or "")
-            ):
-                # An expected side computed by the test: not a value to compare, but a
-                # check that compares with something else now.
-                found.append(
-                    relaxed(
-                        guard,
-                        codes.EXPECTED_VALUE_CHANGED,
-                        new.assertion.line,
-                        f"in {name}, `{one_line(old.subject)}` was compared with "
-                        f"`{quoted(old.expected)}` ({where(guard, before, old.assertion.line)})"
-                        f" and is now compared with `{quoted(new.expected)}`"
-                        + input_note(after, new),
-                    )
-                )
-                continue
-            if old.row is not None:
-                if old.row not in changed_rows:
-                    changed_rows[old.row] = (old, new)
-                continue
-            found.extend(value_changed(guard, tests, before, after.id, old, new))
-        elif change.code in (codes.ASSERTION_REMOVED, codes.PARAMETRIZE_CASES_REMOVED):
-            if old.row is not None and old.row in rows_lost:
-                if old.row not in reported_rows:
-                    reported_rows.add(old.row)
-                    found.append(
-                        judge(
-                            guard,
-                            tests,
-                            codes.PARAMETRIZE_CASES_REMOVED,
-                            after.line,
-                            f"in {name}, the parametrized case "
-                            f"{one_line(row_label(before, old.row, guard.fixtures), 120)} "
-                            f"({guard.base}) was removed",
-                        )
-                    )
-                continue
-            case = row_label(before, old.row, guard.fixtures)
-            in_case = f" (case {one_line(case, 60)})" if case else ""
-            message = (
-                f"in {name}{in_case}, {old.assertion.kind} `{one_line(check_text(old))}` "
-                f"({where(guard, before, old.assertion.line)}) was removed"
-            )
-            if rewritten and not guard.strict and change.code == codes.ASSERTION_REMOVED:
-                found.append(
-                    Found(
-                        codes.ASSERTION_REMOVED,
-                        after.line,
-                        f"{message}; the test no longer calls `{stopped[0]}` and makes "
-                        f"{len(gained)} new check(s) instead, e.g. "
-                        f"`{one_line(check_text(gained[0]), 60)}`: rewritten? (an error in "
-                        "agent mode)",
-                        Severity.WARNING,
-                    )
-                )
-                continue
-            found.append(judge(guard, tests, codes.ASSERTION_REMOVED, after.line, message))
-    for old, new in changed_rows.values():
-        found.extend(case_changed(guard, tests, before, after, old, new))
-    for row in sorted(rows_lost - reported_rows - set(changed_rows)):
-        found.append(
+        elif change.code in (codes.COMPARISON_WEAKENED, "inverted"):
+            self._weakened(change.code, old, new)
+        elif change.code == "normalised":
+            self._normalised(old, new)
+        elif change.code == "call-changed":
+            self._call_changed(old, new)
+        elif change.code == "conditioned":
+            self._conditioned(old, new)
+        elif change.code == "inputs":
+            self._fed(old, new)
+        elif change.code == codes.EXPECTED_VALUE_CHANGED:
+            self._expected_changed(old, new)
+
+    def _weakened(self, code: str, old: Check, new: Check) -> None:
+        how = (
+            f"was weakened to `{one_line(check_text(new))}`: `{old.op}` -> `{new.op}`"
+            if code == codes.COMPARISON_WEAKENED
+            else f"was inverted to `{one_line(check_text(new))}`: it now asserts the opposite"
+        )
+        self.found.append(
             judge(
-                guard,
-                tests,
-                codes.PARAMETRIZE_CASES_REMOVED,
-                after.line,
-                f"in {name}, the parametrized case "
-                f"{one_line(row_label(before, row, guard.fixtures), 120)} ({guard.base}) "
-                "was removed",
+                self.guard,
+                self.tests,
+                codes.COMPARISON_WEAKENED,
+                new.assertion.line,
+                f"in {self.name}, `{one_line(check_text(old))}` "
+                f"({self.where(old.assertion.line)}) {how}",
             )
         )
-    if not expandable(guard, before, after):
-        found.extend(table_changed(guard, tests, before, after))
-    found.extend(marks_changed(guard, name, before, after))
-    for patched in after.patched:
-        if patched not in before.patched and patched in after.calls:
-            found.append(
-                Found(
-                    codes.TESTED_FUNCTION_MONKEYPATCHED,
-                    after.line,
-                    f"{name} now monkeypatches `{patched}`, which it also calls: "
-                    "the test may be checking its own stand-in",
+
+    def _normalised(self, old: Check, new: Check) -> None:
+        self.found.append(
+            relaxed(
+                self.guard,
+                codes.COMPARISON_WEAKENED,
+                new.assertion.line,
+                f"in {self.name}, the value `{one_line(old.subject, 60)}` "
+                f"({self.where(old.assertion.line)}) is now compared as "
+                f"`{one_line(new.subject, 60)}`: normalised until it matches?",
+            )
+        )
+
+    def _call_changed(self, old: Check, new: Check) -> None:
+        if old.row is not None and old.row in self.reported_rows:
+            return
+        message = (
+            f"in {self.name}, {old.assertion.kind} `{one_line(old.assertion.text, 100)}` "
+            f"({self.where(old.assertion.line)}) now checks something "
+            f"else: `{one_line(new.assertion.text, 100)}`, without a certificate"
+        )
+        # as a removed check would be: a warning in a test rewritten against another
+        # API (the default mode), else an error unless its code changed too
+        code, line = codes.EXPECTED_VALUE_CHANGED, new.assertion.line
+        if self.rewritten:
+            self.found.append(relaxed(self.guard, code, line, message))
+        else:
+            self.found.append(judge(self.guard, self.tests, code, line, message))
+
+    def _conditioned(self, old: Check, new: Check) -> None:
+        self.found.append(
+            relaxed(
+                self.guard,
+                codes.FAILURE_SWALLOWED,
+                new.assertion.line,
+                f"in {self.name}, `{one_line(new.assertion.text)}` "
+                f"({self.where(old.assertion.line)}) is now checked only when "
+                f"`{one_line(new.assertion.condition or '', 80)}`",
+            )
+        )
+
+    def _fed(self, old: Check, new: Check) -> None:
+        if new.assertion.line in self.fed_lines:
+            return
+        self.fed_lines.add(new.assertion.line)
+        self.found.extend(inputs_changed(self.guard, self.before, self.after, old, new))
+
+    def _expected_changed(self, old: Check, new: Check) -> None:
+        before, after = self.before, self.after
+        if not is_value(old.expected, before) or not (
+            is_value(new.expected, after) or is_constant(old.expected or "")
+        ):
+            # An expected side computed by the test: not a value to compare, but a
+            # check that compares with something else now.
+            self.found.append(
+                relaxed(
+                    self.guard,
+                    codes.EXPECTED_VALUE_CHANGED,
+                    new.assertion.line,
+                    f"in {self.name}, `{one_line(old.subject)}` was compared with "
+                    f"`{quoted(old.expected)}` ({self.where(old.assertion.line)})"
+                    f" and is now compared with `{quoted(new.expected)}`" + input_note(after, new),
                 )
             )
-    return found
+            return
+        if old.row is not None:
+            if old.row not in self.changed_rows:
+                self.changed_rows[old.row] = (old, new)
+            return
+        self.found.extend(value_changed(self.guard, self.tests, before, after.id, old, new))
+
+    def _removed(self, code: str, old: Check) -> None:
+        guard, before, after = self.guard, self.before, self.after
+        if old.row is not None and old.row in self.rows_lost:
+            if old.row not in self.reported_rows:
+                self.reported_rows.add(old.row)
+                self._case_removed(old.row)
+            return
+        case = row_label(before, old.row, guard.fixtures)
+        in_case = f" (case {one_line(case, 60)})" if case else ""
+        message = (
+            f"in {self.name}{in_case}, {old.assertion.kind} `{one_line(check_text(old))}` "
+            f"({self.where(old.assertion.line)}) was removed"
+        )
+        if self.rewritten and not guard.strict and code == codes.ASSERTION_REMOVED:
+            self.found.append(
+                Found(
+                    codes.ASSERTION_REMOVED,
+                    after.line,
+                    f"{message}; the test no longer calls `{self.stopped[0]}` and makes "
+                    f"{len(self.gained)} new check(s) instead, e.g. "
+                    f"`{one_line(check_text(self.gained[0]), 60)}`: rewritten? (an error in "
+                    "agent mode)",
+                    Severity.WARNING,
+                )
+            )
+            return
+        self.found.append(judge(guard, self.tests, codes.ASSERTION_REMOVED, after.line, message))
+
+    def _case_removed(self, row: int) -> None:
+        self.found.append(
+            judge(
+                self.guard,
+                self.tests,
+                codes.PARAMETRIZE_CASES_REMOVED,
+                self.after.line,
+                f"in {self.name}, the parametrized case "
+                f"{one_line(row_label(self.before, row, self.guard.fixtures), 120)} "
+                f"({self.guard.base}) was removed",
+            )
+        )
+
+    # ------------------------------------------------------------------ the whole test
+
+    def report_cases(self) -> None:
+        """The parametrized cases whose values changed, those lost, and a table the guard
+        could not read row by row."""
+        guard, before, after = self.guard, self.before, self.after
+        for old, new in self.changed_rows.values():
+            self.found.extend(case_changed(guard, self.tests, before, after, old, new))
+        for row in sorted(self.rows_lost - self.reported_rows - set(self.changed_rows)):
+            self._case_removed(row)
+        if not expandable(guard, before, after):
+            self.found.extend(table_changed(guard, self.tests, before, after))
+
+    def report_marks_and_patches(self) -> None:
+        before, after = self.before, self.after
+        self.found.extend(marks_changed(self.guard, self.name, before, after))
+        for patched in after.patched:
+            if patched not in before.patched and patched in after.calls:
+                self.found.append(
+                    Found(
+                        codes.TESTED_FUNCTION_MONKEYPATCHED,
+                        after.line,
+                        f"{self.name} now monkeypatches `{patched}`, which it also calls: "
+                        "the test may be checking its own stand-in",
+                    )
+                )
 
 
 def marks_changed(

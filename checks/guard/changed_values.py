@@ -17,11 +17,9 @@ from referee.checks.guard.compare import (
     rows_of,
 )
 from referee.checks.guard.context import GuardContext
-from referee.checks.guard.facts import (
-    TestFacts,
-    canonical,
-)
+from referee.checks.guard.facts import TestFacts
 from referee.checks.guard.normal import (
+    canonical,
     one_line,
     parse_expression,
     statement_key,

@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from referee.checks.guard import codes
-from referee.checks.guard.facts import STRENGTH, Assertion, TestFacts
+from referee.checks.guard.asserted import STRENGTH, Assertion
+from referee.checks.guard.facts import TestFacts
 from referee.checks.guard.normal import (
     callee,
     is_constant,
@@ -156,10 +157,33 @@ def compare_checks(
 ) -> list[Change]:
     """The changes between the checks of ``before`` and ``after`` (the same test, or its
     counterpart after a rename or a move). ``still_made(key)``: whether a check missing
-    here is still made as often as before elsewhere in the changed test tree."""
+    here is still made as often as before elsewhere in the changed test tree.
+
+    A check made now as it was is compared in place; the others are paired, in turn,
+    with a new check on the same subject, with the same expected value, or calling the
+    same function; what stays unpaired was removed."""
     old = checks_of(before, fixtures)
     new = checks_of(after, fixtures)
     changes: list[Change] = []
+    unmatched = _compare_kept(old, new, changes)
+    pool = _Pool(old, new)
+    remaining = _pair_by_subject(unmatched, pool, still_made, changes)
+    removed = _pair_by_expected(remaining, pool, changes)
+    leftover = _pair_by_callee(removed, pool, before, after, changes)
+    changes.extend(_removals(leftover, pool, before, after, fixtures))
+    # What the test checks now that it did not: a removal next to as many new checks,
+    # in a test that stopped calling something, is a test rewritten (see changed_tests.py).
+    changes.extend(
+        Change("gained", c)
+        for c in pool.checks
+        if c.assertion.silenced is None and c.op not in ("call", "raise") and not _trivial(c)
+    )
+    return changes
+
+
+def _compare_kept(old: list[Check], new: list[Check], changes: list[Change]) -> list[Check]:
+    """Add the changes of the base's checks that are still made (the same key): now
+    silenced, conditioned or fed other data; return those that are not."""
     by_key: dict[tuple[str, str, str | None], list[Check]] = {}
     for check in new:
         by_key.setdefault(check.key, []).append(check)
@@ -195,36 +219,57 @@ def compare_checks(
         if all(not same_feeds(check.assertion.feeds, c.assertion.feeds) for c in found):
             # fed other data (of several equal checks, none is fed as this one was)
             changes.append(Change("inputs", check, live))
-    # New checks beyond the ones the base already made (a second `assert out == x`
-    # where the base had one) are free to pair with the base's unmatched checks.
-    made = Counter(c.key for c in old)
-    pool = []
-    for check in new:
-        if made[check.key] > 0:
-            made[check.key] -= 1
-        else:
-            pool.append(check)
+    return unmatched
 
-    def take(match: Callable[[Check], bool]) -> Check | None:
-        for index, candidate in enumerate(pool):
+
+class _Pool:
+    """New checks beyond the ones the base already made (a second `assert out == x`
+    where the base had one): free to pair with the base's unmatched checks, each once."""
+
+    def __init__(self, old: list[Check], new: list[Check]) -> None:
+        made = Counter(c.key for c in old)
+        self.checks: list[Check] = []
+        for check in new:
+            if made[check.key] > 0:
+                made[check.key] -= 1
+            else:
+                self.checks.append(check)
+
+    def take(self, match: Callable[[Check], bool]) -> Check | None:
+        for index, candidate in enumerate(self.checks):
             if match(candidate):
-                return pool.pop(index)
+                return self.checks.pop(index)
         return None
 
+
+def _pair_by_subject(
+    unmatched: list[Check],
+    pool: _Pool,
+    still_made: Callable[[tuple[str, str, str | None]], bool] | None,
+    changes: list[Change],
+) -> list[Check]:
+    """Pair each unmatched check with a new one on the same subject (the same case
+    first) and add how it changed; return those with no such counterpart."""
     remaining: list[Check] = []
     for check in unmatched:
         if still_made is not None and still_made(check.key):
             continue  # moved to another test
-        other = take(lambda c, o=check: c.subject == o.subject and c.row == o.row) or take(
-            lambda c, o=check: c.subject == o.subject
-        )
+        other = pool.take(
+            lambda c, o=check: c.subject == o.subject and c.row == o.row
+        ) or pool.take(lambda c, o=check: c.subject == o.subject)
         if other is None:
             remaining.append(check)
             continue
         changes.extend(_same_subject(check, other))
+    return remaining
+
+
+def _pair_by_expected(remaining: list[Check], pool: _Pool, changes: list[Change]) -> list[Check]:
+    """Pair each check with a new one that compares with the same expected value (the
+    subject was rewritten); return those with none."""
     removed: list[Check] = []
     for check in remaining:
-        other = take(
+        other = pool.take(
             lambda c, o=check: c.op == o.op and o.expected is not None and c.expected == o.expected
         )
         if other is not None:  # the subject was rewritten, the expected value kept
@@ -236,12 +281,25 @@ def compare_checks(
                 changes.append(Change("normalised", check, other))
             continue
         removed.append(check)
+    return removed
+
+
+def _pair_by_callee(
+    removed: list[Check],
+    pool: _Pool,
+    before: TestFacts,
+    after: TestFacts,
+    changes: list[Change],
+) -> list[Check]:
+    """Pair each check with a new one that calls the same function (input and expected
+    value both rewritten, or a checking helper called on other values); return those
+    with none."""
     leftover: list[Check] = []
     for check in removed:
         function = callee(check.subject)
         other = None
         if function is not None and check.op in ("==", "is", "approx", "raises"):
-            other = take(
+            other = pool.take(
                 lambda c, o=check, f=function: (
                     c.op == o.op and callee(c.subject) == f and c.assertion.silenced is None
                 )
@@ -249,7 +307,7 @@ def compare_checks(
         if other is None and check.op == "call" and function is not None:
             # the same checking helper called on other values: `assert_outcomes(failed=1)`
             # became `assert_outcomes(xfailed=1)`
-            other = take(
+            other = pool.take(
                 lambda c, f=function: (
                     c.op == "call" and callee(c.subject) == f and c.assertion.silenced is None
                 )
@@ -268,7 +326,20 @@ def compare_checks(
                 changes.append(Change(codes.EXPECTED_VALUE_CHANGED, check, other))
             continue
         leftover.append(check)
-    helper_calls = sum(1 for c in pool if c.op == "call" and c.assertion.silenced is None)
+    return leftover
+
+
+def _removals(
+    leftover: list[Check],
+    pool: _Pool,
+    before: TestFacts,
+    after: TestFacts,
+    fixtures: Mapping[str, list[str]] | None,
+) -> list[Change]:
+    """The checks no new check stands for: removed (a parametrized case, when the table
+    has fewer rows), unless a new call to a helper that asserts took them over."""
+    changes: list[Change] = []
+    helper_calls = sum(1 for c in pool.checks if c.op == "call" and c.assertion.silenced is None)
     rows_before = len(before.rows) if before.rows else 0
     rows_after = len(rows_of(after, fixtures)[1] or [])
     for check in leftover:
@@ -279,13 +350,6 @@ def compare_checks(
             changes.append(Change(codes.PARAMETRIZE_CASES_REMOVED, check))
         else:
             changes.append(Change(codes.ASSERTION_REMOVED, check))
-    # What the test checks now that it did not: a removal next to as many new checks,
-    # in a test that stopped calling something, is a test rewritten (see changed_tests.py).
-    changes.extend(
-        Change("gained", c)
-        for c in pool
-        if c.assertion.silenced is None and c.op not in ("call", "raise") and not _trivial(c)
-    )
     return changes
 
 

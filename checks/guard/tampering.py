@@ -13,10 +13,7 @@ from tree_sitter import Node
 
 from referee.checks.guard import pytestconfig
 from referee.checks.guard.context import GuardContext
-from referee.checks.guard.facts import (
-    canonical,
-    squash,
-)
+from referee.checks.guard.normal import canonical, squash
 from referee.checks.guard.sides import base_of, new_functions
 from referee.checks.guard.verdict import span
 from referee.checks.rule import Context, Violation
@@ -73,48 +70,62 @@ def test_config_tampered(ctx: Context) -> Iterator[Violation]:
     text = ctx.source.text
     before, now = _settings_compared(ctx, name)
     if before is not None and now is not None:
-        added = _deselecting_options(now.get("addopts", "")) - _deselecting_options(
-            before.get("addopts", "")
+        yield from _settings_narrowed(guard, text, before, now)
+    if name == "tox.ini":
+        yield from _tox_narrowed(guard, text)
+
+
+def _settings_narrowed(
+    guard: GuardContext, text: str, before: dict[str, str], now: dict[str, str]
+) -> Iterator[Violation]:
+    """pytest settings (``text``'s, or those in effect for it) that now run fewer tests:
+    a new deselecting ``addopts`` option, ``xfail_strict`` turned off, a narrower
+    collection setting."""
+    added = _deselecting_options(now.get("addopts", "")) - _deselecting_options(
+        before.get("addopts", "")
+    )
+    for option in sorted(added):
+        if not _deselects_existing(guard, option):
+            continue
+        yield Violation(
+            span=span(_line_of(text, option.split(" ", 1)[0])),
+            message=f"pytest addopts now include `{option}` ({guard.base} did "
+            "not): fewer tests run",
         )
-        for option in sorted(added):
+    if pytestconfig.xfail_strict(before) and not pytestconfig.xfail_strict(now):
+        was = before.get("xfail_strict", before.get("strict"))
+        yield Violation(
+            span=span(_line_of(text, "strict")),
+            message=f"pytest `xfail_strict` is no longer true ({guard.base}: {was!r}): an "
+            "xfail test that passes no longer fails the run",
+        )
+    for key in _COLLECTION_KEYS:
+        if not _narrowed(key, before.get(key), now.get(key)):
+            continue
+        lost = _no_longer_collected(guard.test_files, key, before, now)
+        if lost == []:
+            continue  # every test module is collected as before
+        which = f": {lost[0]} is no longer collected" if lost else ": which tests run changed"
+        yield Violation(
+            span=span(_line_of(text, key)),
+            message=f"pytest `{key}` changed from {before.get(key)!r} "
+            f"({guard.base}) to {now.get(key)!r}{which}",
+        )
+
+
+def _tox_narrowed(guard: GuardContext, text: str) -> Iterator[Violation]:
+    """tox environments that now run pytest with a deselecting option."""
+    old_envs = pytestconfig.tox_pytest_arguments(guard.baseline or "")
+    for env, arguments in pytestconfig.tox_pytest_arguments(text).items():
+        was = _deselecting_options(old_envs.get(env, old_envs.get("testenv", "")))
+        for option in sorted(_deselecting_options(arguments) - was):
             if not _deselects_existing(guard, option):
                 continue
             yield Violation(
-                span=span(_line_of(text, option.split(" ", 1)[0])),
-                message=f"pytest addopts now include `{option}` ({guard.base} did "
-                "not): fewer tests run",
+                span=span(_line_of(text, option.split(" ", 1)[-1])),
+                message=f"tox `[{env}]` now runs pytest with `{option}` ({guard.base} "
+                "did not): fewer tests run",
             )
-        if pytestconfig.xfail_strict(before) and not pytestconfig.xfail_strict(now):
-            was = before.get("xfail_strict", before.get("strict"))
-            yield Violation(
-                span=span(_line_of(text, "strict")),
-                message=f"pytest `xfail_strict` is no longer true ({guard.base}: {was!r}): an "
-                "xfail test that passes no longer fails the run",
-            )
-        for key in _COLLECTION_KEYS:
-            if not _narrowed(key, before.get(key), now.get(key)):
-                continue
-            lost = _no_longer_collected(guard.test_files, key, before, now)
-            if lost == []:
-                continue  # every test module is collected as before
-            which = f": {lost[0]} is no longer collected" if lost else ": which tests run changed"
-            yield Violation(
-                span=span(_line_of(text, key)),
-                message=f"pytest `{key}` changed from {before.get(key)!r} "
-                f"({guard.base}) to {now.get(key)!r}{which}",
-            )
-    if name == "tox.ini":
-        old_envs = pytestconfig.tox_pytest_arguments(guard.baseline or "")
-        for env, arguments in pytestconfig.tox_pytest_arguments(text).items():
-            was = _deselecting_options(old_envs.get(env, old_envs.get("testenv", "")))
-            for option in sorted(_deselecting_options(arguments) - was):
-                if not _deselects_existing(guard, option):
-                    continue
-                yield Violation(
-                    span=span(_line_of(text, option.split(" ", 1)[-1])),
-                    message=f"tox `[{env}]` now runs pytest with `{option}` ({guard.base} "
-                    "did not): fewer tests run",
-                )
 
 
 _EXPRESSION_WORDS = frozenset({"and", "or", "not"})

@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from referee.checks.guard.context import GuardContext
-from referee.checks.guard.facts import (
-    TestFacts,
-)
+from referee.checks.guard.facts import TestFacts
 from referee.checks.models import Location, Severity, Span
 
 

@@ -23,11 +23,7 @@ from referee.checks.guard.changed_tests import (
     missing_test,
     relaxations_changed,
 )
-from referee.checks.guard.facts import (
-    Relaxation,
-    TestFacts,
-    module_relaxations,
-)
+from referee.checks.guard.facts import Relaxation, TestFacts, module_relaxations
 from referee.checks.guard.normal import (
     statement_key,
 )
