@@ -13,23 +13,23 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from tree_sitter import Node
 
+from referee.checks.chunks import Chunk, ChunkFacts, chunk_facts, chunks_of
 from referee.checks.config import Settings
 from referee.checks.guard.context import GuardContext
 from referee.checks.models import DEFAULT_TEST_FILES, Finding, Fix, Span
-from referee.checks.project import EMPTY_VIEW, FileView, base_name
+from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.pymodule import (
-    Function,
     PythonModule,
     close_asserting,
     imports_only_unittest,
     merged_ranges,
 )
 from referee.checks.registry import GUARD_CODES
-from referee.checks.rule import Context, Rule, Violation
+from referee.checks.rule import STATEMENT, Context, Rule, Violation
 from referee.checks.shape.markup import fenced_blocks, split_lines
 from referee.checks.source import SourceFile
 
@@ -273,166 +273,17 @@ def check_text(text: str, path: str, settings: Settings | None = None) -> list[F
 
 # ---------------------------------------------------------------------- incremental checks
 
-# Rules whose findings inside one top-level statement (a function, a class, a statement,
-# a comment) depend only on that statement's text and on the file-wide facts that
-# :class:`Incremental` tracks: the assertion aliases, whether the module imports only
-# unittest, which functions are defined and which assert, and which methods a subclass
-# elsewhere in the file overrides. Every other rule runs on the whole file at every check.
-# A new rule is file-wide until it is added here (tests/test_incremental.py then covers it).
-PER_STATEMENT = frozenset(
-    {
-        "REF101",
-        "REF102",
-        "REF110",
-        "REF111",
-        "REF112",
-        "REF113",
-        "REF114",
-        "REF115",
-        "REF116",
-        "REF117",
-        "REF120",
-        "REF121",
-    }
-)
 # A message that names a line ("the `try` on line 12") is only reused where it was made.
 _CITES_LINE = re.compile(r"\blines?\s+\d")
 
 
-class _Chunk(NamedTuple):
-    """Whole lines holding one or more top-level statements (several when they share a
-    line), as byte offsets into the source and 0-based rows."""
-
-    key: bytes  # the lines' text: what the findings inside them depend on
-    start: int
-    end: int
-    first_row: int
-    # Holds a syntax error. Its tree then depends on more than its text (error recovery
-    # may read far), so it is always checked again, and never reused.
-    broken: bool
-
-
-def _chunks(source: SourceFile) -> list[_Chunk]:
-    data = source.data
-    chunks: list[_Chunk] = []
-    start = end = first = last = -1
-    broken = False
-    root = source.tree.root_node
-    for node in root.children:
-        row = node.start_point.row
-        if start >= 0 and row <= last:
-            last = max(last, node.end_point.row)
-            end = max(end, node.end_byte)
-            broken = broken or node.has_error
-            continue
-        if start >= 0:
-            chunks.append(_close(data, start, end, first, broken))
-        start, end = node.start_byte - node.start_point.column, node.end_byte
-        first, last = row, node.end_point.row
-        broken = node.has_error or root.type != "module"
-    if start >= 0:
-        chunks.append(_close(data, start, end, first, broken))
-    return chunks
-
-
-def _close(data: bytes, start: int, end: int, first_row: int, broken: bool) -> _Chunk:
-    line_end = data.find(b"\n", end)
-    end = len(data) if line_end < 0 else line_end
-    return _Chunk(data[start:end], start, end, first_row, broken)
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """What one chunk contributes to the file-wide facts, and what it depends on."""
-
-    aliases: frozenset[str]  # `eq = self.assertEqual`
-    defined: frozenset[str]  # function names
-    asserting: frozenset[str]  # functions that assert themselves, with their enclosers
-    candidates: tuple[tuple[str, list[str]], ...]  # the others: (name, callees)
-    depends: frozenset[str]  # callees and decorators: whether they assert matters here
-    methods: frozenset[tuple[str, str]]  # (class, method) defined here
-    overrides: frozenset[tuple[str, str]]  # (base class, method) a subclass here defines
-    comments: tuple[tuple[int, int], ...]  # byte ranges, from the chunk's start
-    suspicious: bool
-
-
 @dataclass
 class _Entry:
-    facts: _Facts
+    facts: ChunkFacts
     signature: tuple[frozenset[Any], ...]  # the file-wide facts its findings were made with
     placed: dict[int, list[Finding]] = field(default_factory=dict)  # first row -> findings
     anchored: bool = False  # a message names a line: reuse only at the same row
     broken: bool = False  # made from a chunk with a syntax error: never reused
-
-
-def _ancestors(fn: Function) -> Iterable[Function]:
-    current: Function | None = fn
-    while current is not None:
-        yield current
-        current = current.parent
-
-
-def _facts(module: PythonModule, chunks: list[_Chunk], indices: list[int]) -> dict[int, _Facts]:
-    """Each chunk's facts, from a module that collected (at least) those chunks."""
-    starts = [chunks[i].start for i in indices]
-
-    def owner(byte: int) -> int | None:
-        at = bisect.bisect_right(starts, byte) - 1
-        if at < 0 or byte >= chunks[indices[at]].end:
-            return None  # a context chunk's node (see Incremental._check)
-        return indices[at]
-
-    functions: dict[int, list[Function]] = {}
-    for fn in module.functions:
-        at = owner(fn.node.start_byte)
-        if at is not None:
-            functions.setdefault(at, []).append(fn)
-    comments: dict[int, list[Node]] = {}
-    for node in module.comments:
-        at = owner(node.start_byte)
-        if at is not None:
-            comments.setdefault(at, []).append(node)
-    aliases: dict[int, set[str]] = {}
-    for alias, byte in module.alias_sites:
-        at = owner(byte)
-        if at is not None:
-            aliases.setdefault(at, set()).add(alias)
-    suspicious = {owner(node.start_byte) for node in module.suspicious}
-    found = {}
-    for i in indices:
-        fns = functions.get(i, [])
-        asserting = frozenset(
-            outer.name
-            for fn in fns
-            if fn.assertions
-            for outer in _ancestors(fn)
-            if outer.parent is None  # a nested function's name is not visible file-wide
-        )
-        start = chunks[i].start
-        found[i] = _Facts(
-            aliases=frozenset(aliases.get(i, ())),
-            defined=frozenset(fn.name for fn in fns),
-            asserting=asserting,
-            candidates=tuple(
-                (fn.name, [name for name, _ in fn.calls])
-                for fn in fns
-                if fn.name not in asserting and fn.parent is None
-            ),
-            depends=frozenset(
-                [name for fn in fns for name, _ in fn.calls]
-                + [d.rsplit(".", 1)[-1] for fn in fns for d in fn.decorators]
-            ),
-            methods=frozenset((fn.class_.name, fn.name) for fn in fns if fn.class_ is not None),
-            overrides=frozenset(
-                (base_name(base), fn.name)
-                for fn in fns
-                if fn.class_ is not None
-                for base in fn.class_.bases
-            ),
-            comments=tuple((n.start_byte - start, n.end_byte - start) for n in comments.get(i, ())),
-            suspicious=i in suspicious,
-        )
-    return found
 
 
 class _FileFacts:
@@ -444,8 +295,8 @@ class _FileFacts:
         self,
         source: SourceFile,
         is_test_file: bool,
-        chunks: list[_Chunk],
-        facts: list[_Facts],
+        chunks: list[Chunk],
+        facts: list[ChunkFacts],
         project: FileView,
     ) -> None:
         self.source = source
@@ -518,7 +369,7 @@ class Incremental:
     at a time.
 
     The file is cut into chunks, the whole lines of each top-level statement. A chunk's
-    findings (from the rules in :data:`PER_STATEMENT`) are cached by its text, with the
+    findings (from the rules whose ``scope`` is ``"statement"``) are cached by its text, with the
     file-wide facts they were made with; a chunk that moved keeps its findings, shifted.
     A check collects and checks only the chunks that are new, those whose facts changed
     (a helper they call stopped asserting), and, as context, those that override their
@@ -551,7 +402,7 @@ class Incremental:
             # helper that stopped asserting, an override removed) re-checks it all.
             identity = (settings, relpath, source.path, source.kind, project)
             unittest_only = imports_only_unittest(source.text)
-            chunks = _chunks(source)
+            chunks = chunks_of(source)
             if (
                 self._identity == identity
                 and unittest_only == self._unittest_only
@@ -578,17 +429,17 @@ class Incremental:
         settings: Settings,
         relpath: str,
         guard: GuardContext | None,
-        chunks: list[_Chunk],
+        chunks: list[Chunk],
         project: FileView,
     ) -> list[Finding]:
         ctx = _context(source, settings, relpath, guard, store=self.store, project=project)
         ctx.memo["chunks"] = chunks  # for the rules' own per-statement caches
         module = ctx.module
         rules = settings.rules_for(relpath, source.kind)
-        local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
-        whole = _run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings)
+        local = _run(ctx, [r for r in rules if r.scope == STATEMENT], settings)
+        whole = _run(ctx, [r for r in rules if r.scope != STATEMENT], settings)
         everything = list(range(len(chunks)))
-        facts = _facts(module, chunks, everything)
+        facts = chunk_facts(module, chunks, everything)
         by_chunk = _by_chunk(local, chunks, set(everything))
         assert by_chunk is not None, "every statement lies in a chunk"
         defined, asserting = module.defined_names, module.asserting_functions
@@ -611,7 +462,7 @@ class Incremental:
         settings: Settings,
         relpath: str,
         guard: GuardContext | None,
-        chunks: list[_Chunk],
+        chunks: list[Chunk],
         unittest_only: bool,
         project: FileView,
     ) -> list[Finding]:
@@ -626,7 +477,7 @@ class Incremental:
             or (entry.anchored and chunk.first_row not in entry.placed)
         ]
         module = self._module(source, is_test_file, chunks, new, unittest_only, project)
-        found = _facts(module, chunks, new)
+        found = chunk_facts(module, chunks, new)
         facts = [found[i] if i in found else entries[c.key].facts for i, c in enumerate(chunks)]
         if frozenset(alias for f in facts for alias in f.aliases) != self._aliases:
             raise _Stale  # every call to an alias is an assertion: collect everything anew
@@ -638,31 +489,8 @@ class Incremental:
         )
         offered = _offered(facts)
         file_facts = (defined, asserting, offered)
-        signatures = {i: _signature(facts[i], defined, asserting, offered) for i in new}
-        redo = set(new)
-        if file_facts != self._globals:  # the chunks that depend on what changed
-            for i, chunk in enumerate(chunks):
-                if i not in redo:
-                    signatures[i] = _signature(facts[i], defined, asserting, offered)
-                    if signatures[i] != entries[chunk.key].signature:
-                        redo.add(i)
-        # A method's placeholder is a declaration when a subclass here overrides it: the
-        # rule looks for the override among the module's functions, so those must be there.
-        overridden = {
-            method
-            for i in redo
-            for method in facts[i].methods
-            if offered.get(method, 0) > (method in facts[i].overrides)
-        }
-        context = (
-            {
-                j
-                for j, f in enumerate(facts)
-                if j not in redo and not overridden.isdisjoint(f.overrides)
-            }
-            if overridden
-            else set()
-        )
+        redo, signatures = self._redo(chunks, facts, new, file_facts)
+        context = _context_chunks(facts, redo, offered)
         if redo | context != set(new):
             module = self._module(
                 source, is_test_file, chunks, sorted(redo | context), unittest_only, project
@@ -670,10 +498,52 @@ class Incremental:
         module.use_file_facts(defined, asserting)
         rules = settings.rules_for(relpath, source.kind)
         ctx = _context(source, settings, relpath, guard, module, self.store, project)
-        local = _run(ctx, [r for r in rules if r.code in PER_STATEMENT], settings)
+        local = _run(ctx, [r for r in rules if r.scope == STATEMENT], settings)
         by_chunk = _by_chunk(local, chunks, redo | context)
         if by_chunk is None:
             raise _Stale
+        entries_now, findings = self._placed(chunks, facts, signatures, redo, by_chunk)
+        self._entries = entries_now
+        self._globals = file_facts
+        self.rechecked = len(redo)
+        whole_module = _FileFacts(source, is_test_file, chunks, facts, project)
+        ctx = _context(source, settings, relpath, guard, whole_module, self.store, project)
+        ctx.memo["chunks"] = chunks
+        findings.extend(_run(ctx, [r for r in rules if r.scope != STATEMENT], settings))
+        return _sort(_unsuppressed(findings, source.text, guard))
+
+    def _redo(
+        self,
+        chunks: list[Chunk],
+        facts: list[ChunkFacts],
+        new: list[int],
+        file_facts: tuple[frozenset[str], frozenset[str], dict[tuple[str, str], int]],
+    ) -> tuple[set[int], dict[int, tuple[frozenset[Any], ...]]]:
+        """The chunks to check again — the new ones, and those whose file-wide facts
+        changed (a helper they call stopped asserting) — and each one's signature."""
+        defined, asserting, offered = file_facts
+        signatures = {i: _signature(facts[i], defined, asserting, offered) for i in new}
+        redo = set(new)
+        if file_facts != self._globals:  # the chunks that depend on what changed
+            for i, chunk in enumerate(chunks):
+                if i not in redo:
+                    signatures[i] = _signature(facts[i], defined, asserting, offered)
+                    if signatures[i] != self._entries[chunk.key].signature:
+                        redo.add(i)
+        return redo, signatures
+
+    def _placed(
+        self,
+        chunks: list[Chunk],
+        facts: list[ChunkFacts],
+        signatures: dict[int, tuple[frozenset[Any], ...]],
+        redo: set[int],
+        by_chunk: dict[int, list[Finding]],
+    ) -> tuple[dict[bytes, _Entry], list[Finding]]:
+        """The entries of this check's chunks, and their findings: those just made for
+        the chunks checked again, the cached ones (shifted if the chunk moved) for the
+        others."""
+        entries = self._entries
         entries_now: dict[bytes, _Entry] = {}
         findings: list[Finding] = []
         for i, chunk in enumerate(chunks):
@@ -698,20 +568,13 @@ class Incremental:
                     placed = shifted(there, chunk.first_row - row)
                 entry.placed[chunk.first_row] = placed
             findings.extend(placed)
-        self._entries = entries_now
-        self._globals = file_facts
-        self.rechecked = len(redo)
-        whole_module = _FileFacts(source, is_test_file, chunks, facts, project)
-        ctx = _context(source, settings, relpath, guard, whole_module, self.store, project)
-        ctx.memo["chunks"] = chunks
-        findings.extend(_run(ctx, [r for r in rules if r.code not in PER_STATEMENT], settings))
-        return _sort(_unsuppressed(findings, source.text, guard))
+        return entries_now, findings
 
     def _module(
         self,
         source: SourceFile,
         is_test_file: bool,
-        chunks: list[_Chunk],
+        chunks: list[Chunk],
         indices: list[int],
         unittest_only: bool,
         project: FileView,
@@ -727,7 +590,26 @@ class Incremental:
         )
 
 
-def _offered(facts: Iterable[_Facts]) -> dict[tuple[str, str], int]:
+def _context_chunks(
+    facts: list[ChunkFacts], redo: set[int], offered: dict[tuple[str, str], int]
+) -> set[int]:
+    """The chunks to collect, not check, with those checked again: a method's
+    placeholder is a declaration when a subclass here overrides it, and the rule looks
+    for the override among the module's functions, so those must be there."""
+    overridden = {
+        method
+        for i in redo
+        for method in facts[i].methods
+        if offered.get(method, 0) > (method in facts[i].overrides)
+    }
+    if not overridden:
+        return set()
+    return {
+        j for j, f in enumerate(facts) if j not in redo and not overridden.isdisjoint(f.overrides)
+    }
+
+
+def _offered(facts: Iterable[ChunkFacts]) -> dict[tuple[str, str], int]:
     """(base class, method) -> how many chunks define that method in a subclass of it."""
     offered: dict[tuple[str, str], int] = {}
     for f in facts:
@@ -737,7 +619,7 @@ def _offered(facts: Iterable[_Facts]) -> dict[tuple[str, str], int]:
 
 
 def _signature(
-    facts: _Facts,
+    facts: ChunkFacts,
     defined: frozenset[str],
     asserting: frozenset[str],
     offered: dict[tuple[str, str], int],
@@ -750,7 +632,7 @@ def _signature(
 
 
 def _by_chunk(
-    findings: list[Finding], chunks: list[_Chunk], wanted: set[int]
+    findings: list[Finding], chunks: list[Chunk], wanted: set[int]
 ) -> dict[int, list[Finding]] | None:
     """Findings by the chunk they start in; None when one lies outside ``wanted``."""
     rows = [c.first_row for c in chunks]
@@ -763,7 +645,7 @@ def _by_chunk(
     return found
 
 
-def _place(entry: _Entry, chunk: _Chunk, findings: list[Finding]) -> None:
+def _place(entry: _Entry, chunk: Chunk, findings: list[Finding]) -> None:
     entry.placed[chunk.first_row] = findings
     entry.broken = entry.broken or chunk.broken
     if any(_CITES_LINE.search(f.message) for f in findings):

@@ -12,7 +12,7 @@ checks (cached with the results), the language server from the workspace's files
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -357,8 +357,3 @@ class ProjectIndex:
                             yield cls.name, method
                         methods -= sub.methods
                     todo.append((sub_facts, sub.name))
-
-
-def index_of(sources: Mapping[str, SourceFile]) -> ProjectIndex:
-    """The index of Python sources given by relpath (tests, the language server)."""
-    return ProjectIndex.of(summarize(source, relpath) for relpath, source in sources.items())

@@ -368,9 +368,37 @@ class PythonModule:
         return {name: sorted(nodes, key=_position) for name, nodes in captures.items()}
 
     def _collect(self) -> None:
-        source = self.source
         captures = self._captures()
-        classes = captures.get("class", [])
+        self._collect_classes(captures.get("class", []))
+        functions = captures.get("function", [])
+        starts = self._collect_functions(functions)
+        self.suspicious.extend(captures.get("python2", []))
+        self.suspicious.extend(
+            n for n in (*functions, *captures.get("class", [])) if _empty_body(n)
+        )
+        for cls in self.classes:
+            cls.nested = self._innermost(cls.node.start_byte, cls.node.end_byte, starts) is not None
+        self._starts = starts
+
+        for node in captures.get("assert", []):
+            self._attach_assertion(node)
+        for node in captures.get("raise", []):
+            name = raised_name(self.source, node)
+            if name is not None and name not in _NOT_FAILURES:
+                self._attach_assertion(node)
+        self._collect_calls(captures, starts)
+        for node in captures.get("comment", []):
+            self.comments.append(node)
+            fn = self._innermost(node.start_byte, node.end_byte, starts)
+            if fn is not None:
+                fn.comments.append(node)
+
+        if self.is_test_file:
+            for fn in self.functions:
+                fn.is_test = self._is_test_function(fn)
+
+    def _collect_classes(self, classes: list[Node]) -> None:
+        source = self.source
         for node in classes:
             bases_node = node.child_by_field_name("superclasses")
             bases = (
@@ -386,9 +414,12 @@ class PythonModule:
             self.classes.append(
                 Class(node, source.node_text(name_node) if name_node else "", bases, False)
             )
-        class_starts = [c.node.start_byte for c in self.classes]
 
-        functions = captures.get("function", [])
+    def _collect_functions(self, functions: list[Node]) -> list[int]:
+        """Collect the functions, each with its class and enclosing function; return
+        their start bytes, in order."""
+        source = self.source
+        class_starts = [c.node.start_byte for c in self.classes]
         starts: list[int] = []
         for node in functions:
             name_node = node.child_by_field_name("name")
@@ -403,18 +434,12 @@ class PythonModule:
             )
             self.functions.append(fn)
             starts.append(node.start_byte)
-        self.suspicious.extend(captures.get("python2", []))
-        self.suspicious.extend(n for n in (*functions, *classes) if _empty_body(n))
-        for cls in self.classes:
-            cls.nested = self._innermost(cls.node.start_byte, cls.node.end_byte, starts) is not None
-        self._starts = starts
+        return starts
 
-        for node in captures.get("assert", []):
-            self._attach_assertion(node)
-        for node in captures.get("raise", []):
-            name = raised_name(source, node)
-            if name is not None and name not in _NOT_FAILURES:
-                self._attach_assertion(node)
+    def _collect_calls(self, captures: dict[str, list[Node]], starts: list[int]) -> None:
+        """Each call: an assertion (a checking call, a call to an assertion alias), or
+        a call its function makes."""
+        source = self.source
         # `eq = self.assertEqual` makes every `eq(...)` an assertion.
         for name in captures.get("alias.target", []):
             if _ASSERTING_CALL.match(source.node_text(name)):
@@ -448,15 +473,6 @@ class PythonModule:
                 self._attach_assertion(call, fn)
             elif fn is not None:
                 fn.calls.append((name, call))
-        for node in captures.get("comment", []):
-            self.comments.append(node)
-            fn = self._innermost(node.start_byte, node.end_byte, starts)
-            if fn is not None:
-                fn.comments.append(node)
-
-        if self.is_test_file:
-            for fn in self.functions:
-                fn.is_test = self._is_test_function(fn)
 
     def _innermost(self, start: int, end: int, starts: list[int]) -> Function | None:
         """The innermost already-collected function whose range holds [start, end).

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import PurePath
+from typing import Literal
 
 from referee.checks.guard.context import GuardContext
 from referee.checks.models import Contract, Fix, Layer, RefereeConfig, Severity, Span
@@ -77,6 +78,22 @@ class Context:
 
 Check = Callable[[Context], Iterator[Violation]]
 
+# A rule's scope. A ``"statement"`` rule's findings inside one top-level statement (a
+# function, a class, a statement, a comment) depend only on that statement's text and on
+# the file-wide facts that ``engine.Incremental`` tracks: the assertion aliases, whether
+# the module imports only unittest, which functions are defined and which assert, and
+# which methods a subclass elsewhere in the file overrides; the incremental check re-runs
+# it only on the statements an edit changed. A ``"file"`` rule runs on the whole file at
+# every check. A new rule is file-wide until it says otherwise (tests/test_incremental.py
+# then covers it).
+Scope = Literal["statement", "file"]
+STATEMENT: Scope = "statement"
+FILE: Scope = "file"
+
+# Whether a rule's findings can carry a fix, and its applicability (None: never a fix).
+# tests/test_docs.py checks it against the fixes the rule modules build.
+FixAvailability = Literal["safe", "unsafe"] | None
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -87,6 +104,8 @@ class Rule:
     message: str  # the one-line message a finding carries when the rule has nothing to add
     kinds: frozenset[str]
     check: Check
+    scope: Scope = FILE
+    fix: FixAvailability = None
 
     @property
     def url(self) -> str:

@@ -27,10 +27,6 @@ _LAYER_NAMES = {
     Layer.L3: "L3 human review",
 }
 
-# Rules whose findings can carry a fix, and its applicability. A Rule does not declare
-# this itself; tests/test_docs.py checks the table against the fixes the rules produce.
-FIXES: dict[str, str] = {"REF112": "unsafe", "REF115": "unsafe", "REF116": "unsafe"}
-
 
 def _files(rule: Rule) -> str:
     if rule.code in ("REF410", "REF411", "REF412"):
@@ -74,7 +70,7 @@ def page_name(rule: Rule) -> str:
 
 def render_page(rule: Rule) -> str:
     """The Markdown page of one rule."""
-    fix = FIXES.get(rule.code)
+    fix = rule.fix
     other = "warning" if rule.severity is Severity.ERROR else "error"
     return f"""# {rule.name} ({rule.code})
 

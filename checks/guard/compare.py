@@ -18,8 +18,8 @@ What is left is what changed, each with what it was and what it is now:
 * the same check fed other data ("inputs": what the statements before it bind or change),
   put under a condition ("conditioned"), inverted, its compared value normalised
   (`f(x)` -> `f(x).strip()`), or a checking helper called with other arguments
-  ("call-changed") — the shapes real agents used on impossible tests (rules.py says how
-  each is reported).
+  ("call-changed") — the shapes real agents used on impossible tests (changed_tests.py
+  says how each is reported).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from referee.checks.guard.facts import STRENGTH, Assertion, TestFacts
+from referee.checks.guard import codes
+from referee.checks.guard.asserted import STRENGTH, Assertion
+from referee.checks.guard.facts import TestFacts
 from referee.checks.guard.normal import (
     callee,
     is_constant,
@@ -155,10 +157,33 @@ def compare_checks(
 ) -> list[Change]:
     """The changes between the checks of ``before`` and ``after`` (the same test, or its
     counterpart after a rename or a move). ``still_made(key)``: whether a check missing
-    here is still made as often as before elsewhere in the changed test tree."""
+    here is still made as often as before elsewhere in the changed test tree.
+
+    A check made now as it was is compared in place; the others are paired, in turn,
+    with a new check on the same subject, with the same expected value, or calling the
+    same function; what stays unpaired was removed."""
     old = checks_of(before, fixtures)
     new = checks_of(after, fixtures)
     changes: list[Change] = []
+    unmatched = _compare_kept(old, new, changes)
+    pool = _Pool(old, new)
+    remaining = _pair_by_subject(unmatched, pool, still_made, changes)
+    removed = _pair_by_expected(remaining, pool, changes)
+    leftover = _pair_by_callee(removed, pool, before, after, changes)
+    changes.extend(_removals(leftover, pool, before, after, fixtures))
+    # What the test checks now that it did not: a removal next to as many new checks,
+    # in a test that stopped calling something, is a test rewritten (see changed_tests.py).
+    changes.extend(
+        Change("gained", c)
+        for c in pool.checks
+        if c.assertion.silenced is None and c.op not in ("call", "raise") and not _trivial(c)
+    )
+    return changes
+
+
+def _compare_kept(old: list[Check], new: list[Check], changes: list[Change]) -> list[Check]:
+    """Add the changes of the base's checks that are still made (the same key): now
+    silenced, conditioned or fed other data; return those that are not."""
     by_key: dict[tuple[str, str, str | None], list[Check]] = {}
     for check in new:
         by_key.setdefault(check.key, []).append(check)
@@ -183,7 +208,7 @@ def compare_checks(
             default=None,
         )
         if live is None:
-            changes.append(Change("REF311", check, found[0]))
+            changes.append(Change(codes.FAILURE_SWALLOWED, check, found[0]))
             continue
         if check.op in ("raises", "approx"):
             changes.append(Change(check.op, check, live))
@@ -194,53 +219,87 @@ def compare_checks(
         if all(not same_feeds(check.assertion.feeds, c.assertion.feeds) for c in found):
             # fed other data (of several equal checks, none is fed as this one was)
             changes.append(Change("inputs", check, live))
-    # New checks beyond the ones the base already made (a second `assert out == x`
-    # where the base had one) are free to pair with the base's unmatched checks.
-    made = Counter(c.key for c in old)
-    pool = []
-    for check in new:
-        if made[check.key] > 0:
-            made[check.key] -= 1
-        else:
-            pool.append(check)
+    return unmatched
 
-    def take(match: Callable[[Check], bool]) -> Check | None:
-        for index, candidate in enumerate(pool):
+
+class _Pool:
+    """New checks beyond the ones the base already made (a second `assert out == x`
+    where the base had one): free to pair with the base's unmatched checks, each once."""
+
+    def __init__(self, old: list[Check], new: list[Check]) -> None:
+        made = Counter(c.key for c in old)
+        self.checks: list[Check] = []
+        for check in new:
+            if made[check.key] > 0:
+                made[check.key] -= 1
+            else:
+                self.checks.append(check)
+
+    def take(self, match: Callable[[Check], bool]) -> Check | None:
+        for index, candidate in enumerate(self.checks):
             if match(candidate):
-                return pool.pop(index)
+                return self.checks.pop(index)
         return None
 
+
+def _pair_by_subject(
+    unmatched: list[Check],
+    pool: _Pool,
+    still_made: Callable[[tuple[str, str, str | None]], bool] | None,
+    changes: list[Change],
+) -> list[Check]:
+    """Pair each unmatched check with a new one on the same subject (the same case
+    first) and add how it changed; return those with no such counterpart."""
     remaining: list[Check] = []
     for check in unmatched:
         if still_made is not None and still_made(check.key):
             continue  # moved to another test
-        other = take(lambda c, o=check: c.subject == o.subject and c.row == o.row) or take(
-            lambda c, o=check: c.subject == o.subject
-        )
+        other = pool.take(
+            lambda c, o=check: c.subject == o.subject and c.row == o.row
+        ) or pool.take(lambda c, o=check: c.subject == o.subject)
         if other is None:
             remaining.append(check)
             continue
         changes.extend(_same_subject(check, other))
+    return remaining
+
+
+def _pair_by_expected(remaining: list[Check], pool: _Pool, changes: list[Change]) -> list[Check]:
+    """Pair each check with a new one that compares with the same expected value (the
+    subject was rewritten); return those with none."""
     removed: list[Check] = []
     for check in remaining:
-        other = take(
+        other = pool.take(
             lambda c, o=check: c.op == o.op and o.expected is not None and c.expected == o.expected
         )
         if other is not None:  # the subject was rewritten, the expected value kept
             if other.assertion.silenced is not None:
-                changes.append(Change("REF311", check, other))
+                changes.append(Change(codes.FAILURE_SWALLOWED, check, other))
             elif check.op in ("raises", "approx"):
                 changes.append(Change(check.op, check, other))
             elif normalised(check.subject, other.subject):
                 changes.append(Change("normalised", check, other))
             continue
         removed.append(check)
+    return removed
+
+
+def _pair_by_callee(
+    removed: list[Check],
+    pool: _Pool,
+    before: TestFacts,
+    after: TestFacts,
+    changes: list[Change],
+) -> list[Check]:
+    """Pair each check with a new one that calls the same function (input and expected
+    value both rewritten, or a checking helper called on other values); return those
+    with none."""
     leftover: list[Check] = []
     for check in removed:
         function = callee(check.subject)
         other = None
         if function is not None and check.op in ("==", "is", "approx", "raises"):
-            other = take(
+            other = pool.take(
                 lambda c, o=check, f=function: (
                     c.op == o.op and callee(c.subject) == f and c.assertion.silenced is None
                 )
@@ -248,7 +307,7 @@ def compare_checks(
         if other is None and check.op == "call" and function is not None:
             # the same checking helper called on other values: `assert_outcomes(failed=1)`
             # became `assert_outcomes(xfailed=1)`
-            other = take(
+            other = pool.take(
                 lambda c, f=function: (
                     c.op == "call" and callee(c.subject) == f and c.assertion.silenced is None
                 )
@@ -264,10 +323,23 @@ def compare_checks(
                 and is_value(other.expected, after)
                 and check.expected != other.expected
             ):
-                changes.append(Change("REF302", check, other))
+                changes.append(Change(codes.EXPECTED_VALUE_CHANGED, check, other))
             continue
         leftover.append(check)
-    helper_calls = sum(1 for c in pool if c.op == "call" and c.assertion.silenced is None)
+    return leftover
+
+
+def _removals(
+    leftover: list[Check],
+    pool: _Pool,
+    before: TestFacts,
+    after: TestFacts,
+    fixtures: Mapping[str, list[str]] | None,
+) -> list[Change]:
+    """The checks no new check stands for: removed (a parametrized case, when the table
+    has fewer rows), unless a new call to a helper that asserts took them over."""
+    changes: list[Change] = []
+    helper_calls = sum(1 for c in pool.checks if c.op == "call" and c.assertion.silenced is None)
     rows_before = len(before.rows) if before.rows else 0
     rows_after = len(rows_of(after, fixtures)[1] or [])
     for check in leftover:
@@ -275,16 +347,9 @@ def compare_checks(
             helper_calls -= 1  # moved into a helper that asserts
             continue
         if check.row is not None and rows_after < rows_before:
-            changes.append(Change("REF307", check))
+            changes.append(Change(codes.PARAMETRIZE_CASES_REMOVED, check))
         else:
-            changes.append(Change("REF301", check))
-    # What the test checks now that it did not: a removal next to as many new checks,
-    # in a test that stopped calling something, is a test rewritten (see rules.py).
-    changes.extend(
-        Change("gained", c)
-        for c in pool
-        if c.assertion.silenced is None and c.op not in ("call", "raise") and not _trivial(c)
-    )
+            changes.append(Change(codes.ASSERTION_REMOVED, check))
     return changes
 
 
@@ -416,7 +481,7 @@ def _name_of(func: ast.expr) -> str | None:
 
 def _same_subject(old: Check, new: Check) -> list[Change]:
     if new.assertion.silenced is not None:
-        return [Change("REF311", old, new)]
+        return [Change(codes.FAILURE_SWALLOWED, old, new)]
     if (old.op, new.op) in _INVERSE and old.expected == new.expected:
         return [Change("inverted", old, new)]
     if old.op == new.op == "raises":
@@ -424,9 +489,9 @@ def _same_subject(old: Check, new: Check) -> list[Change]:
     if old.op == new.op == "approx" and old.expected == new.expected:
         return [Change("approx", old, new)]
     if old.op == new.op and old.op in ("==", "is", "approx"):
-        return [Change("REF302", old, new)]
+        return [Change(codes.EXPECTED_VALUE_CHANGED, old, new)]
     if STRENGTH.get(new.op, 0) < STRENGTH.get(old.op, 0):
-        return [Change("REF303", old, new)]
+        return [Change(codes.COMPARISON_WEAKENED, old, new)]
     return []
 
 

@@ -25,7 +25,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from referee.checks.guard.facts import squash
+from referee.checks.guard.normal import squash
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile
 
@@ -364,10 +364,6 @@ class Impact:
         self._is_test = is_test
         self._tracked = tracked
         self._reach: dict[str, str] | None = None  # name -> why it is affected
-
-    @property
-    def other_changes(self) -> list[str]:
-        return self._other
 
     def _compute(self) -> dict[str, str]:
         reach: dict[str, str] = {}

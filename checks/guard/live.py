@@ -25,11 +25,14 @@ import bisect
 import functools
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tree_sitter import Node
 
-from referee.checks.guard.facts import TestFacts, facts_of, module_marks, module_value, squash
+from referee.checks.chunks import Chunk, ChunkFacts, chunk_facts, chunks_of
+from referee.checks.guard.facts import TestFacts, facts_of, module_value
+from referee.checks.guard.markers import module_marks
+from referee.checks.guard.normal import squash
 from referee.checks.pymodule import (
     PythonModule,
     close_asserting,
@@ -37,9 +40,6 @@ from referee.checks.pymodule import (
     merged_ranges,
 )
 from referee.checks.source import SourceFile
-
-if TYPE_CHECKING:
-    from referee.checks.engine import _Chunk, _Facts
 
 
 @dataclass(frozen=True)
@@ -207,9 +207,9 @@ def _reindented(text: str, line: int) -> tuple[str, int] | None:
 
 @dataclass
 class _Piece:
-    """What one chunk (see ``engine._chunks``) contributes, cached by its text."""
+    """What one chunk (see ``chunks.chunks_of``) contributes, cached by its text."""
 
-    local: _Facts  # its share of the file-wide facts (aliases, definitions, assertions)
+    local: ChunkFacts  # its share of the file-wide facts (aliases, definitions, assertions)
     functions: dict[int, list[FunctionText]]  # by the chunk's first row
     # Test facts, computed on demand: the file-wide facts they were made with, and the
     # facts by the chunk's first row.
@@ -251,15 +251,15 @@ class CurrentFacts:
         self.recollected = 0  # chunks collected again in the last update (for tests)
 
     def functions(
-        self, source: SourceFile, relpath: str, chunks: list[_Chunk] | None = None
+        self, source: SourceFile, relpath: str, chunks: list[Chunk] | None = None
     ) -> list[FunctionText]:
-        """Every function of ``source``, in file order. ``chunks``: ``engine._chunks``
+        """Every function of ``source``, in file order. ``chunks``: ``chunks.chunks_of``
         of ``source``, when the caller has them."""
         self._update(source, relpath, chunks)
         return self._functions
 
     def tests(
-        self, source: SourceFile, relpath: str, chunks: list[_Chunk] | None = None
+        self, source: SourceFile, relpath: str, chunks: list[Chunk] | None = None
     ) -> dict[str, TestFacts]:
         """``test_facts(source, relpath)``, from what changed since the last call."""
         self._update(source, relpath, chunks)
@@ -272,9 +272,7 @@ class CurrentFacts:
 
     # ------------------------------------------------------------------ the update
 
-    def _update(self, source: SourceFile, relpath: str, chunks: list[_Chunk] | None) -> None:
-        from referee.checks import engine  # the engine imports the rules, which import us
-
+    def _update(self, source: SourceFile, relpath: str, chunks: list[Chunk] | None) -> None:
         if source.text == self._text and self._key is not None and self._key[0] == relpath:
             return
         root = source.tree.root_node
@@ -282,11 +280,11 @@ class CurrentFacts:
         if root.type != "module" or self._key is None or self._key[:2] != (relpath, unittest_only):
             self._pieces = {}
             self._aliases = frozenset()
-        chunks = engine._chunks(source) if chunks is None else chunks
+        chunks = chunks_of(source) if chunks is None else chunks
         pieces = self._pieces
         fresh = [i for i, chunk in enumerate(chunks) if chunk.broken or chunk.key not in pieces]
         module = self._module(source, chunks, fresh, unittest_only)
-        found = engine._facts(module, chunks, fresh)
+        found = chunk_facts(module, chunks, fresh)
         local = [found[i] if i in found else pieces[c.key].local for i, c in enumerate(chunks)]
         aliases = frozenset(alias for f in local for alias in f.aliases)
         if aliases != self._aliases:
@@ -294,7 +292,7 @@ class CurrentFacts:
             self._aliases, pieces = aliases, {}
             fresh = list(range(len(chunks)))
             module = self._module(source, chunks, fresh, unittest_only)
-            found = engine._facts(module, chunks, fresh)
+            found = chunk_facts(module, chunks, fresh)
             local = [found[i] for i in fresh]
         self._key = (relpath, unittest_only, aliases)
         defined = frozenset(name for f in local for name in f.defined)
@@ -339,7 +337,7 @@ class CurrentFacts:
         self,
         source: SourceFile,
         relpath: str,
-        chunks: list[_Chunk],
+        chunks: list[Chunk],
         placed: list[_Piece],
         module: PythonModule,
         collected: list[int],
@@ -417,7 +415,7 @@ class CurrentFacts:
     # ------------------------------------------------------------------ helpers
 
     def _module(
-        self, source: SourceFile, chunks: list[_Chunk], indices: list[int], unittest_only: bool
+        self, source: SourceFile, chunks: list[Chunk], indices: list[int], unittest_only: bool
     ) -> PythonModule:
         return PythonModule(
             source,
@@ -429,7 +427,7 @@ class CurrentFacts:
 
     @staticmethod
     def _by_chunk(
-        module: PythonModule, chunks: list[_Chunk], indices: list[int]
+        module: PythonModule, chunks: list[Chunk], indices: list[int]
     ) -> dict[int, list[Any]]:
         """``module``'s functions by the chunk (among ``indices``) they lie in."""
         starts = [chunks[i].start for i in indices]

@@ -418,14 +418,7 @@ def check(
     ``python``: the project's interpreter the tests run in (None: referee's own)."""
     out = Outcome()
     deadline = time.monotonic() + budget_s
-    found: list[Edit] = []
-    touched: set[str] = set()
-    for path, (old, new) in sorted(sources.items()):
-        if old is None or new is None or old == new:
-            continue
-        these = edits(path, old, new)
-        found.extend(these)
-        touched |= _enclosing_names(new, {e.line for e in these})
+    found, touched = _value_edits(sources)
     if not found:
         return out
     found = found[:MAX_EDITS]
@@ -440,6 +433,35 @@ def check(
             "the execution check (REF334) found no test module that exercises the changed code"
         )
         return out
+    run = _runner(now, timeout_s, python)
+    fixed = _fixed_tests(modules, run, then, now, out, deadline, progress)
+    if fixed is not None:
+        _take_back(fixed, found, now, run, out, deadline, progress)
+    return out
+
+
+_Run = Callable[[dict[str, str], list[str]], "sandbox.SandboxResult"]
+
+
+def _value_edits(
+    sources: dict[str, tuple[str | None, str | None]],
+) -> tuple[list[Edit], set[str]]:
+    """The value-level edits of the changed sources, and the names of the functions and
+    classes they are in."""
+    found: list[Edit] = []
+    touched: set[str] = set()
+    for path, (old, new) in sorted(sources.items()):
+        if old is None or new is None or old == new:
+            continue
+        these = edits(path, old, new)
+        found.extend(these)
+        touched |= _enclosing_names(new, {e.line for e in these})
+    return found, touched
+
+
+def _runner(now: dict[str, str], timeout_s: float, python: Interpreter | None) -> _Run:
+    """How to run some tests of a view of the project in the sandbox: pytest, laid out
+    as the project is (a ``src/`` layout packaged)."""
     from referee.checks.execution.mutation import layout_args
 
     layout, mapping = layout_args(now, any(path.startswith("src/") for path in now))
@@ -455,18 +477,33 @@ def check(
         full = {**view, **packaged_view(view, mapping)} if mapping else view
         return sandbox.run_pytest(full, [*targets, *args], limits=limits, python=python)
 
+    return run
+
+
+def _fixed_tests(
+    modules: list[str],
+    run: _Run,
+    then: dict[str, str],
+    now: dict[str, str],
+    out: Outcome,
+    deadline: float,
+    progress: Callable[[str], None] | None,
+) -> dict[str, str] | None:
+    """Tests (node id -> the reason they failed) that failed a check on the source as it
+    was and pass on the source as it is; None when the check must stop (out of time,
+    refused), with a note in ``out``."""
     fixed: dict[str, str] = {}
     for module in modules:
         if time.monotonic() > deadline:
             out.notes.append("the execution check (REF334) ran out of time")
-            return out
+            return None
         if progress is not None:
             progress(f"REF334: {module} on the source as it was and as it is")
         before_run = run(then, [module])
         after_run = run(now, [module])
         if after_run.status == "refused":
             out.notes.append(f"the execution check (REF334) did not run: {after_run.message}")
-            return out
+            return None
         before, after = outcomes(before_run.stdout), outcomes(after_run.stdout)
         if not any(status != "ERROR" for status, _ in after.values()):
             errors = [why for status, why in after.values() if status == "ERROR" and why]
@@ -480,6 +517,19 @@ def check(
             now_passes = after.get(node, ("",))[0] == "PASSED"
             if status == "FAILED" and check_failed(reason) and now_passes:
                 fixed.setdefault(node, reason)
+    return fixed
+
+
+def _take_back(
+    fixed: dict[str, str],
+    found: list[Edit],
+    now: dict[str, str],
+    run: _Run,
+    out: Outcome,
+    deadline: float,
+    progress: Callable[[str], None] | None,
+) -> None:
+    """Add to ``out.moved`` each edit without which a fixed test fails its check again."""
     for node, reason in list(fixed.items())[:MAX_FIXED_TESTS]:
         text = _test_text(now, node)
         seen = "".join(reason.split())
@@ -495,11 +545,10 @@ def check(
                 continue
             if time.monotonic() > deadline:
                 out.notes.append("the execution check (REF334) ran out of time")
-                return out
+                return
             if progress is not None:
                 progress(f"REF334: {node} with {edit.path}:{edit.line} taken back")
             result = run({**now, edit.path: edit.taken_back(now[edit.path])}, [node])
             status, why = outcomes(result.stdout).get(node, ("", ""))
             if status == "FAILED" and check_failed(why):
                 out.moved.append(Moved(node, edit, reason))
-    return out

@@ -131,53 +131,14 @@ def _evaluate(node: ast.AST, budget: list[int]) -> Any:
         if node.value is Ellipsis:
             raise _NotConstant
         return node.value
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            raise _NotConstant
-        items = [_evaluate(e, budget) for e in node.elts]
-        if isinstance(node, ast.Tuple):
-            return tuple(items)
-        if isinstance(node, ast.List):
-            return items
-        return set(items)
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise _NotConstant
-        return {
-            _evaluate(k, budget): _evaluate(v, budget)  # type: ignore[arg-type]
-            for k, v in zip(node.keys, node.values, strict=True)
-        }
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+        return _evaluate_collection(node, budget)
     if isinstance(node, ast.UnaryOp):
-        operand = _evaluate(node.operand, budget)
-        if isinstance(node.op, ast.USub):
-            return -operand
-        if isinstance(node.op, ast.UAdd):
-            return +operand
-        if isinstance(node.op, ast.Invert) and isinstance(operand, int):
-            return ~operand
-        raise _NotConstant
+        return _evaluate_unary(node, budget)
     if isinstance(node, ast.BinOp):
         return _binop(node, _evaluate(node.left, budget), _evaluate(node.right, budget))
     if isinstance(node, ast.JoinedStr):
-        parts = []
-        for value in node.values:
-            if isinstance(value, ast.Constant):
-                parts.append(str(value.value))
-            elif isinstance(value, ast.FormattedValue):
-                inner = _evaluate(value.value, budget)
-                spec = ""
-                if value.format_spec is not None:
-                    spec = _evaluate(value.format_spec, budget)
-                if value.conversion == ord("r"):
-                    inner = repr(inner)
-                elif value.conversion == ord("s"):
-                    inner = str(inner)
-                elif value.conversion == ord("a"):
-                    inner = ascii(inner)
-                parts.append(format(inner, spec))
-            else:
-                raise _NotConstant
-        return _check("".join(parts))
+        return _evaluate_fstring(node, budget)
     if isinstance(node, ast.Subscript):
         container = _evaluate(node.value, budget)
         if isinstance(node.slice, ast.Slice):
@@ -188,33 +149,89 @@ def _evaluate(node: ast.AST, budget: list[int]) -> Any:
             return container[slice(*bounds)]
         return container[_evaluate(node.slice, budget)]
     if isinstance(node, ast.Call):
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
-        ):
-            raise _NotConstant
-        args = [_evaluate(a, budget) for a in node.args]
-        kwargs = {k.arg: _evaluate(k.value, budget) for k in node.keywords}
-        for value in (*args, *kwargs.values()):
-            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_VALUE:
-                raise _NotConstant  # "x".ljust(10**9)
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in _STR_METHODS:
-            try:
-                receiver = _evaluate(func.value, budget)
-            except _NotConstant:
-                receiver = None
-            if isinstance(receiver, (str, bytes)):
-                if func.attr == "replace" and len(args) >= 2:
-                    grow = max(1, _size(args[1]))
-                    if _size(receiver) * grow > 100 * MAX_VALUE:
-                        raise _NotConstant
-                return _check(getattr(receiver, func.attr)(*args, **kwargs))
-        name = _dotted(func)
-        function = _FUNCTIONS.get(name) if name is not None else None
-        if function is None:
-            raise _NotConstant
-        return _check(function(*args, **kwargs))
+        return _evaluate_call(node, budget)
     raise _NotConstant
+
+
+def _evaluate_collection(node: ast.Tuple | ast.List | ast.Set | ast.Dict, budget: list[int]) -> Any:
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise _NotConstant
+        return {
+            _evaluate(k, budget): _evaluate(v, budget)  # type: ignore[arg-type]
+            for k, v in zip(node.keys, node.values, strict=True)
+        }
+    if any(isinstance(e, ast.Starred) for e in node.elts):
+        raise _NotConstant
+    items = [_evaluate(e, budget) for e in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(items)
+    if isinstance(node, ast.List):
+        return items
+    return set(items)
+
+
+def _evaluate_unary(node: ast.UnaryOp, budget: list[int]) -> Any:
+    operand = _evaluate(node.operand, budget)
+    if isinstance(node.op, ast.USub):
+        return -operand
+    if isinstance(node.op, ast.UAdd):
+        return +operand
+    if isinstance(node.op, ast.Invert) and isinstance(operand, int):
+        return ~operand
+    raise _NotConstant
+
+
+def _evaluate_fstring(node: ast.JoinedStr, budget: list[int]) -> Any:
+    parts = []
+    for value in node.values:
+        if isinstance(value, ast.Constant):
+            parts.append(str(value.value))
+        elif isinstance(value, ast.FormattedValue):
+            inner = _evaluate(value.value, budget)
+            spec = ""
+            if value.format_spec is not None:
+                spec = _evaluate(value.format_spec, budget)
+            if value.conversion == ord("r"):
+                inner = repr(inner)
+            elif value.conversion == ord("s"):
+                inner = str(inner)
+            elif value.conversion == ord("a"):
+                inner = ascii(inner)
+            parts.append(format(inner, spec))
+        else:
+            raise _NotConstant
+    return _check("".join(parts))
+
+
+def _evaluate_call(node: ast.Call, budget: list[int]) -> Any:
+    """A call of a string method on a constant, or of a known pure function."""
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords
+    ):
+        raise _NotConstant
+    args = [_evaluate(a, budget) for a in node.args]
+    kwargs = {k.arg: _evaluate(k.value, budget) for k in node.keywords}
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_VALUE:
+            raise _NotConstant  # "x".ljust(10**9)
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in _STR_METHODS:
+        try:
+            receiver = _evaluate(func.value, budget)
+        except _NotConstant:
+            receiver = None
+        if isinstance(receiver, (str, bytes)):
+            if func.attr == "replace" and len(args) >= 2:
+                grow = max(1, _size(args[1]))
+                if _size(receiver) * grow > 100 * MAX_VALUE:
+                    raise _NotConstant
+            return _check(getattr(receiver, func.attr)(*args, **kwargs))
+    name = _dotted(func)
+    function = _FUNCTIONS.get(name) if name is not None else None
+    if function is None:
+        raise _NotConstant
+    return _check(function(*args, **kwargs))
 
 
 def _binop(node: ast.BinOp, left: Any, right: Any) -> Any:
@@ -591,3 +608,21 @@ def statement_key(written: str) -> str:
         # constant expressions read as their values (`"a b".split()` is `["a", "b"]`)
         return unparse(_Normalise().visit(tree)) or "".join(text.split())
     return "".join(text.split())
+
+
+def squash(text: str) -> str:
+    """Source text with all whitespace removed: a comparison key that ignores layout."""
+    return "".join(text.split())
+
+
+def squash_lines(text: str) -> str:
+    """Source text with the whitespace of each line removed, lines kept apart: what
+    ``GuardContext.test_text`` holds (a token at a line's end does not run into the
+    next line's first one)."""
+    return _BLANK_LINES.sub("\n", _SPACES.sub("", text)).strip("\n") + "\n"
+
+
+_SPACES = re.compile(r"[^\S\n]+")
+
+
+_BLANK_LINES = re.compile(r"\n{2,}")

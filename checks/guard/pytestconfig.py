@@ -12,7 +12,6 @@ from __future__ import annotations
 import configparser
 import fnmatch
 import re
-import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import PurePosixPath
@@ -175,10 +174,3 @@ def tox_pytest_arguments(text: str) -> dict[str, str]:
         if lines:
             out[section] = " ".join(lines)
     return out
-
-
-def split_arguments(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()

@@ -13,12 +13,12 @@ from pathlib import Path, PurePosixPath
 from referee.checks import ledger
 from referee.checks.config import Settings
 from referee.checks.guard import baseline as git
-from referee.checks.guard import impact, live, pytestconfig
+from referee.checks.guard import codes, impact, live, pytestconfig
+from referee.checks.guard.changed_tests import elsewhere_keys
 from referee.checks.guard.compare import key_counts
 from referee.checks.guard.context import GuardContext
-from referee.checks.guard.facts import TestFacts, case_values, squash_lines, test_facts
-from referee.checks.guard.normal import unparse
-from referee.checks.guard.rules import elsewhere_keys
+from referee.checks.guard.facts import TestFacts, case_values, test_facts
+from referee.checks.guard.normal import squash_lines, unparse
 from referee.checks.models import Finding, Severity
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
@@ -105,6 +105,60 @@ def plan(
     def is_test(path: str) -> bool:
         return settings.is_test_file(path)
 
+    current = _current_texts(repo, changes, overrides)
+    tracked, texts = _tracked(repo, current, overrides, is_test)
+    fixtures = _fixtures(texts)
+    now = _tests_now(current, is_test, facts_of)
+    base_tests = _base_tests(changes, before, is_test)
+    base_ids = {t.id for t in base_tests}
+    changed_tests = {c.path for c in changes if is_test(c.path)}
+    test_text, base_test_text = _test_texts(texts, changes, before, changed_tests, is_test)
+    source_changes, others = _source_changes(repo, base, all_changes, before, current, is_test)
+    effect = impact.Impact(repo, source_changes, others, is_test, lambda: tracked)
+
+    shared = GuardContext(
+        baseline=None,
+        base=base,
+        certificates=tuple(found.certificates),
+        elsewhere=now.elsewhere,
+        test_text=test_text,
+        by_name=now.by_name,
+        mode=mode or settings.config.guard.mode,
+        fixtures=fixtures,
+        counts_before=key_counts(base_tests, fixtures),
+        counts_now=key_counts(now.tests, fixtures),
+        new_tests={t.id: t for t in now.tests if t.id not in base_ids},
+        impact=effect,
+        pytest_before=pytest_before,
+        pytest_now=pytest_now,
+        test_files=tuple(sorted(p for p, t in texts.items() if is_test(p) and _TESTS.search(t))),
+        base_test_text=base_test_text,
+        current_tests=now.by_path,
+    )
+    result = GuardPlan(
+        repo,
+        base,
+        shared,
+        ledger_problems=found.problems,
+        settings=settings,
+        sources=source_changes,
+        changed_tests=tuple(sorted(p for p in changed_tests if p in current)),
+    )
+    for change in changes:
+        path = (repo / change.path).resolve()
+        result.contexts[path] = replace(
+            shared, baseline=before.get(change.old_path) if change.old_path else None
+        )
+        if change.deleted:
+            result.deleted.add(path)
+    return result
+
+
+def _current_texts(
+    repo: Path, changes: list[git.Changed], overrides: dict[str, str | None] | None
+) -> dict[str, str]:
+    """The changed files' texts now (an override's in place of the working tree's);
+    a deleted or unreadable file has none."""
     current: dict[str, str] = {}
     for change in changes:
         if change.deleted:
@@ -116,6 +170,17 @@ def plan(
             current[change.path] = (repo / change.path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+    return current
+
+
+def _tracked(
+    repo: Path,
+    current: dict[str, str],
+    overrides: dict[str, str | None] | None,
+    is_test: Callable[[str], bool],
+) -> tuple[list[str], dict[str, str]]:
+    """The repository's tracked files (as the overrides leave them), and the text now of
+    its test modules and conftest files."""
     tracked = git.tracked_files(repo)
     if overrides:
         tracked = sorted(
@@ -126,33 +191,62 @@ def plan(
     for path in tracked:
         if path.endswith(".py") and (is_test(path) or path.endswith("conftest.py")):
             texts[path] = current[path] if path in current else _read(repo / path)
-    fixtures = _fixtures(texts)
+    return tracked, texts
 
-    elsewhere: dict[str, str] = {}
-    by_name: dict[str, TestFacts] = {}
-    now_tests: list[TestFacts] = []
-    current_tests: dict[str, tuple[str, dict[str, TestFacts]]] = {}
-    for path, text in current.items():
-        if is_test(path) and path.endswith(".py"):
-            found_tests = (facts_of(path, text) if facts_of else None) or _test_facts(path, text)
-            current_tests[path] = (text, found_tests)
-            for facts in found_tests.values():
-                if facts.collected:
-                    now_tests.append(facts)
-                    by_name.setdefault(facts.name, facts)
-                    for key in elsewhere_keys(facts):
-                        elsewhere.setdefault(key, facts.id)
+
+def _base_tests(
+    changes: list[git.Changed], before: dict[str, str | None], is_test: Callable[[str], bool]
+) -> list[TestFacts]:
+    """The tests of the changed test modules as they were at the base."""
     base_tests: list[TestFacts] = []
     for change in changes:
         old = change.old_path
         if old is None or not is_test(old) or not old.endswith(".py") or before.get(old) is None:
             continue
         base_tests.extend(live.baseline(old, old, "python", before[old] or "").tests.values())
-    base_ids = {t.id for t in base_tests}
-    new_tests = {t.id: t for t in now_tests if t.id not in base_ids}
+    return base_tests
+
+
+@dataclass
+class _TestsNow:
+    """The collected tests of the changed test modules, as they are now."""
+
+    tests: list[TestFacts] = field(default_factory=list)
+    by_name: dict[str, TestFacts] = field(default_factory=dict)
+    elsewhere: dict[str, str] = field(default_factory=dict)  # elsewhere_keys -> a test id
+    by_path: dict[str, tuple[str, dict[str, TestFacts]]] = field(default_factory=dict)
+
+
+def _tests_now(
+    current: dict[str, str],
+    is_test: Callable[[str], bool],
+    facts_of: Callable[[str, str], dict[str, TestFacts] | None] | None,
+) -> _TestsNow:
+    now = _TestsNow()
+    for path, text in current.items():
+        if is_test(path) and path.endswith(".py"):
+            found_tests = (facts_of(path, text) if facts_of else None) or _test_facts(path, text)
+            now.by_path[path] = (text, found_tests)
+            for facts in found_tests.values():
+                if facts.collected:
+                    now.tests.append(facts)
+                    now.by_name.setdefault(facts.name, facts)
+                    for key in elsewhere_keys(facts):
+                        now.elsewhere.setdefault(key, facts.id)
+    return now
+
+
+def _test_texts(
+    texts: dict[str, str],
+    changes: list[git.Changed],
+    before: dict[str, str | None],
+    changed_tests: set[str],
+    is_test: Callable[[str], bool],
+) -> tuple[str, str]:
+    """Every test module's text now, and at the base (the changed ones as they were),
+    squashed line by line."""
     squashed = {path: _squashed(text) for path, text in texts.items() if is_test(path)}
     test_text = "".join(squashed.values())
-    changed_tests = {c.path for c in changes if is_test(c.path)}
     base_test_text = "".join(
         text for path, text in squashed.items() if path not in changed_tests
     ) + "".join(
@@ -160,8 +254,20 @@ def plan(
         for c in changes
         if c.old_path and is_test(c.old_path)
     )
+    return test_text, base_test_text
 
-    source_changes = {}
+
+def _source_changes(
+    repo: Path,
+    base: str,
+    all_changes: list[git.Changed],
+    before: dict[str, str | None],
+    current: dict[str, str],
+    is_test: Callable[[str], bool],
+) -> tuple[dict[str, tuple[str | None, str | None]], list[str]]:
+    """The code under test that changed: Python modules that are not tests (path ->
+    (text at the base, text now)), and other files the code may depend on."""
+    source_changes: dict[str, tuple[str | None, str | None]] = {}
     others = []
     for change in all_changes:
         path = change.path
@@ -184,44 +290,7 @@ def plan(
             )
         ):
             others.append(f"{path} (dependencies)")
-    effect = impact.Impact(repo, source_changes, others, is_test, lambda: tracked)
-
-    shared = GuardContext(
-        baseline=None,
-        base=base,
-        certificates=tuple(found.certificates),
-        elsewhere=elsewhere,
-        test_text=test_text,
-        by_name=by_name,
-        mode=mode or settings.config.guard.mode,
-        fixtures=fixtures,
-        counts_before=key_counts(base_tests, fixtures),
-        counts_now=key_counts(now_tests, fixtures),
-        new_tests=new_tests,
-        impact=effect,
-        pytest_before=pytest_before,
-        pytest_now=pytest_now,
-        test_files=tuple(sorted(p for p, t in texts.items() if is_test(p) and _TESTS.search(t))),
-        base_test_text=base_test_text,
-        current_tests=current_tests,
-    )
-    result = GuardPlan(
-        repo,
-        base,
-        shared,
-        ledger_problems=found.problems,
-        settings=settings,
-        sources=source_changes,
-        changed_tests=tuple(sorted(p for p in changed_tests if p in current)),
-    )
-    for change in changes:
-        path = (repo / change.path).resolve()
-        result.contexts[path] = replace(
-            shared, baseline=before.get(change.old_path) if change.old_path else None
-        )
-        if change.deleted:
-            result.deleted.add(path)
-    return result
+    return source_changes, others
 
 
 def _overridden(
@@ -345,12 +414,12 @@ def execution(
     from referee.checks.execution.run import _finding
     from referee.checks.guard import moved
 
-    if "REF334" not in settings.enabled:
+    if codes.SOURCE_MOVED_TO_TEST not in settings.enabled:
         return {}, []
     sources = {
         path: texts
         for path, texts in guard_plan.sources.items()
-        if "REF334" not in settings.ignored_for(path)
+        if codes.SOURCE_MOVED_TO_TEST not in settings.ignored_for(path)
     }
     if not any(old and new for old, new in sources.values()):
         return {}, []
@@ -389,7 +458,9 @@ def execution(
             f"{taken}, it fails on its check again. The change moves exactly the value the "
             "test expects: check that expectation (`referee arbitrate`) before keeping it"
         )
-        finding = _finding(settings, "REF334", edit.path, edit.line, message, item.before)
+        finding = _finding(
+            settings, codes.SOURCE_MOVED_TO_TEST, edit.path, edit.line, message, item.before
+        )
         if not strict and finding.severity is Severity.ERROR:
             finding = finding.model_copy(update={"severity": Severity.WARNING})
         found.setdefault(edit.path, []).append(finding)

@@ -264,31 +264,36 @@ def placeholder_body(ctx: Context) -> Iterator[Violation]:
             or _in_type_checking(fn)
         ):
             continue
-        found = placeholder_kind(module, fn)
-        if found is None:
-            continue
-        what, marker, docstring = found
-        if fn.is_test and (
-            any(_SKIP.search(d) for d in fn.decorators) or module.assertion_nodes(fn)
-        ):
-            # a skipped test is REF121's concern; one whose fixture or strict
-            # `xfail(raises=...)` checks for it has a body to do nothing
-            continue
-        if not marker:
-            if not fn.is_test and (fn.is_nested or ctx.in_test_tree):
-                continue  # dummies and fixtures are what tests are made of
-            if _interface_class(ctx, module, fn):
-                continue
-            if not fn.is_test and _says_empty(module, fn, docstring):
-                continue
-        severity = _severity(fn, what, marker, docstring)
-        noun = "test" if fn.is_test else "function"
-        yield Violation(
-            span=module.source.node_span(_name_or_node(fn)),
-            message=f"{noun} `{fn.name}` is a placeholder: its body is only {what}",
-            evidence=module.source.node_text(fn.body),
-            severity=severity,
-        )
+        violation = _placeholder(ctx, module, fn)
+        if violation is not None:
+            yield violation
+
+
+def _placeholder(ctx: Context, module: PythonModule, fn: Function) -> Violation | None:
+    """The finding on ``fn`` when its body is a placeholder that is not meant."""
+    found = placeholder_kind(module, fn)
+    if found is None:
+        return None
+    what, marker, docstring = found
+    if fn.is_test and (any(_SKIP.search(d) for d in fn.decorators) or module.assertion_nodes(fn)):
+        # a skipped test is REF121's concern; one whose fixture or strict
+        # `xfail(raises=...)` checks for it has a body to do nothing
+        return None
+    if not marker:
+        if not fn.is_test and (fn.is_nested or ctx.in_test_tree):
+            return None  # dummies and fixtures are what tests are made of
+        if _interface_class(ctx, module, fn):
+            return None
+        if not fn.is_test and _says_empty(module, fn, docstring):
+            return None
+    severity = _severity(fn, what, marker, docstring)
+    noun = "test" if fn.is_test else "function"
+    return Violation(
+        span=module.source.node_span(_name_or_node(fn)),
+        message=f"{noun} `{fn.name}` is a placeholder: its body is only {what}",
+        evidence=module.source.node_text(fn.body),
+        severity=severity,
+    )
 
 
 def _says_empty(module: PythonModule, fn: Function, docstring: bool) -> bool:
