@@ -44,6 +44,7 @@ from referee.checks.arbitration.isolate import (
     function_spec,
     isolate,
 )
+from referee.checks.arbitration.methods import method_spec
 from referee.checks.arbitration.observe import (
     TestRecord,
     TestRun,
@@ -374,8 +375,8 @@ class _Context:
             function_text = function_file.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise NotIsolated(f"cannot read {function_file}: {exc}") from None
-        self.spec = spec = function_spec(
-            function_text, str(function_file), resolved.get("module") or "", resolved["qualname"]
+        self.spec = spec = _subject_spec(
+            isolated, resolved, record.names, function_text, str(function_file)
         )
         function_relpath = self._relative(function_file)
         files = _LazyFiles(self.root, self.settings)
@@ -391,7 +392,8 @@ class _Context:
         # --- the truth, from sources that saw neither the body nor the test
         sources: list[OracleResult] = []
         model: Any = None
-        doctest = doctest_evidence(spec, isolated.arguments, isolated.wrapper)
+        arguments = isolated.oracle_arguments  # a method's: the constructor's too
+        doctest = doctest_evidence(spec, arguments, isolated.wrapper)
         if doctest is not None:
             sources.append(doctest)
         reference = reference_for(
@@ -406,7 +408,7 @@ class _Context:
             sources.append(
                 reference_evidence(
                     reference,
-                    isolated.arguments,
+                    arguments,
                     self.config,
                     files.get(),
                     isolated.wrapper,
@@ -427,15 +429,15 @@ class _Context:
                 )
             truth, truth_source = values[0], "+".join(s.source for s in sources)
         else:
+            if not spec.docstring_value and spec.class_stub is not None:
+                return self.unclear(_no_method_truth(spec, function_relpath))
             if not spec.docstring_value:
                 # The specification its author committed to: the suite's passing
                 # assertions about it (never the failing one, nor one changed now).
-                scan = self._suite_scan(spec, isolated.arguments, function_relpath, files, say)
+                scan = self._suite_scan(spec, arguments, function_relpath, files, say)
                 needed = self.config.suite_examples
                 if not needed or len(scan.found) < needed:
-                    return self.unclear(
-                        _no_truth(spec, isolated.arguments, scan, needed, function_relpath)
-                    )
+                    return self.unclear(_no_truth(spec, arguments, scan, needed, function_relpath))
                 self.suite = tuple(scan.examples)
             if backend is None:
                 raise ArbitrationError("arbitration needs a model for the oracles; none is set up")
@@ -444,7 +446,7 @@ class _Context:
             self.oracles = tuple(
                 oracle_evidence(
                     spec,
-                    isolated.arguments,
+                    arguments,
                     model,
                     self.config,
                     ProgramCache(cache_dir),
@@ -514,7 +516,7 @@ class _Context:
         if produced_ok and not asserted_ok:
             if truth_source.startswith("oracles"):
                 refused = self._confirm_test_edit(
-                    model, isolated.arguments, truth, say, cancelled, cache_dir, isolated.wrapper
+                    model, arguments, truth, say, cancelled, cache_dir, isolated.wrapper
                 )
                 if refused is not None:
                     return refused
@@ -651,7 +653,7 @@ class _Context:
         assert self.spec is not None
         written = oracle_evidence(
             self.spec,
-            isolated.arguments,
+            isolated.oracle_arguments,
             backend(),
             self.config,
             ProgramCache(cache_dir),
@@ -863,7 +865,9 @@ class _Context:
                 asserted = isolated.expected.text
         kind = resolved.get("kind")
         forms = isolated.forms + (
-            (kind,) if kind in ("method", "staticmethod", "classmethod") else ()
+            (kind,)
+            if kind in ("method", "staticmethod", "classmethod") and isolated.constructor is None
+            else ()
         )
         return Observation(
             test_id=self.test_id,
@@ -1059,14 +1063,21 @@ class _Context:
         only when the test module's asserted calls give the right values and it passes."""
         assert self.spec is not None and self.observation is not None
         obs = self.observation
+        spec = self.spec
+        function = spec.qualname  # Owner.name for a static or class method
+        if isolated.constructor is not None:  # a method of an object built from literals
+            function = f"{spec.owner}({', '.join(isolated.constructor_arguments)}).{spec.name}"
+        # An oracle of a method or class method is a function of another signature (the
+        # constructor's arguments, no ``self`` or ``cls``): not a body for the method.
+        as_fixes = spec.class_stub is None
         return source_fix(
-            self.spec,
+            spec,
             function_relpath,
             self.test.path,
             files.get(),
             AssertedCall(
                 where=f"{self.test.path}:{isolated.line} ({self.test.name})",
-                function=self.spec.qualname,  # Owner.name for a static method
+                function=function,
                 arguments=isolated.arguments,
                 expected=truth,
                 op=isolated.op,
@@ -1082,13 +1093,18 @@ class _Context:
             [
                 (r.source, r.program)
                 for r in self.oracles
-                if r.program and r.value is not None and sandbox.values_equal(truth, r.value)
+                if as_fixes
+                and r.program
+                and r.value is not None
+                and sandbox.values_equal(truth, r.value)
             ],
             say,
             cancelled,
-            more_programs=lambda: self._fix_programs(
-                isolated, truth, backend, say, cancelled, cache_dir
-            ),
+            more_programs=(
+                lambda: self._fix_programs(isolated, truth, backend, say, cancelled, cache_dir)
+            )
+            if as_fixes
+            else None,
         )
 
 
@@ -1207,6 +1223,44 @@ def _no_truth(
         f'reference (`[arbitration.references]` "{key}" = ...), or a literal case '
         f"(`assert {spec.name}(...) == value`) to a committed test"
     )
+
+
+def _no_method_truth(spec: FunctionSpec, function_relpath: str | None) -> str:
+    """One line: why a method (or class method) with no docstring has no truth."""
+    key = f"{spec.module}:{spec.qualname}" if spec.module else f"{function_relpath}:{spec.qualname}"
+    return (
+        f"no independent truth for `{spec.qualname}`: neither the method nor its class "
+        "has a docstring, no reference, and the suite's assertions are read for functions "
+        f"only — add a docstring example (`>>> {spec.owner}(...).{spec.name}(...)`) or a "
+        f'reference (`[arbitration.references]` "{key}" = ..., a function of '
+        f"{spec.signature.removeprefix('def ').rstrip(':')})"
+    )
+
+
+def _subject_spec(
+    isolated: Isolated,
+    resolved: dict[str, Any],
+    names: dict[str, dict[str, Any]],
+    text: str,
+    path: str,
+) -> FunctionSpec:
+    """The function (or static method) the call under test calls; a method of an object
+    the test builds from literals, or a class method, with its oracle contract."""
+    module, qualname = resolved.get("module") or "", resolved["qualname"]
+    if isolated.constructor is not None:
+        built = names.get(isolated.constructor) or {}
+        owner = qualname.rpartition(".")[0]
+        if (built.get("qualname"), built.get("file")) != (owner, resolved.get("file")):
+            # an inherited method, or an object a factory function builds: the oracles
+            # would be told of another constructor than the one the test calls
+            raise NotIsolated(
+                f"cannot isolate the call under test: `{isolated.callee}` is "
+                f"`{qualname}`, not a method the class `{isolated.constructor}` itself defines"
+            )
+        return method_spec(text, path, module, qualname, "method")
+    if resolved.get("kind") == "classmethod":
+        return method_spec(text, path, module, qualname, "classmethod")
+    return function_spec(text, path, module, qualname)
 
 
 def _evidence_line(result: OracleResult) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -162,10 +163,30 @@ class Isolated:
     # how the test wrote it: unittest-method, assert-function, boolean, identity,
     # membership, parametrize, local, loop-table (see docs/arbitration.md)
     forms: tuple[str, ...] = ()
+    # a method of an object the test builds from literals (``Table([[]]).to_text()``):
+    # the class as written (``Table``, ``strutils.MultiReplace``) and the constructor's
+    # arguments, each a literal or ``name=literal``; ``callee`` is then ``Table.to_text``
+    constructor: str | None = None
+    constructor_arguments: tuple[str, ...] = ()
 
     @property
     def call(self) -> str:
+        if self.constructor is not None:
+            built = f"{self.constructor}({', '.join(self.constructor_arguments)})"
+            return wrapped(self.wrapper, f"{built}.{self.function_name}({self.arguments})")
         return wrapped(self.wrapper, f"{self.callee}({self.arguments})")
+
+    @property
+    def oracle_arguments(self) -> str:
+        """The arguments every source of truth is called with. For a method of an object
+        the test builds, the oracle contract: the constructor's positional arguments as
+        a tuple and its keyword arguments as a dict, then the method's own arguments —
+        ``to_text(([[]],), {}, sep)`` for ``Table([[]]).to_text(sep)``."""
+        if self.constructor is None:
+            return self.arguments
+        return ", ".join(
+            filter(None, [constructor_literals(self.constructor_arguments), self.arguments])
+        )
 
     @property
     def function_name(self) -> str:
@@ -198,12 +219,39 @@ def callee_names(source: SourceFile, test: TestRef) -> list[str]:
             name = _dotted(source, node.child_by_field_name("function"))
             if name and name not in names and not name.startswith("self."):
                 names.append(name)
+            method = _built_method(source, fn, node)
+            if method and method not in names:
+                names.append(method)
             handed = _raises_callable(source, node)
             if handed is not None and handed.type in ("identifier", "attribute"):
                 name = _dotted(source, handed)
                 if name and name not in names and not name.startswith("self."):
                     names.append(name)
     return names
+
+
+def _built_method(source: SourceFile, fn: Function, call: Node) -> str | None:
+    """``Table.to_text`` for a call ``Table(...).to_text(...)``, or ``t.to_text(...)``
+    where the test assigns ``t = Table(...)``: what the recorder resolves."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "attribute":
+        return None
+    obj = function.child_by_field_name("object")
+    attribute = function.child_by_field_name("attribute")
+    if obj is None or attribute is None:
+        return None
+    obj = unwrap(obj)
+    built: Node | None = obj if obj.type == "call" else None
+    if obj.type == "identifier":
+        body = statements(fn.body)
+        values = [v for _, v in _assignments(source, body, source.node_text(obj))]
+        built = values[0] if len(values) == 1 and values[0].type == "call" else None
+    constructor = (
+        _dotted(source, built.child_by_field_name("function")) if built is not None else None
+    )
+    if not constructor or constructor.startswith("self."):
+        return None
+    return f"{constructor}.{source.node_text(attribute)}"
 
 
 def _dotted(source: SourceFile, node: Node | None) -> str | None:
@@ -406,21 +454,14 @@ def isolate(
     inner = _wrapped_call(call_node)
     if outer in WRAPPERS and inner is not None:
         wrapper, call_node = outer, inner
-    callee = _dotted(source, call_node.child_by_field_name("function"))
-    function_node = call_node.child_by_field_name("function")
-    if callee is None and function_node is not None and function_node.type == "attribute":
-        raise NotIsolated(
-            "cannot isolate the call under test: "
-            f"`{excerpt(source.node_text(function_node))}` is a method of an object the test "
-            "builds; arbitration computes truths for top-level functions only"
-        )
-    if callee is None or callee.startswith("self."):
-        raise NotIsolated(
-            "cannot isolate the call under test: "
-            f"`{excerpt(source.node_text(call_node.child_by_field_name('function')))}` "
-            "is not a plain function name"
-        )
     bindings = _Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
+    callee, built = _callee_and_object(source, fn, call_node, node)
+    constructor: str | None = None
+    constructor_arguments: tuple[str, ...] = ()
+    if built is not None:
+        constructor, constructor_call, form = built
+        constructor_arguments = tuple(bindings.argument_parts(constructor_call))
+        forms.append(form)
     arguments = bindings.arguments(call_node)
     if implicit is not None:
         expected = Site(
@@ -460,7 +501,57 @@ def isolate(
         expected=expected,
         wrapper=wrapper,
         forms=tuple(forms),
+        constructor=constructor,
+        constructor_arguments=constructor_arguments,
     )
+
+
+def _callee_and_object(
+    source: SourceFile, fn: Function, call: Node, assertion: Node
+) -> tuple[str, tuple[str, Node, str] | None]:
+    """The dotted name ``call`` calls, and — for a method of an object the test builds
+    from a constructor call (``Table([[]]).to_text()``, or ``table = Table([[]])`` once
+    then ``table.to_text()``) — (the class as written, the constructor call, the call
+    form). The callee of a method is ``Class.method``. Raises :class:`NotIsolated`."""
+    function_node = call.child_by_field_name("function")
+    obj = function_node.child_by_field_name("object") if function_node is not None else None
+    attribute = function_node.child_by_field_name("attribute") if function_node else None
+    if function_node is not None and function_node.type == "attribute" and obj is not None:
+        obj = unwrap(obj)
+        built, form = None, "method-of-literal-object"
+        if obj.type == "call":
+            built = obj
+        elif obj.type == "identifier" and source.node_text(obj) not in ("self", "cls"):
+            name = source.node_text(obj)
+            built = _assigned_call(source, fn, name, assertion)
+            form = "method-of-assigned-object"
+            if built is None and binding_counts(source, fn.node, [name])[name]:
+                raise NotIsolated(
+                    f"cannot isolate the call under test: `{excerpt(name)}` is an object the "
+                    "test does not build once, from a class and literals, and leave alone "
+                    "before the assertion"
+                )
+        constructor = (
+            _dotted(source, built.child_by_field_name("function")) if built is not None else None
+        )
+        if built is not None and constructor and not constructor.startswith("self."):
+            method = source.node_text(attribute) if attribute is not None else ""
+            return f"{constructor}.{method}", (constructor, built, form)
+    callee = _dotted(source, function_node)
+    if callee is None and function_node is not None and function_node.type == "attribute":
+        raise NotIsolated(
+            "cannot isolate the call under test: "
+            f"`{excerpt(source.node_text(function_node))}` is a method of an object the test "
+            "does not build from a class and literals; arbitration computes truths for "
+            "functions, static and class methods, and methods of objects built from literals"
+        )
+    if callee is None or callee.startswith("self."):
+        raise NotIsolated(
+            "cannot isolate the call under test: "
+            f"`{excerpt(source.node_text(function_node))}` "
+            "is not a plain function name"
+        )
+    return callee, None
 
 
 # What expects a call to raise: ``with pytest.raises(E)``, ``with self.assertRaises(E)``,
@@ -735,6 +826,21 @@ def wrapped(wrapper: str | None, call: str) -> str:
     return f"{wrapper}({call})" if wrapper else call
 
 
+def constructor_literals(arguments: Sequence[str]) -> str:
+    """``(a, b), {'k': v}``: a constructor's arguments (``a``, ``b``, ``k=v``) as the
+    tuple and the dict an oracle of a method takes first."""
+    positional = [a for a in arguments if not _keyword(a)]
+    keywords = [_keyword(a) for a in arguments if _keyword(a)]
+    items = ", ".join(f"{name!r}: {value}" for name, value in keywords)  # type: ignore[misc]
+    return "(" + "".join(f"{a}, " for a in positional) + "), {" + items + "}"
+
+
+def _keyword(argument: str) -> tuple[str, str] | None:
+    """(name, value) of a ``name=value`` argument, None for a positional one."""
+    match = re.match(r"^([A-Za-z_]\w*)=(?!=)", argument)
+    return (match.group(1), argument[match.end() :]) if match else None
+
+
 def _wrapped_call(node: Node) -> Node | None:
     """The one call a wrapper call holds as its only argument (``list(f(x))``: ``f(x)``)."""
     args = node.child_by_field_name("arguments")
@@ -769,6 +875,10 @@ class _Bindings:
         self.forms: list[str] = []  # how the names were bound: parametrize, local, loop-table
 
     def arguments(self, call: Node) -> str:
+        return ", ".join(self.argument_parts(call))
+
+    def argument_parts(self, call: Node) -> list[str]:
+        """Each argument of ``call`` as its literal (``name=literal`` for a keyword)."""
         args = call.child_by_field_name("arguments")
         parts = []
         for arg in args.named_children if args is not None else []:
@@ -788,7 +898,7 @@ class _Bindings:
                 )
             else:
                 parts.append(self.site(arg, "an argument", argument=True).text)
-        return ", ".join(parts)
+        return parts
 
     def site(self, node: Node, what: str, *, argument: bool = False) -> Site:
         node = unwrap(node)
@@ -1014,6 +1124,18 @@ class FunctionSpec:
     signature: str  # "def count_vowels(text: str) -> int:"
     docstring: str | None  # as written: indented like the body, quotes included
     docstring_value: str | None  # cleaned text
+    # "function", "staticmethod"; or, for a method that takes the object or its class,
+    # "method" / "classmethod": then ``signature`` is the oracle's function (see
+    # :func:`method_spec`), ``class_stub`` the class as the oracles see it (signatures and
+    # docstrings, no body) and ``oracle_call`` what the oracle's function returns
+    form: str = "function"
+    class_stub: str | None = None
+    oracle_call: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """The class of a method (``Table`` of ``Table.to_text``), else ``""``."""
+        return self.qualname.rpartition(".")[0]
 
     @property
     def definition(self) -> str:
@@ -1033,7 +1155,9 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
     if owner:
         # A static method of a top-level class is a function in a namespace: its truth is
         # computed as the function's (the oracles write ``def name``, run ``name(args)``).
-        # A method that takes ``self`` or ``cls`` needs the object, which no oracle sees.
+        # A method that takes ``self`` or ``cls`` needs the object, which no oracle sees:
+        # it has a spec of its own, with an oracle contract (methods.method_spec), when the
+        # test builds the object from literals or calls a class method.
         nodes = _static_methods(source, owner, name)
         if not nodes:
             raise NotIsolated(
@@ -1050,21 +1174,10 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
         name_node = definition.child_by_field_name("name")
         if name_node is None or source.node_text(name_node) != name:
             continue
-        body = definition.child_by_field_name("body")
-        assert body is not None
-        header = source.data[definition.start_byte : body.start_byte].decode("utf-8").rstrip()
-        first = statements(body)[0] if statements(body) else None
-        docstring = value = None
-        if first is not None and is_docstring(first):
-            docstring = " " * first.start_point.column + source.node_text(first)
-            try:
-                literal = ast.literal_eval(source.node_text(first))
-                value = inspect.cleandoc(literal) if isinstance(literal, str) else None
-            except (ValueError, SyntaxError):
-                value = None
-            if value is not None and owner:
-                # ``Owner.name(2)`` in a static method's examples is the call ``name(2)``
-                value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
+        definition, header, docstring, value = definition_parts(source, node)
+        if value is not None and owner:
+            # ``Owner.name(2)`` in a static method's examples is the call ``name(2)``
+            value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
         return FunctionSpec(
             name=name,
             module=module,
@@ -1077,6 +1190,7 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
             signature=header,
             docstring=docstring,
             docstring_value=value,
+            form="staticmethod" if owner else "function",
         )
     for node in source.tree.root_node.named_children:
         definition = (
@@ -1094,6 +1208,28 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
                 "arbitration computes truths for functions and static methods"
             )
     raise NotIsolated(f"no top-level function `{qualname}` in {path}")
+
+
+def definition_parts(source: SourceFile, node: Node) -> tuple[Node, str, str | None, str | None]:
+    """(the ``def`` node, its header, its docstring as written — indented like the body,
+    quotes included —, the docstring's cleaned text) of a function definition node,
+    decorated or not."""
+    definition = node
+    if node.type == "decorated_definition":
+        definition = node.child_by_field_name("definition") or node.named_children[-1]
+    body = definition.child_by_field_name("body")
+    assert body is not None
+    header = source.data[definition.start_byte : body.start_byte].decode("utf-8").rstrip()
+    first = statements(body)[0] if statements(body) else None
+    docstring = value = None
+    if first is not None and is_docstring(first):
+        docstring = " " * first.start_point.column + source.node_text(first)
+        try:
+            literal = ast.literal_eval(source.node_text(first))
+            value = inspect.cleandoc(literal) if isinstance(literal, str) else None
+        except (ValueError, SyntaxError):
+            value = None
+    return definition, header, docstring, value
 
 
 def _static_methods(source: SourceFile, owner: str, name: str) -> list[Node]:

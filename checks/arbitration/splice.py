@@ -167,8 +167,9 @@ def _body_text(code: str, function: ast.AST, statements: list[ast.stmt], indent:
 def splice(original: str, name: str, code: str, qualname: str | None = None) -> str:
     """The module ``original`` with the body of its top-level function ``name`` taken
     from the program ``code`` (and what that body needs). ``qualname`` (``Owner.name``):
-    the function in the module is that static method, re-indented into its class; the
-    program's is still the top-level ``name``. Raises :class:`Refused`."""
+    the function in the module is that method, re-indented into its class; the
+    program's is the top-level ``name``, or ``name`` in its own class ``Owner``. Raises
+    :class:`Refused`."""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
@@ -178,6 +179,8 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
     except SyntaxError as exc:
         raise Refused(f"the module does not parse: {exc.msg}") from None
     candidate = find_function(tree, name)
+    if candidate is None and qualname:
+        candidate = find_function(tree, qualname)  # the method written in its class
     if candidate is None:
         raise Refused(f"does not define `{name}`")
     target = find_function(module, qualname or name)
@@ -228,7 +231,14 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
     bound = _bindings(module)
     helpers: list[ast.AST] = []
     wanted = _names(statements)
-    pool = [n for n in tree.body if isinstance(n, _HELPERS) and name not in _defined_name(n)]
+    owner = (qualname or "").rpartition(".")[0]
+    pool = [
+        n
+        for n in tree.body
+        if isinstance(n, _HELPERS)
+        and name not in _defined_name(n)
+        and not (isinstance(n, ast.ClassDef) and n.name == owner)  # the method's own class
+    ]
     changed = True
     while changed:
         changed = False

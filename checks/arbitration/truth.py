@@ -31,6 +31,7 @@ from typing import Any
 
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import WRAPPERS, FunctionSpec
+from referee.checks.arbitration.methods import oracle_example
 from referee.checks.config import tomllib
 from referee.checks.judge.backend import BatchCancelled, ChatRequest, chat_batch
 from referee.checks.models import ArbitrationConfig, OracleResult
@@ -146,6 +147,7 @@ class Prompts:
     oracle: str
     oracle_examples: str
     oracle_suite: str
+    oracle_method: str
     oracle_repair: str
     patch_system: str
     patch: str
@@ -163,6 +165,7 @@ def prompts() -> Prompts:
         oracle=data["oracle"],
         oracle_examples=data["oracle_examples"],
         oracle_suite=data["oracle_suite"],
+        oracle_method=data["oracle_method"],
         oracle_repair=data["oracle_repair"],
         patch_system=data["patch_system"],
         patch=data["patch"],
@@ -376,7 +379,7 @@ def doctest_evidence(
     if ours is None:
         return None
     values: list[tuple[str, str]] = []
-    for source, want, line in docstring_examples(spec.docstring_value, spec.name):
+    for source, want, line in _examples(spec):
         try:
             node = ast.parse(source, mode="eval").body
         except SyntaxError:
@@ -415,6 +418,18 @@ def doctest_evidence(
     return OracleResult(source="doctest", status="ok", value=first, detail=line)
 
 
+def _examples(spec: FunctionSpec) -> list[tuple[str, str, str]]:
+    """The docstring's examples (:func:`docstring_examples`), each call written as the
+    oracle's function is called (a method's ``Table(x).to_text()`` is
+    ``to_text((x,), {})``: :func:`~referee.checks.arbitration.methods.oracle_example`)."""
+    found = []
+    for source, want, line in docstring_examples(spec.docstring_value or "", spec.name):
+        call = oracle_example(spec, source)
+        if call is not None:
+            found.append((call, want, line))
+    return found
+
+
 def example_calls(spec: FunctionSpec) -> list[tuple[str, str, str]]:
     """The docstring's examples that are a self-contained call of the function — literal
     arguments, perhaps under one wrapper (``list(f(3))``) — each as (a call of the bare
@@ -424,7 +439,7 @@ def example_calls(spec: FunctionSpec) -> list[tuple[str, str, str]]:
         return []
     found: dict[str, tuple[str, str, str]] = {}
     conflicting: set[str] = set()
-    for source, want, line in docstring_examples(spec.docstring_value, spec.name):
+    for source, want, line in _examples(spec):
         try:
             node = ast.parse(source, mode="eval").body
         except SyntaxError:
@@ -589,6 +604,21 @@ def oracle_messages(
     assertions about it (:mod:`referee.checks.arbitration.suite`), never the failing one —
     is the specification: the signature and those assertions."""
     p = prompts()
+    if spec.class_stub is not None:
+        # a method that takes the object or its class: the class without its bodies, and
+        # the function the oracle writes for it (referee.checks.arbitration.methods)
+        return [
+            {"role": "system", "content": p.oracle_system},
+            {
+                "role": "user",
+                "content": p.oracle_method.format(
+                    class_stub=spec.class_stub,
+                    signature=spec.signature,
+                    call=spec.oracle_call,
+                    name=spec.name,
+                ),
+            },
+        ]
     if suite and not spec.docstring_value:
         lines = "\n".join(f"assert {call} == {want}" for call, want, _ in suite)
         return [
