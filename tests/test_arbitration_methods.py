@@ -21,9 +21,10 @@ from red_team.fake_openai import FakeModel
 from test_arbitration_forms import WRONG, arbitrated
 from test_arbitration_more import cli_project
 
+from referee.checks.arbitration.examples import doctest_evidence, example_calls
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
 from referee.checks.arbitration.methods import method_spec, oracle_example
-from referee.checks.arbitration.truth import doctest_evidence, example_calls, oracle_messages
+from referee.checks.arbitration.truth import oracle_messages
 from referee.checks.models import arbitration_schema
 from referee.checks.source import SourceFile
 

@@ -24,15 +24,12 @@ import ast
 import copy
 import inspect
 import re
+from typing import Any
 
 from tree_sitter import Node
 
-from referee.checks.arbitration.isolate import (
-    WRAPPERS,
-    FunctionSpec,
-    NotIsolated,
-    definition_parts,
-)
+from referee.checks.arbitration.isolate import FunctionSpec, definition_parts, function_spec
+from referee.checks.arbitration.sites import WRAPPERS, Isolated, NotIsolated
 from referee.checks.nodes import statements
 from referee.checks.source import SourceFile
 
@@ -244,3 +241,29 @@ def _dotted(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return f"{_dotted(node.value)}.{node.attr}"
     return ""
+
+
+def subject_spec(
+    isolated: Isolated,
+    resolved: dict[str, Any],
+    names: dict[str, dict[str, Any]],
+    text: str,
+    path: str,
+) -> FunctionSpec:
+    """The function (or static method) the call under test calls; a method of an object
+    the test builds from literals, or a class method, with its oracle contract."""
+    module, qualname = resolved.get("module") or "", resolved["qualname"]
+    if isolated.constructor is not None:
+        built = names.get(isolated.constructor) or {}
+        owner = qualname.rpartition(".")[0]
+        if (built.get("qualname"), built.get("file")) != (owner, resolved.get("file")):
+            # an inherited method, or an object a factory function builds: the oracles
+            # would be told of another constructor than the one the test calls
+            raise NotIsolated(
+                f"cannot isolate the call under test: `{isolated.callee}` is "
+                f"`{qualname}`, not a method the class `{isolated.constructor}` itself defines"
+            )
+        return method_spec(text, path, module, qualname, "method")
+    if resolved.get("kind") == "classmethod":
+        return method_spec(text, path, module, qualname, "classmethod")
+    return function_spec(text, path, module, qualname)

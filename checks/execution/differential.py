@@ -39,20 +39,15 @@ from typing import Any, Literal
 
 from referee import __version__
 from referee.checks import sandbox
+from referee.checks.arbitration.examples import PROBE, docstring_examples, probe_cap, probe_values
 from referee.checks.arbitration.isolate import FunctionSpec
-from referee.checks.arbitration.suite import static_examples
+from referee.checks.arbitration.programs import extract_code, module_imports, program_from
+from referee.checks.arbitration.suite_reading import static_examples
 from referee.checks.arbitration.truth import (
-    PROBE,
     ProgramCache,
     agreed_value,
-    docstring_examples,
-    extract_code,
     generate_many,
-    module_imports,
     oracle_messages,
-    probe_cap,
-    probe_values,
-    program_from,
     prompts,
 )
 from referee.checks.execution.cache import JsonCache
