@@ -17,7 +17,7 @@ specification is what was committed before the red test. :func:`passing_examples
 keeps only those the current code satisfies, run in the sandbox: an assertion the code
 fails is not committed truth (it may be another red test).
 
-The examples come back in :func:`~referee.checks.arbitration.truth.example_calls`' shape —
+The examples come back in :func:`~referee.checks.arbitration.examples.example_calls`' shape —
 (a call of the bare name, the expected value, where it was written) — so oracles written
 from them are held to every one of them exactly as to a docstring's examples.
 """
