@@ -158,7 +158,7 @@ def load_problems() -> list[Problem]:
 def _doc_calls(prompt: str, entry: str) -> frozenset[str]:
     """Arguments (as ast writes them) of the calls the function's docstring gives examples
     of: the problem's "docstring example" calls."""
-    from referee.checks.arbitration.truth import docstring_examples
+    from referee.checks.arbitration.examples import docstring_examples
 
     try:
         tree = ast.parse(prompt + "    pass\n")

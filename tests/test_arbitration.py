@@ -25,6 +25,7 @@ from referee.checks.arbitration.engine import (
     apply,
     arbitrate,
 )
+from referee.checks.arbitration.examples import docstring_examples
 from referee.checks.arbitration.fix import format_value, patched_module
 from referee.checks.arbitration.isolate import (
     NotIsolated,
@@ -34,7 +35,6 @@ from referee.checks.arbitration.isolate import (
 )
 from referee.checks.arbitration.truth import (
     agreed_value,
-    docstring_examples,
     oracle_messages,
     program_from,
     prompts,

@@ -416,22 +416,17 @@ def test_a_computed_expected_value_is_never_edited(tmp_path: Path):
     assert 'len("abcd")' in text
 
 
-@pytest.mark.parametrize(
-    ("body", "form"),
-    [
-        ('assert Counter().count("aeiou") == 5', None),
-        ("assert Counter.thrice(2) == 6", "classmethod"),
-    ],
-)
-def test_methods_that_take_the_object_are_unclear_with_the_reason(
-    tmp_path: Path, body: str, form: str | None
-):
-    result, _ = arbitrated(tmp_path, WRONG, body)
+def test_an_inherited_method_is_unclear_with_the_reason(tmp_path: Path):
+    # (a method of an object the test builds from literals, and a class method, are
+    # arbitrated: tests/test_arbitration_methods.py) The oracles of ``Counter.count``
+    # would be told of Counter's constructor, not of the one the test calls.
+    module = WRONG + "\n\nclass Sub(Counter):\n    pass\n"
+    body = 'assert Sub().count("aeiou") == 5'
+    result, _ = arbitrated(tmp_path, module, body, head="from text import Sub")
     verdict = result.verdict
     assert verdict.verdict == "UNCLEAR", verdict.reason
-    assert "method" in verdict.reason
-    if form:
-        assert form in verdict.call_forms
+    assert "not a method the class `Sub` itself defines" in verdict.reason
+    assert verdict.call_forms == ("method-of-literal-object",)
 
 
 def test_a_static_method_is_arbitrated_as_a_function(tmp_path: Path):

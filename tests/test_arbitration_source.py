@@ -281,8 +281,8 @@ def test_a_wrapped_call_with_a_wrong_expected_value_is_test_wrong(tmp_path: Path
 
 
 def test_a_docstring_example_of_the_bare_call_is_wrapped_here():
+    from referee.checks.arbitration.examples import doctest_evidence
     from referee.checks.arbitration.isolate import function_spec
-    from referee.checks.arbitration.truth import doctest_evidence
 
     module = (
         'def f(n):\n    """Digits.\n\n    >>> f(31)\n    [3, 1]\n'

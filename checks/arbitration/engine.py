@@ -8,11 +8,7 @@ fix, go to the review queue.
 
 from __future__ import annotations
 
-import ast
-import datetime as dt
 import os
-import re
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -21,27 +17,16 @@ from typing import Any
 
 from referee import __version__
 from referee.checks import interpreter, ledger, review, sandbox
+from referee.checks.arbitration import methods, outcomes
+from referee.checks.arbitration.examples import doctest_evidence
 from referee.checks.arbitration.fix import (
-    SourceFix,
-    TestFix,
-    fix_test,
-    literal_mismatch,
-    pytest_counts,
     pytest_run_limits,
     sha256_text,
-    source_fix,
-    unsafe_literal,
 )
 from referee.checks.arbitration.isolate import (
-    EQUALITY_OPS,
     FunctionSpec,
-    Isolated,
-    NotIsolated,
-    TestRef,
     assertion_at,
     callee_names,
-    find_test,
-    function_spec,
     isolate,
 )
 from referee.checks.arbitration.observe import (
@@ -50,6 +35,13 @@ from referee.checks.arbitration.observe import (
     node_id,
     run_tests,
     same_test,
+)
+from referee.checks.arbitration.sites import (
+    EQUALITY_OPS,
+    Isolated,
+    NotIsolated,
+    TestRef,
+    find_test,
 )
 from referee.checks.arbitration.suite import (
     SuiteScan,
@@ -66,19 +58,25 @@ from referee.checks.arbitration.truth import (
     Progress,
     Replacements,
     agreed_value,
-    doctest_evidence,
     oracle_evidence,
     reference_evidence,
     reference_for,
 )
-from referee.checks.arbitration.verify import AssertedCall
+from referee.checks.arbitration.verdicts import (
+    Arbitration,
+    BackendFactory,
+    confirm_test_edit,
+    expectation_verdict,
+    raises_verdict,
+    source_wrong,
+    test_wrong,
+)
 from referee.checks.config import DEFAULT_EXCLUDE, Settings, glob_match
 from referee.checks.models import (
     ArbitrationConfig,
     ArbitrationVerdict,
     Certificate,
     Observation,
-    OracleEvidence,
     OracleResult,
 )
 from referee.checks.nodes import excerpt
@@ -87,22 +85,12 @@ from referee.checks.source import SourceFile
 
 __all__ = ["Arbitration", "ArbitrationError", "Cancelled", "LazyModel", "apply", "arbitrate"]
 
+# Sites of an expected value read from the failing frame or the assertion's form, or
+# computed by the test: evidence, never a literal a test fix replaces.
+READ_NOT_WRITTEN = ("local", "implicit", "computed")
 _PROJECT_FILES = ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py")
 _MAX_PROJECT_BYTES = 20_000_000
 _MAX_FILE_BYTES = 1_000_000
-
-
-@dataclass(frozen=True)
-class Arbitration:
-    """A verdict and what applying its fix would write."""
-
-    verdict: ArbitrationVerdict
-    root: Path
-    new_text: str | None = None  # the fixed file's text
-    certificate: dict[str, Any] | None = None  # fields of the certificate a test fix needs
-
-
-BackendFactory = Callable[[], Any]
 
 
 def arbitrate(
@@ -122,18 +110,7 @@ def arbitrate(
     ``cancelled()`` turns true."""
     started = time.monotonic()
     root = settings.root.resolve()
-    try:
-        test = TestRef.parse(node_id(test_id))  # ./tests/../tests/t.py is tests/t.py
-    except ValueError as exc:
-        raise ArbitrationError(str(exc)) from None
-    test_path = root / test.path
-    try:
-        test_text = test_path.read_bytes().decode("utf-8")  # no newline translation
-    except FileNotFoundError:
-        raise ArbitrationError(f"{test.path}: no such file under {root}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ArbitrationError(f"{test.path}: cannot read: {exc}") from None
-    source = SourceFile(test.path, test_text)
+    test, source = _read_test(root, test_id)
 
     def say(message: str) -> None:
         if progress is not None:
@@ -142,27 +119,9 @@ def arbitrate(
     def asked_to_stop() -> bool:
         return cancelled is not None and cancelled()
 
-    def stop_if_cancelled() -> None:
-        if asked_to_stop():
-            raise Cancelled
-
-    # the project's interpreter (a bad `python` setting is a ConfigError), with pytest
-    python = interpreter.for_settings(settings)
-    problem = interpreter.pytest_problem(python)
-    if problem is not None:
-        raise ArbitrationError(problem)
-    say(f"running {test_id}")
-    test_timeout = settings.config.arbitration.test_timeout
-    run = run_tests(
-        root,
-        [test_id],
-        names=callee_names(source, test),
-        # the test's call may run test-timeout seconds; collection and the rest get a grace
-        timeout=test_timeout + max(10.0, test_timeout / 2),
-        hang_after=test_timeout,
-        python=python,
-    )
-    stop_if_cancelled()
+    run = _run_test(root, test_id, test, source, settings, say)
+    if asked_to_stop():
+        raise Cancelled
     record = _failing_record(run, test_id, root / test.path)
     context = _Context(
         test_id=record.nodeid,
@@ -189,16 +148,59 @@ def arbitrate(
             f"ran out of its time budget ({context.config.time_budget:g} s, "
             "arbitration.time-budget) before a truth was certified"
             + (
-                ": " + "; ".join(_evidence_line(r) for r in context.oracles)
+                ": " + "; ".join(outcomes.evidence_line(r) for r in context.oracles)
                 if context.oracles
                 else ""
             )
         )
-    except NotIsolated as exc:
+    except (NotIsolated, ModelCrashed) as exc:
+        # ModelCrashed: no truth was computed, the oracles' or patches' model died. A
+        # person decides.
         return context.unclear(str(exc))
-    except ModelCrashed as exc:
-        # No truth was computed: the oracles' or patches' model died. A person decides.
-        return context.unclear(str(exc))
+
+
+def _read_test(root: Path, test_id: str) -> tuple[TestRef, SourceFile]:
+    """The test's id taken apart and its module's text."""
+    try:
+        test = TestRef.parse(node_id(test_id))  # ./tests/../tests/t.py is tests/t.py
+    except ValueError as exc:
+        raise ArbitrationError(str(exc)) from None
+    test_path = root / test.path
+    try:
+        test_text = test_path.read_bytes().decode("utf-8")  # no newline translation
+    except FileNotFoundError:
+        raise ArbitrationError(f"{test.path}: no such file under {root}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArbitrationError(f"{test.path}: cannot read: {exc}") from None
+    return test, SourceFile(test.path, test_text)
+
+
+def _run_test(
+    root: Path,
+    test_id: str,
+    test: TestRef,
+    source: SourceFile,
+    settings: Settings,
+    say: Progress,
+) -> TestRun:
+    """Run the test with the recorder, in the project's interpreter."""
+    # the project's interpreter (a bad `python` setting is a ConfigError), with pytest
+    python = interpreter.for_settings(settings)
+    problem = interpreter.pytest_problem(python)
+    if problem is not None:
+        raise ArbitrationError(problem)
+    say(f"running {test_id}")
+    test_timeout = settings.config.arbitration.test_timeout
+    run = run_tests(
+        root,
+        [test_id],
+        names=callee_names(source, test),
+        # the test's call may run test-timeout seconds; collection and the rest get a grace
+        timeout=test_timeout + max(10.0, test_timeout / 2),
+        hang_after=test_timeout,
+        python=python,
+    )
+    return run
 
 
 def _failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
@@ -211,7 +213,7 @@ def _failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
             # A call that never returns is a red test too: observed as what it did not do,
             # at the innermost line of the test module on its stack.
             test_file = str(test_path.resolve())
-            line = next((n for f, n in run.hung_frames if _same_file(f, test_file)), None)
+            line = next((n for f, n in run.hung_frames if outcomes.same_file(f, test_file)), None)
             return replace(
                 hung,
                 when="call",
@@ -299,9 +301,9 @@ class _Context:
 
     def unclear(self, reason: str, **fields: Any) -> Arbitration:
         verdict = self.verdict(verdict="UNCLEAR", reason=reason, **fields)
-        return Arbitration(self._queued(verdict, f"Arbitration UNCLEAR: {reason}"), self.root)
+        return Arbitration(self.queued(verdict, f"Arbitration UNCLEAR: {reason}"), self.root)
 
-    def _queued(self, verdict: ArbitrationVerdict, title: str) -> ArbitrationVerdict:
+    def queued(self, verdict: ArbitrationVerdict, title: str) -> ArbitrationVerdict:
         if not self.queue:
             return verdict
         obs = self.observation
@@ -319,7 +321,7 @@ class _Context:
             content_sha256=sha256_text(content),
             title=title,
             reasons=[verdict.reason],
-            evidence=[_evidence_line(r) for r in verdict.oracles]
+            evidence=[outcomes.evidence_line(r) for r in verdict.oracles]
             # where the suite's assertions the oracles were written from are
             + [f"suite: {e}" for e in verdict.spec_examples]
             + ([f"produced {verdict.produced}", f"asserted {verdict.asserted}"] if obs else [])
@@ -345,6 +347,8 @@ class _Context:
         cancelled: Callable[[], bool] | None,
         cache_dir: Path | None,
     ) -> Arbitration:
+        """Take the failing assertion apart, compute the truth from the independent
+        sources, and decide which side is wrong."""
         record = self.record
         if record.when != "call":
             crash = record.crash or {}
@@ -352,6 +356,47 @@ class _Context:
                 f"the test failed in {record.when}, before its assertion ran: "
                 f"{crash.get('type', 'error')}: {crash.get('message', '')}".rstrip(": ")
             )
+        isolated, function_file = self._subject()
+        function_relpath = self._relative(function_file)
+        files = _LazyFiles(self.root, self.settings)
+
+        # Every way on from here runs code in the sandbox (a reference, oracles, the test
+        # module with a fix); where the sandbox has no kernel boundary, none of it runs.
+        refused = sandbox.boundary_problem(
+            pytest_run_limits(self.config), interpreter.for_settings(self.settings)
+        )
+        if refused is not None:
+            return self.unclear(refused)
+
+        # --- the truth, from sources that saw neither the body nor the test
+        model: Any = None
+        sources = self._explicit_sources(isolated, function_file, function_relpath, files, say)
+        if sources:
+            found = self._explicit_truth(isolated, sources)
+        else:
+            found = self._oracle_truth(
+                isolated, function_relpath, files, backend, say, cancelled, cache_dir
+            )
+        if isinstance(found, Arbitration):
+            return found
+        truth, truth_source, model = found
+        return self._verdict(
+            isolated,
+            truth,
+            truth_source,
+            model,
+            function_relpath,
+            files,
+            backend,
+            say,
+            cancelled,
+            cache_dir,
+        )
+
+    def _subject(self) -> tuple[Isolated, Path]:
+        """The failing assertion taken apart, what the failing run observed of its call
+        (``observation``), and the function under test (``spec``, and its file)."""
+        record = self.record
         line, comparison = self._failing_line()
         isolated = isolate(
             self.source,
@@ -367,31 +412,39 @@ class _Context:
                 f"cannot isolate the call under test: `{isolated.callee}` does not resolve to "
                 "a Python function the test module imports"
             )
-        self.observation = self._observation(isolated, comparison, resolved)
-        obs = self.observation
+        self.observation = outcomes.observation(
+            isolated,
+            comparison,
+            resolved,
+            record.crash or {},
+            self.test_id,
+            self.test.path,
+            self._relative(Path(resolved["file"])) or resolved["file"],
+        )
         function_file = Path(resolved["file"])
         try:
             function_text = function_file.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise NotIsolated(f"cannot read {function_file}: {exc}") from None
-        self.spec = spec = function_spec(
-            function_text, str(function_file), resolved.get("module") or "", resolved["qualname"]
+        self.spec = methods.subject_spec(
+            isolated, resolved, record.names, function_text, str(function_file)
         )
-        function_relpath = self._relative(function_file)
-        files = _LazyFiles(self.root, self.settings)
+        return isolated, function_file
 
-        # Every way on from here runs code in the sandbox (a reference, oracles, the test
-        # module with a fix); where the sandbox has no kernel boundary, none of it runs.
-        refused = sandbox.boundary_problem(
-            pytest_run_limits(self.config), interpreter.for_settings(self.settings)
-        )
-        if refused is not None:
-            return self.unclear(refused)
-
-        # --- the truth, from sources that saw neither the body nor the test
+    def _explicit_sources(
+        self,
+        isolated: Isolated,
+        function_file: Path,
+        function_relpath: str | None,
+        files: _LazyFiles,
+        say: Progress,
+    ) -> list[OracleResult]:
+        """The docstring's own example for the call, and the declared reference's value."""
+        assert self.spec is not None
+        spec = self.spec
+        arguments = isolated.oracle_arguments  # a method's: the constructor's too
         sources: list[OracleResult] = []
-        model: Any = None
-        doctest = doctest_evidence(spec, isolated.arguments, isolated.wrapper)
+        doctest = doctest_evidence(spec, arguments, isolated.wrapper)
         if doctest is not None:
             sources.append(doctest)
         reference = reference_for(
@@ -406,100 +459,120 @@ class _Context:
             sources.append(
                 reference_evidence(
                     reference,
-                    isolated.arguments,
+                    arguments,
                     self.config,
                     files.get(),
                     isolated.wrapper,
                     python=interpreter.for_settings(self.settings),
                 )
             )
-        if sources:
-            if isolated.op == "raises":
-                sources = [_outcome(r) for r in sources]
-            self.oracles = tuple(sources)
-            values = [s.value for s in sources if s.status == "ok" and s.value is not None]
-            if len(values) != len(sources) or not all(
-                sandbox.values_equal(values[0], v) for v in values
-            ):
-                return self.unclear(
-                    "the explicit sources do not agree: "
-                    + "; ".join(_evidence_line(s) for s in sources)
-                )
-            truth, truth_source = values[0], "+".join(s.source for s in sources)
-        else:
-            if not spec.docstring_value:
-                # The specification its author committed to: the suite's passing
-                # assertions about it (never the failing one, nor one changed now).
-                scan = self._suite_scan(spec, isolated.arguments, function_relpath, files, say)
-                needed = self.config.suite_examples
-                if not needed or len(scan.found) < needed:
-                    return self.unclear(
-                        _no_truth(spec, isolated.arguments, scan, needed, function_relpath)
-                    )
-                self.suite = tuple(scan.examples)
-            if backend is None:
-                raise ArbitrationError("arbitration needs a model for the oracles; none is set up")
-            model = backend()
-            self.replacements = Replacements(self.config.oracle_replacements)
-            self.oracles = tuple(
-                oracle_evidence(
-                    spec,
-                    isolated.arguments,
-                    model,
-                    self.config,
-                    ProgramCache(cache_dir, self.settings.config.cache_size),
-                    say,
-                    cancelled,
-                    replacements=self.replacements,
-                    wrapper=isolated.wrapper,
-                    suite=self.suite,
-                    raises=_exception_name(isolated) if isolated.op == "raises" else None,
-                )
-            )
-            if isolated.op == "raises":
-                self.oracles = tuple(_outcome(r) for r in self.oracles)
-            truth = agreed_value(self.oracles, self.config.required_agreement)
-            truth_source = "oracles"
-            if self.suite:
-                truth_source = f"oracles (spec from suite: {len(self.suite)} examples)"
-            if truth is None:
-                replaced = len(self.replacements.replaced)
-                return self.unclear(
-                    f"the {self.config.oracles} oracles do not agree "
-                    f"(certifying needs {self.config.required_agreement}): "
-                    + "; ".join(_evidence_line(r) for r in self.oracles)
-                    + (f" ({replaced} that did not run replaced)" if replaced else "")
-                )
+        return sources
 
-        # --- the verdict
-        history = _history(self.root, self.test.path, isolated.expected.line)
+    def _explicit_truth(
+        self, isolated: Isolated, sources: list[OracleResult]
+    ) -> Arbitration | tuple[str, str, Any]:
+        """(truth, its source, no model) when the explicit sources agree, else UNCLEAR."""
         if isolated.op == "raises":
-            return self._raises_verdict(isolated, truth, truth_source, history)
-        if isolated.op not in EQUALITY_OPS:
-            return self._expectation_verdict(
-                isolated,
-                truth,
-                truth_source,
-                history,
-                function_relpath,
-                files,
-                backend,
+            sources = [outcomes.outcome(r) for r in sources]
+        self.oracles = tuple(sources)
+        values = [s.value for s in sources if s.status == "ok" and s.value is not None]
+        if len(values) != len(sources) or not all(
+            sandbox.values_equal(values[0], v) for v in values
+        ):
+            return self.unclear(
+                "the explicit sources do not agree: "
+                + "; ".join(outcomes.evidence_line(s) for s in sources)
+            )
+        return values[0], "+".join(s.source for s in sources), None
+
+    def _oracle_truth(
+        self,
+        isolated: Isolated,
+        function_relpath: str | None,
+        files: _LazyFiles,
+        backend: BackendFactory | None,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> Arbitration | tuple[str, str, Any]:
+        """(truth, its source, the model) the oracles agree on — written from the
+        docstring, or from the suite's assertions for a function with none — else
+        UNCLEAR."""
+        assert self.spec is not None
+        spec = self.spec
+        arguments = isolated.oracle_arguments
+        if not spec.docstring_value and spec.class_stub is not None:
+            return self.unclear(outcomes.no_method_truth(spec, function_relpath))
+        if not spec.docstring_value:
+            # The specification its author committed to: the suite's passing
+            # assertions about it (never the failing one, nor one changed now).
+            scan = self._suite_scan(spec, arguments, function_relpath, files, say)
+            needed = self.config.suite_examples
+            if not needed or len(scan.found) < needed:
+                return self.unclear(
+                    outcomes.no_truth(spec, arguments, scan, needed, function_relpath)
+                )
+            self.suite = tuple(scan.examples)
+        if backend is None:
+            raise ArbitrationError("arbitration needs a model for the oracles; none is set up")
+        model = backend()
+        self.replacements = Replacements(self.config.oracle_replacements)
+        self.oracles = tuple(
+            oracle_evidence(
+                spec,
+                arguments,
+                model,
+                self.config,
+                ProgramCache(cache_dir, self.settings.config.cache_size),
                 say,
                 cancelled,
-                cache_dir,
+                replacements=self.replacements,
+                wrapper=isolated.wrapper,
+                suite=self.suite,
+                raises=outcomes.exception_name(isolated) if isolated.op == "raises" else None,
             )
+        )
+        if isolated.op == "raises":
+            self.oracles = tuple(outcomes.outcome(r) for r in self.oracles)
+        truth = agreed_value(self.oracles, self.config.required_agreement)
+        if truth is None:
+            replaced = len(self.replacements.replaced)
+            return self.unclear(
+                f"the {self.config.oracles} oracles do not agree "
+                f"(certifying needs {self.config.required_agreement}): "
+                + "; ".join(outcomes.evidence_line(r) for r in self.oracles)
+                + (f" ({replaced} that did not run replaced)" if replaced else "")
+            )
+        truth_source = "oracles"
+        if self.suite:
+            truth_source = f"oracles (spec from suite: {len(self.suite)} examples)"
+        return truth, truth_source, model
+
+    def _verdict(
+        self,
+        isolated: Isolated,
+        truth: str,
+        truth_source: str,
+        model: Any,
+        function_relpath: str | None,
+        files: _LazyFiles,
+        backend: BackendFactory | None,
+        say: Progress,
+        cancelled: Callable[[], bool] | None,
+        cache_dir: Path | None,
+    ) -> Arbitration:
+        """Which side the truth blames: the verdict of the case's kind."""
+        assert self.observation is not None
+        obs = self.observation
+        history = outcomes.history(self.root, self.test.path, isolated.expected.line)
+        fixing = (function_relpath, files, backend, say, cancelled, cache_dir)
+        if isolated.op == "raises":
+            return raises_verdict(self, isolated, truth, truth_source, history)
+        if isolated.op not in EQUALITY_OPS:
+            return expectation_verdict(self, isolated, truth, truth_source, history, *fixing)
         produced_ok = obs.produced is not None and sandbox.values_equal(truth, obs.produced)
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
-        if (
-            produced_ok
-            and not asserted_ok
-            and isolated.expected.kind
-            in (
-                "local",
-                "implicit",
-                "computed",
-            )
-        ):
+        if produced_ok and not asserted_ok and isolated.expected.kind in READ_NOT_WRITTEN:
             # The expected value was read from the failing frame (a loop's case, a local):
             # there is no literal that holds it to replace, so the test is not edited.
             return self.unclear(
@@ -513,25 +586,21 @@ class _Context:
             )
         if produced_ok and not asserted_ok:
             if truth_source.startswith("oracles"):
-                refused = self._confirm_test_edit(
-                    model, isolated.arguments, truth, say, cancelled, cache_dir, isolated.wrapper
+                refused = confirm_test_edit(
+                    self,
+                    model,
+                    isolated.oracle_arguments,
+                    truth,
+                    say,
+                    cancelled,
+                    cache_dir,
+                    isolated.wrapper,
                 )
                 if refused is not None:
                     return refused
-            return self._test_wrong(isolated, truth, truth_source, history, files, say)
+            return test_wrong(self, isolated, truth, truth_source, history, files, say)
         if asserted_ok and not produced_ok:
-            return self._source_wrong(
-                isolated,
-                truth,
-                truth_source,
-                history,
-                function_relpath,
-                files,
-                backend,
-                say,
-                cancelled,
-                cache_dir,
-            )
+            return source_wrong(self, isolated, truth, truth_source, history, *fixing)
         if produced_ok and asserted_ok:
             reason = f"the truth ({truth}) equals both the produced and the asserted value"
         else:
@@ -540,185 +609,6 @@ class _Context:
                 f"({obs.produced or obs.produced_error}) nor the asserted one ({obs.asserted})"
             )
         return self.unclear(reason, truth=truth, truth_source=truth_source, history=history)
-
-    def _raises_verdict(
-        self, isolated: Isolated, truth: str, truth_source: str, history: str | None
-    ) -> Arbitration:
-        """The test expects the call to raise: when the truth is that it raises that
-        exception and the code did not, the source is wrong. No fix is tried — a patch
-        would be held to a value, and this truth is an exception. When the truth returns,
-        or raises another exception, the test may be wrong, but what a test expects to
-        raise is not an expected value referee edits: a person decides."""
-        assert self.observation is not None
-        obs = self.observation
-        expected = _raised(isolated.expected.text)
-        common = {"truth": truth, "truth_source": truth_source, "history": history}
-        if not sandbox.values_equal(truth, expected):
-            return self.unclear(
-                f"the truth ({truth}, from {truth_source}) is not what the test expects "
-                f"({isolated.call} {expected}): the test may be wrong, but referee does not "
-                "edit what a test expects to raise",
-                **common,
-            )
-        reason = (
-            f"the truth ({truth}, from {truth_source}) is what the test expects; the code "
-            f"{obs.produced_error}; no fix is tried for an expected exception"
-        )
-        verdict = self.verdict(verdict="SOURCE_WRONG", reason=reason, **common)
-        return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
-
-    def _expectation_verdict(
-        self,
-        isolated: Isolated,
-        truth: str,
-        truth_source: str,
-        history: str | None,
-        function_relpath: str | None,
-        files: _LazyFiles,
-        backend: BackendFactory | None,
-        say: Progress,
-        cancelled: Callable[[], bool] | None,
-        cache_dir: Path | None,
-    ) -> Arbitration:
-        """A boolean, identity or membership assertion: the truth decides by whether it
-        meets the test's expectation. Only the source is ever blamed and fixed. When the
-        truth does not meet it, the test looks wrong, but the fix would be to turn the
-        assertion around (assertTrue into assertFalse, drop a ``not``, a member for
-        another) — an edit of what the test means, not of one value, that no certificate
-        covers; a person decides."""
-        assert self.observation is not None
-        obs = self.observation
-        expectation = _expectation(isolated)
-        meets = _meets(isolated.op, isolated.call_side, truth, isolated.expected.text)
-        if meets is None:
-            return self.unclear(
-                f"the truth ({excerpt(truth)}, from {truth_source}) is not a literal value "
-                f"referee can check the test's expectation ({expectation}) against",
-                truth=truth,
-                truth_source=truth_source,
-                history=history,
-            )
-        if not meets:
-            return self.unclear(
-                f"the truth ({truth}, from {truth_source}) does not meet the test's "
-                f"expectation ({expectation}), as what the code produced "
-                f"({obs.produced or obs.produced_error}) does not: the test may be wrong, but "
-                "referee edits only the expected value of an equality, not a "
-                f"{isolated.op} assertion",
-                truth=truth,
-                truth_source=truth_source,
-                history=history,
-            )
-        if obs.produced is not None and _meets(
-            isolated.op, isolated.call_side, obs.produced, isolated.expected.text
-        ):
-            return self.unclear(
-                f"the truth ({truth}, from {truth_source}) and what the code produced "
-                f"({obs.produced}) both meet the test's expectation ({expectation}), yet it "
-                "failed",
-                truth=truth,
-                truth_source=truth_source,
-                history=history,
-            )
-        # The source is wrong: a fixed source must give the truth itself on this call.
-        return self._source_wrong(
-            replace(isolated, op="=="),
-            truth,
-            truth_source,
-            history,
-            function_relpath,
-            files,
-            backend,
-            say,
-            cancelled,
-            cache_dir,
-            agrees=f"meets the test's expectation ({expectation})",
-        )
-
-    def _fix_programs(
-        self,
-        isolated: Isolated,
-        truth: str,
-        backend: BackendFactory,
-        say: Progress,
-        cancelled: Callable[[], bool] | None,
-        cache_dir: Path | None,
-    ) -> list[tuple[str, str]]:
-        """Oracle programs written only as candidate fixes, when the truth came from a
-        doctest or a reference and no oracle was needed for it: independent
-        implementations of the docstring, kept when they give the truth on the failing
-        call (and, as every oracle, the docstring's own examples). They decide nothing."""
-        assert self.spec is not None
-        written = oracle_evidence(
-            self.spec,
-            isolated.arguments,
-            backend(),
-            self.config,
-            ProgramCache(cache_dir, self.settings.config.cache_size),
-            say,
-            cancelled,
-            replacements=Replacements(self.config.oracle_replacements),
-            wrapper=isolated.wrapper,
-        )
-        return [
-            (r.source, r.program)
-            for r in written
-            if r.program and r.value is not None and sandbox.values_equal(truth, r.value)
-        ]
-
-    def _confirm_test_edit(
-        self,
-        model: Any,
-        arguments: str,
-        truth: str,
-        say: Progress,
-        cancelled: Callable[[], bool] | None,
-        cache_dir: Path | None,
-        wrapper: str | None = None,
-    ) -> Arbitration | None:
-        """A test edit is the one move the guard exists to stop, and k oracles of one model
-        can share one misreading of the docstring. So before oracles alone certify it,
-        more are written (``test_edit_oracles``) and they must agree as well; None when
-        they do, else the UNCLEAR verdict that says they do not."""
-        config = self.config
-        total, needed = config.test_edit_total, config.test_edit_agreement
-        if total <= config.oracles:
-            return None
-        assert self.spec is not None
-        # Candidates written in place of failed oracles that ran but were not needed are
-        # oracles of this same call already: the first of the extra ones, in the order
-        # they were written, whatever their values.
-        spares: list[OracleResult] = []
-        if self.replacements is not None:
-            spares = self.replacements.spares[: total - config.oracles]
-            del self.replacements.spares[: len(spares)]
-        seeds = range(config.oracles + 1, total + 1 - len(spares))
-        extra = spares + (
-            oracle_evidence(
-                self.spec,
-                arguments,
-                model,
-                config,
-                ProgramCache(cache_dir, self.settings.config.cache_size),
-                say,
-                cancelled,
-                seeds=seeds,
-                replacements=self.replacements,
-                wrapper=wrapper,
-                suite=self.suite,
-            )
-            if seeds
-            else []
-        )
-        self.oracles = (*self.oracles, *extra)
-        confirmed = agreed_value(self.oracles, needed)
-        if confirmed is not None and sandbox.values_equal(confirmed, truth):
-            return None
-        return self.unclear(
-            f"the {config.oracles} oracles agree with what the code produced ({truth}), but "
-            f"editing the test needs {needed} of {total} oracles to agree and the "
-            f"{total - config.oracles} more do not: " + "; ".join(_evidence_line(r) for r in extra)
-        )
 
     def _suite_scan(
         self,
@@ -765,11 +655,11 @@ class _Context:
         """The line of the failing assertion in the test file, and its comparison."""
         test_file = str((self.root / self.test.path).resolve())
         record = self.record
-        mine = [c for c in record.comparisons if _same_file(c.get("file"), test_file)]
+        mine = [c for c in record.comparisons if outcomes.same_file(c.get("file"), test_file)]
         crash = record.crash or {}
         crash_line = (
             int(crash["line"])
-            if crash.get("line") and _same_file(crash.get("file"), test_file)
+            if crash.get("line") and outcomes.same_file(crash.get("file"), test_file)
             else None
         )
         if mine:
@@ -812,77 +702,6 @@ class _Context:
             names.add(dotted)
         return frozenset(names)
 
-    def _observation(
-        self, isolated: Isolated, comparison: dict[str, Any] | None, resolved: dict[str, Any]
-    ) -> Observation:
-        produced = asserted = produced_error = timeout_s = None
-        crash = self.record.crash or {}
-        if isolated.op == "raises":
-            produced_error = _raises_observed(isolated, crash)
-            asserted = _raised(isolated.expected.text)
-        elif comparison is not None:
-            produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
-            asserted = comparison["right"] if isolated.call_side == "left" else comparison["left"]
-            if isolated.expected.kind == "implicit":
-                asserted = isolated.expected.text  # assertTrue's True, assertIsNone's None
-        elif (
-            crash.get("assertion")
-            and crash.get("raised_here")
-            and isolated.op
-            in (
-                "truthy",
-                "falsy",
-            )
-        ):
-            # ``assert f(x)`` / ``assert not f(x)`` compares nothing: what the call gave is
-            # what pytest's rewritten assertion shows ("assert []\n +  where [] = f(3)")
-            produced = _shown_value(str(crash.get("message", "")), isolated.op)
-            asserted = isolated.expected.text
-        elif isolated.expected.kind == "computed":
-            raise NotIsolated(
-                "cannot isolate the call under test: the expected value "
-                f"`{excerpt(isolated.expected.text)}` is computed by the test, and the failure "
-                "recorded no comparison that shows its value"
-            )
-        else:
-            # An AssertionError is what the call raised only when the function's own file
-            # raised it — not the test's line, not an assertion helper elsewhere.
-            if crash.get("assertion") and not _same_file(crash.get("raised_in"), resolved["file"]):
-                raise NotIsolated(
-                    "cannot isolate the call under test: the assertion failed without a "
-                    "comparison pytest could report"
-                )
-            if crash.get("hung"):
-                timeout_s = float(crash["hung"])
-                produced_error = str(crash.get("message", ""))
-            else:
-                produced_error = f"{crash.get('type', 'Exception')}: {crash.get('message', '')}"
-            try:
-                asserted = repr(ast.literal_eval(isolated.expected.text))
-            except (ValueError, SyntaxError):
-                asserted = isolated.expected.text
-        kind = resolved.get("kind")
-        forms = isolated.forms + (
-            (kind,) if kind in ("method", "staticmethod", "classmethod") else ()
-        )
-        return Observation(
-            test_id=self.test_id,
-            path=self.test.path,
-            line=isolated.line,
-            assertion=isolated.assertion,
-            op=isolated.op,
-            call=isolated.call,
-            function=f"{resolved.get('module')}:{resolved.get('qualname')}",
-            function_path=self._relative(Path(resolved["file"])) or resolved["file"],
-            produced=produced,
-            produced_error=produced_error,
-            timeout_s=timeout_s,
-            asserted=asserted,
-            expected_text=isolated.expected.text,
-            expected_site=isolated.expected.kind,
-            call_forms=forms,
-        )
-
     def _relative(self, path: Path) -> str | None:
         try:
             return path.resolve().relative_to(self.root).as_posix()
@@ -890,206 +709,6 @@ class _Context:
             return None
 
     # ------------------------------------------------------------------ the fixes
-
-    def _test_wrong(
-        self,
-        isolated: Isolated,
-        truth: str,
-        truth_source: str,
-        history: str | None,
-        files: _LazyFiles,
-        say: Progress,
-    ) -> Arbitration:
-        assert self.spec is not None and self.observation is not None
-        fixed: TestFix = fix_test(
-            self.source.text,
-            self.test.path,
-            isolated.expected,
-            truth,
-            (isolated.assertion_start, isolated.assertion_end),
-        )
-        # The value comes from programs (oracles a model wrote, a reference): data, and
-        # data is what gets written — a literal, or a call of a plain name with literal
-        # arguments (Fraction(3, 2)) — never code that does something when the test runs.
-        problem = unsafe_literal(fixed.fix.new_value or "")
-        if problem is not None:
-            return self.unclear(
-                f"the truth ({excerpt(truth)}, from {truth_source}) equals what the code "
-                f"produced, but it is not a value referee writes into a test ({problem}); "
-                "nothing is certified",
-                truth=truth,
-                truth_source=truth_source,
-                history=history,
-            )
-
-        def still_fails(detail: str) -> Arbitration:
-            return self.unclear(
-                f"the truth ({truth}, from {truth_source}) equals what the code produced, but "
-                f"the test with `{excerpt(fixed.fix.new_value or '')}` written in still does "
-                f"not pass ({detail}); nothing is certified",
-                truth=truth,
-                truth_source=truth_source,
-                history=history,
-            )
-
-        # The certificate says the corrected test is right, so the corrected test must pass:
-        # a value compared within a tolerance but written exactly (0.3 for
-        # 0.30000000000000004), or one whose repr names what the module never imported
-        # (Fraction(3, 2)), would otherwise be written, certified, and still fail. Where
-        # both are literals referee compares them itself, with the test's operator; then
-        # the corrected test runs in the sandbox — the user's test and the user's code, no
-        # model-written code — which must pass too.
-        mismatch = literal_mismatch(
-            isolated.op, fixed.fix.new_value or "", self.observation.produced
-        )
-        if mismatch is not None:
-            return still_fails(mismatch)
-        say(f"running {self.test_id} with the corrected assertion")
-        run = sandbox.run_pytest(
-            {**files.get(), self.test.path: fixed.new_text},
-            [self.test_id, "-q", "-p", "no:cacheprovider"],
-            limits=pytest_run_limits(self.config),
-            python=interpreter.for_settings(self.settings),
-        )
-        passed, total = pytest_counts(run.message)
-        if not (run.status == "ok" and total and passed == total):
-            return still_fails(run.message or run.status)
-        certificate = {
-            "test_id": self.test_id,
-            "call": isolated.call,
-            "old_value": isolated.expected.text,
-            "new_value": fixed.fix.new_value,
-            "evidence": [
-                OracleEvidence(source=r.source, value=r.value or "", detail=r.detail or None)
-                for r in self.oracles
-                if r.status == "ok" and r.value is not None and sandbox.values_equal(truth, r.value)
-            ],
-            "source_sha256": sha256_text(self.spec.definition),
-            "test_sha256": ledger.normalized_text_hash(fixed.bound_text),
-            "created": _now(),
-        }
-        verdict = self.verdict(
-            verdict="TEST_WRONG",
-            truth=truth,
-            truth_source=truth_source,
-            fix=fixed.fix,
-            history=history,
-            reason=(
-                f"the truth ({truth}, from {truth_source}) equals what the code produced; "
-                f"the test asserted {self.observation.asserted}"
-            ),
-        )
-        return Arbitration(verdict, self.root, fixed.new_text, certificate)
-
-    def _source_wrong(
-        self,
-        isolated: Isolated,
-        truth: str,
-        truth_source: str,
-        history: str | None,
-        function_relpath: str | None,
-        files: _LazyFiles,
-        backend: BackendFactory | None,
-        say: Progress,
-        cancelled: Callable[[], bool] | None,
-        cache_dir: Path | None,
-        agrees: str = "equals what the test asserted",
-    ) -> Arbitration:
-        assert self.spec is not None and self.observation is not None
-        obs = self.observation
-        reason = f"the truth ({truth}, from {truth_source}) {agrees}; " + (
-            f"the call {obs.produced_error}"
-            if obs.timeout_s
-            else f"the code produced {obs.produced or obs.produced_error}"
-        )
-        common = {
-            "verdict": "SOURCE_WRONG",
-            "truth": truth,
-            "truth_source": truth_source,
-            "history": history,
-        }
-        why_not = None
-        if function_relpath is None:
-            why_not = f"{obs.function_path} is outside the project"
-        elif self.config.candidates == 0:
-            why_not = "arbitration.candidates is 0"
-        elif backend is None:
-            why_not = "no model to write candidate patches"
-        if why_not is not None:
-            verdict = self.verdict(**common, reason=f"{reason}; no verified fix ({why_not})")
-            return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
-        assert function_relpath is not None and backend is not None
-        try:
-            result = self._source_fix(
-                isolated, truth, function_relpath, files, backend, say, cancelled, cache_dir
-            )
-        except Cancelled:
-            if not self.out_of_time():
-                raise
-            budget = self.config.time_budget
-            verdict = self.verdict(
-                **common,
-                reason=f"{reason}; no verified fix (the time budget, {budget:g} s, "
-                "ran out while candidates were tried)",
-            )
-            return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
-        if result.fix is None:
-            verdict = self.verdict(
-                **common,
-                patches=result.patches,
-                reason=f"{reason}; source is wrong; no verified fix "
-                f"({len(result.patches)} candidate(s) tried)",
-            )
-            return Arbitration(self._queued(verdict, "Source is wrong; no verified fix"), self.root)
-        verdict = self.verdict(**common, patches=result.patches, fix=result.fix, reason=reason)
-        return Arbitration(verdict, self.root, result.new_text)
-
-    def _source_fix(
-        self,
-        isolated: Isolated,
-        truth: str,
-        function_relpath: str,
-        files: _LazyFiles,
-        backend: BackendFactory,
-        say: Progress,
-        cancelled: Callable[[], bool] | None,
-        cache_dir: Path | None,
-    ) -> SourceFix:
-        """Candidate patches (the oracles' programs that give the truth first), each kept
-        only when the test module's asserted calls give the right values and it passes."""
-        assert self.spec is not None and self.observation is not None
-        obs = self.observation
-        return source_fix(
-            self.spec,
-            function_relpath,
-            self.test.path,
-            files.get(),
-            AssertedCall(
-                where=f"{self.test.path}:{isolated.line} ({self.test.name})",
-                function=self.spec.qualname,  # Owner.name for a static method
-                arguments=isolated.arguments,
-                expected=truth,
-                op=isolated.op,
-                wrapper=isolated.wrapper,
-            ),
-            obs.produced
-            or (obs.produced_error if obs.timeout_s else f"raises {obs.produced_error}"),
-            truth,
-            backend(),
-            self.config,
-            self.settings,
-            ProgramCache(cache_dir, self.settings.config.cache_size),
-            [
-                (r.source, r.program)
-                for r in self.oracles
-                if r.program and r.value is not None and sandbox.values_equal(truth, r.value)
-            ],
-            say,
-            cancelled,
-            more_programs=lambda: self._fix_programs(
-                isolated, truth, backend, say, cancelled, cache_dir
-            ),
-        )
 
 
 # ---------------------------------------------------------------------------- applying
@@ -1173,166 +792,5 @@ def project_files(root: Path, settings: Settings) -> dict[str, str]:
     return files
 
 
-def _same_file(a: Any, b: str) -> bool:
-    if not a:
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(str(a)) == b
-
-
-def _no_truth(
-    spec: FunctionSpec,
-    arguments: str,
-    scan: SuiteScan,
-    needed: int,
-    function_relpath: str | None,
-) -> str:
-    """One line: what truth was missing for an UNCLEAR verdict, and what the user can add."""
-    count = len(scan.found)
-    if not needed:
-        suite = "and the suite's assertions are not used (arbitration.suite-examples = 0)"
-    else:
-        noun = "assertion" if count == 1 else "assertions"
-        suite = f"and only {count} passing {noun} about it in the suite ({needed} needed)"
-        if count == 0:
-            suite = f"and no passing assertion about it in the suite ({needed} needed)"
-        if scan.excluded:
-            suite += " — left out: " + ", ".join(f"{n} {w}" for w, n in scan.excluded.items())
-    key = f"{spec.module}:{spec.name}" if spec.module else f"{function_relpath}:{spec.name}"
-    return (
-        f"no independent truth for `{spec.name}`: no docstring, no doctest for this call, no "
-        f"reference, {suite} — add a docstring example (`>>> {spec.name}({arguments})`), a "
-        f'reference (`[arbitration.references]` "{key}" = ...), or a literal case '
-        f"(`assert {spec.name}(...) == value`) to a committed test"
-    )
-
-
-def _evidence_line(result: OracleResult) -> str:
-    if result.status == "ok":
-        return f"{result.source}: {result.value}"
-    return f"{result.source}: {result.status} ({result.detail})"
-
-
-def _history(root: Path, path: str, line: int) -> str | None:
-    """Who last changed the line holding the expected value (git blame): evidence shown
-    beside the verdict, never a reason for it."""
-    try:
-        proc = subprocess.run(
-            ["git", "blame", "--porcelain", "-L", f"{line},{line}", "--", path],
-            cwd=root,
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    fields: dict[str, str] = {}
-    lines = proc.stdout.decode("utf-8", "replace").splitlines()
-    commit = lines[0].split()[0] if lines else ""
-    for entry in lines[1:]:
-        key, _, value = entry.partition(" ")
-        fields.setdefault(key, value)
-    if not commit or set(commit) == {"0"}:
-        return "the expected value's line is not committed yet"
-    when = fields.get("author-time")
-    date = dt.datetime.fromtimestamp(int(when), dt.timezone.utc).date() if when else "?"
-    return (
-        f"the expected value's line was last changed in {commit[:10]} "
-        f"({fields.get('author', '?')}, {date}): {fields.get('summary', '')}"
-    )
-
-
 def _seconds(value: float) -> str:
     return f"{value:g}"
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
-
-
-_RAISED = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
-
-
-def _exception_name(isolated: Isolated) -> str:
-    """The class name of the exception a raises assertion expects (``errors.ParseError``:
-    ``ParseError``)."""
-    return isolated.expected.text.strip().rsplit(".", 1)[-1]
-
-
-def _raised(name: str) -> str:
-    """The outcome "raises NAME", as the truth of a call that raises is written."""
-    return f"raises {name.strip().rsplit('.', 1)[-1]}"
-
-
-def _outcome(result: OracleResult) -> OracleResult:
-    """A source's result read as the call's outcome: an exception it raised is the
-    value "raises NAME" (the class name only: messages differ between programs)."""
-    if result.status != "error":
-        return result
-    match = _RAISED.match(result.detail or "")
-    if match is None:
-        return result
-    return result.model_copy(update={"status": "ok", "value": _raised(match.group(1))})
-
-
-def _raises_observed(isolated: Isolated, crash: dict[str, Any]) -> str:
-    """What the code did instead of raising the expected exception: returned (pytest's
-    ``DID NOT RAISE``, unittest's ``E not raised``), or raised another exception."""
-    kind, message = str(crash.get("type", "")), str(crash.get("message", ""))
-    name = _exception_name(isolated)
-    if (kind == "Failed" and message.startswith("DID NOT RAISE")) or (
-        kind == "AssertionError" and " not raised" in message
-    ):
-        return f"returned instead of raising {name}"
-    if not kind or kind == name or kind in ("Failed", "AssertionError"):
-        raise NotIsolated(
-            "cannot isolate the call under test: the raises assertion failed in a way "
-            f"referee does not read ({kind}: {excerpt(message)})"
-        )
-    return f"raised {kind}: {excerpt(message)} instead of {name}"
-
-
-def _expectation(isolated: Isolated) -> str:
-    """The test's expectation in words: ``count_vowels('a') is truthy``."""
-    call, value = isolated.call, isolated.expected.text
-    if isolated.op in ("truthy", "falsy"):
-        return f"{call} is {isolated.op}"
-    if isolated.op in ("in", "not in") and isolated.call_side == "right":
-        return f"{value} {isolated.op} {call}"
-    return f"{call} {isolated.op} {value}"
-
-
-def _meets(op: str, call_side: str, value: str, expected: str) -> bool | None:
-    """Whether the call's value (a repr) meets a boolean, identity or membership
-    expectation; None when either is not a literal that can be checked."""
-    try:
-        got = ast.literal_eval(value)
-        want = None if op in ("truthy", "falsy") else ast.literal_eval(expected)
-        if op == "truthy":
-            return bool(got)
-        if op == "falsy":
-            return not got
-        if op in ("is", "is not"):
-            if not (want is None or isinstance(want, bool)):
-                return None
-            return (got is want) == (op == "is")
-        if op in ("in", "not in"):
-            container, member = (got, want) if call_side == "right" else (want, got)
-            return (member in container) == (op == "in")
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return None
-
-
-def _shown_value(message: str, op: str) -> str | None:
-    """The value pytest's rewritten ``assert f(x)`` (``assert not f(x)``) shows on its
-    first line; None when that line is not one."""
-    first = message.split("\n", 1)[0].strip()
-    prefix = "assert not " if op == "falsy" else "assert "
-    if not first.startswith(prefix):
-        return None
-    return first[len(prefix) :].strip() or None

@@ -30,14 +30,15 @@ from typing import Any
 from referee.checks import interpreter, sandbox
 from referee.checks.arbitration import verify
 from referee.checks.arbitration.capabilities import added_capabilities
-from referee.checks.arbitration.isolate import FunctionSpec, Site
+from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.programs import extract_code
+from referee.checks.arbitration.sites import Site
 from referee.checks.arbitration.splice import Refused, splice
 from referee.checks.arbitration.style import restyler
 from referee.checks.arbitration.truth import (
     Cancelled,
     ProgramCache,
     Progress,
-    extract_code,
     generate,
     prompts,
 )
@@ -268,14 +269,6 @@ def patched_module(spec: FunctionSpec, answer: str) -> tuple[str | None, str]:
         return None, str(exc)
 
 
-def _is_import(node: ast.AST) -> bool:
-    return isinstance(node, (ast.Import, ast.ImportFrom))
-
-
-def _future(node: ast.AST) -> bool:
-    return isinstance(node, ast.ImportFrom) and node.module == "__future__"
-
-
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?)")
 
 
@@ -343,64 +336,24 @@ def source_fix(
     With no oracle programs (the truth came from a doctest or a reference),
     ``more_programs`` is asked for some: oracles written only for the fix, which the
     caller keeps to those that give the truth on the failing call."""
-    messages = patch_messages(spec, failing.call, produced, truth)
-    test_text = "".join(
-        squash_lines(text) for path, text in files.items() if _is_test(settings, path)
+    trial = _Trial.prepare(
+        spec, module_relpath, test_relpath, files, failing, settings, config, progress, cancelled
     )
-    guard = GuardContext(baseline=spec.text, test_text=test_text)
-    limits = pytest_run_limits(config)
-    python = interpreter.for_settings(settings)  # the project's: its tests, its imports
-    asserted, untaken = verify.asserted_calls(
-        files.get(test_relpath, ""), test_relpath, spec.module, module_functions(spec.text)
+    answers = _candidates(
+        spec,
+        patch_messages(spec, failing.call, produced, truth),
+        backend,
+        config,
+        cache,
+        oracle_programs,
+        more_programs,
+        progress,
+        cancelled,
     )
-    calls = [failing] + [
-        c
-        for c in asserted
-        if not (
-            (c.function, c.arguments, c.wrapper)
-            == (failing.function, failing.arguments, failing.wrapper)
-            and sandbox.values_equal(c.expected, failing.expected)
-        )
-    ]
-    # The patched module runs with the project's code but without its tests or conftest
-    # files: nothing there tells a patch what the tests expect.
-    code_files = {
-        path: text
-        for path, text in files.items()
-        if not _is_test(settings, path) and posixpath.basename(path) != "conftest.py"
-    }
-
-    # A patch is about as long as the function it rewrites; a model that rambles on is cut.
-    max_tokens = min(1024, max(256, len(spec.definition) // 2 + 128))
-
-    def candidates() -> Iterator[tuple[str, str]]:
-        """The oracles' programs first — independent implementations of the docstring that
-        agreed on the truth, and cost no model call — then the model's patches (the first
-        greedy, the others sampled)."""
-        yield from oracle_programs
-        if not oracle_programs and more_programs is not None:
-            yield from more_programs()
-        for index in range(1, config.candidates + 1):
-            if cancelled is not None and cancelled():
-                raise Cancelled
-            if progress is not None:
-                progress(f"writing candidate patch {index}/{config.candidates}")
-            temperature = 0.0 if index == 1 else config.temperature
-            answer, _ = generate(
-                backend,
-                messages,
-                seed=index,
-                temperature=temperature,
-                cache=cache,
-                max_tokens=max_tokens,
-            )
-            yield "model", answer
-
     patches: list[PatchResult] = []
     tried: set[str] = set()
     restyle = restyler(settings.root, module_relpath, spec.text)
-
-    for index, (origin, answer) in enumerate(candidates(), start=1):
+    for index, (origin, answer) in enumerate(answers, start=1):
         new_text, problem = patched_module(spec, answer)
         if new_text is not None:
             new_text, _ = restyle(new_text)
@@ -411,93 +364,194 @@ def source_fix(
             )
             continue
         tried.add(new_text)
-        added = added_capabilities(spec.text, new_text, spec.qualname)
-        if added:
-            patches.append(
-                PatchResult(
-                    candidate=index,
-                    origin=origin,
-                    status="refused",
-                    message="it adds what the original function did not use: "
-                    + ", ".join(added)
-                    + "; never run",
-                    capabilities=tuple(added),
-                )
-            )
-            continue
-        cheats = check_source(
-            SourceFile(module_relpath, new_text), settings, module_relpath, guard, GUARD_CODES
-        )
-        if cheats:
-            why = f"{cheats[0].code}: {cheats[0].message}"
-            patches.append(
-                PatchResult(candidate=index, origin=origin, status="invalid", message=why)
-            )
-            continue
+        result, fix = trial.check(index, origin, new_text)
+        patches.append(result)
+        if fix is not None:
+            return SourceFix(fix, new_text, tuple(patches))
+    return SourceFix(None, None, tuple(patches))
+
+
+def _candidates(
+    spec: FunctionSpec,
+    messages: list[dict],
+    backend: Any,
+    config: ArbitrationConfig,
+    cache: ProgramCache,
+    oracle_programs: Sequence[tuple[str, str]],
+    more_programs: Callable[[], Sequence[tuple[str, str]]] | None,
+    progress: Progress | None,
+    cancelled: Callable[[], bool] | None,
+) -> Iterator[tuple[str, str]]:
+    """(origin, answer) of each candidate: the oracles' programs first — independent
+    implementations of the docstring that agreed on the truth, and cost no model call —
+    then the model's patches (the first greedy, the others sampled)."""
+    yield from oracle_programs
+    if not oracle_programs and more_programs is not None:
+        yield from more_programs()
+    # A patch is about as long as the function it rewrites; a model that rambles on is cut.
+    max_tokens = min(1024, max(256, len(spec.definition) // 2 + 128))
+    for index in range(1, config.candidates + 1):
         if cancelled is not None and cancelled():
             raise Cancelled
         if progress is not None:
-            progress(f"checking candidate {index} ({origin}) on {len(calls)} asserted calls")
+            progress(f"writing candidate patch {index}/{config.candidates}")
+        temperature = 0.0 if index == 1 else config.temperature
+        answer, _ = generate(
+            backend,
+            messages,
+            seed=index,
+            temperature=temperature,
+            cache=cache,
+            max_tokens=max_tokens,
+        )
+        yield "model", answer
+
+
+@dataclass(frozen=True)
+class _Trial:
+    """How a candidate module is judged: what it may not add, the test module's asserted
+    calls it must give the right values for, and the test module it must pass."""
+
+    spec: FunctionSpec
+    module_relpath: str
+    test_relpath: str
+    files: dict[str, str]
+    settings: Settings
+    guard: GuardContext
+    calls: list[verify.AssertedCall]  # the failing call first
+    untaken: int
+    code_files: dict[str, str]  # the project without its tests or conftest files
+    limits: sandbox.Limits
+    python: interpreter.Interpreter | None
+    progress: Progress | None
+    cancelled: Callable[[], bool] | None
+
+    @classmethod
+    def prepare(
+        cls,
+        spec: FunctionSpec,
+        module_relpath: str,
+        test_relpath: str,
+        files: dict[str, str],
+        failing: verify.AssertedCall,
+        settings: Settings,
+        config: ArbitrationConfig,
+        progress: Progress | None,
+        cancelled: Callable[[], bool] | None,
+    ) -> _Trial:
+        test_text = "".join(
+            squash_lines(text) for path, text in files.items() if _is_test(settings, path)
+        )
+        asserted, untaken = verify.asserted_calls(
+            files.get(test_relpath, ""), test_relpath, spec.module, module_functions(spec.text)
+        )
+        calls = [failing] + [
+            c
+            for c in asserted
+            if not (
+                (c.function, c.arguments, c.wrapper)
+                == (failing.function, failing.arguments, failing.wrapper)
+                and sandbox.values_equal(c.expected, failing.expected)
+            )
+        ]
+        # The patched module runs with the project's code but without its tests or
+        # conftest files: nothing there tells a patch what the tests expect.
+        code_files = {
+            path: text
+            for path, text in files.items()
+            if not _is_test(settings, path) and posixpath.basename(path) != "conftest.py"
+        }
+        return cls(
+            spec=spec,
+            module_relpath=module_relpath,
+            test_relpath=test_relpath,
+            files=files,
+            settings=settings,
+            guard=GuardContext(baseline=spec.text, test_text=test_text),
+            calls=calls,
+            untaken=untaken,
+            code_files=code_files,
+            limits=pytest_run_limits(config),
+            python=interpreter.for_settings(settings),  # the project's: its tests, its imports
+            progress=progress,
+            cancelled=cancelled,
+        )
+
+    def _say(self, message: str) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise Cancelled
+        if self.progress is not None:
+            self.progress(message)
+
+    def check(
+        self, index: int, origin: str, new_text: str
+    ) -> tuple[PatchResult, ArbitrationFix | None]:
+        """The candidate ``new_text``'s result, and the fix when it passed."""
+        spec = self.spec
+
+        def result(status: str, message: str, **more: Any) -> PatchResult:
+            return PatchResult(
+                candidate=index, origin=origin, status=status, message=message, **more
+            )
+
+        added = added_capabilities(spec.text, new_text, spec.qualname)
+        if added:
+            message = (
+                "it adds what the original function did not use: "
+                + ", ".join(added)
+                + "; never run"
+            )
+            return result("refused", message, capabilities=tuple(added)), None
+        cheats = check_source(
+            SourceFile(self.module_relpath, new_text),
+            self.settings,
+            self.module_relpath,
+            self.guard,
+            GUARD_CODES,
+        )
+        if cheats:
+            return result("invalid", f"{cheats[0].code}: {cheats[0].message}"), None
+        self._say(f"checking candidate {index} ({origin}) on {len(self.calls)} asserted calls")
         checked = verify.verify(
-            new_text, module_relpath, spec.module, calls, code_files, limits, untaken, python
+            new_text,
+            self.module_relpath,
+            spec.module,
+            self.calls,
+            self.code_files,
+            self.limits,
+            self.untaken,
+            self.python,
         )
         counts = {"calls_verified": checked.verified, "calls_total": checked.total}
         if not checked.passed:
-            patches.append(
-                PatchResult(
-                    candidate=index,
-                    origin=origin,
-                    status="failed",
-                    message=checked.message,
-                    **counts,
-                )
-            )
-            continue
-        if cancelled is not None and cancelled():
-            raise Cancelled
-        if progress is not None:
-            progress(f"running {test_relpath} against candidate {index} ({origin})")
-        result = sandbox.run_pytest(
-            {**files, module_relpath: new_text}, [test_relpath, "-q"], limits=limits, python=python
+            return result("failed", checked.message, **counts), None
+        self._say(f"running {self.test_relpath} against candidate {index} ({origin})")
+        run = sandbox.run_pytest(
+            {**self.files, self.module_relpath: new_text},
+            [self.test_relpath, "-q"],
+            limits=self.limits,
+            python=self.python,
         )
-        passed, total = pytest_counts(result.message)
+        passed, total = pytest_counts(run.message)
         # pytest ran in the patch's own process: its failure refuses the patch (a patch
         # that fakes its own failure only refuses itself), its pass proves nothing.
-        if not (result.status == "ok" and total and passed == total):
-            patches.append(
-                PatchResult(
-                    candidate=index,
-                    origin=origin,
-                    status="failed",
-                    message=f"{checked.message}, but the test module does not pass against "
-                    f"it in the sandbox ({result.message})",
-                    pytest=result.message,
-                    **counts,
-                )
+        if not (run.status == "ok" and total and passed == total):
+            message = (
+                f"{checked.message}, but the test module does not pass against "
+                f"it in the sandbox ({run.message})"
             )
-            continue
-        patches.append(
-            PatchResult(
-                candidate=index,
-                origin=origin,
-                status="passed",
-                message=checked.message,
-                pytest=result.message,
-                **counts,
-            )
-        )
+            return result("failed", message, pytest=run.message, **counts), None
         fix = ArbitrationFix(
             side="source",
             title=f"Fix source (verified {checked.verified}/{checked.total} asserted calls)",
-            path=module_relpath,
+            path=self.module_relpath,
             edits=(_minimal_edit(spec.text, new_text),),
-            diff=unified_diff(module_relpath, spec.text, new_text),
+            diff=unified_diff(self.module_relpath, spec.text, new_text),
             content_sha256=sha256_text(spec.text),
             calls_verified=checked.verified,
             calls_total=checked.total,
         )
-        return SourceFix(fix, new_text, tuple(patches))
-    return SourceFix(None, None, tuple(patches))
+        return result("passed", checked.message, pytest=run.message, **counts), fix
 
 
 def changed_lines(old: str, new: str) -> tuple[int, int, str]:

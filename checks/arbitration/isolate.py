@@ -17,16 +17,29 @@ import ast
 import inspect
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 from tree_sitter import Node
 
+from referee.checks.arbitration.bindings import Bindings
+from referee.checks.arbitration.raises import raises_at, raises_callable
+from referee.checks.arbitration.sites import (
+    WRAPPERS,
+    Isolated,
+    NotIsolated,
+    Site,
+    TestRef,
+    assignments,
+    dotted,
+    find_test,
+    identifiers,
+    is_literal,
+    wrapped_call,
+)
 from referee.checks.nodes import (
     binding_counts,
     call_arguments,
     excerpt,
     is_docstring,
-    keyword_argument,
     statements,
     unwrap,
 )
@@ -80,106 +93,6 @@ _SNAKE = {
 }
 # What the expected value must be for an identity assertion to be arbitrated.
 _SINGLETONS = ("True", "False", "None")
-# Operators that compare the call's value with an expected value a test fix can replace;
-# the others (boolean, identity, membership) only ever blame the source.
-EQUALITY_OPS = frozenset({"==", "approx"})
-
-
-# Built-ins a test wraps the call under test in to look at its value (a generator's items,
-# an order-free result): the call is isolated through the wrapper, and every source of
-# truth's value is wrapped the same way.
-WRAPPERS = frozenset({"list", "tuple", "set", "sorted", "dict", "str", "len", "next"})
-
-
-class NotIsolated(Exception):
-    """The failing assertion is not one arbitration can take apart; the message says why."""
-
-
-@dataclass(frozen=True)
-class TestRef:
-    """A pytest node id taken apart: ``tests/test_x.py::TestA::test_b[1-2]``."""
-
-    __test__ = False  # not a pytest test class
-
-    path: str
-    cls: str | None
-    name: str
-    param_id: str | None
-
-    @classmethod
-    def parse(cls, nodeid: str) -> TestRef:
-        path, sep, rest = nodeid.partition("::")
-        if not sep or not rest:
-            raise ValueError(f"{nodeid!r} is not a test id like tests/test_x.py::test_name")
-        param_id = None
-        if rest.endswith("]") and "[" in rest:
-            rest, _, param_id = rest[:-1].partition("[")
-        parts = rest.split("::")
-        if len(parts) > 2 or not all(parts):
-            raise ValueError(f"{nodeid!r}: only tests in a module or in one class are supported")
-        return cls(path, parts[0] if len(parts) == 2 else None, parts[-1], param_id)
-
-    @property
-    def function_id(self) -> str:
-        """The id without the parametrize part: the guard's id for the test."""
-        middle = f"{self.cls}::" if self.cls else ""
-        return f"{self.path}::{middle}{self.name}"
-
-
-@dataclass(frozen=True)
-class Site:
-    """Where the expected value is written: the bytes a test fix replaces."""
-
-    # assertion, parametrize, assignment: a literal a test fix can replace. local: a value
-    # the failing test frame held (a loop over a table of cases, a local variable), read
-    # from what the recorder saw — evidence, not a place to edit. implicit: an
-    # assertion's own expectation (assertTrue's True, assertIsNone's None).
-    kind: Literal["assertion", "parametrize", "assignment", "local", "implicit", "computed"]
-    start_byte: int
-    end_byte: int
-    text: str
-    line: int  # 1-based
-    case: tuple[int, int] | None = None  # a parametrize case's byte range: what the guard reads
-
-
-@dataclass(frozen=True)
-class Isolated:
-    """The failing assertion taken apart."""
-
-    assertion: str
-    line: int  # 1-based first line of the assertion
-    end_line: int
-    assertion_start: int  # byte offsets of the assertion statement
-    assertion_end: int
-    # "==" or "approx"; or an expectation that is not an equality: "truthy", "falsy",
-    # "is", "is not" (the expected value is True, False or None), "in", "not in"
-    op: str
-    call_side: Literal["left", "right"]  # which compared value the call produced
-    callee: str  # as written: count_vowels, text.count_vowels
-    arguments: str  # the call's arguments, names replaced by their literal values
-    expected: Site
-    wrapper: str | None = None  # list, sorted...: the built-in the call is wrapped in
-    # how the test wrote it: unittest-method, assert-function, boolean, identity,
-    # membership, parametrize, local, loop-table (see docs/arbitration.md)
-    forms: tuple[str, ...] = ()
-
-    @property
-    def call(self) -> str:
-        return wrapped(self.wrapper, f"{self.callee}({self.arguments})")
-
-    @property
-    def function_name(self) -> str:
-        return self.callee.rsplit(".", 1)[-1]
-
-
-def find_test(module: PythonModule, test: TestRef) -> Function:
-    for fn in module.functions:
-        if fn.name != test.name or fn.is_nested:
-            continue
-        owner = fn.class_.name if fn.class_ is not None else None
-        if owner == test.cls:
-            return fn
-    raise NotIsolated(f"no test function {test.function_id} in {test.path}")
 
 
 def callee_names(source: SourceFile, test: TestRef) -> list[str]:
@@ -195,43 +108,49 @@ def callee_names(source: SourceFile, test: TestRef) -> list[str]:
         node = stack.pop()
         stack.extend(node.named_children)
         if node.type == "call":
-            name = _dotted(source, node.child_by_field_name("function"))
+            name = dotted(source, node.child_by_field_name("function"))
             if name and name not in names and not name.startswith("self."):
                 names.append(name)
-            handed = _raises_callable(source, node)
+            method = _built_method(source, fn, node)
+            if method and method not in names:
+                names.append(method)
+            handed = raises_callable(source, node)
             if handed is not None and handed.type in ("identifier", "attribute"):
-                name = _dotted(source, handed)
+                name = dotted(source, handed)
                 if name and name not in names and not name.startswith("self."):
                     names.append(name)
     return names
 
 
-def _dotted(source: SourceFile, node: Node | None) -> str | None:
-    if node is None:
+def _built_method(source: SourceFile, fn: Function, call: Node) -> str | None:
+    """``Table.to_text`` for a call ``Table(...).to_text(...)``, or ``t.to_text(...)``
+    where the test assigns ``t = Table(...)``: what the recorder resolves."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "attribute":
         return None
-    if node.type == "identifier":
-        return source.node_text(node)
-    if node.type == "attribute":
-        obj = node.child_by_field_name("object")
-        attr = node.child_by_field_name("attribute")
-        head = _dotted(source, obj)
-        return f"{head}.{source.node_text(attr)}" if head and attr is not None else None
-    return None
-
-
-def _literal(text: str) -> bool:
-    try:
-        ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
-    return True
+    obj = function.child_by_field_name("object")
+    attribute = function.child_by_field_name("attribute")
+    if obj is None or attribute is None:
+        return None
+    obj = unwrap(obj)
+    built: Node | None = obj if obj.type == "call" else None
+    if obj.type == "identifier":
+        body = statements(fn.body)
+        values = [v for _, v in assignments(source, body, source.node_text(obj))]
+        built = values[0] if len(values) == 1 and values[0].type == "call" else None
+    constructor = (
+        dotted(source, built.child_by_field_name("function")) if built is not None else None
+    )
+    if not constructor or constructor.startswith("self."):
+        return None
+    return f"{constructor}.{source.node_text(attribute)}"
 
 
 def _is_approx(source: SourceFile, node: Node) -> bool:
     node = unwrap(node)
     if node.type != "call":
         return False
-    name = _dotted(source, node.child_by_field_name("function")) or ""
+    name = dotted(source, node.child_by_field_name("function")) or ""
     return name in ("approx", "pytest.approx")
 
 
@@ -312,8 +231,66 @@ def isolate(
     Raises :class:`NotIsolated`."""
     module = PythonModule(source, is_test_file=True)
     fn = find_test(module, test)
+    located = _located(source, module, fn, line, indices, frame_locals)
+    if isinstance(located, Isolated):
+        return located
+    node = located
+    forms: list[str] = []
+    left, right, op, implicit = _compared(source, node, forms)
+    if op in _FORM_OF_OP:
+        forms.append(_FORM_OF_OP[op])
+    sides = (
+        {"left": unwrap(left)} if right is None else {"left": unwrap(left), "right": unwrap(right)}
+    )
+    call_side, call_node, wrapper = _call_under_test(
+        source, fn, node, sides, op, project_callees, forms
+    )
+    bindings = Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
+    callee, built = _callee_and_object(source, fn, call_node, node)
+    constructor: str | None = None
+    constructor_arguments: tuple[str, ...] = ()
+    if built is not None:
+        constructor, constructor_call, form = built
+        constructor_arguments = tuple(bindings.argument_parts(constructor_call))
+        forms.append(form)
+    arguments = bindings.arguments(call_node)
+    expected, op = _expected(source, bindings, node, sides, call_side, implicit, op, callee, forms)
+    if op in ("is", "is not") and expected.text.strip() not in _SINGLETONS:
+        raise NotIsolated(
+            f"cannot isolate the call under test: `{op}` compares identity; only with True, "
+            f"False or None is that a value to check (here `{excerpt(expected.text)}`)"
+        )
+    forms.extend(f for f in bindings.forms if f not in forms)
+    return Isolated(
+        assertion=source.node_text(node),
+        line=node.start_point.row + 1,
+        end_line=node.end_point.row + 1,
+        assertion_start=node.start_byte,
+        assertion_end=node.end_byte,
+        op=op,
+        call_side=call_side,  # type: ignore[arg-type]
+        callee=callee,
+        arguments=arguments,
+        expected=expected,
+        wrapper=wrapper,
+        forms=tuple(forms),
+        constructor=constructor,
+        constructor_arguments=constructor_arguments,
+    )
+
+
+def _located(
+    source: SourceFile,
+    module: PythonModule,
+    fn: Function,
+    line: int,
+    indices: dict[str, int] | None,
+    frame_locals: dict[str, str] | None,
+) -> Isolated | Node:
+    """The assertion on ``line``: taken apart already when it expects a call to raise,
+    else its node."""
     try:
-        raising = _raises_at(source, module, fn, line, indices or {}, frame_locals)
+        raising = raises_at(source, module, fn, line, indices or {}, frame_locals)
     except NotIsolated as exc:
         try:  # an ``assert`` inside the ``with pytest.raises`` block is an assertion
             node = assertion_at(source, fn, line)
@@ -323,7 +300,15 @@ def isolate(
         if raising is not None:
             return raising
         node = assertion_at(source, fn, line)
-    forms: list[str] = []
+    return node
+
+
+def _compared(
+    source: SourceFile, node: Node, forms: list[str]
+) -> tuple[Node, Node | None, str, str | None]:
+    """(left, right — None for a one-value assertion —, operator, the expectation the
+    assertion states by its form: ``True`` for ``assert f(x)``...) of an assertion; the
+    forms it is written in are added to ``forms``."""
     implicit: str | None = None  # the expectation an assertion states by its form
     if node.type == "assert_statement":
         cond = unwrap(node.named_children[0]) if node.named_children else None
@@ -358,19 +343,28 @@ def isolate(
         left, right = args[0], (args[1] if arity == 2 else None)
         if right is None:
             implicit = {"truthy": "True", "falsy": "False"}.get(op, "None")
-    if op in _FORM_OF_OP:
-        forms.append(_FORM_OF_OP[op])
+    return left, right, op, implicit
 
-    sides = (
-        {"left": unwrap(left)} if right is None else {"left": unwrap(left), "right": unwrap(right)}
-    )
+
+def _call_under_test(
+    source: SourceFile,
+    fn: Function,
+    node: Node,
+    sides: dict[str, Node],
+    op: str,
+    project_callees: frozenset[str] | None,
+    forms: list[str],
+) -> tuple[str, Node, str | None]:
+    """(the side the call under test is on, its call node, the wrapper it is in) of an
+    assertion's compared values ``sides``."""
+    one_value = "right" not in sides
     approx = [side for side, n in sides.items() if _is_approx(source, n)]
     calls = [
         side
         for side, n in sides.items()
-        if n.type == "call" and side not in approx and not _literal(source.node_text(n))
+        if n.type == "call" and side not in approx and not is_literal(source.node_text(n))
     ]
-    if right is None and not calls:
+    if one_value and not calls:
         raise NotIsolated(
             "cannot isolate the call under test: the value asserted "
             f"{'true' if op == 'truthy' else 'false' if op == 'falsy' else 'about'} is not a "
@@ -383,7 +377,7 @@ def isolate(
         if len(ours) == 1:
             calls = ours
     assigned: Node | None = None
-    if not calls and right is not None:
+    if not calls and not one_value:
         # ``result = f(x)`` once, then ``assert result == 3``: the call is the local's.
         for side, n in sides.items():
             if n.type == "identifier" and side not in approx:
@@ -402,26 +396,26 @@ def isolate(
     call_side = calls[0]
     call_node = assigned if assigned is not None else sides[call_side]
     wrapper = None
-    outer = _dotted(source, call_node.child_by_field_name("function"))
-    inner = _wrapped_call(call_node)
+    outer = dotted(source, call_node.child_by_field_name("function"))
+    inner = wrapped_call(call_node)
     if outer in WRAPPERS and inner is not None:
         wrapper, call_node = outer, inner
-    callee = _dotted(source, call_node.child_by_field_name("function"))
-    function_node = call_node.child_by_field_name("function")
-    if callee is None and function_node is not None and function_node.type == "attribute":
-        raise NotIsolated(
-            "cannot isolate the call under test: "
-            f"`{excerpt(source.node_text(function_node))}` is a method of an object the test "
-            "builds; arbitration computes truths for top-level functions only"
-        )
-    if callee is None or callee.startswith("self."):
-        raise NotIsolated(
-            "cannot isolate the call under test: "
-            f"`{excerpt(source.node_text(call_node.child_by_field_name('function')))}` "
-            "is not a plain function name"
-        )
-    bindings = _Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
-    arguments = bindings.arguments(call_node)
+    return call_side, call_node, wrapper
+
+
+def _expected(
+    source: SourceFile,
+    bindings: Bindings,
+    node: Node,
+    sides: dict[str, Node],
+    call_side: str,
+    implicit: str | None,
+    op: str,
+    callee: str,
+    forms: list[str],
+) -> tuple[Site, str]:
+    """(where the expected value is, the operator — ``approx`` for a
+    ``pytest.approx(value)``)."""
     if implicit is not None:
         expected = Site(
             "implicit", node.start_byte, node.end_byte, implicit, node.start_point.row + 1
@@ -441,207 +435,63 @@ def isolate(
             if expected is None:
                 raise
             forms.append("computed-expected")
-    if op in ("is", "is not") and expected.text.strip() not in _SINGLETONS:
-        raise NotIsolated(
-            f"cannot isolate the call under test: `{op}` compares identity; only with True, "
-            f"False or None is that a value to check (here `{excerpt(expected.text)}`)"
-        )
-    forms.extend(f for f in bindings.forms if f not in forms)
-    return Isolated(
-        assertion=source.node_text(node),
-        line=node.start_point.row + 1,
-        end_line=node.end_point.row + 1,
-        assertion_start=node.start_byte,
-        assertion_end=node.end_byte,
-        op=op,
-        call_side=call_side,  # type: ignore[arg-type]
-        callee=callee,
-        arguments=arguments,
-        expected=expected,
-        wrapper=wrapper,
-        forms=tuple(forms),
-    )
+    return expected, op
 
 
-# What expects a call to raise: ``with pytest.raises(E)``, ``with self.assertRaises(E)``,
-# and their callable forms ``self.assertRaises(E, f, *args)``, ``pytest.raises(E, f, x)``;
-# the value is how many positional arguments come before the callable.
-_RAISES = {"raises": 1, "assertRaises": 1, "assertRaisesRegex": 2, "assertRaisesRegexp": 2}
-
-
-def _raises_name(source: SourceFile, call: Node) -> str | None:
-    """``raises``/``assertRaises``... when ``call`` is one (``pytest.raises``, ``raises``,
-    ``self.assertRaises``), else None."""
-    if call.type != "call":
-        return None
-    function = call.child_by_field_name("function")
-    name = _dotted(source, function) or ""
-    if not name and function is not None and function.type == "attribute":
-        attribute = function.child_by_field_name("attribute")  # ``TestCase().assertRaises``
-        name = "." + source.node_text(attribute) if attribute is not None else ""
-    last = name.rsplit(".", 1)[-1]
-    if last not in _RAISES:
-        return None
-    if last == "raises" and name not in ("raises", "pytest.raises"):
-        return None
-    return last
-
-
-def _raises_callable(source: SourceFile, call: Node) -> Node | None:
-    """The callable a callable-form raises assertion hands over (``f`` of
-    ``self.assertRaises(E, f, 1)``), or None."""
-    name = _raises_name(source, call)
-    if name is None:
-        return None
-    args = [a for a in call_arguments(call) if a.type != "keyword_argument"]
-    position = _RAISES[name]
-    return unwrap(args[position]) if len(args) > position else None
-
-
-def _raises_at(
-    source: SourceFile,
-    module: PythonModule,
-    fn: Function,
-    line: int,
-    indices: dict[str, int],
-    frame_locals: dict[str, str] | None,
-) -> Isolated | None:
-    """The assertion on ``line`` when it expects one call to raise: the call (the one
-    statement of a ``with pytest.raises(E):`` / ``with self.assertRaises(E):`` block, or
-    the callable and arguments of ``self.assertRaises(E, f, *args)``, a ``lambda: f(x)``
-    too) and the exception (``op`` ``raises``, the expected value the exception's name).
-    None when the line holds no such assertion; NotIsolated when it holds one that says
-    nothing about one call."""
-    row = line - 1
-    found: Node | None = None
-    stack = [fn.body]
-    while stack:
-        node = stack.pop()
-        if not (node.start_point.row <= row <= node.end_point.row):
-            continue
-        if node.type in ("function_definition", "class_definition", "lambda"):
-            continue
-        if (node.type == "with_statement" and _with_raises(source, node) is not None) or (
-            node.type == "call" and _raises_callable(source, node) is not None
-        ):
-            found = node
-        stack.extend(node.named_children)
-    if found is None:
-        return None
-    forms = ["raises"]
-    if found.type == "with_statement":
-        manager = _with_raises(source, found)
-        assert manager is not None
-        body = found.child_by_field_name("body")
-        inner = statements(body) if body is not None else []
-        call = None
-        if len(inner) == 1 and inner[0].type == "expression_statement" and inner[0].named_children:
-            value = unwrap(inner[0].named_children[0])
-            if value.type == "assignment":
-                value = unwrap(value.child_by_field_name("right") or value)
-            call = value if value.type == "call" else None
-        if call is None:
-            raise NotIsolated(
-                "cannot isolate the call under test: the block that should raise is not one "
-                "call (a single `f(...)` statement in the `with` block)"
-            )
-        arguments_of: Node | None = None
-    else:
-        manager = found
-        handed = _raises_callable(source, found)
-        assert handed is not None
-        arguments_of = found
-        if handed.type == "lambda":
-            body = handed.child_by_field_name("body")
-            call = unwrap(body) if body is not None else None
-            arguments_of = None
-            if call is None or call.type != "call":
+def _callee_and_object(
+    source: SourceFile, fn: Function, call: Node, assertion: Node
+) -> tuple[str, tuple[str, Node, str] | None]:
+    """The dotted name ``call`` calls, and — for a method of an object the test builds
+    from a constructor call (``Table([[]]).to_text()``, or ``table = Table([[]])`` once
+    then ``table.to_text()``) — (the class as written, the constructor call, the call
+    form). The callee of a method is ``Class.method``. Raises :class:`NotIsolated`."""
+    function_node = call.child_by_field_name("function")
+    obj = function_node.child_by_field_name("object") if function_node is not None else None
+    attribute = function_node.child_by_field_name("attribute") if function_node else None
+    if function_node is not None and function_node.type == "attribute" and obj is not None:
+        obj = unwrap(obj)
+        built, form = None, "method-of-literal-object"
+        if obj.type == "call":
+            built = obj
+        elif obj.type == "identifier" and source.node_text(obj) not in ("self", "cls"):
+            name = source.node_text(obj)
+            built = _assigned_call(source, fn, name, assertion)
+            form = "method-of-assigned-object"
+            if built is None and binding_counts(source, fn.node, [name])[name]:
                 raise NotIsolated(
-                    "cannot isolate the call under test: the lambda handed to the raises "
-                    "assertion is not one call"
+                    f"cannot isolate the call under test: `{excerpt(name)}` is an object the "
+                    "test does not build once, from a class and literals, and leave alone "
+                    "before the assertion"
                 )
-        elif handed.type in ("identifier", "attribute"):
-            call = handed
-        else:
-            raise NotIsolated(
-                "cannot isolate the call under test: what the raises assertion calls is "
-                "not a function name or a lambda"
-            )
-    name = _raises_name(source, manager) or ""
-    if name.startswith("assert"):
-        forms.insert(0, "unittest-method")
-    args = [a for a in call_arguments(manager) if a.type != "keyword_argument"]
-    exception = unwrap(args[0]) if args else None
-    if exception is None or exception.type not in ("identifier", "attribute"):
-        raise NotIsolated(
-            "cannot isolate the call under test: the raises assertion does not name one "
-            "exception class"
+        constructor = (
+            dotted(source, built.child_by_field_name("function")) if built is not None else None
         )
-    bindings = _Bindings(source, module, fn, indices, found.start_point.row, frame_locals)
-    wrapper = None
-    if call.type == "call":
-        outer = _dotted(source, call.child_by_field_name("function"))
-        wrapped_call = _wrapped_call(call)
-        if outer in WRAPPERS and wrapped_call is not None:
-            wrapper, call = outer, wrapped_call
-        callee = _dotted(source, call.child_by_field_name("function"))
-        arguments = bindings.arguments(call)
-    else:
-        callee = _dotted(source, call)
-        assert arguments_of is not None
-        rest = [a for a in call_arguments(arguments_of) if a.type != "keyword_argument"]
-        parts = [bindings.site(a, "an argument").text for a in rest[_RAISES[name] + 1 :]]
-        arguments = ", ".join(parts)
+        if built is not None and constructor and not constructor.startswith("self."):
+            method = source.node_text(attribute) if attribute is not None else ""
+            return f"{constructor}.{method}", (constructor, built, form)
+    callee = dotted(source, function_node)
+    if callee is None and function_node is not None and function_node.type == "attribute":
+        raise NotIsolated(
+            "cannot isolate the call under test: "
+            f"`{excerpt(source.node_text(function_node))}` is a method of an object the test "
+            "does not build from a class and literals; arbitration computes truths for "
+            "functions, static and class methods, and methods of objects built from literals"
+        )
     if callee is None or callee.startswith("self."):
         raise NotIsolated(
-            "cannot isolate the call under test: the call that should raise is not a plain "
-            "function name"
+            "cannot isolate the call under test: "
+            f"`{excerpt(source.node_text(function_node))}` "
+            "is not a plain function name"
         )
-    forms.extend(f for f in bindings.forms if f not in forms)
-    return Isolated(
-        assertion=source.node_text(found),
-        line=found.start_point.row + 1,
-        end_line=found.end_point.row + 1,
-        assertion_start=found.start_byte,
-        assertion_end=found.end_byte,
-        op="raises",
-        call_side="left",
-        callee=callee,
-        arguments=arguments,
-        expected=Site(
-            "implicit",
-            exception.start_byte,
-            exception.end_byte,
-            source.node_text(exception),
-            exception.start_point.row + 1,
-        ),
-        wrapper=wrapper,
-        forms=tuple(forms),
-    )
-
-
-def _with_raises(source: SourceFile, node: Node) -> Node | None:
-    """The ``pytest.raises(E)`` / ``self.assertRaises(E)`` call a ``with`` statement enters
-    (its only context manager), or None."""
-    clause = next((c for c in node.named_children if c.type == "with_clause"), None)
-    items = [c for c in clause.named_children if c.type == "with_item"] if clause else []
-    if len(items) != 1:
-        return None
-    value = items[0].child_by_field_name("value")
-    value = unwrap(value) if value is not None else None
-    if value is not None and value.type == "as_pattern":
-        value = unwrap(value.named_children[0]) if value.named_children else None
-    if value is None or _raises_name(source, value) is None:
-        return None
-    return value
+    return callee, None
 
 
 def _callee_of(source: SourceFile, call: Node) -> str | None:
     """The dotted name a call calls, through a wrapper (``sorted(f(x))``: ``f``)."""
-    outer = _dotted(source, call.child_by_field_name("function"))
-    inner = _wrapped_call(call)
+    outer = dotted(source, call.child_by_field_name("function"))
+    inner = wrapped_call(call)
     if outer in WRAPPERS and inner is not None:
-        return _dotted(source, inner.child_by_field_name("function"))
+        return dotted(source, inner.child_by_field_name("function"))
     return outer
 
 
@@ -661,31 +511,15 @@ def _assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node)
     )
     if position is None:
         return None
-    found = [(i, value) for i, value in _assignments(source, body, name) if i < position]
+    found = [(i, value) for i, value in assignments(source, body, name) if i < position]
     if len(found) != 1 or found[0][1].type != "call":
         return None
     if binding_counts(source, fn.node, [name])[name] != 1:
         return None
     index, call = found[0]
-    if any(name in _identifiers(source, stmt) for stmt in body[index + 1 : position]):
+    if any(name in identifiers(source, stmt) for stmt in body[index + 1 : position]):
         return None
     return call
-
-
-def _assignments(source: SourceFile, body: list[Node], name: str) -> list[tuple[int, Node]]:
-    """(index in ``body``, assigned value) of each ``name = value`` statement of a block."""
-    found = []
-    for index, stmt in enumerate(body):
-        if stmt.type != "expression_statement" or not stmt.named_children:
-            continue
-        assign = stmt.named_children[0]
-        if assign.type != "assignment":
-            continue
-        left = assign.child_by_field_name("left")
-        right = assign.child_by_field_name("right")
-        if left is not None and source.node_text(left) == name and right is not None:
-            found.append((index, unwrap(right)))
-    return found
 
 
 def _computed(source: SourceFile, node: Node, callee: str) -> Site | None:
@@ -704,296 +538,13 @@ def _computed(source: SourceFile, node: Node, callee: str) -> Site | None:
                             "set_comprehension", "dictionary_comprehension", "await"):  # fmt: skip
             return None
         if current.type == "call":
-            called = _dotted(source, current.child_by_field_name("function")) or ""
+            called = dotted(source, current.child_by_field_name("function")) or ""
             if called == callee or called.rsplit(".", 1)[-1] == name:
                 return None
         stack.extend(current.named_children)
     return Site(
         "computed", node.start_byte, node.end_byte, source.node_text(node), node.start_point.row + 1
     )
-
-
-def _identifiers(source: SourceFile, node: Node) -> set[str]:
-    found = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type == "identifier":
-            found.add(source.node_text(current))
-        stack.extend(current.named_children)
-    return found
-
-
-def _immutable(value: object) -> bool:
-    if isinstance(value, (tuple, frozenset)):
-        return all(_immutable(v) for v in value)
-    return value is None or isinstance(value, (bool, int, float, complex, str, bytes))
-
-
-def wrapped(wrapper: str | None, call: str) -> str:
-    """``call`` inside ``wrapper`` (``list(f(x))``), or ``call`` itself."""
-    return f"{wrapper}({call})" if wrapper else call
-
-
-def _wrapped_call(node: Node) -> Node | None:
-    """The one call a wrapper call holds as its only argument (``list(f(x))``: ``f(x)``)."""
-    args = node.child_by_field_name("arguments")
-    if args is None or args.type != "argument_list":
-        return None
-    items = [a for a in args.named_children if a.type != "comment"]
-    if len(items) != 1:
-        return None
-    inner = unwrap(items[0])
-    return inner if inner.type == "call" else None
-
-
-class _Bindings:
-    """What the names in an assertion stand for: a parametrize case's values, or a literal
-    assigned once in the test before the assertion."""
-
-    def __init__(
-        self,
-        source: SourceFile,
-        module: PythonModule,
-        fn: Function,
-        indices: dict[str, int],
-        row: int,
-        frame_locals: dict[str, str] | None = None,
-    ) -> None:
-        self.source = source
-        self.module = module
-        self.fn = fn
-        self.indices = indices
-        self.row = row
-        self.frame_locals = frame_locals or {}
-        self.forms: list[str] = []  # how the names were bound: parametrize, local, loop-table
-
-    def arguments(self, call: Node) -> str:
-        args = call.child_by_field_name("arguments")
-        parts = []
-        for arg in args.named_children if args is not None else []:
-            if arg.type == "comment":
-                continue
-            if arg.type == "keyword_argument":
-                name = arg.child_by_field_name("name")
-                value = arg.child_by_field_name("value")
-                if name is None or value is None:
-                    raise NotIsolated("cannot read a keyword argument of the call")
-                site = self.site(value, f"argument `{self.source.node_text(name)}`")
-                parts.append(f"{self.source.node_text(name)}={site.text}")
-            elif arg.type in ("list_splat", "dictionary_splat", "generator_expression"):
-                raise NotIsolated(
-                    f"cannot isolate the call under test: `{excerpt(self.source.node_text(arg))}` "
-                    "is not a literal argument"
-                )
-            else:
-                parts.append(self.site(arg, "an argument", argument=True).text)
-        return ", ".join(parts)
-
-    def site(self, node: Node, what: str, *, argument: bool = False) -> Site:
-        node = unwrap(node)
-        text = self.source.node_text(node)
-        if _literal(text):
-            return Site("assertion", node.start_byte, node.end_byte, text, node.start_point.row + 1)
-        unreadable: NotIsolated | None = None  # parametrize values written as a name...
-        if node.type == "identifier":
-            try:
-                found = self._parametrized(text)
-            except NotIsolated as exc:
-                found, unreadable = None, exc
-            if found is not None:
-                self._form("parametrize")
-                return found
-            found = self._assigned(text)
-            if found is not None:
-                self._form("local")
-                return found
-        if node.type in ("identifier", "subscript"):
-            found = self._recorded(node, what, argument)
-            if found is not None:
-                return found
-        if unreadable is not None:
-            raise unreadable
-        raise NotIsolated(
-            f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
-            "parametrized value, a literal assigned in the test or a local whose value the "
-            "failing run recorded as a literal"
-        )
-
-    def _form(self, form: str) -> None:
-        if form not in self.forms:
-            self.forms.append(form)
-
-    def _recorded(self, node: Node, what: str, argument: bool) -> Site | None:
-        """A name (``inp``) or a subscript of one with a literal key (``case["in"]``,
-        ``case[0]``) whose value the recorder saw in the failing test frame — the current
-        case of a loop over a table, a local variable — when that value reads back as a
-        literal. An argument must also be immutable: the call may have changed a list it
-        was given, and the recorded value is the one after the call."""
-        base = node
-        keys: list[object] = []
-        while base.type == "subscript":
-            index = base.child_by_field_name("subscript")
-            inner = base.child_by_field_name("value")
-            if index is None or inner is None or not _literal(self.source.node_text(index)):
-                return None
-            keys.insert(0, ast.literal_eval(self.source.node_text(index)))
-            base = unwrap(inner)
-        if base.type != "identifier":
-            return None
-        name = self.source.node_text(base)
-        recorded = self.frame_locals.get(name)
-        if recorded is None:
-            return None
-        try:
-            value = ast.literal_eval(recorded)
-            for key in keys:
-                value = value[key]  # type: ignore[index]
-        except (
-            ValueError,
-            SyntaxError,
-            TypeError,
-            KeyError,
-            IndexError,
-            MemoryError,
-            RecursionError,
-        ):
-            return None
-        text = repr(value)
-        if not _literal(text):
-            return None
-        if argument and not _immutable(value):
-            raise NotIsolated(
-                f"cannot isolate the call under test: {what} "
-                f"`{excerpt(self.source.node_text(node))}` is a {type(value).__name__} the "
-                "recorder saw after the call, which may have changed it"
-            )
-        if name in self.indices:
-            self._form("parametrize")  # a case of a table the decorator names: read as it ran
-        else:
-            self._form("loop-table" if self._loop_target(name) else "local")
-        return Site("local", node.start_byte, node.end_byte, text, node.start_point.row + 1)
-
-    def _loop_target(self, name: str) -> bool:
-        """Whether ``name`` is bound by a ``for`` loop of the test that holds the assertion."""
-        stack = [self.fn.body]
-        while stack:
-            current = stack.pop()
-            if current.type in ("function_definition", "class_definition", "lambda"):
-                continue
-            if current.type == "for_statement" and (
-                current.start_point.row <= self.row <= current.end_point.row
-            ):
-                left = current.child_by_field_name("left")
-                if left is not None and name in _identifiers(self.source, left):
-                    return True
-            stack.extend(current.named_children)
-        return False
-
-    def _assigned(self, name: str) -> Site | None:
-        """The literal of the one ``name = <literal>`` statement in the test's body before
-        the assertion (none if the name is bound anywhere else in the test: a second
-        assignment, ``+=``, a loop or ``with`` target, ``:=``, a parameter…)."""
-        body = statements(self.fn.body)
-        found = [
-            value
-            for i, value in _assignments(self.source, body, name)
-            if body[i].start_point.row < self.row
-        ]
-        if len(found) != 1 or not _literal(self.source.node_text(found[0])):
-            return None
-        if binding_counts(self.source, self.fn.node, [name])[name] != 1:
-            return None
-        value = found[0]
-        return Site(
-            "assignment",
-            value.start_byte,
-            value.end_byte,
-            self.source.node_text(value),
-            value.start_point.row + 1,
-        )
-
-    def _parametrized(self, name: str) -> Site | None:
-        if name not in self.indices:
-            return None
-        for decorator in self._parametrize_decorators():
-            names, values = self._parametrize_arguments(decorator)
-            if names is None or name not in names:
-                continue
-            if values is None or values.type not in ("list", "tuple"):
-                raise NotIsolated(
-                    f"cannot isolate the call under test: the values of `{name}` are not "
-                    "written as a list in the parametrize decorator"
-                )
-            cases = [c for c in values.named_children if c.type != "comment"]
-            index = self.indices[name]
-            if index >= len(cases):
-                return None
-            case = unwrap(cases[index])
-            if case.type == "call" and (
-                _dotted(self.source, case.child_by_field_name("function")) or ""
-            ).endswith("param"):
-                items = call_arguments(case)
-            elif len(names) == 1:
-                items = [case]
-            elif case.type in ("tuple", "list"):
-                items = [c for c in case.named_children if c.type != "comment"]
-            else:
-                return None
-            position = names.index(name)
-            if position >= len(items):
-                return None
-            value = unwrap(items[position])
-            text = self.source.node_text(value)
-            if not _literal(text):
-                return None
-            return Site(
-                "parametrize",
-                value.start_byte,
-                value.end_byte,
-                text,
-                value.start_point.row + 1,
-                case=(cases[index].start_byte, cases[index].end_byte),
-            )
-        return None
-
-    def _parametrize_decorators(self) -> list[Node]:
-        holders = [self.fn.node]
-        if self.fn.class_ is not None:
-            holders.append(self.fn.class_.node)
-        found = []
-        for holder in holders:
-            parent = holder.parent
-            if parent is None or parent.type != "decorated_definition":
-                continue
-            for child in parent.named_children:
-                if child.type != "decorator" or not child.named_children:
-                    continue
-                expr = child.named_children[0]
-                if expr.type != "call":
-                    continue
-                name = _dotted(self.source, expr.child_by_field_name("function")) or ""
-                if name.endswith("parametrize"):
-                    found.append(expr)
-        return found
-
-    def _parametrize_arguments(self, call: Node) -> tuple[list[str] | None, Node | None]:
-        args = call_arguments(call)
-        names_node = args[0] if args else keyword_argument(self.source, call, "argnames")
-        values = args[1] if len(args) > 1 else keyword_argument(self.source, call, "argvalues")
-        if names_node is None:
-            return None, None
-        try:
-            raw = ast.literal_eval(self.source.node_text(names_node))
-        except (ValueError, SyntaxError):
-            return None, None
-        if isinstance(raw, str):
-            names = [n.strip() for n in raw.split(",") if n.strip()]
-        elif isinstance(raw, (list, tuple)) and all(isinstance(n, str) for n in raw):
-            names = list(raw)
-        else:
-            return None, None
-        return names, unwrap(values) if values is not None else None
 
 
 # ------------------------------------------------------------------ the function under test
@@ -1014,6 +565,18 @@ class FunctionSpec:
     signature: str  # "def count_vowels(text: str) -> int:"
     docstring: str | None  # as written: indented like the body, quotes included
     docstring_value: str | None  # cleaned text
+    # "function", "staticmethod"; or, for a method that takes the object or its class,
+    # "method" / "classmethod": then ``signature`` is the oracle's function (see
+    # :func:`method_spec`), ``class_stub`` the class as the oracles see it (signatures and
+    # docstrings, no body) and ``oracle_call`` what the oracle's function returns
+    form: str = "function"
+    class_stub: str | None = None
+    oracle_call: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """The class of a method (``Table`` of ``Table.to_text``), else ``""``."""
+        return self.qualname.rpartition(".")[0]
 
     @property
     def definition(self) -> str:
@@ -1033,7 +596,9 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
     if owner:
         # A static method of a top-level class is a function in a namespace: its truth is
         # computed as the function's (the oracles write ``def name``, run ``name(args)``).
-        # A method that takes ``self`` or ``cls`` needs the object, which no oracle sees.
+        # A method that takes ``self`` or ``cls`` needs the object, which no oracle sees:
+        # it has a spec of its own, with an oracle contract (methods.method_spec), when the
+        # test builds the object from literals or calls a class method.
         nodes = _static_methods(source, owner, name)
         if not nodes:
             raise NotIsolated(
@@ -1050,21 +615,10 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
         name_node = definition.child_by_field_name("name")
         if name_node is None or source.node_text(name_node) != name:
             continue
-        body = definition.child_by_field_name("body")
-        assert body is not None
-        header = source.data[definition.start_byte : body.start_byte].decode("utf-8").rstrip()
-        first = statements(body)[0] if statements(body) else None
-        docstring = value = None
-        if first is not None and is_docstring(first):
-            docstring = " " * first.start_point.column + source.node_text(first)
-            try:
-                literal = ast.literal_eval(source.node_text(first))
-                value = inspect.cleandoc(literal) if isinstance(literal, str) else None
-            except (ValueError, SyntaxError):
-                value = None
-            if value is not None and owner:
-                # ``Owner.name(2)`` in a static method's examples is the call ``name(2)``
-                value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
+        definition, header, docstring, value = definition_parts(source, node)
+        if value is not None and owner:
+            # ``Owner.name(2)`` in a static method's examples is the call ``name(2)``
+            value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
         return FunctionSpec(
             name=name,
             module=module,
@@ -1077,6 +631,7 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
             signature=header,
             docstring=docstring,
             docstring_value=value,
+            form="staticmethod" if owner else "function",
         )
     for node in source.tree.root_node.named_children:
         definition = (
@@ -1094,6 +649,28 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
                 "arbitration computes truths for functions and static methods"
             )
     raise NotIsolated(f"no top-level function `{qualname}` in {path}")
+
+
+def definition_parts(source: SourceFile, node: Node) -> tuple[Node, str, str | None, str | None]:
+    """(the ``def`` node, its header, its docstring as written — indented like the body,
+    quotes included —, the docstring's cleaned text) of a function definition node,
+    decorated or not."""
+    definition = node
+    if node.type == "decorated_definition":
+        definition = node.child_by_field_name("definition") or node.named_children[-1]
+    body = definition.child_by_field_name("body")
+    assert body is not None
+    header = source.data[definition.start_byte : body.start_byte].decode("utf-8").rstrip()
+    first = statements(body)[0] if statements(body) else None
+    docstring = value = None
+    if first is not None and is_docstring(first):
+        docstring = " " * first.start_point.column + source.node_text(first)
+        try:
+            literal = ast.literal_eval(source.node_text(first))
+            value = inspect.cleandoc(literal) if isinstance(literal, str) else None
+        except (ValueError, SyntaxError):
+            value = None
+    return definition, header, docstring, value
 
 
 def _static_methods(source: SourceFile, owner: str, name: str) -> list[Node]:

@@ -148,15 +148,7 @@ def run_tests(
         plugin_dir = Path(scratch) / "plugin"
         plugin_dir.mkdir()
         shutil.copyfile(PLUGIN_FILE, plugin_dir / f"{PLUGIN}.py")
-        env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(plugin_dir), *filter(None, [os.environ.get("PYTHONPATH")])]
-        )
-        env[OUT_ENV] = str(out)
-        env[NAMES_ENV] = json.dumps(names or [])
-        if hang_after is not None:
-            env[HANG_ENV] = repr(float(hang_after))
-            env[HANG_OUT_ENV] = str(hang_out)
+        env = _environment(plugin_dir, out, hang_out, names, hang_after)
         command = [
             python.path if python is not None else sys.executable,
             "-m",
@@ -173,32 +165,8 @@ def run_tests(
             "--",
             *[node_id(t) for t in targets],
         ]
-        proc = subprocess.Popen(
-            command,
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        timed_out = False
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            output, _ = proc.communicate()
-        finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)  # what the tests left running
-        records = []
-        started: list[TestRecord] = []
-        try:
-            lines = out.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            lines = []
+        returncode, output, timed_out = _run(command, root, env, timeout)
+        records, started = _records(out)
         try:
             frames = [
                 (m.group(1), int(m.group(2)))
@@ -206,30 +174,90 @@ def run_tests(
             ]
         except OSError:
             frames = []
-        for line in lines:
-            try:
-                data = json.loads(line)
-            except ValueError:
-                continue
-            (started if data.get("when") == "start" else records).append(
-                TestRecord(
-                    nodeid=data.get("nodeid", ""),
-                    when=data.get("when", ""),
-                    outcome=data.get("outcome", ""),
-                    comparisons=data.get("comparisons") or [],
-                    crash=data.get("crash"),
-                    params=data.get("params") or {},
-                    indices=data.get("indices") or {},
-                    names=data.get("names") or {},
-                )
-            )
         text = output.decode("utf-8", "replace")[-20_000:]
         finished = {r.nodeid for r in records if r.when == "call"}
         hung = next((r for r in reversed(started) if r.nodeid not in finished), None)
         reported, notes = summary(output.decode("utf-8", "replace"))
         summary_fields = {"reported_failed": reported, "recorder_notes": notes}
         if hung is None or not frames:
-            return TestRun(records, proc.returncode, text, timed_out, **summary_fields)
+            return TestRun(records, returncode, text, timed_out, **summary_fields)
         return TestRun(
-            records, proc.returncode, text, timed_out, hung, hang_after, frames, **summary_fields
+            records, returncode, text, timed_out, hung, hang_after, frames, **summary_fields
         )
+
+
+def _environment(
+    plugin_dir: Path,
+    out: Path,
+    hang_out: Path,
+    names: list[str] | None,
+    hang_after: float | None,
+) -> dict[str, str]:
+    """The pytest process's environment: the plugin importable, where it writes its
+    records and hang dump, the names it resolves; nothing of referee's own settings."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(plugin_dir), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    env[OUT_ENV] = str(out)
+    env[NAMES_ENV] = json.dumps(names or [])
+    if hang_after is not None:
+        env[HANG_ENV] = repr(float(hang_after))
+        env[HANG_OUT_ENV] = str(hang_out)
+    return env
+
+
+def _run(
+    command: list[str], root: Path, env: dict[str, str], timeout: float
+) -> tuple[int | None, bytes, bool]:
+    """(exit status, output, whether it ran out of time) of the pytest process, in a
+    session of its own: whatever it leaves running is killed with it."""
+    proc = subprocess.Popen(
+        command,
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    timed_out = False
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what the tests left running
+    return proc.returncode, output, timed_out
+
+
+def _records(out: Path) -> tuple[list[TestRecord], list[TestRecord]]:
+    """(the records the plugin wrote, the tests it saw start) of a run."""
+    records: list[TestRecord] = []
+    started: list[TestRecord] = []
+    try:
+        lines = out.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        (started if data.get("when") == "start" else records).append(
+            TestRecord(
+                nodeid=data.get("nodeid", ""),
+                when=data.get("when", ""),
+                outcome=data.get("outcome", ""),
+                comparisons=data.get("comparisons") or [],
+                crash=data.get("crash"),
+                params=data.get("params") or {},
+                indices=data.get("indices") or {},
+                names=data.get("names") or {},
+            )
+        )
+    return records, started

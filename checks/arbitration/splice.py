@@ -167,8 +167,43 @@ def _body_text(code: str, function: ast.AST, statements: list[ast.stmt], indent:
 def splice(original: str, name: str, code: str, qualname: str | None = None) -> str:
     """The module ``original`` with the body of its top-level function ``name`` taken
     from the program ``code`` (and what that body needs). ``qualname`` (``Owner.name``):
-    the function in the module is that static method, re-indented into its class; the
-    program's is still the top-level ``name``. Raises :class:`Refused`."""
+    the function in the module is that method, re-indented into its class; the
+    program's is the top-level ``name``, or ``name`` in its own class ``Owner``. Raises
+    :class:`Refused`."""
+    tree, module, candidate, target = _parsed(original, name, code, qualname)
+    statements, renames = _new_statements(candidate, target)
+
+    # --- the function: the original's decorators, signature and docstring, the new body
+    head, body, tail = _function_parts(original, code, target, candidate, statements, renames)
+
+    # --- helpers the body uses, transitively
+    bound = _bindings(module)
+    helpers, wanted = _helpers_used(tree, bound, name, qualname, statements)
+    code_lines = code.splitlines()
+    helper_text = "".join(
+        "\n\n\n" + "\n".join(code_lines[_first_line(n) - 1 : n.end_lineno]).rstrip()  # type: ignore[attr-defined]
+        for n in helpers
+    )
+    new_text = head + "\n" + body + helper_text + tail
+    if not tail.startswith("\n"):
+        new_text = head + "\n" + body + helper_text + "\n" + tail
+
+    # --- imports the body and helpers use, by name
+    adding = _imports_needed(tree, bound, target, statements, helpers, wanted)
+    if adding:
+        new_text = _add_imports(new_text, adding)
+    return new_text
+
+
+def _parsed(
+    original: str, name: str, code: str, qualname: str | None
+) -> tuple[
+    ast.Module,
+    ast.Module,
+    ast.FunctionDef | ast.AsyncFunctionDef,
+    ast.FunctionDef | ast.AsyncFunctionDef,
+]:
+    """(the program's tree, the module's, the program's function, the module's)."""
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
@@ -178,19 +213,28 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
     except SyntaxError as exc:
         raise Refused(f"the module does not parse: {exc.msg}") from None
     candidate = find_function(tree, name)
+    if candidate is None and qualname:
+        candidate = find_function(tree, qualname)  # the method written in its class
     if candidate is None:
         raise Refused(f"does not define `{name}`")
     target = find_function(module, qualname or name)
     if target is None:
         raise Refused(f"the module has no top-level `{qualname or name}`")
+    return tree, module, candidate, target
 
+
+def _new_statements(
+    candidate: ast.FunctionDef | ast.AsyncFunctionDef,
+    target: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> tuple[list[ast.stmt], dict[str, str]]:
+    """(the program's function's body without its docstring, its parameters renamed to
+    the module's function's; the renames)."""
     statements = list(candidate.body)
     if ast.get_docstring(candidate, clean=False) is not None:
         statements = statements[1:]
     if not statements:
         raise Refused("its function has no body")
     renames = _renames(target.args, candidate.args)
-    code_lines = code.splitlines()
     if renames:
         taken = _names(statements) | {
             a.arg for s in statements for a in ast.walk(s) if isinstance(a, ast.arg)
@@ -199,8 +243,19 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
         if clash:
             raise Refused(f"it renames parameters onto names its body uses (`{clash[0]}`)")
         statements = [_Rename(renames).visit(s) for s in statements]
+    return statements, renames
 
-    # --- the function: the original's decorators, signature and docstring, the new body
+
+def _function_parts(
+    original: str,
+    code: str,
+    target: ast.FunctionDef | ast.AsyncFunctionDef,
+    candidate: ast.FunctionDef | ast.AsyncFunctionDef,
+    statements: list[ast.stmt],
+    renames: dict[str, str],
+) -> tuple[str, str, str]:
+    """(the module up to the function's body — its decorators, signature and docstring —,
+    the new body, indented as the original's, the module after the function)."""
     starts = _line_starts(original)
     data = original.encode("utf-8")
     kept_docstring = ast.get_docstring(target, clean=False) is not None
@@ -223,12 +278,29 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
     last = target.end_lineno or target.lineno
     function_end = starts[last] - 1 if last < len(starts) else len(data)
     tail = data[function_end:].decode("utf-8")
+    return head, body, tail
 
-    # --- helpers the body uses, transitively
-    bound = _bindings(module)
+
+def _helpers_used(
+    tree: ast.Module,
+    bound: dict[str, ast.AST],
+    name: str,
+    qualname: str | None,
+    statements: list[ast.stmt],
+) -> tuple[list[ast.AST], set[str]]:
+    """(the program's helpers — functions, classes, constants — the body uses, directly
+    or through another helper, that the module does not have; every name they and the
+    body use)."""
     helpers: list[ast.AST] = []
     wanted = _names(statements)
-    pool = [n for n in tree.body if isinstance(n, _HELPERS) and name not in _defined_name(n)]
+    owner = (qualname or "").rpartition(".")[0]
+    pool = [
+        n
+        for n in tree.body
+        if isinstance(n, _HELPERS)
+        and name not in _defined_name(n)
+        and not (isinstance(n, ast.ClassDef) and n.name == owner)  # the method's own class
+    ]
     changed = True
     while changed:
         changed = False
@@ -244,15 +316,19 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
     helpers = [
         n for n in pool if n in helpers and not all(d in bound for d in _defined_name(n))
     ]  # in the program's order; one the module already has, identical, stays the module's
-    helper_text = "".join(
-        "\n\n\n" + "\n".join(code_lines[_first_line(n) - 1 : n.end_lineno]).rstrip()  # type: ignore[attr-defined]
-        for n in helpers
-    )
-    new_text = head + "\n" + body + helper_text + tail
-    if not tail.startswith("\n"):
-        new_text = head + "\n" + body + helper_text + "\n" + tail
+    return helpers, wanted
 
-    # --- imports the body and helpers use, by name
+
+def _imports_needed(
+    tree: ast.Module,
+    bound: dict[str, ast.AST],
+    target: ast.FunctionDef | ast.AsyncFunctionDef,
+    statements: list[ast.stmt],
+    helpers: list[ast.AST],
+    wanted: set[str],
+) -> list[_Import]:
+    """The program's imports of the names the body and helpers use that the module does
+    not bind (refused when one would rebind a name of the module's)."""
     local = {a.arg for s in statements for a in ast.walk(s) if isinstance(a, ast.arg)}
     local |= {
         n.id
@@ -288,9 +364,7 @@ def splice(original: str, name: str, code: str, qualname: str | None = None) -> 
                 continue
             raise Refused(f"its import of `{used}` would shadow the module's `{used}`")
         adding.append(imp)
-    if adding:
-        new_text = _add_imports(new_text, adding)
-    return new_text
+    return adding
 
 
 def _first_line(node: ast.AST) -> int:
@@ -366,6 +440,15 @@ def _add_imports(text: str, adding: list[_Import]) -> str:
     the standard library's section, sorted; a new section (or block) where there is none."""
     tree = ast.parse(text)
     lines = text.split("\n")
+    block, position = _import_block(tree)
+    new_lines = _import_lines(adding, block, lines)
+    if not new_lines:
+        return "\n".join(lines)
+    return _inserted(lines, block, position, new_lines)
+
+
+def _import_block(tree: ast.Module) -> tuple[list[ast.stmt], int]:
+    """(the module's top-level import block, the line after its docstring and imports)."""
     block: list[ast.stmt] = []
     position = 0
     for index, node in enumerate(tree.body):
@@ -377,6 +460,12 @@ def _add_imports(text: str, adding: list[_Import]) -> str:
         elif block or not is_docstring:
             break
         position = node.end_lineno or 0  # type: ignore[assignment]
+    return block, position
+
+
+def _import_lines(adding: list[_Import], block: list[ast.stmt], lines: list[str]) -> list[str]:
+    """The import lines to add for ``adding``; a name the block's one-line ``from module
+    import ...`` of the same module can take is written into ``lines`` there instead."""
     new_lines: list[str] = []
     for imp in adding:
         if imp.module is None:
@@ -412,8 +501,12 @@ def _add_imports(text: str, adding: list[_Import]) -> str:
             )
         else:
             new_lines.append(f"from {imp.module} import {_alias(imp)}")
-    if not new_lines:
-        return "\n".join(lines)
+    return new_lines
+
+
+def _inserted(lines: list[str], block: list[ast.stmt], position: int, new_lines: list[str]) -> str:
+    """The module's ``lines`` with ``new_lines`` (sorted) in the standard library's
+    section of the import block, or in a section (a block) of their own."""
     new_lines.sort(key=_statement_key)
     if not block:
         # no imports: a block of its own after the docstring, before the code

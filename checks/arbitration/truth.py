@@ -11,15 +11,12 @@ None of them sees the function's body or the test. Every execution goes through
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import doctest
 import hashlib
 import json
 import math
 import os
 import re
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from referee.checks import sandbox
-from referee.checks.arbitration.isolate import WRAPPERS, FunctionSpec
+from referee.checks.arbitration.examples import contradicted_example, example_calls
+from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.programs import module_imports, program_from
 from referee.checks.cache import DiskCache
 from referee.checks.config import tomllib
 from referee.checks.judge.backend import BatchCancelled, ChatRequest, chat_batch
@@ -143,6 +142,7 @@ class Prompts:
     oracle: str
     oracle_examples: str
     oracle_suite: str
+    oracle_method: str
     oracle_repair: str
     patch_system: str
     patch: str
@@ -160,6 +160,7 @@ def prompts() -> Prompts:
         oracle=data["oracle"],
         oracle_examples=data["oracle_examples"],
         oracle_suite=data["oracle_suite"],
+        oracle_method=data["oracle_method"],
         oracle_repair=data["oracle_repair"],
         patch_system=data["patch_system"],
         patch=data["patch"],
@@ -175,351 +176,6 @@ def limits(config: ArbitrationConfig) -> sandbox.Limits:
         cpu_s=max(1, math.ceil(config.timeout)),
         memory_mb=config.memory_mb,
     )
-
-
-# ------------------------------------------------------------------------- doctest
-
-
-def _literal_value(text: str) -> str | None:
-    """``text`` when it reads as a Python literal (what a value can be compared as)."""
-    text = text.strip()
-    if text in ("nan", "inf", "-inf"):
-        return text
-    try:
-        ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return text
-
-
-_Call = tuple[list[object], dict[str, object]]
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
-def _calls(func: ast.expr, name: str, module: str | None) -> bool:
-    """Whether ``func`` names the top-level function ``name`` of ``module``: ``name``
-    itself, or ``module.name`` / ``last_part_of_module.name`` — never another object's
-    function of the same name (``np.mean`` is not ``stats.mean``)."""
-    if isinstance(func, ast.Name):
-        return func.id == name
-    if isinstance(func, ast.Attribute) and func.attr == name and module:
-        return _dotted(func.value) in (module, module.rsplit(".", 1)[-1])
-    return False
-
-
-def _call_values(call: ast.expr, name: str, module: str | None = None) -> _Call | None:
-    """The values of a call's literal arguments, when it calls ``name``."""
-    if not isinstance(call, ast.Call) or not _calls(call.func, name, module):
-        return None
-    try:
-        args = [ast.literal_eval(a) for a in call.args]
-        kwargs = {k.arg or "**": ast.literal_eval(k.value) for k in call.keywords}
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return args, kwargs
-
-
-def _identical(a: object, b: object) -> bool:
-    """Equal values of the same types all the way down: an example for ``f(1)`` is not
-    one for ``f(1.0)`` or ``f(True)``, nor one for ``f(0)`` evidence about ``f(1e-13)``."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (list, tuple)):
-        assert isinstance(b, (list, tuple))
-        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        assert isinstance(b, dict)
-        return a.keys() == b.keys() and all(_identical(a[k], b[k]) for k in a)
-    if isinstance(a, (set, frozenset)):
-        return a == b and all(type(x) in {type(y) for y in b} for x in a)
-    if isinstance(a, float):
-        return a == b or (math.isnan(a) and math.isnan(b))  # nan is the same example
-    return a == b
-
-
-def _same_call(a: _Call, b: _Call) -> bool:
-    args_a, kw_a = a
-    args_b, kw_b = b
-    return (
-        len(args_a) == len(args_b)
-        and kw_a.keys() == kw_b.keys()
-        and all(_identical(x, y) for x, y in zip(args_a, args_b, strict=True))
-        and all(_identical(kw_a[k], kw_b[k]) for k in kw_a)
-    )
-
-
-_SEPARATOR = re.compile(
-    r"^\s*(==>|=>|->|➞|→|==|=|:|returns|should return|should be|gives|is)\s*(?P<value>.+)$"
-)
-
-
-def docstring_examples(docstring: str, name: str) -> list[tuple[str, str, str]]:
-    """(call source, expected value, the line it came from) of every example in a
-    docstring: doctest examples (``>>> f(1)`` then ``2``) and example lines
-    (``f(1) == 2``, ``f(1) -> 2``, ``f(1) ➞ 2``, ``f(1) returns 2``, and ``>>> f(1) == 2``
-    with no output under it)."""
-    found: list[tuple[str, str, str]] = []
-    try:
-        examples = doctest.DocTestParser().get_examples(docstring)
-    except ValueError:
-        examples = []
-    # ``>>> f(19) == 'xix'`` with no output under it: an example line written with the
-    # prompt (doctest would print True there), read as ``f(19) == 'xix'`` below
-    without_output = set()
-    for example in examples:
-        # The whole expected output, else its first line: example lines written right
-        # under a doctest read as part of its output.
-        want = _literal_value(example.want) or _literal_value(example.want.split("\n")[0])
-        if want is not None:
-            found.append((example.source.strip(), want, f">>> {example.source.strip()}"))
-        elif not example.want.strip():
-            without_output.add(example.source.strip())
-    for raw_line in docstring.splitlines():
-        line = raw_line.strip().lstrip("-*•").strip().strip("`")
-        if line.startswith(">>>"):
-            line = line[3:].strip()
-            if line not in without_output:
-                continue
-        # ``name(`` standing alone or after its module's name, not the tail of another
-        # name (``geometric_mean(`` is not ``mean(``); _call_values checks the prefix.
-        found_at = re.search(rf"(?<![\w])(?:[A-Za-z_][\w.]*\.)?{re.escape(name)}\(", line)
-        if found_at is None:
-            continue
-        start = found_at.start()
-        for end in (m.end() for m in re.finditer(r"\)", line[start:])):
-            text = line[start : start + end]
-            try:
-                ast.parse(text, mode="eval")
-            except SyntaxError:
-                continue
-            match = _SEPARATOR.match(line[start + end :].replace("`", ""))
-            if match:
-                value = _leading_literal(match.group("value"))
-                if value is not None:
-                    found.append((text, value, raw_line.strip()))
-            break
-    return found
-
-
-# what follows a value written as a computation: ``-> 19 - 5 - 6 = 8``
-_OPERATOR = re.compile(r"^(?:[-+*/%=<>&|^]|\*\*|//)")
-
-
-def _leading_literal(text: str) -> str | None:
-    """The longest run of leading words of ``text`` that is a literal (``5.`` → ``5``).
-
-    A value written as a computation is read by its result: ``19 - 5 - 6 = 8`` is ``8``
-    (the words after the last ``=``), never ``19``; one with no ``=`` result
-    (``10 - 2``) is no value."""
-    words = text.strip().split()
-    for count in range(len(words), 0, -1):
-        candidate = " ".join(words[:count]).rstrip(".,;")
-        value = _literal_value(candidate)
-        if value is not None:
-            if count < len(words) and _OPERATOR.match(words[count]):
-                _, equals, result = text.rpartition("=")
-                if not equals or result.lstrip().startswith("="):
-                    return None
-                tail = result.strip().split()
-                if not tail or (len(tail) > 1 and _OPERATOR.match(tail[1])):
-                    return None
-                return _literal_value(tail[0].rstrip(".,;"))
-            return value
-    return None
-
-
-# What a wrapper does to a literal value, computed here (built-ins on data, nothing run).
-_WRAP_LITERAL: dict[str, Callable[[Any], Any]] = {
-    "list": list,
-    "tuple": tuple,
-    "set": set,
-    "sorted": sorted,
-    "dict": dict,
-    "str": str,
-    "len": len,
-}
-
-
-def wrap_literal(wrapper: str, want: str) -> str | None:
-    """``repr(wrapper(value))`` of a literal ``want`` (an unwrapped example ``f(3) -> [3,
-    1]`` for the test's ``sorted(f(3))``), or None where that cannot be said."""
-    function = _WRAP_LITERAL.get(wrapper)
-    if function is None or want in ("nan", "inf", "-inf"):
-        return None
-    try:
-        return repr(function(ast.literal_eval(want)))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-
-
-def doctest_evidence(
-    spec: FunctionSpec, arguments: str, wrapper: str | None = None
-) -> OracleResult | None:
-    """The docstring's own example for this call, if it has one. With ``wrapper``
-    (``list``...), an example of the wrapped call, or of the bare call whose value the
-    wrapper can be applied to here."""
-    if not spec.docstring_value:
-        return None
-    ours = _call_values(ast.parse(f"{spec.name}({arguments})", mode="eval").body, spec.name)
-    module = spec.module
-    if ours is None:
-        return None
-    values: list[tuple[str, str]] = []
-    for source, want, line in docstring_examples(spec.docstring_value, spec.name):
-        try:
-            node = ast.parse(source, mode="eval").body
-        except SyntaxError:
-            continue
-        outer = (
-            node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
-        )
-        if (
-            isinstance(node, ast.Call)
-            and outer is not None
-            and len(node.args) == 1
-            and not node.keywords
-            and outer != spec.name
-        ):
-            if outer != wrapper:
-                continue  # an example of another wrapper's value
-            node = node.args[0]
-        elif wrapper is not None:
-            bare = wrap_literal(wrapper, want)
-            if bare is None:
-                continue
-            want = bare
-        theirs = _call_values(node, spec.name, module)
-        if theirs is not None and _same_call(ours, theirs):
-            values.append((want, line))
-    if not values:
-        return None
-    first, line = values[0]
-    if any(not sandbox.values_equal(first, other) for other, _ in values[1:]):
-        return OracleResult(
-            source="doctest",
-            status="error",
-            detail="the docstring gives different values for this call: "
-            + ", ".join(v for v, _ in values),
-        )
-    return OracleResult(source="doctest", status="ok", value=first, detail=line)
-
-
-def example_calls(spec: FunctionSpec) -> list[tuple[str, str, str]]:
-    """The docstring's examples that are a self-contained call of the function — literal
-    arguments, perhaps under one wrapper (``list(f(3))``) — each as (a call of the bare
-    name an oracle program defines, the value the example gives, its line). A call whose
-    examples give different values (an erratum) gives none."""
-    if not spec.docstring_value:
-        return []
-    found: dict[str, tuple[str, str, str]] = {}
-    conflicting: set[str] = set()
-    for source, want, line in docstring_examples(spec.docstring_value, spec.name):
-        try:
-            node = ast.parse(source, mode="eval").body
-        except SyntaxError:
-            continue
-        wrapper = None
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in WRAPPERS
-            and node.func.id != spec.name
-            and len(node.args) == 1
-            and not node.keywords
-        ):
-            wrapper, node = node.func.id, node.args[0]
-        if _call_values(node, spec.name, spec.module) is None:
-            continue
-        assert isinstance(node, ast.Call)
-        bare = ast.Call(func=ast.Name(id=spec.name), args=node.args, keywords=node.keywords)
-        call = ast.unparse(bare)
-        if wrapper is not None:
-            call = f"{wrapper}({call})"
-        if call in found and not sandbox.values_equal(found[call][1], want):
-            conflicting.add(call)
-        found.setdefault(call, (call, want, line))
-    return [example for call, example in found.items() if call not in conflicting]
-
-
-PROBE = """
-
-def _referee_probe(thunk):
-    try:
-        value = thunk()
-    except BaseException as exc:
-        try:
-            text = type(exc).__name__ + ": " + str(exc)
-        except BaseException:
-            text = "exception"
-        return ["error", text[:300]]
-    try:
-        return ["ok", repr(value)[:{cap}]]
-    except BaseException as exc:
-        return ["error", "repr failed: " + type(exc).__name__]
-"""
-
-
-def probe_cap(limits: sandbox.Limits, count: int) -> int:
-    """How long each repr in a batch of ``count`` probed calls may be."""
-    return max(256, max(1024 * 1024, limits.output_kb * 1024) // (12 * max(1, count)))
-
-
-def probe_values(
-    result: sandbox.SandboxResult, count: int, cap: int
-) -> list[tuple[str, str]] | None:
-    """The ``count`` (status, text) pairs a :data:`PROBE` batch returned, or None when the
-    sandbox answered anything else (the program is untrusted: its answer is checked)."""
-    values = result.value_json
-    if not (
-        result.status == "ok"
-        and isinstance(values, list)
-        and len(values) == count
-        and all(
-            isinstance(v, list)
-            and len(v) == 2
-            and v[0] in ("ok", "error")
-            and isinstance(v[1], str)
-            and len(v[1]) <= cap
-            for v in values
-        )
-    ):
-        return None
-    return [(v[0], v[1]) for v in values]
-
-
-def contradicted_example(
-    program: str,
-    examples: Sequence[tuple[str, str, str]],
-    limits: sandbox.Limits,
-    origin: str = "the docstring",
-) -> str | None:
-    """Why an oracle program is set aside — it contradicts one of the docstring's own
-    examples (another value, an exception, no answer) — or None when it gives every
-    example's value. Programs of one model can share a misreading of the words; the
-    example the docstring spells out is the spec, and no number of them outvotes it.
-    ``origin`` names where the examples come from in the reason ("the tests" for the
-    suite's assertions: :mod:`referee.checks.arbitration.suite`)."""
-    if not examples:
-        return None
-    cap = probe_cap(limits, len(examples))
-    expression = "[" + ", ".join(f"_referee_probe(lambda: {c})" for c, _, _ in examples) + "]"
-    result = sandbox.evaluate(program + PROBE.format(cap=cap), expression, limits=limits)
-    values = probe_values(result, len(examples), cap)
-    if values is None:
-        return f"contradicts {origin}'s examples: running them gave {result.message or 'no values'}"
-    for (call, want, _), (status, text) in zip(examples, values, strict=True):
-        if status != "ok" or not sandbox.values_equal(text, want):
-            got = f"raised {text}" if status != "ok" else f"returned {text}"
-            return f"contradicts {origin}'s example: {call} {got}, {origin} says {want}"
-    return None
 
 
 # ----------------------------------------------------------------------- reference
@@ -586,6 +242,21 @@ def oracle_messages(
     assertions about it (:mod:`referee.checks.arbitration.suite`), never the failing one —
     is the specification: the signature and those assertions."""
     p = prompts()
+    if spec.class_stub is not None:
+        # a method that takes the object or its class: the class without its bodies, and
+        # the function the oracle writes for it (referee.checks.arbitration.methods)
+        return [
+            {"role": "system", "content": p.oracle_system},
+            {
+                "role": "user",
+                "content": p.oracle_method.format(
+                    class_stub=spec.class_stub,
+                    signature=spec.signature,
+                    call=spec.oracle_call,
+                    name=spec.name,
+                ),
+            },
+        ]
     if suite and not spec.docstring_value:
         lines = "\n".join(f"assert {call} == {want}" for call, want, _ in suite)
         return [
@@ -624,85 +295,6 @@ def examples_messages(
     system, user = oracle_messages(spec)
     more = prompts().oracle_examples.format(examples=lines)
     return [system, {"role": "user", "content": f"{user['content']}\n\n{more}"}]
-
-
-def extract_code(answer: str) -> str:
-    """The first fenced Python block of a model's answer, else the answer itself."""
-    for pattern in (r"```(?:python|py)[^\n]*\n(.*?)```", r"```[^\n]*\n(.*?)```"):
-        match = re.search(pattern, answer, re.DOTALL)
-        if match:
-            return match.group(1)
-    unterminated = re.search(r"```(?:python|py)?[^\n]*\n(.*)$", answer, re.DOTALL)
-    return unterminated.group(1) if unterminated else answer
-
-
-_KEPT = (
-    ast.Import,
-    ast.ImportFrom,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.Assign,
-    ast.AnnAssign,
-)
-
-
-def module_imports(text: str) -> str:
-    """The standard-library imports at the top level of a module: what the
-    module's functions take for granted (``from math import pi``). An oracle program runs
-    with them in front of its own code — the model sees the signature and docstring, not
-    the module, and an oracle that uses ``pi`` as the docstring does is no worse for
-    forgetting the import. Its own definitions come after them and win."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return ""
-    kept = []
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Import):
-            roots = [alias.name.partition(".")[0] for alias in stmt.names]
-        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
-            roots = [stmt.module.partition(".")[0]]
-        else:
-            continue
-        if all(r in sys.stdlib_module_names and r != "__future__" for r in roots):
-            kept.append(ast.unparse(stmt))
-    return "".join(f"{line}\n" for line in kept)
-
-
-def program_from(answer: str, name: str, preamble: str = "") -> tuple[str | None, str]:
-    """(program, problem): the definitions of a model's answer — imports, functions,
-    classes, constants; examples and prints dropped — or None and why not. ``preamble``
-    (:func:`module_imports`) goes in front of them."""
-    code = extract_code(answer)
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return None, f"not valid Python: {exc.msg} (line {exc.lineno})"
-    body = [
-        stmt
-        for stmt in tree.body
-        if isinstance(stmt, _KEPT)
-        and not (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__")
-    ]
-    if not any(
-        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name for s in body
-    ):
-        return None, f"does not define `{name}`"
-    # each definition as the model wrote it (its comments and quotes: a fix taken from
-    # this program reads as written), or as ast writes it when its lines do not stand alone
-    lines = code.splitlines()
-    parts = []
-    for stmt in body:
-        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
-        text = "\n".join(lines[first - 1 : stmt.end_lineno]).rstrip()
-        try:
-            ast.parse(text)
-        except SyntaxError:
-            text = ast.unparse(stmt)
-        parts.append(text)
-    program = "from __future__ import annotations\n\n" + preamble + "\n".join(parts)
-    return program + "\n", ""
 
 
 class ProgramCache:
@@ -896,76 +488,121 @@ def oracle_evidence(
     raises it gave an opinion ("this call raises"), as one that raises an exception the
     docstring names does, and is kept rather than replaced."""
     from_suite = bool(suite) and not spec.docstring_value
-    # the exceptions that are opinions, not failures to run (see failed_to_run)
-    named = " ".join(filter(None, [spec.docstring_value, raises]))
-    messages = oracle_messages(spec, suite if from_suite else None)
     examples = list(suite) if from_suite and suite else example_calls(spec)
-    origin = "the suite" if from_suite else "the docstring"
-    fresh_messages = examples_messages(spec, examples)
-    preamble = module_imports(spec.text)
     inner = f"{spec.name}({arguments})"
-    call = f"{wrapper}({inner})" if wrapper else inner
+    writer = _OracleWriter(
+        spec=spec,
+        backend=backend,
+        config=config,
+        cache=cache,
+        progress=progress,
+        cancelled=cancelled,
+        messages=oracle_messages(spec, suite if from_suite else None),
+        examples=examples,
+        origin="the suite" if from_suite else "the docstring",
+        preamble=module_imports(spec.text),
+        call=f"{wrapper}({inner})" if wrapper else inner,
+    )
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     if progress is not None:
         more = "" if seeds[0] == 1 else " more"
         spec_words = f"{len(examples)} assertions of the tests" if from_suite else "docstring"
         progress(f"writing {len(seeds)}{more} oracles from the signature and {spec_words}")
+    results = writer.round(seeds)
+    if replacements is not None:
+        # the exceptions that are opinions, not failures to run (see failed_to_run)
+        named = " ".join(filter(None, [spec.docstring_value, raises]))
+        _replace_failed(writer, results, replacements, named)
+    return results
 
-    written: dict[str, str] = {}  # oracle -> the model's answer, for a repair
 
-    def run_round(
-        round_seeds: list[int], conversations: list[list[dict[str, str]]] | None = None
+@dataclass
+class _OracleWriter:
+    """Writes rounds of oracles for one call: asks the model (a batch), then runs each
+    program in the sandbox on the call and on the examples of its specification."""
+
+    spec: FunctionSpec
+    backend: Any
+    config: ArbitrationConfig
+    cache: ProgramCache
+    progress: Progress | None
+    cancelled: Callable[[], bool] | None
+    messages: list[dict[str, str]]  # the oracle prompt
+    examples: list[tuple[str, str, str]]  # the docstring's, or the suite's
+    origin: str  # where the examples come from, in the reasons: "the docstring"
+    preamble: str  # the module's standard-library imports
+    call: str  # the call every oracle program is run on
+    written: dict[str, str] = field(default_factory=dict)  # oracle -> answer, for a repair
+
+    def round(
+        self, seeds: list[int], conversations: list[list[dict[str, str]]] | None = None
     ) -> list[OracleResult]:
+        """One oracle per seed (``oracle-SEED``), written from ``conversations`` (one a
+        seed; the oracle prompt when None), run side by side."""
         answers = generate_many(
-            backend,
-            conversations if conversations is not None else messages,
-            seeds=round_seeds,
-            temperature=config.temperature,
-            cache=cache,
-            cancelled=cancelled,
+            self.backend,
+            conversations if conversations is not None else self.messages,
+            seeds=seeds,
+            temperature=self.config.temperature,
+            cache=self.cache,
+            cancelled=self.cancelled,
         )
 
         def oracle(position: int) -> OracleResult:
-            source = f"oracle-{round_seeds[position]}"
             answer, cached = answers[position]
-            written[source] = answer
-            program, problem = program_from(answer, spec.name, preamble)
-            if program is None:
+            return self.run(f"oracle-{seeds[position]}", answer, cached)
+
+        if self.progress is not None:
+            self.progress(f"running {len(seeds)} oracle programs in the sandbox")
+        with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
+            return list(pool.map(oracle, range(len(seeds))))
+
+    def run(self, source: str, answer: str, cached: bool) -> OracleResult:
+        """The oracle ``source``'s value for the call: its program run in the sandbox,
+        set aside when it contradicts one of the examples."""
+        self.written[source] = answer
+        program, problem = program_from(answer, self.spec.name, self.preamble)
+        if program is None:
+            return OracleResult(
+                source=source,
+                status="error",
+                detail=f"the model's program {problem}",
+                cached=cached,
+            )
+        result = sandbox.evaluate(program, self.call, limits=limits(self.config))
+        if result.status == "ok":
+            why = contradicted_example(program, self.examples, limits(self.config), self.origin)
+            if why is not None:
                 return OracleResult(
                     source=source,
                     status="error",
-                    detail=f"the model's program {problem}",
+                    detail=why,
+                    duration_s=result.duration_s,
                     cached=cached,
+                    program=program,
                 )
-            result = sandbox.evaluate(program, call, limits=limits(config))
-            if result.status == "ok":
-                why = contradicted_example(program, examples, limits(config), origin)
-                if why is not None:
-                    return OracleResult(
-                        source=source,
-                        status="error",
-                        detail=why,
-                        duration_s=result.duration_s,
-                        cached=cached,
-                        program=program,
-                    )
-            return OracleResult(
-                source=source,
-                status=result.status,
-                value=result.value if result.status == "ok" else None,
-                detail="" if result.status == "ok" else result.message,
-                duration_s=result.duration_s,
-                cached=cached,
-                program=program,
-            )
+        return OracleResult(
+            source=source,
+            status=result.status,
+            value=result.value if result.status == "ok" else None,
+            detail="" if result.status == "ok" else result.message,
+            duration_s=result.duration_s,
+            cached=cached,
+            program=program,
+        )
 
-        if progress is not None:
-            progress(f"running {len(round_seeds)} oracle programs in the sandbox")
-        with ThreadPoolExecutor(max_workers=len(round_seeds)) as pool:
-            return list(pool.map(oracle, range(len(round_seeds))))
 
-    results = run_round(seeds)
-    while replacements is not None and replacements.budget > 0:
+def _replace_failed(
+    writer: _OracleWriter,
+    results: list[OracleResult],
+    replacements: Replacements,
+    named: str,
+) -> None:
+    """Replace, in ``results``, the oracles that failed to run, while the budget lasts
+    (see :func:`oracle_evidence`)."""
+    spec, progress, cancelled = writer.spec, writer.progress, writer.cancelled
+    fresh_messages = examples_messages(spec, writer.examples)
+    while replacements.budget > 0:
         failed = [i for i, r in enumerate(results) if failed_to_run(r, named)]
         if not failed:
             break
@@ -981,16 +618,16 @@ def oracle_evidence(
         # a repair — the model shown its own program and what went wrong with it. A
         # repair alone tends to stay with the mistake it was shown; a fresh sample alone
         # forgets what was learnt. Fresh samples come first while the budget is short.
-        # The first candidate of the two (in that fixed order, whatever
-        # its value) that runs takes the place; when neither does, the fresh one stays, and
-        # the next round repairs that.
         count, shown_examples = replacements.next_round(2 * len(failed))
-        asked = fresh_messages if shown_examples else messages
+        asked = fresh_messages if shown_examples else writer.messages
         jobs = [(i, asked) for i in failed] + [
             (
                 i,
                 repair_messages(
-                    messages, written.get(results[i].source, ""), results[i], spec.name
+                    writer.messages,
+                    writer.written.get(results[i].source, ""),
+                    results[i],
+                    spec.name,
                 ),
             )
             for i in failed
@@ -998,32 +635,45 @@ def oracle_evidence(
         jobs = jobs[:count]
         fresh = list(range(replacements.next_seed, replacements.next_seed + len(jobs)))
         replacements.next_seed += len(jobs)
-        candidates = run_round(fresh, [conversation for _, conversation in jobs])
-        for index in failed:
-            mine = [c for (i, _), c in zip(jobs, candidates, strict=True) if i == index]
-            if not mine:
-                continue
-            ran = [c for c in mine if not failed_to_run(c, named)]
-            chosen = ran[0] if ran else mine[0]
-            replacements.spares.extend(ran[1:])
-            # set aside: the oracle that failed, and the candidates that failed too (a
-            # second candidate that also ran is kept as a spare)
-            for candidate in (results[index], *(c for c in mine if c not in ran)):
-                if candidate is not chosen:
-                    replacements.replaced.append(
-                        candidate.model_copy(update={"replaced_by": chosen.source})
-                    )
-            results[index] = chosen
-        # A slot whose own candidates both failed takes a spare of another slot, the
-        # first written, whatever its value: it ran, from the same prompt, for this call.
-        for index in failed:
-            if replacements.spares and failed_to_run(results[index], named):
-                spare = replacements.spares.pop(0)
+        candidates = writer.round(fresh, [conversation for _, conversation in jobs])
+        _take_candidates(results, failed, jobs, candidates, replacements, named)
+
+
+def _take_candidates(
+    results: list[OracleResult],
+    failed: list[int],
+    jobs: list[tuple[int, list[dict[str, str]]]],
+    candidates: list[OracleResult],
+    replacements: Replacements,
+    named: str,
+) -> None:
+    """Put one candidate in each failed oracle's place. The first candidate of the two
+    (in that fixed order, whatever its value) that runs takes the place; when neither
+    does, the fresh one stays, and the next round repairs that."""
+    for index in failed:
+        mine = [c for (i, _), c in zip(jobs, candidates, strict=True) if i == index]
+        if not mine:
+            continue
+        ran = [c for c in mine if not failed_to_run(c, named)]
+        chosen = ran[0] if ran else mine[0]
+        replacements.spares.extend(ran[1:])
+        # set aside: the oracle that failed, and the candidates that failed too (a
+        # second candidate that also ran is kept as a spare)
+        for candidate in (results[index], *(c for c in mine if c not in ran)):
+            if candidate is not chosen:
                 replacements.replaced.append(
-                    results[index].model_copy(update={"replaced_by": spare.source})
+                    candidate.model_copy(update={"replaced_by": chosen.source})
                 )
-                results[index] = spare
-    return results
+        results[index] = chosen
+    # A slot whose own candidates both failed takes a spare of another slot, the
+    # first written, whatever its value: it ran, from the same prompt, for this call.
+    for index in failed:
+        if replacements.spares and failed_to_run(results[index], named):
+            spare = replacements.spares.pop(0)
+            replacements.replaced.append(
+                results[index].model_copy(update={"replaced_by": spare.source})
+            )
+            results[index] = spare
 
 
 def _problem(result: OracleResult, name: str) -> str:

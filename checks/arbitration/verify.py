@@ -34,16 +34,16 @@ from typing import Any
 from tree_sitter import Node
 
 from referee.checks import sandbox
-from referee.checks.arbitration.isolate import (
+from referee.checks.arbitration.bindings import Bindings
+from referee.checks.arbitration.examples import PROBE, probe_cap, probe_values
+from referee.checks.arbitration.isolate import isolate
+from referee.checks.arbitration.sites import (
     EQUALITY_OPS,
     Isolated,
     NotIsolated,
     TestRef,
-    _Bindings,
-    isolate,
     wrapped,
 )
-from referee.checks.arbitration.truth import PROBE, probe_cap, probe_values
 from referee.checks.interpreter import Interpreter
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
@@ -151,7 +151,7 @@ def _marked_off(source: SourceFile, fn: Function) -> bool:
 def _cases(source: SourceFile, module: PythonModule, fn: Function) -> list[dict[str, int]] | None:
     """Every combination of parametrize cases of ``fn`` (its ``callspec.indices``), or
     None when its cases cannot be read from the text."""
-    bindings = _Bindings(source, module, fn, {}, 0)
+    bindings = Bindings(source, module, fn, {}, 0)
     axes: list[list[dict[str, int]]] = []
     for decorator in bindings._parametrize_decorators():
         names, values = bindings._parametrize_arguments(decorator)

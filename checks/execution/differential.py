@@ -40,12 +40,11 @@ from typing import Any, Literal
 from referee import __version__
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.programs import module_imports, program_from
 from referee.checks.arbitration.truth import (
     ProgramCache,
     generate_many,
-    module_imports,
     oracle_messages,
-    program_from,
     prompts,
 )
 from referee.checks.execution.cache import JsonCache

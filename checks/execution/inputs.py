@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
+from referee.checks.arbitration.examples import docstring_examples
 from referee.checks.arbitration.isolate import FunctionSpec
-from referee.checks.arbitration.suite import static_examples
-from referee.checks.arbitration.truth import docstring_examples, extract_code, prompts
+from referee.checks.arbitration.programs import extract_code
+from referee.checks.arbitration.suite_reading import static_examples
+from referee.checks.arbitration.truth import prompts
 
 Origin = Literal["docstring", "test", "proposed", "generated"]
 

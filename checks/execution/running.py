@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from referee.checks import sandbox
-from referee.checks.arbitration.truth import PROBE, probe_cap, probe_values
+from referee.checks.arbitration.examples import PROBE, probe_cap, probe_values
 from referee.checks.interpreter import Interpreter
 
 if TYPE_CHECKING:

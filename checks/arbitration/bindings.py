@@ -1,0 +1,282 @@
+"""What the names in a failing assertion stand for: a parametrize case's values, a literal
+assigned once in the test before the assertion, or a local whose value the recorder saw
+in the failing frame (a loop's current case)."""
+
+from __future__ import annotations
+
+import ast
+
+from tree_sitter import Node
+
+from referee.checks.arbitration.sites import (
+    NotIsolated,
+    Site,
+    assignments,
+    dotted,
+    identifiers,
+    immutable,
+    is_literal,
+)
+from referee.checks.nodes import (
+    binding_counts,
+    call_arguments,
+    excerpt,
+    keyword_argument,
+    statements,
+    unwrap,
+)
+from referee.checks.pymodule import Function, PythonModule
+from referee.checks.source import SourceFile
+
+
+class Bindings:
+    """What the names in an assertion stand for: a parametrize case's values, or a literal
+    assigned once in the test before the assertion."""
+
+    def __init__(
+        self,
+        source: SourceFile,
+        module: PythonModule,
+        fn: Function,
+        indices: dict[str, int],
+        row: int,
+        frame_locals: dict[str, str] | None = None,
+    ) -> None:
+        self.source = source
+        self.module = module
+        self.fn = fn
+        self.indices = indices
+        self.row = row
+        self.frame_locals = frame_locals or {}
+        self.forms: list[str] = []  # how the names were bound: parametrize, local, loop-table
+
+    def arguments(self, call: Node) -> str:
+        return ", ".join(self.argument_parts(call))
+
+    def argument_parts(self, call: Node) -> list[str]:
+        """Each argument of ``call`` as its literal (``name=literal`` for a keyword)."""
+        args = call.child_by_field_name("arguments")
+        parts = []
+        for arg in args.named_children if args is not None else []:
+            if arg.type == "comment":
+                continue
+            if arg.type == "keyword_argument":
+                name = arg.child_by_field_name("name")
+                value = arg.child_by_field_name("value")
+                if name is None or value is None:
+                    raise NotIsolated("cannot read a keyword argument of the call")
+                site = self.site(value, f"argument `{self.source.node_text(name)}`")
+                parts.append(f"{self.source.node_text(name)}={site.text}")
+            elif arg.type in ("list_splat", "dictionary_splat", "generator_expression"):
+                raise NotIsolated(
+                    f"cannot isolate the call under test: `{excerpt(self.source.node_text(arg))}` "
+                    "is not a literal argument"
+                )
+            else:
+                parts.append(self.site(arg, "an argument", argument=True).text)
+        return parts
+
+    def site(self, node: Node, what: str, *, argument: bool = False) -> Site:
+        node = unwrap(node)
+        text = self.source.node_text(node)
+        if is_literal(text):
+            return Site("assertion", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+        unreadable: NotIsolated | None = None  # parametrize values written as a name...
+        if node.type == "identifier":
+            try:
+                found = self._parametrized(text)
+            except NotIsolated as exc:
+                found, unreadable = None, exc
+            if found is not None:
+                self._form("parametrize")
+                return found
+            found = self._assigned(text)
+            if found is not None:
+                self._form("local")
+                return found
+        if node.type in ("identifier", "subscript"):
+            found = self._recorded(node, what, argument)
+            if found is not None:
+                return found
+        if unreadable is not None:
+            raise unreadable
+        raise NotIsolated(
+            f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
+            "parametrized value, a literal assigned in the test or a local whose value the "
+            "failing run recorded as a literal"
+        )
+
+    def _form(self, form: str) -> None:
+        if form not in self.forms:
+            self.forms.append(form)
+
+    def _recorded(self, node: Node, what: str, argument: bool) -> Site | None:
+        """A name (``inp``) or a subscript of one with a literal key (``case["in"]``,
+        ``case[0]``) whose value the recorder saw in the failing test frame — the current
+        case of a loop over a table, a local variable — when that value reads back as a
+        literal. An argument must also be immutable: the call may have changed a list it
+        was given, and the recorded value is the one after the call."""
+        base = node
+        keys: list[object] = []
+        while base.type == "subscript":
+            index = base.child_by_field_name("subscript")
+            inner = base.child_by_field_name("value")
+            if index is None or inner is None or not is_literal(self.source.node_text(index)):
+                return None
+            keys.insert(0, ast.literal_eval(self.source.node_text(index)))
+            base = unwrap(inner)
+        if base.type != "identifier":
+            return None
+        name = self.source.node_text(base)
+        recorded = self.frame_locals.get(name)
+        if recorded is None:
+            return None
+        try:
+            value = ast.literal_eval(recorded)
+            for key in keys:
+                value = value[key]  # type: ignore[index]
+        except (
+            ValueError,
+            SyntaxError,
+            TypeError,
+            KeyError,
+            IndexError,
+            MemoryError,
+            RecursionError,
+        ):
+            return None
+        text = repr(value)
+        if not is_literal(text):
+            return None
+        if argument and not immutable(value):
+            raise NotIsolated(
+                f"cannot isolate the call under test: {what} "
+                f"`{excerpt(self.source.node_text(node))}` is a {type(value).__name__} the "
+                "recorder saw after the call, which may have changed it"
+            )
+        if name in self.indices:
+            self._form("parametrize")  # a case of a table the decorator names: read as it ran
+        else:
+            self._form("loop-table" if self._loop_target(name) else "local")
+        return Site("local", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+
+    def _loop_target(self, name: str) -> bool:
+        """Whether ``name`` is bound by a ``for`` loop of the test that holds the assertion."""
+        stack = [self.fn.body]
+        while stack:
+            current = stack.pop()
+            if current.type in ("function_definition", "class_definition", "lambda"):
+                continue
+            if current.type == "for_statement" and (
+                current.start_point.row <= self.row <= current.end_point.row
+            ):
+                left = current.child_by_field_name("left")
+                if left is not None and name in identifiers(self.source, left):
+                    return True
+            stack.extend(current.named_children)
+        return False
+
+    def _assigned(self, name: str) -> Site | None:
+        """The literal of the one ``name = <literal>`` statement in the test's body before
+        the assertion (none if the name is bound anywhere else in the test: a second
+        assignment, ``+=``, a loop or ``with`` target, ``:=``, a parameter…)."""
+        body = statements(self.fn.body)
+        found = [
+            value
+            for i, value in assignments(self.source, body, name)
+            if body[i].start_point.row < self.row
+        ]
+        if len(found) != 1 or not is_literal(self.source.node_text(found[0])):
+            return None
+        if binding_counts(self.source, self.fn.node, [name])[name] != 1:
+            return None
+        value = found[0]
+        return Site(
+            "assignment",
+            value.start_byte,
+            value.end_byte,
+            self.source.node_text(value),
+            value.start_point.row + 1,
+        )
+
+    def _parametrized(self, name: str) -> Site | None:
+        if name not in self.indices:
+            return None
+        for decorator in self._parametrize_decorators():
+            names, values = self._parametrize_arguments(decorator)
+            if names is None or name not in names:
+                continue
+            if values is None or values.type not in ("list", "tuple"):
+                raise NotIsolated(
+                    f"cannot isolate the call under test: the values of `{name}` are not "
+                    "written as a list in the parametrize decorator"
+                )
+            cases = [c for c in values.named_children if c.type != "comment"]
+            index = self.indices[name]
+            if index >= len(cases):
+                return None
+            case = unwrap(cases[index])
+            if case.type == "call" and (
+                dotted(self.source, case.child_by_field_name("function")) or ""
+            ).endswith("param"):
+                items = call_arguments(case)
+            elif len(names) == 1:
+                items = [case]
+            elif case.type in ("tuple", "list"):
+                items = [c for c in case.named_children if c.type != "comment"]
+            else:
+                return None
+            position = names.index(name)
+            if position >= len(items):
+                return None
+            value = unwrap(items[position])
+            text = self.source.node_text(value)
+            if not is_literal(text):
+                return None
+            return Site(
+                "parametrize",
+                value.start_byte,
+                value.end_byte,
+                text,
+                value.start_point.row + 1,
+                case=(cases[index].start_byte, cases[index].end_byte),
+            )
+        return None
+
+    def _parametrize_decorators(self) -> list[Node]:
+        holders = [self.fn.node]
+        if self.fn.class_ is not None:
+            holders.append(self.fn.class_.node)
+        found = []
+        for holder in holders:
+            parent = holder.parent
+            if parent is None or parent.type != "decorated_definition":
+                continue
+            for child in parent.named_children:
+                if child.type != "decorator" or not child.named_children:
+                    continue
+                expr = child.named_children[0]
+                if expr.type != "call":
+                    continue
+                name = dotted(self.source, expr.child_by_field_name("function")) or ""
+                if name.endswith("parametrize"):
+                    found.append(expr)
+        return found
+
+    def _parametrize_arguments(self, call: Node) -> tuple[list[str] | None, Node | None]:
+        args = call_arguments(call)
+        names_node = args[0] if args else keyword_argument(self.source, call, "argnames")
+        values = args[1] if len(args) > 1 else keyword_argument(self.source, call, "argvalues")
+        if names_node is None:
+            return None, None
+        try:
+            raw = ast.literal_eval(self.source.node_text(names_node))
+        except (ValueError, SyntaxError):
+            return None, None
+        if isinstance(raw, str):
+            names = [n.strip() for n in raw.split(",") if n.strip()]
+        elif isinstance(raw, (list, tuple)) and all(isinstance(n, str) for n in raw):
+            names = list(raw)
+        else:
+            return None, None
+        return names, unwrap(values) if values is not None else None

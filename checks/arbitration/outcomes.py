@@ -1,0 +1,274 @@
+"""How arbitration reads what a call did and what a test expects — the outcome of a
+raises assertion, a boolean, identity or membership expectation met or not — and the
+lines its verdicts and the review queue show (the evidence, the history of the expected
+value, what truth was missing)."""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.sites import Isolated, NotIsolated
+from referee.checks.arbitration.suite import SuiteScan
+from referee.checks.models import Observation, OracleResult
+from referee.checks.nodes import excerpt
+
+
+def no_truth(
+    spec: FunctionSpec,
+    arguments: str,
+    scan: SuiteScan,
+    needed: int,
+    function_relpath: str | None,
+) -> str:
+    """One line: what truth was missing for an UNCLEAR verdict, and what the user can add."""
+    count = len(scan.found)
+    if not needed:
+        suite = "and the suite's assertions are not used (arbitration.suite-examples = 0)"
+    else:
+        noun = "assertion" if count == 1 else "assertions"
+        suite = f"and only {count} passing {noun} about it in the suite ({needed} needed)"
+        if count == 0:
+            suite = f"and no passing assertion about it in the suite ({needed} needed)"
+        if scan.excluded:
+            suite += " — left out: " + ", ".join(f"{n} {w}" for w, n in scan.excluded.items())
+    key = f"{spec.module}:{spec.name}" if spec.module else f"{function_relpath}:{spec.name}"
+    return (
+        f"no independent truth for `{spec.name}`: no docstring, no doctest for this call, no "
+        f"reference, {suite} — add a docstring example (`>>> {spec.name}({arguments})`), a "
+        f'reference (`[arbitration.references]` "{key}" = ...), or a literal case '
+        f"(`assert {spec.name}(...) == value`) to a committed test"
+    )
+
+
+def no_method_truth(spec: FunctionSpec, function_relpath: str | None) -> str:
+    """One line: why a method (or class method) with no docstring has no truth."""
+    key = f"{spec.module}:{spec.qualname}" if spec.module else f"{function_relpath}:{spec.qualname}"
+    return (
+        f"no independent truth for `{spec.qualname}`: neither the method nor its class "
+        "has a docstring, no reference, and the suite's assertions are read for functions "
+        f"only — add a docstring example (`>>> {spec.owner}(...).{spec.name}(...)`) or a "
+        f'reference (`[arbitration.references]` "{key}" = ..., a function of '
+        f"{spec.signature.removeprefix('def ').rstrip(':')})"
+    )
+
+
+def evidence_line(result: OracleResult) -> str:
+    if result.status == "ok":
+        return f"{result.source}: {result.value}"
+    return f"{result.source}: {result.status} ({result.detail})"
+
+
+def history(root: Path, path: str, line: int) -> str | None:
+    """Who last changed the line holding the expected value (git blame): evidence shown
+    beside the verdict, never a reason for it."""
+    try:
+        proc = subprocess.run(
+            ["git", "blame", "--porcelain", "-L", f"{line},{line}", "--", path],
+            cwd=root,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    fields: dict[str, str] = {}
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    commit = lines[0].split()[0] if lines else ""
+    for entry in lines[1:]:
+        key, _, value = entry.partition(" ")
+        fields.setdefault(key, value)
+    if not commit or set(commit) == {"0"}:
+        return "the expected value's line is not committed yet"
+    when = fields.get("author-time")
+    date = dt.datetime.fromtimestamp(int(when), dt.timezone.utc).date() if when else "?"
+    return (
+        f"the expected value's line was last changed in {commit[:10]} "
+        f"({fields.get('author', '?')}, {date}): {fields.get('summary', '')}"
+    )
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
+
+
+def exception_name(isolated: Isolated) -> str:
+    """The class name of the exception a raises assertion expects (``errors.ParseError``:
+    ``ParseError``)."""
+    return isolated.expected.text.strip().rsplit(".", 1)[-1]
+
+
+def raised(name: str) -> str:
+    """The outcome "raises NAME", as the truth of a call that raises is written."""
+    return f"raises {name.strip().rsplit('.', 1)[-1]}"
+
+
+def outcome(result: OracleResult) -> OracleResult:
+    """A source's result read as the call's outcome: an exception it raised is the
+    value "raises NAME" (the class name only: messages differ between programs)."""
+    if result.status != "error":
+        return result
+    match = _RAISED.match(result.detail or "")
+    if match is None:
+        return result
+    return result.model_copy(update={"status": "ok", "value": raised(match.group(1))})
+
+
+def raises_observed(isolated: Isolated, crash: dict[str, Any]) -> str:
+    """What the code did instead of raising the expected exception: returned (pytest's
+    ``DID NOT RAISE``, unittest's ``E not raised``), or raised another exception."""
+    kind, message = str(crash.get("type", "")), str(crash.get("message", ""))
+    name = exception_name(isolated)
+    if (kind == "Failed" and message.startswith("DID NOT RAISE")) or (
+        kind == "AssertionError" and " not raised" in message
+    ):
+        return f"returned instead of raising {name}"
+    if not kind or kind == name or kind in ("Failed", "AssertionError"):
+        raise NotIsolated(
+            "cannot isolate the call under test: the raises assertion failed in a way "
+            f"referee does not read ({kind}: {excerpt(message)})"
+        )
+    return f"raised {kind}: {excerpt(message)} instead of {name}"
+
+
+def expectation(isolated: Isolated) -> str:
+    """The test's expectation in words: ``count_vowels('a') is truthy``."""
+    call, value = isolated.call, isolated.expected.text
+    if isolated.op in ("truthy", "falsy"):
+        return f"{call} is {isolated.op}"
+    if isolated.op in ("in", "not in") and isolated.call_side == "right":
+        return f"{value} {isolated.op} {call}"
+    return f"{call} {isolated.op} {value}"
+
+
+def meets(op: str, call_side: str, value: str, expected: str) -> bool | None:
+    """Whether the call's value (a repr) meets a boolean, identity or membership
+    expectation; None when either is not a literal that can be checked."""
+    try:
+        got = ast.literal_eval(value)
+        want = None if op in ("truthy", "falsy") else ast.literal_eval(expected)
+        if op == "truthy":
+            return bool(got)
+        if op == "falsy":
+            return not got
+        if op in ("is", "is not"):
+            if not (want is None or isinstance(want, bool)):
+                return None
+            return (got is want) == (op == "is")
+        if op in ("in", "not in"):
+            container, member = (got, want) if call_side == "right" else (want, got)
+            return (member in container) == (op == "in")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return None
+
+
+def shown_value(message: str, op: str) -> str | None:
+    """The value pytest's rewritten ``assert f(x)`` (``assert not f(x)``) shows on its
+    first line; None when that line is not one."""
+    first = message.split("\n", 1)[0].strip()
+    prefix = "assert not " if op == "falsy" else "assert "
+    if not first.startswith(prefix):
+        return None
+    return first[len(prefix) :].strip() or None
+
+
+def same_file(a: Any, b: str) -> bool:
+    if not a:
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(str(a)) == b
+
+
+def observation(
+    isolated: Isolated,
+    comparison: dict[str, Any] | None,
+    resolved: dict[str, Any],
+    crash: dict[str, Any],
+    test_id: str,
+    test_path: str,
+    function_path: str,
+) -> Observation:
+    """What the failing run showed of the call under test: the value it produced (or
+    the exception it raised, the time it did not return in) and the value asserted."""
+    produced = asserted = produced_error = timeout_s = None
+    if isolated.op == "raises":
+        produced_error = raises_observed(isolated, crash)
+        asserted = raised(isolated.expected.text)
+    elif comparison is not None:
+        produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
+        asserted = comparison["right"] if isolated.call_side == "left" else comparison["left"]
+        if isolated.expected.kind == "implicit":
+            asserted = isolated.expected.text  # assertTrue's True, assertIsNone's None
+    elif (
+        crash.get("assertion")
+        and crash.get("raised_here")
+        and isolated.op
+        in (
+            "truthy",
+            "falsy",
+        )
+    ):
+        # ``assert f(x)`` / ``assert not f(x)`` compares nothing: what the call gave is
+        # what pytest's rewritten assertion shows ("assert []\n +  where [] = f(3)")
+        produced = shown_value(str(crash.get("message", "")), isolated.op)
+        asserted = isolated.expected.text
+    elif isolated.expected.kind == "computed":
+        raise NotIsolated(
+            "cannot isolate the call under test: the expected value "
+            f"`{excerpt(isolated.expected.text)}` is computed by the test, and the failure "
+            "recorded no comparison that shows its value"
+        )
+    else:
+        # An AssertionError is what the call raised only when the function's own file
+        # raised it — not the test's line, not an assertion helper elsewhere.
+        if crash.get("assertion") and not same_file(crash.get("raised_in"), resolved["file"]):
+            raise NotIsolated(
+                "cannot isolate the call under test: the assertion failed without a "
+                "comparison pytest could report"
+            )
+        if crash.get("hung"):
+            timeout_s = float(crash["hung"])
+            produced_error = str(crash.get("message", ""))
+        else:
+            produced_error = f"{crash.get('type', 'Exception')}: {crash.get('message', '')}"
+        try:
+            asserted = repr(ast.literal_eval(isolated.expected.text))
+        except (ValueError, SyntaxError):
+            asserted = isolated.expected.text
+    kind = resolved.get("kind")
+    forms = isolated.forms + (
+        (kind,)
+        if kind in ("method", "staticmethod", "classmethod") and isolated.constructor is None
+        else ()
+    )
+    return Observation(
+        test_id=test_id,
+        path=test_path,
+        line=isolated.line,
+        assertion=isolated.assertion,
+        op=isolated.op,
+        call=isolated.call,
+        function=f"{resolved.get('module')}:{resolved.get('qualname')}",
+        function_path=function_path,
+        produced=produced,
+        produced_error=produced_error,
+        timeout_s=timeout_s,
+        asserted=asserted,
+        expected_text=isolated.expected.text,
+        expected_site=isolated.expected.kind,
+        call_forms=forms,
+    )

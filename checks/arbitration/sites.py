@@ -1,0 +1,222 @@
+"""What a failing assertion is taken apart into — the test's id, the site of its expected
+value, the isolated call — and the tree readings the parts of
+:mod:`referee.checks.arbitration.isolate` share (dotted names, literals, a test body's
+assignments)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tree_sitter import Node
+
+from referee.checks.nodes import unwrap
+from referee.checks.pymodule import Function, PythonModule
+from referee.checks.source import SourceFile
+
+# Operators that compare the call's value with an expected value a test fix can replace;
+# the others (boolean, identity, membership) only ever blame the source.
+EQUALITY_OPS = frozenset({"==", "approx"})
+
+
+# Built-ins a test wraps the call under test in to look at its value (a generator's items,
+# an order-free result): the call is isolated through the wrapper, and every source of
+# truth's value is wrapped the same way.
+WRAPPERS = frozenset({"list", "tuple", "set", "sorted", "dict", "str", "len", "next"})
+
+
+class NotIsolated(Exception):
+    """The failing assertion is not one arbitration can take apart; the message says why."""
+
+
+@dataclass(frozen=True)
+class TestRef:
+    """A pytest node id taken apart: ``tests/test_x.py::TestA::test_b[1-2]``."""
+
+    __test__ = False  # not a pytest test class
+
+    path: str
+    cls: str | None
+    name: str
+    param_id: str | None
+
+    @classmethod
+    def parse(cls, nodeid: str) -> TestRef:
+        path, sep, rest = nodeid.partition("::")
+        if not sep or not rest:
+            raise ValueError(f"{nodeid!r} is not a test id like tests/test_x.py::test_name")
+        param_id = None
+        if rest.endswith("]") and "[" in rest:
+            rest, _, param_id = rest[:-1].partition("[")
+        parts = rest.split("::")
+        if len(parts) > 2 or not all(parts):
+            raise ValueError(f"{nodeid!r}: only tests in a module or in one class are supported")
+        return cls(path, parts[0] if len(parts) == 2 else None, parts[-1], param_id)
+
+    @property
+    def function_id(self) -> str:
+        """The id without the parametrize part: the guard's id for the test."""
+        middle = f"{self.cls}::" if self.cls else ""
+        return f"{self.path}::{middle}{self.name}"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where the expected value is written: the bytes a test fix replaces."""
+
+    # assertion, parametrize, assignment: a literal a test fix can replace. local: a value
+    # the failing test frame held (a loop over a table of cases, a local variable), read
+    # from what the recorder saw — evidence, not a place to edit. implicit: an
+    # assertion's own expectation (assertTrue's True, assertIsNone's None).
+    kind: Literal["assertion", "parametrize", "assignment", "local", "implicit", "computed"]
+    start_byte: int
+    end_byte: int
+    text: str
+    line: int  # 1-based
+    case: tuple[int, int] | None = None  # a parametrize case's byte range: what the guard reads
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """The failing assertion taken apart."""
+
+    assertion: str
+    line: int  # 1-based first line of the assertion
+    end_line: int
+    assertion_start: int  # byte offsets of the assertion statement
+    assertion_end: int
+    # "==" or "approx"; or an expectation that is not an equality: "truthy", "falsy",
+    # "is", "is not" (the expected value is True, False or None), "in", "not in"
+    op: str
+    call_side: Literal["left", "right"]  # which compared value the call produced
+    callee: str  # as written: count_vowels, text.count_vowels
+    arguments: str  # the call's arguments, names replaced by their literal values
+    expected: Site
+    wrapper: str | None = None  # list, sorted...: the built-in the call is wrapped in
+    # how the test wrote it: unittest-method, assert-function, boolean, identity,
+    # membership, parametrize, local, loop-table (see docs/arbitration.md)
+    forms: tuple[str, ...] = ()
+    # a method of an object the test builds from literals (``Table([[]]).to_text()``):
+    # the class as written (``Table``, ``strutils.MultiReplace``) and the constructor's
+    # arguments, each a literal or ``name=literal``; ``callee`` is then ``Table.to_text``
+    constructor: str | None = None
+    constructor_arguments: tuple[str, ...] = ()
+
+    @property
+    def call(self) -> str:
+        if self.constructor is not None:
+            built = f"{self.constructor}({', '.join(self.constructor_arguments)})"
+            method = self.callee.rsplit(".", 1)[-1]
+            return wrapped(self.wrapper, f"{built}.{method}({self.arguments})")
+        return wrapped(self.wrapper, f"{self.callee}({self.arguments})")
+
+    @property
+    def oracle_arguments(self) -> str:
+        """The arguments every source of truth is called with. For a method of an object
+        the test builds, the oracle contract: the constructor's positional arguments as
+        a tuple and its keyword arguments as a dict, then the method's own arguments —
+        ``to_text(([[]],), {}, sep)`` for ``Table([[]]).to_text(sep)``."""
+        if self.constructor is None:
+            return self.arguments
+        return ", ".join(
+            filter(None, [constructor_literals(self.constructor_arguments), self.arguments])
+        )
+
+
+def find_test(module: PythonModule, test: TestRef) -> Function:
+    for fn in module.functions:
+        if fn.name != test.name or fn.is_nested:
+            continue
+        owner = fn.class_.name if fn.class_ is not None else None
+        if owner == test.cls:
+            return fn
+    raise NotIsolated(f"no test function {test.function_id} in {test.path}")
+
+
+def dotted(source: SourceFile, node: Node | None) -> str | None:
+    if node is None:
+        return None
+    if node.type == "identifier":
+        return source.node_text(node)
+    if node.type == "attribute":
+        obj = node.child_by_field_name("object")
+        attr = node.child_by_field_name("attribute")
+        head = dotted(source, obj)
+        return f"{head}.{source.node_text(attr)}" if head and attr is not None else None
+    return None
+
+
+def is_literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def assignments(source: SourceFile, body: list[Node], name: str) -> list[tuple[int, Node]]:
+    """(index in ``body``, assigned value) of each ``name = value`` statement of a block."""
+    found = []
+    for index, stmt in enumerate(body):
+        if stmt.type != "expression_statement" or not stmt.named_children:
+            continue
+        assign = stmt.named_children[0]
+        if assign.type != "assignment":
+            continue
+        left = assign.child_by_field_name("left")
+        right = assign.child_by_field_name("right")
+        if left is not None and source.node_text(left) == name and right is not None:
+            found.append((index, unwrap(right)))
+    return found
+
+
+def identifiers(source: SourceFile, node: Node) -> set[str]:
+    found = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "identifier":
+            found.add(source.node_text(current))
+        stack.extend(current.named_children)
+    return found
+
+
+def immutable(value: object) -> bool:
+    if isinstance(value, (tuple, frozenset)):
+        return all(immutable(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, complex, str, bytes))
+
+
+def wrapped(wrapper: str | None, call: str) -> str:
+    """``call`` inside ``wrapper`` (``list(f(x))``), or ``call`` itself."""
+    return f"{wrapper}({call})" if wrapper else call
+
+
+def constructor_literals(arguments: Sequence[str]) -> str:
+    """``(a, b), {'k': v}``: a constructor's arguments (``a``, ``b``, ``k=v``) as the
+    tuple and the dict an oracle of a method takes first."""
+    positional = [a for a in arguments if not _keyword(a)]
+    keywords = [_keyword(a) for a in arguments if _keyword(a)]
+    items = ", ".join(f"{name!r}: {value}" for name, value in keywords)  # type: ignore[misc]
+    return "(" + "".join(f"{a}, " for a in positional) + "), {" + items + "}"
+
+
+def _keyword(argument: str) -> tuple[str, str] | None:
+    """(name, value) of a ``name=value`` argument, None for a positional one."""
+    match = re.match(r"^([A-Za-z_]\w*)=(?!=)", argument)
+    return (match.group(1), argument[match.end() :]) if match else None
+
+
+def wrapped_call(node: Node) -> Node | None:
+    """The one call a wrapper call holds as its only argument (``list(f(x))``: ``f(x)``)."""
+    args = node.child_by_field_name("arguments")
+    if args is None or args.type != "argument_list":
+        return None
+    items = [a for a in args.named_children if a.type != "comment"]
+    if len(items) != 1:
+        return None
+    inner = unwrap(items[0])
+    return inner if inner.type == "call" else None

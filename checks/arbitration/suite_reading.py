@@ -1,0 +1,303 @@
+"""The suite's assertions about a function, read from a test module's text (nothing
+runs): ``assert f(1, "a") == 3``, ``self.assertEqual(f(2), [1])``, parametrize rows, each
+as a :class:`Found` with its call of the bare name, literal arguments and expected value.
+
+What both the arbitration's suite scan (:mod:`referee.checks.arbitration.suite`) and the
+differential check's inputs (:func:`static_examples`) read; it imports neither.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from referee.checks.arbitration.examples import dotted_name
+from referee.checks.arbitration.sites import WRAPPERS
+
+_EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
+                  "assertDictEqual", "assertSetEqual", "assertIs"}  # fmt: skip
+_NONE_METHODS = {"assertIsNone"}
+
+Example = tuple[str, str, str]  # (call, want, where)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One assertion about the function: its call of the bare name (``f(1, 'a')``, or
+    ``sorted(f(1))`` through a wrapper), the literal arguments, the expected value's repr,
+    where it is written and the lines it spans."""
+
+    call: str
+    arguments: str
+    want: str
+    path: str
+    line: int
+    spans: tuple[tuple[int, int], ...]  # (first, last) lines: the assertion, a row
+    text: str  # the assertion as written (one line of it), for the evidence
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}: {self.text}"
+
+    @property
+    def example(self) -> Example:
+        return (self.call, self.want, self.where)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def local_names(tree: ast.Module, name: str, module: str) -> tuple[set[str], set[str]]:
+    """The names a test module calls ``module.name`` by: (the function's own local names —
+    ``from pkg.mod import f`` / ``... import f as g`` —, the local names of its module —
+    ``import pkg.mod as m`` / ``from pkg import mod``). A module given by its last part
+    only (``from mod import f`` where the project runs tests from its package dir) counts."""
+    last = module.rsplit(".", 1)[-1]
+    functions: set[str] = set()
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            same = node.module == module or node.module.rsplit(".", 1)[-1] == last
+            for alias in node.names:
+                if same and alias.name == name:
+                    functions.add(alias.asname or alias.name)
+                if f"{node.module}.{alias.name}" == module:
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == module or (alias.asname and alias.name.endswith("." + last)):
+                    modules.add(alias.asname or alias.name)
+                elif alias.name == last:
+                    modules.add(alias.name)
+    return functions, modules
+
+
+def literal_of(node: ast.expr) -> object:
+    """The value of a literal node; raises ValueError for anything else."""
+    try:
+        return ast.literal_eval(node)
+    except (SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+class _Reader:
+    def __init__(self, name: str, functions: set[str], modules: set[str]) -> None:
+        self.name, self.functions, self.modules = name, functions, modules
+
+    def ours(self, func: ast.expr) -> bool:
+        if isinstance(func, ast.Name):
+            return func.id in self.functions
+        if isinstance(func, ast.Attribute) and func.attr == self.name:
+            return dotted_name(func.value) in self.modules
+        return False
+
+    def call_of(self, node: ast.expr, env: dict[str, object]) -> tuple[str, str] | None:
+        """(call of the bare name, its arguments) when ``node`` calls the function with
+        literal arguments (names bound by ``env``: a parametrize row), perhaps under one
+        wrapper (``sorted(f(x))``)."""
+        wrapper = None
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in WRAPPERS
+            and node.func.id not in self.functions
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            wrapper, node = node.func.id, node.args[0]
+        if not isinstance(node, ast.Call) or not self.ours(node.func):
+            return None
+        try:
+            args = [self.value(a, env) for a in node.args]
+            kwargs = []
+            for keyword in node.keywords:
+                if keyword.arg is None:
+                    return None
+                kwargs.append(f"{keyword.arg}={self.value(keyword.value, env)!r}")
+        except ValueError:
+            return None
+        arguments = ", ".join([*(repr(a) for a in args), *kwargs])
+        call = f"{self.name}({arguments})"
+        return (f"{wrapper}({call})" if wrapper else call), arguments
+
+    def value(self, node: ast.expr, env: dict[str, object]) -> object:
+        if isinstance(node, ast.Starred):
+            raise ValueError("starred")
+        if isinstance(node, ast.Name) and node.id in env:
+            return env[node.id]
+        value = literal_of(node)
+        if not _round_trips(value):
+            raise ValueError("not a literal that reads back")
+        return value
+
+    def want(self, node: ast.expr, env: dict[str, object]) -> str | None:
+        try:
+            return repr(self.value(node, env))
+        except ValueError:
+            return None
+
+
+def _round_trips(value: object) -> bool:
+    try:
+        return ast.literal_eval(repr(value)) == value or value != value  # nan
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def _checks(
+    statement: ast.stmt, reader: _Reader, env: dict[str, object]
+) -> Iterable[tuple[str, str, str, ast.AST]]:
+    """(call, arguments, want, node) of an assertion about the function."""
+    if isinstance(statement, ast.Assert):
+        test = statement.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            op, left, right = test.ops[0], test.left, test.comparators[0]
+            if isinstance(op, ast.Eq):
+                for call_side, value_side in ((left, right), (right, left)):
+                    call = reader.call_of(call_side, env)
+                    want = reader.want(value_side, env) if call else None
+                    if call and want is not None:
+                        yield call[0], call[1], want, statement
+                        return
+            elif (
+                isinstance(op, ast.Is)
+                and isinstance(right, ast.Constant)
+                and (right.value is None or isinstance(right.value, bool))
+            ):
+                call = reader.call_of(left, env)
+                if call:
+                    yield call[0], call[1], repr(right.value), statement
+        return
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return
+    method = statement.value
+    name = method.func.attr if isinstance(method.func, ast.Attribute) else None
+    if name in _EQUAL_METHODS and len(method.args) >= 2:
+        first, second = method.args[0], method.args[1]
+        for call_side, value_side in ((first, second), (second, first)):
+            call = reader.call_of(call_side, env)
+            want = reader.want(value_side, env) if call else None
+            if call and want is not None:
+                if name == "assertIs" and want not in ("None", "True", "False"):
+                    return
+                yield call[0], call[1], want, statement
+                return
+    elif name in _NONE_METHODS and len(method.args) >= 1:
+        call = reader.call_of(method.args[0], env)
+        if call:
+            yield call[0], call[1], "None", statement
+
+
+def _parametrize_rows(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> list[tuple[dict[str, object], int, int]] | None:
+    """The rows of a ``@pytest.mark.parametrize`` with literal values, each as (names →
+    values, its first line, its last line); None when the function has none, [] when it
+    has one this cannot read (then its assertions are not read either)."""
+    rows: list[tuple[dict[str, object], int, int]] | None = None
+    for decorator in function.decorator_list:
+        if not (
+            isinstance(decorator, ast.Call)
+            and (dotted_name(decorator.func) or "").endswith("parametrize")
+            and len(decorator.args) >= 2
+        ):
+            continue
+        if rows is not None:
+            return []  # stacked parametrize: a product, not read here
+        try:
+            names_value = literal_of(decorator.args[0])
+        except ValueError:
+            return []
+        if isinstance(names_value, str):
+            names = [n.strip() for n in names_value.split(",") if n.strip()]
+        elif isinstance(names_value, (list, tuple)) and all(
+            isinstance(n, str) for n in names_value
+        ):
+            names = list(names_value)
+        else:
+            return []
+        table = decorator.args[1]
+        if not isinstance(table, (ast.List, ast.Tuple)):
+            return []
+        rows = []
+        for row in table.elts:
+            try:
+                value = literal_of(row)
+            except ValueError:
+                continue  # pytest.param(...), a computed row: not read
+            values = [value] if len(names) == 1 else value
+            if not isinstance(values, (list, tuple)) or len(values) != len(names):
+                continue
+            end = getattr(row, "end_lineno", None) or row.lineno
+            rows.append((dict(zip(names, values, strict=True)), row.lineno, end))
+    return rows
+
+
+def assertions(
+    text: str, path: str, name: str, module: str, skip: tuple[str | None, str] | None = None
+) -> tuple[list[Found], int]:
+    """The assertions about ``module.name`` in one test module's text, and how many were
+    in the skipped test function ``skip`` = (class or None, name)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return [], 0
+    functions, modules = local_names(tree, name, module)
+    if not functions and not modules:
+        return [], 0
+    reader = _Reader(name, functions, modules)
+    lines = text.splitlines()
+    found: list[Found] = []
+    skipped = 0
+
+    def shown(node: ast.AST) -> str:
+        number = getattr(node, "lineno", 0)
+        line = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        return line if len(line) <= 160 else line[:157] + "..."
+
+    def read(
+        body: Sequence[ast.stmt], rows: list[tuple[dict[str, object], int, int]] | None, mine: bool
+    ) -> None:
+        nonlocal skipped
+        for statement in body:
+            for node in ast.walk(statement):
+                if not isinstance(node, ast.stmt):
+                    continue
+                for env, first, last in rows if rows is not None else [({}, 0, 0)]:
+                    for call, arguments, want, at in _checks(node, reader, env):
+                        if mine:
+                            skipped += 1
+                            continue
+                        start = at.lineno  # type: ignore[attr-defined]
+                        end = getattr(at, "end_lineno", None) or start
+                        spans = ((start, end),)
+                        text = shown(at)
+                        if first:
+                            # a parametrized case: its row, and the assertion it feeds
+                            spans = ((first, last), (start, end))
+                            text = f"{lines[first - 1].strip()[:100]} -> {text}"
+                        found.append(Found(call, arguments, want, path, spans[0][0], spans, text))
+
+    def visit(body: Sequence[ast.stmt], cls: str | None) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef) and cls is None:
+                visit(node.body, node.name)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                mine = skip is not None and skip == (cls, node.name)
+                rows = _parametrize_rows(node)
+                if rows == []:
+                    continue
+                read(node.body, rows, mine)
+
+    visit(tree.body, None)
+    return found, skipped
+
+
+def static_examples(name: str, module: str, tests: dict[str, str]) -> list[Found]:
+    """Every assertion about ``module.name`` in ``tests`` (path → text), unfiltered: the
+    inputs the differential check takes from the suite."""
+    found: list[Found] = []
+    for path, text in sorted(tests.items()):
+        found.extend(assertions(text, path, name, module)[0])
+    return found

@@ -1,0 +1,226 @@
+"""Methods that take the object or its class, arbitrated (issue 40): a method of an object
+the test builds from literals (``Table([["a"]]).to_text()``, or ``t = Table(...)`` once
+then ``t.to_text()``) and a class method (``Table.parse("a b")``).
+
+The oracles see the class as checks/arbitration/methods.py writes it — signatures and
+docstrings, never a body, never the test — and write a function of the constructor's
+arguments and the call's. End to end through ``referee arbitrate --apply`` with the fake
+OpenAI-compatible model server: a wrong method is fixed in its class, a wrong test is
+fixed and certified.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from red_team.fake_openai import FakeModel
+from test_arbitration_forms import WRONG, arbitrated
+from test_arbitration_oracles import cli_project
+
+from referee.checks.arbitration.examples import doctest_evidence, example_calls
+from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
+from referee.checks.arbitration.methods import method_spec, oracle_example
+from referee.checks.arbitration.truth import oracle_messages
+from referee.checks.models import arbitration_schema
+from referee.checks.source import SourceFile
+
+TABLE = '''class Table:
+    """A table of text cells, written out one row a line."""
+
+    def __init__(self, rows: list, sep: str = " ") -> None:
+        """ROWS: the rows, each a list of cells; SEP goes between two cells of a row."""
+        self.rows = rows
+        self.sep = sep
+
+    def to_text(self) -> str:
+        """The rows, one a line, their cells joined by the separator; no newline at the
+        end.
+
+        >>> Table([["a", "b"]], sep="|").to_text()
+        'a|b'
+        """
+        return "\\n".join(self.sep.join(row) for row in self.rows){tail}
+
+    @classmethod
+    def width(cls, line: str) -> int:
+        """How many cells a line of the text holds (cells are separated by spaces).
+
+        >>> Table.width("a b")
+        2
+        """
+        return len(line.split()){off}
+'''
+RIGHT_TABLE = TABLE.format(tail="", off="")
+WRONG_TABLE = TABLE.format(tail=' + "\\n"', off=" + 1")
+
+# An oracle of the method: a function of the constructor's arguments and the call's.
+TABLE_ORACLE = """def to_text(init_args: tuple, init_kwargs: dict) -> str:
+    def make(rows, sep=" "):
+        return rows, sep
+
+    rows, sep = make(*init_args, **init_kwargs)
+    return "\\n".join(sep.join(row) for row in rows)
+"""
+# A patch of the method, as the model writes it: the method's own signature.
+TABLE_PATCH = """def to_text(self) -> str:
+    return "\\n".join(self.sep.join(row) for row in self.rows)
+"""
+WIDTH_ORACLE = "def width(line: str) -> int:\n    return len(line.split())\n"
+WIDTH_PATCH = (
+    "class Table:\n    @classmethod\n    def width(cls, line: str) -> int:\n"
+    "        return len(line.split())\n"
+)
+
+
+def _cli(referee, root: Path, test_id: str = "tests/test_text.py::test_x") -> dict:
+    done = referee("arbitrate", test_id, "--format", "json", "--apply", cwd=root)
+    assert done.stdout.strip(), (done.returncode, done.stderr)
+    verdict = json.loads(done.stdout)
+    jsonschema.validate(verdict, arbitration_schema())
+    return verdict
+
+
+def _tests(lines: str) -> str:
+    return "from text import Table\n\n\ndef test_x():\n" + "".join(
+        f"    {line}\n" for line in lines.splitlines()
+    )
+
+
+# ------------------------------------------------------------------ end to end, --apply
+
+
+def test_cli_fixes_a_wrong_method_of_an_object_built_from_literals(tmp_path: Path, referee):
+    tests = _tests('assert Table([["a", "b"], ["c"]]).to_text() == "a b\\nc"')
+    with FakeModel(lambda kind: TABLE_ORACLE if kind == "oracle" else TABLE_PATCH) as model:
+        root = cli_project(tmp_path / "p", WRONG_TABLE, tests, model.url)
+        verdict = _cli(referee, root)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == ["method-of-literal-object"]
+    assert verdict["call"] == 'Table([["a", "b"], ["c"]]).to_text()'
+    assert (verdict["produced"], verdict["truth"]) == ("'a b\\nc\\n'", "'a b\\nc'")
+    assert verdict["applied"] is True
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    # the body replaced inside the class; the signature, the docstring and the rest kept
+    assert '        return "\\n".join(self.sep.join(row) for row in self.rows)\n' in fixed
+    assert '+ "\\n"' not in fixed and ">>> Table([" in fixed and "+ 1" in fixed
+    ast.parse(fixed)
+    # the oracles were shown the class without its bodies and never the test
+    oracle_prompts = [
+        json.dumps(r["messages"])
+        for r in model.requests
+        if "init_args" in json.dumps(r["messages"])
+    ]
+    assert oracle_prompts
+    for prompt in oracle_prompts:
+        assert "self.sep.join" not in prompt and "a b\\\\nc" not in prompt
+        assert "def to_text(init_args: tuple, init_kwargs: dict) -> str" in prompt
+
+
+def test_cli_fixes_the_test_when_the_method_is_right(tmp_path: Path, referee):
+    tests = _tests('table = Table([["a", "b"], ["c"]], sep=",")\nassert table.to_text() == "a,b"')
+    with FakeModel(lambda kind: TABLE_ORACLE) as model:
+        root = cli_project(tmp_path / "p", RIGHT_TABLE, tests, model.url)
+        verdict = _cli(referee, root)
+    assert verdict["verdict"] == "TEST_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == ["method-of-assigned-object"]
+    assert verdict["call"] == 'Table([["a", "b"], ["c"]], sep=",").to_text()'
+    assert verdict["truth"] == "'a,b\\nc'" and verdict["applied"] is True
+    assert verdict["certificate"] is not None
+    fixed = (root / "tests" / "test_text.py").read_text(encoding="utf-8")
+    assert 'assert table.to_text() == "a,b\\nc"' in fixed
+    assert (root / "text.py").read_text(encoding="utf-8") == RIGHT_TABLE
+
+
+def test_cli_fixes_a_wrong_class_method(tmp_path: Path, referee):
+    tests = _tests('assert Table.width("a b c") == 3')
+    with FakeModel(lambda kind: WIDTH_ORACLE if kind == "oracle" else WIDTH_PATCH) as model:
+        root = cli_project(tmp_path / "p", WRONG_TABLE, tests, model.url)
+        verdict = _cli(referee, root)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == ["classmethod"]
+    assert (verdict["produced"], verdict["truth"]) == ("4", "3")
+    assert verdict["applied"] is True
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert "    @classmethod\n    def width(cls, line: str) -> int:" in fixed
+    assert "        return len(line.split())\n" in fixed and "split()) + 1" not in fixed
+
+
+# ------------------------------------------------------------------ the engine, no model
+
+
+@pytest.mark.parametrize(
+    ("body", "forms", "truth"),
+    [
+        ('assert Counter().count("aeiou") == 5', ("method-of-literal-object",), "5"),
+        ('c = Counter()\nassert c.count("aeiou") == 5', ("method-of-assigned-object",), "5"),
+        ("assert Counter.thrice(2) == 6", ("classmethod",), "6"),
+    ],
+)
+def test_a_method_docstring_example_is_the_truth(tmp_path: Path, body, forms, truth):
+    # ``>>> Counter().count("aeiou")`` -> 5 is an example of count((), {}, "aeiou")
+    result, _ = arbitrated(tmp_path, WRONG, body)
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call_forms == forms and verdict.truth_source == "doctest"
+    assert verdict.truth == truth
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        # something between the assignment and the assertion may change the object
+        ('c = Counter()\nc.vowels = "a"\nassert c.count("aeiou") == 5', "does not build once"),
+        # an object the test does not build from literals
+        ('c = Counter(input())\nassert c.count("aeiou") == 5', "not a literal"),
+    ],
+)
+def test_a_method_of_an_object_not_built_from_literals_is_refused(tmp_path, body, reason):
+    text = "from text import Counter\n\ndef test_x():\n" + "".join(
+        f"    {line}\n" for line in body.splitlines()
+    )
+    source = SourceFile("tests/test_text.py", text)
+    line = len(text.splitlines())
+    with pytest.raises(NotIsolated, match=reason):
+        isolate(source, TestRef.parse("tests/test_text.py::test_x"), line)
+
+
+# ------------------------------------------------------------------ the oracle contract
+
+
+def test_a_method_spec_shows_the_class_without_bodies():
+    spec = method_spec(RIGHT_TABLE, "text.py", "text", "Table.to_text", "method")
+    assert spec.form == "method" and spec.owner == "Table"
+    assert spec.signature == "def to_text(init_args: tuple, init_kwargs: dict) -> str:"
+    assert spec.oracle_call == "Table(*init_args, **init_kwargs).to_text()"
+    stub = spec.class_stub or ""
+    assert "class Table:" in stub and "ROWS: the rows" in stub and "no newline" in stub
+    assert "self.sep.join" not in stub and "self.rows = rows" not in stub
+    assert "def width" not in stub  # another method is not the subject
+    assert spec.definition.startswith("def to_text(self) -> str:")
+    prompt = oracle_messages(spec)[1]["content"]
+    assert stub in prompt and spec.signature in prompt and "`to_text`" in prompt
+    # the docstring's example, as the oracle's function is called
+    ((call, want, _),) = example_calls(spec)
+    assert (call, want) == ("to_text(([['a', 'b']],), {'sep': '|'})", "'a|b'")
+    evidence = doctest_evidence(spec, "([['a', 'b']],), {'sep': '|'}")
+    assert evidence is not None and evidence.value == "'a|b'"
+
+
+def test_a_class_method_spec_drops_cls():
+    spec = method_spec(RIGHT_TABLE, "text.py", "text", "Table.width", "classmethod")
+    assert spec.signature == "def width(line: str) -> int:"
+    assert spec.oracle_call == "Table.width(line)"
+    assert doctest_evidence(spec, "'a b'").value == "2"  # type: ignore[union-attr]
+
+
+def test_an_example_of_another_object_is_no_example_of_the_method():
+    spec = method_spec(RIGHT_TABLE, "text.py", "text", "Table.to_text", "method")
+    assert oracle_example(spec, "Grid([1]).to_text()") is None
+    assert oracle_example(spec, "to_text()") is None
+    assert oracle_example(spec, "sorted(Table([1]).to_text())") == "sorted(to_text(([1],), {}))"
+    with pytest.raises(NotIsolated, match="no method `width`"):
+        method_spec(RIGHT_TABLE, "text.py", "text", "Table.width", "method")
