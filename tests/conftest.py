@@ -39,6 +39,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
 
 
+def _red_team_mode(nodeid: str) -> str:
+    """The mode a red-team test runs in: the first part of its parameters' id."""
+    params = nodeid.partition("[")[2]
+    return next(
+        (m for m in ("user-no-namespaces", "user", "root") if params.startswith(m + "-")), ""
+    )
+
+
+# Files whose tests are many, slow and independent of one another, each cut into several
+# scopes that xdist's workers share out (any other file is one scope, as loadfile makes
+# it): the red team by mode (each mode's probe and user are per worker), the guard's
+# catalogue by test function. One file on one worker was the suite's long pole.
+_SPLIT_SCOPES = {
+    "tests/test_red_team.py": _red_team_mode,
+    "tests/test_guard.py": lambda nodeid: nodeid.split("::")[1].partition("[")[0],
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """loadfile, with the files of :data:`_SPLIT_SCOPES` cut into several scopes."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class _Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            split = _SPLIT_SCOPES.get(path)
+            return f"{path}::{split(nodeid)}" if split is not None else path
+
+    return _Scheduling(config, log)
+
+
 @contextmanager
 def _exclusive(lock_path: Path):
     """Hold an exclusive lock on ``lock_path``: two xdist workers must not both download

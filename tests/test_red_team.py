@@ -163,9 +163,10 @@ def _ensure_user() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(USER)
     except KeyError:
+        # Another xdist worker (each runs its own modes) may be making it at the same time.
         subprocess.run(
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
-            check=True,
+            check=False,
             capture_output=True,
         )
         return pwd.getpwnam(USER)
