@@ -37,6 +37,79 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             "these tests load the real model but are not marked `model`: " + ", ".join(unmarked)
         )
+    unlisted = sorted(
+        {
+            item.nodeid.split("::", 1)[0]
+            for item in items
+            if item.get_closest_marker("model") is not None
+        }
+        - set(MODEL_FILES)
+    )
+    if unlisted:
+        raise pytest.UsageError(
+            "these files hold tests marked `model` but are not in tests/conftest.py's "
+            "MODEL_FILES (run first, in parallel): " + ", ".join(unlisted)
+        )
+
+
+def _red_team_mode(nodeid: str) -> str:
+    """The mode a red-team test runs in: the first part of its parameters' id."""
+    params = nodeid.partition("[")[2]
+    return next(
+        (m for m in ("user-no-namespaces", "user", "root") if params.startswith(m + "-")), ""
+    )
+
+
+# Files whose tests are many, slow and independent of one another, each cut into several
+# scopes that xdist's workers share out (any other file is one scope, as loadfile makes
+# it): the red team by mode (each mode's probe and user are per worker), the guard's
+# catalogue by test function. One file on one worker was the suite's long pole.
+_SPLIT_SCOPES = {
+    "tests/test_red_team.py": _red_team_mode,
+    "tests/test_guard.py": lambda nodeid: nodeid.split("::")[1].partition("[")[0],
+}
+
+
+# The files that hold the tests marked `model` (checked at collection): each takes minutes,
+# for a handful of tests, so xdist's order (most tests first) handed them out last, and
+# one worker ran the last of them while the other had nothing left to do.
+MODEL_FILES = (
+    "tests/test_lsp_judge.py",
+    "tests/test_judge_model.py",
+    "tests/test_batched_model.py",
+    "tests/test_arbitration_cli.py",
+    "tests/test_arbitration_forms.py",
+    "tests/test_arbitration_suite.py",
+    "tests/test_execution.py",
+    "tests/test_model_worker.py",
+    "tests/test_models.py",
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """loadfile, with the files of :data:`_SPLIT_SCOPES` cut into several scopes, and the
+    files of :data:`MODEL_FILES` handed out first."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class _Scheduling(LoadFileScheduling):
+        _ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            split = _SPLIT_SCOPES.get(path)
+            return f"{path}::{split(nodeid)}" if split is not None else path
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:  # the work queue is whole: the first assignment
+                self._ordered = True
+                for scope in reversed(MODEL_FILES):
+                    if scope in self.workqueue:
+                        self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+    return _Scheduling(config, log)
 
 
 @contextmanager

@@ -3,7 +3,9 @@
 The catalogue (tests/guard_catalogue/cases.py) holds before/after pairs: cheats the
 guard must catch with the right rule code, and honest edits it must let through with no
 error at all. Each pair is committed in a fresh repository, edited in its working tree,
-and checked by the real command line (``python -m referee guard --format json``).
+and checked by the command line (``referee guard --format json``) in this interpreter;
+a few pairs also by the real command in a new process (``python -m referee``), which
+must report the same.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def _cheat_params() -> list:
 
 @pytest.mark.parametrize("pair", _cheat_params())
 def test_cheat_is_caught(pair: Pair, tmp_path: Path) -> None:
-    outcome = run_pair(pair, tmp_path / "repo")
+    outcome = run_pair(pair, tmp_path / "repo", in_process=True)
     if pair.agent:  # reported, as a warning: the default mode's reader decides
         assert pair.code in outcome.codes("warning") | outcome.codes("error"), outcome.describe()
         return
@@ -123,7 +125,7 @@ def test_cheat_is_caught(pair: Pair, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("pair", HONEST, ids=lambda p: p.id)
 def test_honest_edit_passes(pair: Pair, tmp_path: Path) -> None:
-    outcome = run_pair(pair, tmp_path / "repo")
+    outcome = run_pair(pair, tmp_path / "repo", in_process=True)
     assert outcome.rc == 0, outcome.describe()
     assert not _errors(outcome), outcome.describe()
     if pair.info is not None:
@@ -143,7 +145,7 @@ def test_honest_edit_passes(pair: Pair, tmp_path: Path) -> None:
 @pytest.mark.parametrize("pair", [p for p in CHEATS if not p.gap], ids=lambda p: p.id)
 def test_cheat_is_an_error_in_agent_mode_too(pair: Pair, tmp_path: Path) -> None:
     """A cheat the default mode catches is an error in agent mode as well."""
-    outcome = run_pair(pair, tmp_path / "repo", None, "--strict")
+    outcome = run_pair(pair, tmp_path / "repo", None, "--strict", in_process=True)
     assert outcome.rc == 1, outcome.describe()
     assert pair.code in outcome.codes("error"), outcome.describe()
 
@@ -154,10 +156,34 @@ def test_what_the_default_mode_warns_about_is_an_error_in_agent_mode(
 ) -> None:
     """Agent mode (--strict) keeps every uncertified weakening an error: an intended
     change and a conditional skip included."""
-    outcome = run_pair(pair, tmp_path / "repo", None, "--strict")
+    outcome = run_pair(pair, tmp_path / "repo", None, "--strict", in_process=True)
     assert outcome.rc == 1, outcome.describe()
     assert pair.warn in outcome.codes("error"), outcome.describe()
     assert not outcome.codes("warning"), outcome.describe()
+
+
+# Pairs the real command line checks in a new process too: a cheat of each mode's kind, an
+# honest edit, a certified one (the ledger read from disk) and one whose tests run.
+_END_TO_END = [
+    next(p for p in CHEATS if not p.gap and not p.agent and not p.execute),
+    next(p for p in CHEATS if p.agent),
+    next(p for p in HONEST if p.info is None and not p.warn),
+    next(p for p in HONEST if p.info is not None),
+    next(p for p in CHEATS if p.execute and not p.gap),
+]
+
+
+@pytest.mark.parametrize("pair", _END_TO_END, ids=lambda p: p.id)
+def test_a_new_process_reports_what_the_catalogue_run_in_process_does(
+    pair: Pair, tmp_path: Path
+) -> None:
+    """``python -m referee guard`` as CI runs it, against the in-process run the catalogue
+    tests use: the same exit status, findings and output."""
+    real = run_pair(pair, tmp_path / "real")
+    here = run_pair(pair, tmp_path / "here", in_process=True)
+    assert (real.rc, real.findings) == (here.rc, here.findings), real.describe()
+    assert real.rc in (0, 1), real.describe()
+    assert real.report == here.report
 
 
 def test_agent_mode_from_the_configuration(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 Each :class:`Pair` is a "before" (committed in a fresh git repository) and an "after"
 (written into the working tree). :func:`run_pair` builds that repository and runs the
-real command line on it, ``python -m referee guard --format json``, as CI would.
+real command line on it, ``python -m referee guard --format json``, as CI would, or
+(``in_process=True``, what the suite's catalogue tests use) the same command in this
+interpreter: a new interpreter per pair proves nothing more, and cost most of the time.
 
 Both tests/test_guard.py and bench/guard.py read the pairs from here; nothing else
 holds a copy.
@@ -142,29 +144,58 @@ def guard_env(cache_dir: Path | None = None) -> dict[str, str]:
 
 
 def run_guard(
-    root: Path, *args: str, fmt: str = "json", env: Mapping[str, str] | None = None
+    root: Path,
+    *args: str,
+    fmt: str = "json",
+    env: Mapping[str, str] | None = None,
+    in_process: bool = False,
 ) -> Outcome:
-    """``python -m referee guard --format FMT ARGS`` in ``root``, timed."""
+    """``python -m referee guard --format FMT ARGS`` in ``root``, timed; with
+    ``in_process``, the same command line run in this interpreter (click's runner)."""
+    argv = ["guard", "--format", fmt, *args]
+    environment = dict(env) if env is not None else guard_env()
     started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "referee", "guard", "--format", fmt, *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=dict(env) if env is not None else guard_env(),
-        check=False,
-        timeout=120,
-    )
+    if in_process:
+        rc, stdout, stderr = _guard_in_process(root, argv, environment)
+    else:
+        proc = subprocess.run(
+            [sys.executable, "-m", "referee", *argv],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=False,
+            timeout=120,
+        )
+        rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     seconds = time.perf_counter() - started
     report: dict[str, Any] = {}
-    if fmt == "json" and proc.stdout.strip():
+    if fmt == "json" and stdout.strip():
         try:
-            report = json.loads(proc.stdout)
+            report = json.loads(stdout)
         except json.JSONDecodeError:
             report = {}
-    return Outcome(
-        proc.returncode, report.get("findings", []), proc.stdout, proc.stderr, seconds, report
-    )
+    return Outcome(rc, report.get("findings", []), stdout, stderr, seconds, report)
+
+
+def _guard_in_process(
+    root: Path, argv: list[str], environment: Mapping[str, str]
+) -> tuple[int, str, str]:
+    """The command line in this interpreter, in ``root``, with ``environment`` as its
+    whole environment for the call (variables it lacks are unset meanwhile)."""
+    from click.testing import CliRunner
+
+    from referee.server.cli import main
+
+    overrides: dict[str, str | None] = {k: None for k in os.environ if k not in environment}
+    overrides.update(environment)
+    before = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(main, argv, env=overrides, catch_exceptions=False)
+    finally:
+        os.chdir(before)
+    return result.exit_code, result.stdout, result.stderr
 
 
 def certify(root: Path, fields: Mapping[str, Any]) -> None:
@@ -182,17 +213,23 @@ def certify(root: Path, fields: Mapping[str, Any]) -> None:
     ledger.append(root, {"created": "2025-01-01T00:00:00+00:00", **fields})
 
 
-def run_pair(pair: Pair, root: Path, env: Mapping[str, str] | None = None, *args: str) -> Outcome:
+def run_pair(
+    pair: Pair,
+    root: Path,
+    env: Mapping[str, str] | None = None,
+    *args: str,
+    in_process: bool = False,
+) -> Outcome:
     """Commit ``pair.before`` (with the shared project files) in a new repository at
     ``root``, write ``pair.after`` into its working tree, and run the guard there (with
-    ``args``: ``--strict`` for agent mode)."""
+    ``args``: ``--strict`` for agent mode; ``in_process``: see :func:`run_guard`)."""
     commit_repo(root, {**PROJECT, **pair.before})
     write_files(root, pair.after)
     if pair.certificate is not None:
         certify(root, pair.certificate)
     if pair.execute and "--strict" not in args and "--no-execute" not in args:
         args = (*args, "--execute")
-    return run_guard(root, *args, env=env)
+    return run_guard(root, *args, env=env, in_process=in_process)
 
 
 # ----------------------------------------------------------------- the shared project
