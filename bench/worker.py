@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 import _results  # noqa: E402  (bench/_results.py: each run is appended to its history)
 from judge import latency  # noqa: E402  (bench/judge.py)
 
+from referee.checks.configuration import JudgeConfig  # noqa: E402
 from referee.checks.judge import models, runtime  # noqa: E402
 from referee.checks.judge.backend import LlamaCppBackend  # noqa: E402
 from referee.checks.judge.worker import WorkerBackend, WorkerSpec  # noqa: E402
-from referee.checks.models import JudgeConfig  # noqa: E402
 
 PROMPT = [{"role": "user", "content": "Count from 1 to 40, separated by spaces."}]
 

@@ -5,8 +5,9 @@ The engine never imports the language server or the terminal; front-ends live in
 """
 
 from referee.checks.config import ConfigError, Settings, discover
+from referee.checks.configuration import RefereeConfig
 from referee.checks.engine import check_source, check_text
-from referee.checks.models import Finding, RefereeConfig, Severity
+from referee.checks.models import Finding, Severity
 from referee.checks.registry import RULES
 
 __all__ = [

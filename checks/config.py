@@ -14,14 +14,9 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ValidationError
 
+from referee.checks.configuration import DEFAULT_TEST_FILES, Contract, RefereeConfig, default_config
 from referee.checks.guard import pytestconfig
-from referee.checks.models import (
-    DEFAULT_TEST_FILES,
-    Contract,
-    RefereeConfig,
-    Severity,
-    default_config,
-)
+from referee.checks.models import Severity
 from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.registry import RULES, matching
 from referee.checks.rule import Rule

@@ -19,8 +19,9 @@ from tree_sitter import Node
 
 from referee.checks.chunks import Chunk, ChunkFacts, chunk_facts, chunks_of
 from referee.checks.config import Settings
+from referee.checks.configuration import DEFAULT_TEST_FILES
 from referee.checks.guard.context import GuardContext
-from referee.checks.models import DEFAULT_TEST_FILES, Finding, Fix, Span
+from referee.checks.models import Finding, Fix, Span
 from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.pymodule import (
     PythonModule,

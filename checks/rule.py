@@ -9,8 +9,9 @@ from functools import cached_property
 from pathlib import PurePath
 from typing import Literal
 
+from referee.checks.configuration import Contract, RefereeConfig
 from referee.checks.guard.context import GuardContext
-from referee.checks.models import Contract, Fix, Layer, RefereeConfig, Severity, Span
+from referee.checks.models import Fix, Layer, Severity, Span
 from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile

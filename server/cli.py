@@ -899,8 +899,8 @@ def _configuration_at_base(settings: Settings, base: str) -> Settings:
     ``max-file-size`` added in the same commit). A configuration file new since ``base``
     gives the defaults. ``--config`` names the file to use as it is."""
     from referee.checks.config import load_text
+    from referee.checks.configuration import default_config
     from referee.checks.guard import baseline
-    from referee.checks.models import default_config
 
     assert settings.path is not None
     path = settings.path.resolve()

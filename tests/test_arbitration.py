@@ -41,8 +41,9 @@ from referee.checks.arbitration.truth import (
 )
 from referee.checks.atomic import StaleFileError
 from referee.checks.config import discover
+from referee.checks.configuration import ArbitrationConfig
 from referee.checks.judge.backend import ScriptedBackend
-from referee.checks.models import ArbitrationConfig, OracleResult
+from referee.checks.models import OracleResult
 from referee.checks.source import SourceFile
 
 CORRECT = '''def count_vowels(text: str) -> int:

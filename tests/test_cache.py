@@ -10,9 +10,9 @@ from pathlib import Path
 from referee.checks.arbitration.truth import ProgramCache
 from referee.checks.cache import DiskCache
 from referee.checks.config import Settings
+from referee.checks.configuration import RefereeConfig
 from referee.checks.execution.mutation import Grade, GradeCache
 from referee.checks.judge.core import VerdictCache
-from referee.checks.models import RefereeConfig
 from referee.checks.runner import ResultCache
 
 

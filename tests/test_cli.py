@@ -1094,7 +1094,7 @@ def test_a_check_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
 def test_the_default_configuration_is_the_validated_one() -> None:
     """The defaults are built without validation (start-up); they must equal what
     validating an empty configuration gives."""
-    from referee.checks.models import RefereeConfig, default_config
+    from referee.checks.configuration import RefereeConfig, default_config
 
     built, validated = default_config(), RefereeConfig.model_validate({})
     assert built == validated

@@ -17,8 +17,9 @@ from referee.checks.config import (
     glob_match,
     load_file,
 )
+from referee.checks.configuration import RefereeConfig
 from referee.checks.engine import check_text, suppressions
-from referee.checks.models import RefereeConfig, Severity
+from referee.checks.models import Severity
 from referee.checks.registry import RULES
 
 ALL_CODES = frozenset(rule.code for rule in RULES)

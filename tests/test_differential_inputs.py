@@ -14,9 +14,9 @@ from red_team.fake_openai import FakeModel
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import function_spec
 from referee.checks.arbitration.truth import LazyModel, prompts
+from referee.checks.configuration import ArbitrationConfig, ExecutionConfig
 from referee.checks.execution.differential import check_function
 from referee.checks.execution.inputs import generated_inputs, parse_proposals, suite_inputs
-from referee.checks.models import ArbitrationConfig, ExecutionConfig
 
 needs_sandbox = pytest.mark.skipif(
     sandbox.boundary_problem() is not None, reason="needs the sandbox's kernel boundary"

@@ -17,16 +17,16 @@ import pytest
 
 from referee.checks import ruledocs
 from referee.checks.config import tomllib, validate
-from referee.checks.engine import check_text
-from referee.checks.models import (
+from referee.checks.configuration import (
     ArbitrationConfig,
     Contract,
     ExecutionConfig,
     GuardConfig,
     JudgeConfig,
     RefereeConfig,
-    json_schema,
 )
+from referee.checks.engine import check_text
+from referee.checks.models import json_schema
 from referee.checks.registry import RULES
 from referee.checks.rule import DOCS_BASE_URL, Rule
 from referee.server.cli import main as cli

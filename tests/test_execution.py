@@ -14,6 +14,7 @@ import pytest
 
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import function_spec
+from referee.checks.configuration import ArbitrationConfig, ExecutionConfig
 from referee.checks.execution.differential import check_function
 from referee.checks.execution.inputs import (
     docstring_inputs,
@@ -24,7 +25,6 @@ from referee.checks.execution.inputs import (
 from referee.checks.execution.mutants import mutants
 from referee.checks.execution.mutation import GradeCache, grade_test
 from referee.checks.execution.targets import targets
-from referee.checks.models import ArbitrationConfig, ExecutionConfig
 
 needs_sandbox = pytest.mark.skipif(
     sandbox.boundary_problem() is not None, reason="no kernel boundary for the sandbox here"

@@ -25,12 +25,13 @@ from lsp.harness import PROFILES, Doc, RefereeClient, Setup, make_client, start
 from pytest_lsp import ClientServerConfig
 
 from referee.checks.config import Settings, discover
+from referee.checks.configuration import RefereeConfig
 from referee.checks.document import Change, Document
 from referee.checks.engine import check_source
 from referee.checks.guard import facts as guard_facts
 from referee.checks.guard import live, run
 from referee.checks.guard.context import GuardContext
-from referee.checks.models import Finding, RefereeConfig
+from referee.checks.models import Finding
 from referee.checks.pymodule import PythonModule
 from referee.checks.registry import GUARD_CODES
 from referee.checks.source import SourceFile

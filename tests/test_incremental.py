@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from referee.checks.config import Settings
+from referee.checks.configuration import Contract, RefereeConfig
 from referee.checks.document import Change, Document
 from referee.checks.engine import check_source
-from referee.checks.models import Contract, Finding, RefereeConfig
+from referee.checks.models import Finding
 from referee.checks.project import EMPTY_VIEW, FileView
 from referee.checks.source import SourceFile
 

@@ -305,8 +305,8 @@ def test_the_differential_check_runs_the_function_and_reference_in_the_projects_
     project_venv: Path,
 ):
     from referee.checks.arbitration.isolate import function_spec
+    from referee.checks.configuration import ArbitrationConfig, ExecutionConfig
     from referee.checks.execution.differential import check_function
-    from referee.checks.models import ArbitrationConfig, ExecutionConfig
 
     python = Interpreter(str(project_venv / "bin" / "python"), "setting")
     if (problem := sandbox.boundary_problem(python=python)) is not None:

@@ -15,6 +15,7 @@ import pytest
 
 from referee.checks import review
 from referee.checks.config import Settings
+from referee.checks.configuration import Contract, JudgeConfig, RefereeConfig
 from referee.checks.engine import check_source
 from referee.checks.judge import answer as answers
 from referee.checks.judge import core
@@ -25,7 +26,7 @@ from referee.checks.judge.backend import (
     ScriptedBackend,
     chat_batch,
 )
-from referee.checks.models import Contract, JudgeConfig, Layer, RefereeConfig
+from referee.checks.models import Layer
 from referee.checks.source import SourceFile
 
 CODE = '''\

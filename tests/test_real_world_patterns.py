@@ -16,8 +16,8 @@ import pytest
 
 from referee.checks import runner
 from referee.checks.config import Settings
+from referee.checks.configuration import RefereeConfig
 from referee.checks.engine import Incremental, check_source, check_text
-from referee.checks.models import RefereeConfig
 from referee.checks.project import FileView, ProjectIndex, summarize
 from referee.checks.source import SourceFile
 

@@ -18,8 +18,9 @@ import pytest
 
 from referee.checks import runner
 from referee.checks.config import Settings, load_file
+from referee.checks.configuration import RefereeConfig
 from referee.checks.engine import check_text
-from referee.checks.models import RefereeConfig, Severity
+from referee.checks.models import Severity
 from referee.checks.registry import (
     BY_CODE,
     BY_NAME,
@@ -318,7 +319,7 @@ def test_pytest_module_importing_unittest_mock_still_has_tests():
 
 
 def test_required_heading_inside_a_code_block_does_not_count():
-    from referee.checks.models import Contract
+    from referee.checks.configuration import Contract
 
     settings = Settings(
         RefereeConfig(

@@ -12,7 +12,8 @@ import pytest
 
 from referee.checks import runner
 from referee.checks.config import Settings, discover
-from referee.checks.models import CheckReport, RefereeConfig
+from referee.checks.configuration import RefereeConfig
+from referee.checks.models import CheckReport
 
 MODULES = {
     "stub.py": "def parse(text) -> int:\n    # TODO: write it\n    pass\n",

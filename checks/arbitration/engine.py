@@ -72,13 +72,8 @@ from referee.checks.arbitration.verdicts import (
     test_wrong,
 )
 from referee.checks.config import DEFAULT_EXCLUDE, Settings, glob_match
-from referee.checks.models import (
-    ArbitrationConfig,
-    ArbitrationVerdict,
-    Certificate,
-    Observation,
-    OracleResult,
-)
+from referee.checks.configuration import ArbitrationConfig
+from referee.checks.models import ArbitrationVerdict, Certificate, Observation, OracleResult
 from referee.checks.nodes import excerpt
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile

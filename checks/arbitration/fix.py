@@ -43,18 +43,12 @@ from referee.checks.arbitration.truth import (
     prompts,
 )
 from referee.checks.config import Settings
+from referee.checks.configuration import ArbitrationConfig
 from referee.checks.engine import check_source
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import _case as case_text
 from referee.checks.guard.facts import squash_lines
-from referee.checks.models import (
-    ArbitrationConfig,
-    ArbitrationFix,
-    Edit,
-    Location,
-    PatchResult,
-    Span,
-)
+from referee.checks.models import ArbitrationFix, Edit, Location, PatchResult, Span
 from referee.checks.source import SourceFile
 
 GUARD_CODES = frozenset({"REF330", "REF331"})

@@ -31,8 +31,9 @@ from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.programs import module_imports, program_from
 from referee.checks.cache import DiskCache
 from referee.checks.config import tomllib
+from referee.checks.configuration import ArbitrationConfig
 from referee.checks.judge.backend import BatchCancelled, ChatRequest, chat_batch
-from referee.checks.models import ArbitrationConfig, OracleResult
+from referee.checks.models import OracleResult
 from referee.checks.progress import Cancelled
 
 PROMPTS = Path(__file__).with_name("prompts") / "arbitration-v1.toml"

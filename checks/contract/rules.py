@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from referee.checks.models import Contract, Span
+from referee.checks.configuration import Contract
+from referee.checks.models import Span
 from referee.checks.pymodule import PythonModule
 from referee.checks.rule import Context, Violation
 

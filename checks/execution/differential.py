@@ -47,6 +47,7 @@ from referee.checks.arbitration.truth import (
     oracle_messages,
     prompts,
 )
+from referee.checks.configuration import ArbitrationConfig, ExecutionConfig
 from referee.checks.execution.cache import JsonCache
 from referee.checks.execution.compare import (
     Finding,
@@ -71,7 +72,6 @@ from referee.checks.execution.inputs import (
 )
 from referee.checks.execution.running import MODULE_IMPORT, Run, module_of, run_code
 from referee.checks.interpreter import Interpreter
-from referee.checks.models import ArbitrationConfig, ExecutionConfig
 
 # Part of every cached result's key: raised when the way results are decided changes, so
 # that a result cached by an older rule is not reused (2: oracles contradicting the

@@ -11,7 +11,7 @@ constrained to it (llama.cpp grammar / the server's ``response_format``). Caller
 validate what comes back: a server may ignore the constraint.
 
 :func:`~referee.checks.judge.opening.open_backend` builds one from
-:class:`~referee.checks.models.JudgeConfig` and turns every way that can fail
+:class:`~referee.checks.configuration.JudgeConfig` and turns every way that can fail
 (llama-cpp-python not installed, model missing or corrupt, server unreachable) into one
 :class:`BackendError` whose message says what to do.
 """

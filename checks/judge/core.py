@@ -42,6 +42,7 @@ from pydantic import ValidationError
 from referee.checks import review
 from referee.checks.cache import DiskCache
 from referee.checks.config import Settings
+from referee.checks.configuration import JudgeConfig
 from referee.checks.judge.answer import (
     MAX_REASON,
     Answer,
@@ -57,16 +58,7 @@ from referee.checks.judge.backend import (
     chat_batch,
 )
 from referee.checks.judge.worker import WorkerCrashed, WorkerUnavailable
-from referee.checks.models import (
-    Decision,
-    Finding,
-    JudgeConfig,
-    JudgeVerdict,
-    Layer,
-    Location,
-    Severity,
-    Span,
-)
+from referee.checks.models import Decision, Finding, JudgeVerdict, Layer, Location, Severity, Span
 from referee.checks.progress import IDLE, Cancelled, Work
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes

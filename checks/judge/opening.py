@@ -98,7 +98,7 @@ def open_backend(
 
 
 def backend_for(config: Any) -> Backend:
-    """:func:`open_backend` for a :class:`~referee.checks.models.JudgeConfig`."""
+    """:func:`open_backend` for a :class:`~referee.checks.configuration.JudgeConfig`."""
     return open_backend(
         config.backend,
         model=config.model,
