@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from referee.checks.config import ConfigError, Settings
+from referee.server.lsp_feature import Command, LanguageFeature
 from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
@@ -59,8 +60,10 @@ class ModuleRun:
     serial: int = 0
 
 
-class ArbitrationService:
+class ArbitrationService(LanguageFeature):
     """State of the tests-on-save runs and of arbitrations in flight."""
+
+    name = "arbitration"
 
     def __init__(self) -> None:
         self.runs: dict[str, ModuleRun] = {}  # test module uri -> its last run
@@ -85,7 +88,13 @@ class ArbitrationService:
 
     # ------------------------------------------------------------------ tests on save
 
-    def on_save(self, ls: RefereeServer, uri: str) -> None:
+    def commands(self) -> dict[str, Command]:
+        return {COMMAND: arbitrate_command}
+
+    def status(self, ls: RefereeServer) -> dict[str, Any]:
+        return {"arbitration": "idle"}
+
+    def did_save(self, ls: RefereeServer, uri: str) -> None:
         path = ls.path_of(uri)
         if path.suffix != ".py" or not ls.client_settings(path).tests.run_on_save:
             return
@@ -117,7 +126,7 @@ class ArbitrationService:
         self._serial += 1
         run.serial = self._serial
         self.runs[uri] = run
-        ls.arbitration_changed(uri)
+        ls.publish_all(uri)
 
     # ------------------------------------------------------------------ output
 
@@ -415,13 +424,3 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         certificate = ledger.append(result.root, result.certificate)
         answer["certificate"] = certificate.id
     return answer
-
-
-def register(server: RefereeServer) -> None:
-    """Add the ``referee.arbitrate`` command to ``server``."""
-
-    # pygls reads the handler's annotations at run time: no names that exist only for
-    # type checkers here.
-    @server.command(COMMAND)
-    async def arbitrate(ls: Any, *args: Any) -> dict[str, Any]:
-        return await arbitrate_command(ls, args)
