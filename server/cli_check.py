@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.markup import escape
 
 from referee.checks import runner
-from referee.checks.config import ConfigError, discover
+from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.fixes import applicable
-from referee.checks.models import Finding, Severity
+from referee.checks.models import CheckReport, Finding, Severity
 from referee.server.cli_common import (
     EXIT_FINDINGS,
     EXIT_INTERRUPTED,
@@ -243,89 +244,56 @@ def check(
       referee check --judge-model qwen2.5-coder-0.5b src/   # the same with the fast model
       referee check --execution tests/     # grade changed tests by mutants, no model
     """
-    if stdin_filename is not None and not stdin_filename.strip():
-        raise fail("--stdin-filename needs a file name: it says how to read stdin (x.py, notes.md)")
-    use_stdin = stdin_filename is not None or STDIN in paths
-    if STDIN in paths and len(paths) > 1:
-        raise fail("`-` (standard input) cannot be checked together with other paths")
-    if stdin_filename is not None and paths and paths != (STDIN,):
-        raise fail("give either PATHS or --stdin-filename, not both")
-    files = [] if use_stdin else [Path(p) for p in paths]
-    start = Path(stdin_filename).parent if stdin_filename else (files[0] if files else Path("."))
-    try:
-        settings = discover(start, config_path).with_overrides(
-            codes(select), codes(extend_select), codes(ignore)
-        )
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
-    if judge_model is not None:
-        if not judge_model.strip():
-            raise fail("--judge-model needs a model: a known id, a GGUF path or a model name")
-        settings = settings.with_sections(
-            judge=settings.config.judge.model_copy(update={"model": judge_model})
-        )
-
+    files, start, settings = _check_settings(
+        paths, stdin_filename, config_path, select, extend_select, ignore, judge_model
+    )
     threshold = Severity(min_severity).rank
 
     def wanted(finding: Finding) -> bool:
         return finding.severity.rank <= threshold and applicable(finding.fix, unsafe_fixes)
 
     fixed_text: bytes | None = None
-    if use_stdin:
-        data = sys.stdin.buffer.read()
-        if stdin_filename is not None:
-            target = runner.Target(
-                Path(stdin_filename), stdin_filename, settings.relative(Path(stdin_filename))
-            )
-        else:  # unnamed, as in ruff: Python, and no test file (name it to make it one)
-            target = runner.Target(Path(STDIN), STDIN, STDIN, kind="python")
-        if fix:
-            outcome = runner.fix_bytes(data, target, settings, wanted)
-            results = [outcome.result]
-            fixed_text = data if outcome.text is None else outcome.text.encode(outcome.encoding)
-        else:
-            results = [runner.check_bytes(data, target, settings)]
+    stdin_texts: dict[str, bytes] | None = None
+    if stdin_filename is not None or STDIN in paths:
+        results, data, fixed_text = _check_stdin(settings, stdin_filename, fix, wanted)
+        stdin_texts = {results[0].display: fixed_text or data}
     else:
-        targets = runner.collect(files or [Path(".")], settings)
-        cache = None
-        if settings.config.cache and not no_cache:
-            cache = runner.ResultCache(runner.default_cache_dir(), settings)
-        results = runner.run(targets, settings, jobs=jobs, cache=cache)
-        if fix:
-            # Before any file is written: a refused -o must leave everything as it was.
-            refuse_to_overwrite(output_file, [*files, *(t.display for t in targets)])
-            for index, (target, result) in enumerate(zip(targets, results, strict=True)):
-                if any(wanted(f) for f in result.findings):
-                    results[index] = runner.fix_file(target, settings, wanted)
+        results = _check_files(files, settings, fix, wanted, jobs, no_cache, output_file)
 
     judge_failed = interrupted = False
     reading = use_judge or judge_all or judge_model is not None
     if reading or use_execution:
-        from referee.server.cli_judge import judge_results
-
-        stdin_texts = {results[0].display: fixed_text or data} if use_stdin else None
-        try:
-            judge_failed = not judge_results(
-                results,
-                settings,
-                judge_all=judge_all,
-                base=base,
-                texts=stdin_texts,
-                execution=use_execution,
-                reading=reading,
-            )
-        except KeyboardInterrupt:
-            # Whatever happens to the judge, L0/L1's findings (and the judge's so far) are
-            # reported: they cost seconds to find and the user asked for them.
-            err.print("referee: judge interrupted; the findings so far are reported")
-            interrupted = True
+        judge_failed, interrupted = _judge(
+            results, settings, judge_all, base, stdin_texts, use_execution, reading
+        )
 
     for result in results:
         result.findings = [f for f in result.findings if f.severity.rank <= threshold]
     if new_only:
         _keep_new(results, start, base)
-    report = runner.report(results)
+    report = _report(results, files, fixed_text, fmt, output_file, statistics, unsafe_fixes, fix)
 
+    if interrupted:
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    failing = Severity(fail_on).rank
+    if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    if judge_failed:
+        raise click.exceptions.Exit(EXIT_USAGE)
+
+
+def _report(
+    results: list[runner.FileResult],
+    files: list[Path],
+    fixed_text: bytes | None,
+    fmt: str,
+    output_file: Path | None,
+    statistics: bool,
+    unsafe_fixes: bool,
+    fix: bool,
+) -> CheckReport:
+    """The report of the results, written; the fixed standard input on stdout first."""
+    report = runner.report(results)
     for result in results:
         if result.unfixed:
             err.print(
@@ -349,11 +317,116 @@ def check(
         fixing=fix,
         to_stderr=fixed_text is not None,
     )
+    return report
 
-    if interrupted:
-        raise click.exceptions.Exit(EXIT_INTERRUPTED)
-    failing = Severity(fail_on).rank
-    if not exit_zero and any(f.severity.rank <= failing for f in report.findings):
-        raise click.exceptions.Exit(EXIT_FINDINGS)
-    if judge_failed:
-        raise click.exceptions.Exit(EXIT_USAGE)
+
+def _check_settings(
+    paths: tuple[str, ...],
+    stdin_filename: str | None,
+    config_path: Path | None,
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    judge_model: str | None,
+) -> tuple[list[Path], Path, Settings]:
+    """The files named, where the configuration is looked for from, and the settings
+    (the command line's rules and judge model on top); a usage error says why not."""
+    if stdin_filename is not None and not stdin_filename.strip():
+        raise fail("--stdin-filename needs a file name: it says how to read stdin (x.py, notes.md)")
+    use_stdin = stdin_filename is not None or STDIN in paths
+    if STDIN in paths and len(paths) > 1:
+        raise fail("`-` (standard input) cannot be checked together with other paths")
+    if stdin_filename is not None and paths and paths != (STDIN,):
+        raise fail("give either PATHS or --stdin-filename, not both")
+    files = [] if use_stdin else [Path(p) for p in paths]
+    start = Path(stdin_filename).parent if stdin_filename else (files[0] if files else Path("."))
+    try:
+        settings = discover(start, config_path).with_overrides(
+            codes(select), codes(extend_select), codes(ignore)
+        )
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    if judge_model is not None:
+        if not judge_model.strip():
+            raise fail("--judge-model needs a model: a known id, a GGUF path or a model name")
+        settings = settings.with_sections(
+            judge=settings.config.judge.model_copy(update={"model": judge_model})
+        )
+    return files, start, settings
+
+
+def _check_stdin(
+    settings: Settings,
+    stdin_filename: str | None,
+    fix: bool,
+    wanted: Callable[[Finding], bool],
+) -> tuple[list[runner.FileResult], bytes, bytes | None]:
+    """Standard input checked (and fixed, with ``fix``): its result, the text read, and
+    the text to write back (fixed, or as it came) when fixing."""
+    data = sys.stdin.buffer.read()
+    if stdin_filename is not None:
+        target = runner.Target(
+            Path(stdin_filename), stdin_filename, settings.relative(Path(stdin_filename))
+        )
+    else:  # unnamed, as in ruff: Python, and no test file (name it to make it one)
+        target = runner.Target(Path(STDIN), STDIN, STDIN, kind="python")
+    if not fix:
+        return [runner.check_bytes(data, target, settings)], data, None
+    outcome = runner.fix_bytes(data, target, settings, wanted)
+    fixed_text = data if outcome.text is None else outcome.text.encode(outcome.encoding)
+    return [outcome.result], data, fixed_text
+
+
+def _check_files(
+    files: list[Path],
+    settings: Settings,
+    fix: bool,
+    wanted: Callable[[Finding], bool],
+    jobs: int | None,
+    no_cache: bool,
+    output_file: Path | None,
+) -> list[runner.FileResult]:
+    """The files and directories named (the current directory without any) checked, and
+    with ``fix`` the files with a wanted fix fixed."""
+    targets = runner.collect(files or [Path(".")], settings)
+    cache = None
+    if settings.config.cache and not no_cache:
+        cache = runner.ResultCache(runner.default_cache_dir(), settings)
+    results = runner.run(targets, settings, jobs=jobs, cache=cache)
+    if fix:
+        # Before any file is written: a refused -o must leave everything as it was.
+        refuse_to_overwrite(output_file, [*files, *(t.display for t in targets)])
+        for index, (target, result) in enumerate(zip(targets, results, strict=True)):
+            if any(wanted(f) for f in result.findings):
+                results[index] = runner.fix_file(target, settings, wanted)
+    return results
+
+
+def _judge(
+    results: list[runner.FileResult],
+    settings: Settings,
+    judge_all: bool,
+    base: str,
+    stdin_texts: dict[str, bytes] | None,
+    execution: bool | None,
+    reading: bool,
+) -> tuple[bool, bool]:
+    """L2 on the results, in place: (whether the judge failed, whether it was interrupted)."""
+    from referee.server.cli_judge import judge_results
+
+    try:
+        failed = not judge_results(
+            results,
+            settings,
+            judge_all=judge_all,
+            base=base,
+            texts=stdin_texts,
+            execution=execution,
+            reading=reading,
+        )
+    except KeyboardInterrupt:
+        # Whatever happens to the judge, L0/L1's findings (and the judge's so far) are
+        # reported: they cost seconds to find and the user asked for them.
+        err.print("referee: judge interrupted; the findings so far are reported")
+        return False, True
+    return failed, False

@@ -4,6 +4,7 @@ configuration as it was at that base."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -83,8 +84,47 @@ def guard(
       referee guard --base origin/main --output-format sarif -o guard.sarif
       referee guard --base origin/main --output-format github   # in GitHub Actions
     """
+
+    settings, plan = _guard_plan(paths, base, strict, config_path)
+    wanted = [p.resolve() for p in paths]
+    for named, resolved in zip(paths, wanted, strict=True):
+        if not resolved.exists() and not any(
+            d == resolved or resolved in d.parents for d in plan.deleted
+        ):
+            raise fail(f"{named}: no such file or directory")
+    results = _compare(plan, settings, wanted, base)
+    agent = strict or settings.config.guard.mode == "agent"
+    if execute is None:
+        choice = settings.config.guard.execute
+        execute = choice == "always" or (choice == "agent" and agent)
+    if execute:
+        _execute(plan, settings, wanted, agent, results)
+    for problem in plan.ledger_problems:
+        err.print(f"[yellow]referee: certificates:[/] {escape(problem)}", soft_wrap=True)
+    emit(
+        runner.report(results),
+        fmt,
+        output_file,
+        statistics=False,
+        checked=[*(str(path) for path in paths), *(r.display for r in results)],
+    )
+    if any(f.severity is Severity.ERROR for r in results for f in r.findings):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    unread = [r.display for r in results if r.skipped]
+    if unread:
+        # A changed test the guard could not compare is not a test it found unweakened:
+        # padding a file past max-file-size, or breaking its encoding, must not pass.
+        raise fail(
+            f"{len(unread)} changed file(s) could not be compared with {base}, so the guard "
+            f"cannot pass: {', '.join(unread)}"
+        )
+
+
+def _guard_plan(
+    paths: tuple[Path, ...], base: str, strict: bool, config_path: Path | None
+) -> tuple[Settings, Any]:
+    """The settings the guard runs with and its plan: what changed since ``base``."""
     from referee.checks.guard import baseline, run
-    from referee.checks.registry import GUARD_CODES
 
     start = paths[0] if paths else Path(".")
     try:
@@ -102,12 +142,17 @@ def guard(
         raise fail(str(exc)) from None
     except baseline.GitError as exc:
         raise fail(f"guard needs a git repository and a valid --base: {exc}") from None
-    wanted = [p.resolve() for p in paths]
-    for named, resolved in zip(paths, wanted, strict=True):
-        if not resolved.exists() and not any(
-            d == resolved or resolved in d.parents for d in plan.deleted
-        ):
-            raise fail(f"{named}: no such file or directory")
+    return settings, plan
+
+
+def _compare(
+    plan: Any, settings: Settings, wanted: list[Path], base: str
+) -> list[runner.FileResult]:
+    """Each changed file (of those named) compared with its version at ``base``; a
+    waiver the change added to itself is named on stderr."""
+    from referee.checks.guard import run
+    from referee.checks.registry import GUARD_CODES
+
     results = []
     for path, context in sorted(plan.contexts.items()):
         if wanted and not any(path == w or w in path.parents for w in wanted):
@@ -128,49 +173,35 @@ def guard(
                 "proved wrong gets a certificate from `referee arbitrate`)",
                 soft_wrap=True,
             )
-    agent = strict or settings.config.guard.mode == "agent"
-    if execute is None:
-        choice = settings.config.guard.execute
-        execute = choice == "always" or (choice == "agent" and agent)
-    if execute:
-        by_path = {r.display: r for r in results}
+    return results
 
-        def progress(text: str) -> None:  # the runs take seconds each: say what runs
-            err.print(f"[dim]referee: guard: {escape(text)}[/]", soft_wrap=True)
 
-        found, notes = run.execution(
-            plan, settings, strict=agent, progress=progress if err.is_terminal else None
-        )
-        for relpath, findings in found.items():
-            absolute = (plan.repo / relpath).resolve()
-            if wanted and not any(absolute == w or w in absolute.parents for w in wanted):
-                continue
-            display = runner._display(absolute)
-            if display in by_path:
-                by_path[display].findings.extend(findings)
-            else:
-                results.append(runner.FileResult(display, findings))
-        for note in notes:
-            err.print(f"[yellow]referee: guard:[/] {escape(note)}", soft_wrap=True)
-    for problem in plan.ledger_problems:
-        err.print(f"[yellow]referee: certificates:[/] {escape(problem)}", soft_wrap=True)
-    emit(
-        runner.report(results),
-        fmt,
-        output_file,
-        statistics=False,
-        checked=[*(str(path) for path in paths), *(r.display for r in results)],
+def _execute(
+    plan: Any, settings: Settings, wanted: list[Path], agent: bool, results: list[runner.FileResult]
+) -> None:
+    """The guard's execution checks (the changed tests run), their findings added to
+    ``results`` in place."""
+    from referee.checks.guard import run
+
+    by_path = {r.display: r for r in results}
+
+    def progress(text: str) -> None:  # the runs take seconds each: say what runs
+        err.print(f"[dim]referee: guard: {escape(text)}[/]", soft_wrap=True)
+
+    found, notes = run.execution(
+        plan, settings, strict=agent, progress=progress if err.is_terminal else None
     )
-    if any(f.severity is Severity.ERROR for r in results for f in r.findings):
-        raise click.exceptions.Exit(EXIT_FINDINGS)
-    unread = [r.display for r in results if r.skipped]
-    if unread:
-        # A changed test the guard could not compare is not a test it found unweakened:
-        # padding a file past max-file-size, or breaking its encoding, must not pass.
-        raise fail(
-            f"{len(unread)} changed file(s) could not be compared with {base}, so the guard "
-            f"cannot pass: {', '.join(unread)}"
-        )
+    for relpath, findings in found.items():
+        absolute = (plan.repo / relpath).resolve()
+        if wanted and not any(absolute == w or w in absolute.parents for w in wanted):
+            continue
+        display = runner._display(absolute)
+        if display in by_path:
+            by_path[display].findings.extend(findings)
+        else:
+            results.append(runner.FileResult(display, findings))
+    for note in notes:
+        err.print(f"[yellow]referee: guard:[/] {escape(note)}", soft_wrap=True)
 
 
 def configuration_at_base(settings: Settings, base: str) -> Settings:

@@ -4,8 +4,10 @@ model runs on this machine)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -294,9 +296,7 @@ def doctor(runtime: str | None, judge_model: str | None, agents_only: bool) -> N
     if agents_only:
         agents_report()
         return
-    from referee.checks.judge import models
     from referee.checks.judge import runtime as runtimes
-    from referee.checks.judge.backend import BackendError, backend_for
 
     try:
         settings = discover(Path("."))
@@ -321,6 +321,17 @@ def doctor(runtime: str | None, judge_model: str | None, agents_only: bool) -> N
         row("sandbox", ", ".join(contained.containment))
     else:
         row("sandbox", contained.message)
+    _doctor_model(config, cpu, row)
+    _doctor_answer(config, row)
+    click.echo("ok: the judge's model runs here")
+
+
+def _doctor_model(config: Any, cpu: Any, row: Callable[[str, str], None]) -> None:
+    """``referee doctor``'s rows of where the model comes from (and the runtime mode that
+    runs it); the model is fetched and verified when it is not here yet."""
+    from referee.checks.judge import models
+    from referee.checks.judge import runtime as runtimes
+
     row("backend", config.backend)
     if config.backend == "openai":
         row("server", config.url or "(judge.url is not set)")
@@ -343,6 +354,13 @@ def doctor(runtime: str | None, judge_model: str | None, agents_only: bool) -> N
             else "a GGUF file given by path (no pinned hash)"
         )
         row("model", f"{path} ({origin})")
+
+
+def _doctor_answer(config: Any, row: Callable[[str, str], None]) -> None:
+    """``referee doctor``'s load and decode: the model process started, a few tokens
+    asked for, and how fast they came."""
+    from referee.checks.judge.backend import BackendError, backend_for
+
     started = time.perf_counter()
     try:
         backend = backend_for(config)
@@ -366,4 +384,3 @@ def doctor(runtime: str | None, judge_model: str | None, agents_only: bool) -> N
     speed = f"{tokens / took:.1f} tokens/s" if tokens and took > 0 else "?"
     row("answer", f"{tokens} tokens in {took:.2f} s ({speed}, prompt included)")
     row("said", repr(answer.text.strip()[:60]))
-    click.echo("ok: the judge's model runs here")

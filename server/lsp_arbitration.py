@@ -333,6 +333,8 @@ def _unsaved(ls: RefereeServer, path: Path) -> bool:
 
 
 async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """``referee.arbitrate`` [{"uri", "line"}]: arbitrate the failing test at the line,
+    then offer its fix (applied by the editor when the user picks it)."""
     from referee.checks.arbitration import engine
 
     request = args[0] if args else None
@@ -354,6 +356,32 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         return {"ok": False, "message": f"no test at line {line + 1} of {path.name}"}
     if _unsaved(ls, path):
         return {"ok": False, "message": f"save {path.name} first: arbitration runs the saved tests"}
+    try:
+        result = await _arbitrate(ls, service, test_id, settings)
+    except engine.Cancelled:
+        return {"ok": False, "message": "cancelled"}
+    except engine.ArbitrationError as exc:
+        return {"ok": False, "message": str(exc)}
+    verdict = result.verdict
+    answer: dict[str, Any] = {
+        "ok": True,
+        "verdict": verdict.model_dump(mode="json", exclude={"observation"}),
+        "applied": False,
+    }
+    summary = f"referee: {verdict.verdict}: {verdict.reason}"
+    if verdict.fix is None or result.new_text is None:
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=summary)
+        )
+        return answer
+    return await _offer_fix(ls, result, summary, answer)
+
+
+async def _arbitrate(
+    ls: RefereeServer, service: ArbitrationService, test_id: str, settings: Settings
+) -> Any:
+    """Arbitration of ``test_id`` on the arbiter's thread, with cancellable progress."""
+    from referee.checks.arbitration import engine
 
     stop = threading.Event()
     progress = WorkProgress(ls, "arbitrate", cancellable=True)
@@ -372,29 +400,21 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         )
 
     try:
-        result = await loop.run_in_executor(service.arbiter, work)
+        return await loop.run_in_executor(service.arbiter, work)
     except asyncio.CancelledError:
         stop.set()
         raise
-    except engine.Cancelled:
-        return {"ok": False, "message": "cancelled"}
-    except engine.ArbitrationError as exc:
-        return {"ok": False, "message": str(exc)}
     finally:
         progress.end()
-    verdict = result.verdict
-    answer: dict[str, Any] = {
-        "ok": True,
-        "verdict": verdict.model_dump(mode="json", exclude={"observation"}),
-        "applied": False,
-    }
-    summary = f"referee: {verdict.verdict}: {verdict.reason}"
-    if verdict.fix is None or result.new_text is None:
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Info, message=summary)
-        )
-        return answer
-    fix = verdict.fix
+
+
+async def _offer_fix(
+    ls: RefereeServer, result: Any, summary: str, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """The verdict's fix offered; applied through ``workspace/applyEdit`` when the user
+    picks it and the file is still what arbitration read (a test fix's certificate is
+    written once the editor applied it)."""
+    fix = result.verdict.fix
     fixed_path = result.root / fix.path
     try:
         old_text = fixed_path.read_bytes().decode("utf-8")

@@ -107,15 +107,10 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
     sources that agreed on it. Checked before it is offered: the value is data referee
     writes into tests, the assertion is found where the guard will look for it, and the new
     test runs in the sandbox and fails on the function as it is (it is a counterexample)."""
-    from referee.checks import interpreter, ledger, sandbox
-    from referee.checks.arbitration.fix import (
-        pytest_counts,
-        pytest_run_limits,
-        sha256_text,
-        unsafe_literal,
-    )
+    from referee.checks import ledger, sandbox
+    from referee.checks.arbitration.fix import sha256_text, unsafe_literal
     from referee.checks.arbitration.isolate import NotIsolated, function_spec
-    from referee.checks.execution.run import ProjectFiles, _module_name
+    from referee.checks.execution.run import _module_name
 
     if rejected.call is None or rejected.truth is None:
         raise NotWritten("the check found no value to assert")
@@ -129,18 +124,7 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
         spec = function_spec(executed.text, executed.relpath, module, name)
     except NotIsolated as exc:
         raise NotWritten(str(exc)) from exc
-    root = executed.root
-    importers = _importers(root, settings, module, name)
-    create = not importers
-    if create:
-        test_path, callee = _new_test_module(root, settings, module), name
-        old_text = ""
-    else:
-        test_path, callee = importers[0]
-        try:
-            old_text = (root / test_path).read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise NotWritten(f"cannot read {test_path}: {exc}") from exc
+    test_path, callee, old_text, create = _test_module(executed.root, settings, module, name)
     arguments = rejected.call[len(name) + 1 : -1]
     test_name = _fresh_name(old_text, f"test_{name}_counterexample")
     agreed = [
@@ -168,6 +152,49 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
     bound = ledger.test_sha256(new_text, test_path, test_id, truth)
     if bound is None:
         raise NotWritten(f"the new test's assertion `{assertion}` cannot be bound to it")
+    gone = f"{name} now returns {truth} on it: the counterexample is gone"
+    _fails_in_sandbox(executed, settings, test_path, new_text, test_id, gone)
+    certificate = {
+        "test_id": test_id,
+        "call": rejected.call,
+        "old_value": "",  # a new test: no value was asserted before
+        "new_value": truth,
+        "evidence": [
+            {"source": source, "value": value, "detail": None}
+            for source, value in (agreed or [(rejected.truth_source or "", truth)])
+        ],
+        "source_sha256": sha256_text(spec.definition),
+        "test_sha256": bound,
+        "created": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+    }
+    return NewTest(test_path, old_text, new_text, test_id, certificate, create)
+
+
+def _test_module(
+    root: Path, settings: Settings, module: str, name: str
+) -> tuple[str, str, str, bool]:
+    """The test module the counterexample goes into: (its path, how it calls ``name``,
+    its text now, whether it is a new module)."""
+    importers = _importers(root, settings, module, name)
+    if not importers:
+        return _new_test_module(root, settings, module), name, "", True
+    test_path, callee = importers[0]
+    try:
+        old_text = (root / test_path).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotWritten(f"cannot read {test_path}: {exc}") from exc
+    return test_path, callee, old_text, False
+
+
+def _fails_in_sandbox(
+    executed: Executed, settings: Settings, test_path: str, new_text: str, test_id: str, gone: str
+) -> None:
+    """Run the new test in the sandbox, against the function as it is: it must run, and
+    fail (``gone`` says why not when it passes)."""
+    from referee.checks import interpreter, sandbox
+    from referee.checks.arbitration.fix import pytest_counts, pytest_run_limits
+    from referee.checks.execution.run import ProjectFiles
+
     files = ProjectFiles(settings).get({executed.relpath: executed.text, test_path: new_text})
     args = [test_id, "-q", "-p", "no:cacheprovider", "-o", "addopts="]
     if executed.relpath.startswith("src/"):
@@ -185,21 +212,7 @@ def counterexample_test(executed: Executed, rejected: Differential, settings: Se
     if total != 1:
         raise NotWritten(f"the new test did not run in the sandbox: {run.message or run.status}")
     if passed:
-        raise NotWritten(f"{name} now returns {truth} on it: the counterexample is gone")
-    certificate = {
-        "test_id": test_id,
-        "call": rejected.call,
-        "old_value": "",  # a new test: no value was asserted before
-        "new_value": truth,
-        "evidence": [
-            {"source": source, "value": value, "detail": None}
-            for source, value in (agreed or [(rejected.truth_source or "", truth)])
-        ],
-        "source_sha256": sha256_text(spec.definition),
-        "test_sha256": bound,
-        "created": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
-    }
-    return NewTest(test_path, old_text, new_text, test_id, certificate, create)
+        raise NotWritten(gone)
 
 
 def _counterexample(
