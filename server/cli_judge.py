@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -56,7 +58,6 @@ def judge_results(
     from referee.checks.judge import core
     from referee.checks.judge.backend import BackendError
     from referee.checks.judge.opening import backend_for
-    from referee.checks.progress import Work
 
     config = settings.config.judge
     run_execution = settings.config.execution.enabled if execution is None else execution
@@ -96,17 +97,9 @@ def judge_results(
     ) as bar:
         task = bar.add_task("judging", total=len(candidates))
         for result in candidates:
-            path = Path(result.display)
-            try:
-                kind = kind_of(result.display)
-                data = (texts or {}).get(result.display)
-                limit = settings.config.max_file_size
-                data = data if data is not None else read_bytes(path, limit, named=True)
-                text = decode(data, kind, limit)
-            except (OSError, Unreadable):
+            source = _source(result, settings, texts)
+            if source is None:
                 continue
-            source = SourceFile(result.display, text, kind)
-            relpath = settings.relative(path)
 
             def show(message: str, _name: str = result.display) -> None:
                 bar.update(task, description=f"judging {_name}: {message}")
@@ -114,71 +107,120 @@ def judge_results(
             decided: set[str] = set()
             support: dict[str, str] = {}
             if run_execution:
-                from referee.checks.execution.run import check_file
-
-                executed = check_file(
-                    source,
-                    settings,
-                    relpath,
-                    result.findings,
-                    baseline=baselines.get(result.display),
-                    files=files,
-                    model=oracle_model,
-                    cache_dir=runner.default_cache_dir() if settings.config.cache else None,
-                    progress=show,
-                )
-                for note in executed.notes:
-                    err.print(
-                        f"[dim]referee: execution: {escape(result.display)}: {escape(note)}[/]"
-                    )
-                decided, support = executed.decided, executed.support
-                result.findings = sorted(
-                    [*result.findings, *executed.findings],
-                    key=lambda f: (f.span.start.line, f.span.start.column, f.code),
+                decided, support = _execute(
+                    result, source, settings, baselines, files, oracle_model, show
                 )
             if backend is None:
                 bar.advance(task)
                 continue
-            try:
-                judgement = core.judge_file(
-                    source,
-                    settings,
-                    relpath,
-                    result.findings,
-                    backend,
-                    baseline=baselines.get(result.display),
-                    work=Work(progress=show),
-                    decided=decided,
-                )
-            except BackendError as exc:  # e.g. the model process could not load the model
-                err.print(
-                    f"[bold red]referee: the judge (L2) cannot run:[/] {escape(str(exc))}\n"
-                    "L0/L1 findings are reported as usual.",
-                    soft_wrap=True,
-                )
+            if not _read(result, source, settings, backend, baselines, decided, support, show):
                 return False
-            for note in judgement.notes:
-                err.print(f"[dim]referee: judge: {escape(result.display)}: {escape(note)}[/]")
-            judge_findings = [
-                _with_support(f, d, support)
-                for f, d in zip(judgement.findings, judgement.finding_decisions, strict=True)
-            ]
-            result.findings = sorted(
-                [*result.findings, *judge_findings],
-                key=lambda f: (f.span.start.line, f.span.start.column, f.code),
-            )
             bar.advance(task)
-            if judgement.crashed is not None:
-                # One line; the item it was judging is UNCLEAR in the report and the queue.
-                unclear = sum(d.outcome == "UNCLEAR" for d in judgement.decisions[-1:])
-                err.print(
-                    f"[bold red]referee: judge:[/] {escape(judgement.crashed)} while judging "
-                    f"{escape(result.display)}; {unclear} item sent to review (`referee review`), "
-                    "the rest not judged; L0/L1 findings are reported as usual.",
-                    soft_wrap=True,
-                )
-                return False
     return judged
+
+
+def _source(
+    result: runner.FileResult, settings: Settings, texts: dict[str, bytes] | None
+) -> SourceFile | None:
+    """The checked file's text (``texts``' where given), or None when it cannot be read."""
+    path = Path(result.display)
+    try:
+        kind = kind_of(result.display)
+        data = (texts or {}).get(result.display)
+        limit = settings.config.max_file_size
+        data = data if data is not None else read_bytes(path, limit, named=True)
+        text = decode(data, kind, limit)
+    except (OSError, Unreadable):
+        return None
+    return SourceFile(result.display, text, kind)
+
+
+def _by_place(findings: list[Any]) -> list[Any]:
+    return sorted(findings, key=lambda f: (f.span.start.line, f.span.start.column, f.code))
+
+
+def _execute(
+    result: runner.FileResult,
+    source: SourceFile,
+    settings: Settings,
+    baselines: dict[str, str],
+    files: Any,
+    oracle_model: Any,
+    show: Callable[[str], None],
+) -> tuple[set[str], dict[str, str]]:
+    """The execution checks of one file, their findings added to ``result``: (the
+    functions a counterexample rejected, the oracles' support of each)."""
+    from referee.checks.execution.run import check_file
+
+    executed = check_file(
+        source,
+        settings,
+        settings.relative(Path(result.display)),
+        result.findings,
+        baseline=baselines.get(result.display),
+        files=files,
+        model=oracle_model,
+        cache_dir=runner.default_cache_dir() if settings.config.cache else None,
+        progress=show,
+    )
+    for note in executed.notes:
+        err.print(f"[dim]referee: execution: {escape(result.display)}: {escape(note)}[/]")
+    result.findings = _by_place([*result.findings, *executed.findings])
+    return executed.decided, executed.support
+
+
+def _read(
+    result: runner.FileResult,
+    source: SourceFile,
+    settings: Settings,
+    backend: Any,
+    baselines: dict[str, str],
+    decided: set[str],
+    support: dict[str, str],
+    show: Callable[[str], None],
+) -> bool:
+    """The reading judge on one file, its findings added to ``result``; False when the
+    model could not run or its process crashed (said on stderr)."""
+    from referee.checks.judge import core
+    from referee.checks.judge.backend import BackendError
+    from referee.checks.progress import Work
+
+    try:
+        judgement = core.judge_file(
+            source,
+            settings,
+            settings.relative(Path(result.display)),
+            result.findings,
+            backend,
+            baseline=baselines.get(result.display),
+            work=Work(progress=show),
+            decided=decided,
+        )
+    except BackendError as exc:  # e.g. the model process could not load the model
+        err.print(
+            f"[bold red]referee: the judge (L2) cannot run:[/] {escape(str(exc))}\n"
+            "L0/L1 findings are reported as usual.",
+            soft_wrap=True,
+        )
+        return False
+    for note in judgement.notes:
+        err.print(f"[dim]referee: judge: {escape(result.display)}: {escape(note)}[/]")
+    judge_findings = [
+        _with_support(f, d, support)
+        for f, d in zip(judgement.findings, judgement.finding_decisions, strict=True)
+    ]
+    result.findings = _by_place([*result.findings, *judge_findings])
+    if judgement.crashed is not None:
+        # One line; the item it was judging is UNCLEAR in the report and the queue.
+        unclear = sum(d.outcome == "UNCLEAR" for d in judgement.decisions[-1:])
+        err.print(
+            f"[bold red]referee: judge:[/] {escape(judgement.crashed)} while judging "
+            f"{escape(result.display)}; {unclear} item sent to review (`referee review`), "
+            "the rest not judged; L0/L1 findings are reported as usual.",
+            soft_wrap=True,
+        )
+        return False
+    return True
 
 
 def _with_support(finding, decision, support: dict[str, str]):  # type: ignore[no-untyped-def]
@@ -429,42 +471,10 @@ def judge_calibrate(labels: Path, cost_ratio: float | None, review_cost: float, 
     (label: good or bad). `python bench/judge.py --labels-out FILE` writes such a file from
     a real run of the judge. Prints the cheapest operating points and the configuration.
     """
-    from referee.checks.judge.calibrate import Labelled, operating_points
+    from referee.checks.judge.calibrate import operating_points
 
     ratio = cost_ratio if cost_ratio is not None else _configured_cost_ratio()
-    items: list[Labelled] = []
-    names: dict[str, None] = {}
-    try:
-        text = labels.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        err.print(f"[bold red]referee: error:[/] cannot read {escape(str(labels))}: {reason}")
-        raise click.exceptions.Exit(EXIT_USAGE) from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            verdicts = {str(k): str(v).upper() for k, v in data["verdicts"].items()}
-            truth = data["label"]
-            if truth not in ("good", "bad") or not verdicts:
-                raise ValueError
-            if not set(verdicts.values()) <= {"PASS", "REJECT"}:
-                raise ValueError
-            hallucinated = data.get("hallucinated") or []
-            if not isinstance(hallucinated, list) or not all(
-                isinstance(h, str) for h in hallucinated
-            ):
-                raise ValueError
-        except (ValueError, KeyError, TypeError, AttributeError):
-            err.print(
-                f"[bold red]referee: error:[/] {escape(str(labels))}: line {number}: expected "
-                '{"verdicts": {PERSPECTIVE: "PASS"|"REJECT"}, "label": "good"|"bad", '
-                '"hallucinated": [PERSPECTIVE, ...]}'
-            )
-            raise click.exceptions.Exit(EXIT_USAGE) from None
-        names.update(dict.fromkeys(verdicts))
-        items.append(Labelled(verdicts, frozenset(hallucinated), truth))
+    items, names = _read_labels(labels)
     if len(names) > MAX_CALIBRATED_PERSPECTIVES:
         err.print(
             f"[bold red]referee: error:[/] {len(names)} perspectives; calibrate weighs every "
@@ -505,6 +515,47 @@ def judge_calibrate(labels: Path, cost_ratio: float | None, review_cost: float, 
         f"divergence-threshold = {best.threshold:g}\ncost-ratio = {ratio:g}",
         markup=False,
     )
+
+
+def _read_labels(labels: Path) -> tuple[list[Any], dict[str, None]]:
+    """The labelled items of a JSON-lines file, and the perspectives they name (in the
+    order first named); a usage error names the line that is not one."""
+    from referee.checks.judge.calibrate import Labelled
+
+    items: list[Labelled] = []
+    names: dict[str, None] = {}
+    try:
+        text = labels.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        err.print(f"[bold red]referee: error:[/] cannot read {escape(str(labels))}: {reason}")
+        raise click.exceptions.Exit(EXIT_USAGE) from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            verdicts = {str(k): str(v).upper() for k, v in data["verdicts"].items()}
+            truth = data["label"]
+            if truth not in ("good", "bad") or not verdicts:
+                raise ValueError
+            if not set(verdicts.values()) <= {"PASS", "REJECT"}:
+                raise ValueError
+            hallucinated = data.get("hallucinated") or []
+            if not isinstance(hallucinated, list) or not all(
+                isinstance(h, str) for h in hallucinated
+            ):
+                raise ValueError
+        except (ValueError, KeyError, TypeError, AttributeError):
+            err.print(
+                f"[bold red]referee: error:[/] {escape(str(labels))}: line {number}: expected "
+                '{"verdicts": {PERSPECTIVE: "PASS"|"REJECT"}, "label": "good"|"bad", '
+                '"hallucinated": [PERSPECTIVE, ...]}'
+            )
+            raise click.exceptions.Exit(EXIT_USAGE) from None
+        names.update(dict.fromkeys(verdicts))
+        items.append(Labelled(verdicts, frozenset(hallucinated), truth))
+    return items, names
 
 
 def _configured_cost_ratio() -> float:

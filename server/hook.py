@@ -376,9 +376,9 @@ def _settings(repo: Path, base: str) -> Any:
     settings = discover(repo, None)
     if settings.path is None:
         return Settings(settings.config, git.toplevel(repo), None)
-    from referee.server.cli import _configuration_at_base
+    from referee.server.cli_guard import configuration_at_base
 
-    return _configuration_at_base(settings, base)
+    return configuration_at_base(settings, base)
 
 
 def _listing(findings: list[Any], repo: Path) -> str:
@@ -634,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         from referee.server import hook_daemon
 
-        return hook_daemon.serve(args.idle)
+        return hook_daemon.serve(args.idle, _compute)
     try:
         raw = sys.stdin.buffer.read()
         payload = json.loads(raw.decode("utf-8"))

@@ -28,6 +28,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -154,9 +155,9 @@ def _alive(path: Path) -> bool:
     return True
 
 
-def serve(idle: float) -> int:
-    """Answer events until ``idle`` seconds pass without one, or referee's code changes."""
-    from referee.server.hook import _compute
+def serve(idle: float, compute: Callable[[Any, str], dict[str, Any]]) -> int:
+    """Answer events with ``compute`` (the hook's check of one event) until ``idle``
+    seconds pass without one, or referee's code changes."""
 
     directory = socket_dir()
     if directory is None:
@@ -202,7 +203,7 @@ def serve(idle: float) -> int:
                     break  # a client of other code: it decides itself; this one retires
                 with contextlib.suppress(OSError):
                     os.chdir(str(request.get("cwd") or directory))
-                reply = _compute(request.get("payload"), str(request.get("dialect") or "auto"))
+                reply = compute(request.get("payload"), str(request.get("dialect") or "auto"))
                 with contextlib.suppress(OSError):
                     _send(conn, reply)
             build_key.cache_clear()

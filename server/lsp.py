@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import logging
-import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -24,21 +23,23 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import to_fs_path
 
 from referee import __version__
-from referee.checks import interpreter
-from referee.checks.config import ConfigError, Settings, discover, forget_pytest_layouts
 from referee.checks.document import Change, Document, Encoding, index_to_units
 from referee.checks.engine import check_source
 from referee.checks.models import Finding, Fix, Layer, Severity, Span
-from referee.checks.project import ModuleFacts
-from referee.server import lsp_arbitration, lsp_execution, lsp_judge
+from referee.server import lsp_actions, lsp_io
 from referee.server.live_guard import LiveGuard
-from referee.server.lsp_project import ProjectIndexes
-from referee.server.options import ClientSettings, parse_settings
+from referee.server.lsp_arbitration import ArbitrationService
+from referee.server.lsp_execution import ExecutionService
+from referee.server.lsp_feature import Command, FeatureSlot, LanguageFeature
+from referee.server.lsp_judge import JudgeService
+from referee.server.lsp_project import ProjectIndexes, ProjectIndexing
+from referee.server.lsp_settings import WorkspaceSettings
+from referee.server.lsp_workspace import WorkspaceCheck
 
 log = logging.getLogger("referee.server")
 
 SOURCE = "referee"
-FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.referee"
+STATUS = "referee/status"
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
     Severity.WARNING: types.DiagnosticSeverity.Warning,
@@ -50,6 +51,16 @@ _CONFIG_FILES = frozenset(
     | {"pytest.ini", ".pytest.ini", "setup.cfg", "tox.ini"}
 )
 _WATCHED_SOURCES = ("**/*.py", "**/*.pyi")  # the project index's files
+
+# The services of the language server, each called at the same points of the session
+# (see LanguageFeature). In this order their diagnostics are published and their commands
+# announced; on save the execution checks start before the judge, which waits for them.
+FEATURES: tuple[type[LanguageFeature], ...] = (
+    WorkspaceCheck,  # referee.checkWorkspace
+    ExecutionService,  # L2's mutation and differential checks on save, referee.execution.*
+    JudgeService,  # the L2 judge on save, the L3 review queue
+    ArbitrationService,  # tests on save, failing-test diagnostics, referee.arbitrate
+)
 
 
 @dataclass
@@ -108,7 +119,12 @@ class RefereeProtocol(LanguageServerProtocol):
             raise
 
 
-class RefereeServer(LanguageServer):
+class RefereeServer(WorkspaceSettings, ProjectIndexing, LanguageServer):
+    # The features other features reach (ls.judge); the list is self.features.
+    execution: FeatureSlot[ExecutionService] = FeatureSlot()
+    judge: FeatureSlot[JudgeService] = FeatureSlot()
+    arbitration: FeatureSlot[ArbitrationService] = FeatureSlot()
+
     def __init__(self) -> None:
         super().__init__(
             "referee",
@@ -120,16 +136,32 @@ class RefereeServer(LanguageServer):
         self.results: dict[str, Result] = {}
         self.pending: dict[str, asyncio.Task[Result | None]] = {}
         self.debounced: set[str] = set()  # documents whose pending check waits out a delay
-        self.global_settings = ClientSettings()
-        self.folder_settings: dict[str, ClientSettings] = {}  # folder path -> settings
-        self._project_settings: dict[tuple[str, str | None], Settings] = {}
-        self._reported_config_errors: set[str] = set()
+        self.init_settings()
         self._oversize_reported: set[str] = set()  # documents said to be too large
         self.live_guard = LiveGuard()
-        self.arbitration = lsp_arbitration.ArbitrationService()  # tests on save
         self.project = ProjectIndexes()  # what each file's rules may ask of the others
-        self.execution = lsp_execution.ExecutionService()  # L2's execution checks on save
         self._reindexing = asyncio.Lock()  # files changed on disk, re-indexed in turn
+        self.features: list[LanguageFeature] = [feature() for feature in FEATURES]
+        for feature in self.features:
+            for name, handler in feature.commands().items():
+                self.command(name)(_command(feature.name, name, handler))
+
+    # ------------------------------------------------------------------ features
+
+    def feature_named(self, name: str) -> Any:
+        return next(f for f in self.features if f.name == name)
+
+    def replace_feature(self, name: str, feature: LanguageFeature) -> None:
+        index = next(i for i, f in enumerate(self.features) if f.name == name)
+        self.features[index] = feature
+
+    def notify_status(self) -> None:
+        """``referee/status``: what runs (the judge, the execution checks), how many
+        items wait for review, whether the model process answers."""
+        status: dict[str, Any] = {}
+        for feature in self.features:
+            status.update(feature.status(self))
+        self.protocol.notify(STATUS, status)
 
     # ------------------------------------------------------------------ capabilities
 
@@ -157,58 +189,6 @@ class RefereeServer(LanguageServer):
         resolve = action.resolve_support if action else None
         return bool(resolve and "edit" in resolve.properties)
 
-    # ------------------------------------------------------------------ settings
-
-    def folders(self) -> list[Path]:
-        return [Path(to_fs_path(f.uri) or f.uri) for f in self.workspace.folders.values()]
-
-    def folder_of(self, path: Path) -> Path | None:
-        matches = [f for f in self.folders() if path == f or f in path.parents]
-        return max(matches, key=lambda f: len(f.parts), default=None)
-
-    def client_settings(self, path: Path) -> ClientSettings:
-        folder = self.folder_of(path)
-        if folder is not None and str(folder) in self.folder_settings:
-            return self.folder_settings[str(folder)]
-        return self.global_settings
-
-    def settings_for(self, path: Path) -> Settings:
-        """The project's configuration for a file, with the editor's overrides on top.
-        A broken configuration is reported once and replaced by the defaults."""
-        client = self.client_settings(path)
-        explicit = client.configuration
-        key = (str(path.parent), explicit)
-        project = self._project_settings.get(key)
-        if project is None:
-            try:
-                project = discover(path.parent, Path(explicit) if explicit else None)
-            except ConfigError as exc:
-                self._report_config_error(str(exc))
-                project = Settings(root=self.folder_of(path) or path.parent)
-            self._project_settings[key] = project
-        if client.python:  # the editor's interpreter wins over the file's and discovery
-            project = project.with_python(client.python, "editor setting referee.python")
-        try:
-            return project.with_overrides(client.select or (), client.extend_select, client.ignore)
-        except ConfigError as exc:  # the editor's select/ignore, not a file's
-            self._report_config_error(f"editor settings: {exc.key}: {exc.problem}")
-            return project
-
-    def _report_config_error(self, message: str) -> None:
-        log.error(message)
-        if message not in self._reported_config_errors:
-            self._reported_config_errors.add(message)
-            self.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Error, message=f"referee: {message}")
-            )
-
-    def forget_settings(self) -> None:
-        self._project_settings.clear()
-        interpreter.forget()  # a .venv made, pytest installed since
-        forget_pytest_layouts()
-        self._reported_config_errors.clear()
-        self.live_guard.invalidate()
-
     def recheck_all(self, *, reload: bool = True) -> None:
         """The settings changed: check every open document again, and take back the
         diagnostics of those that are no longer checked (``run: off``). ``reload``: read
@@ -231,153 +211,14 @@ class RefereeServer(LanguageServer):
                     )
                 )
         if self.pull_mode:
-            _refresh(self)
+            self.refresh()
 
-    async def pull_configuration(self) -> bool:
-        """Ask the client for the ``referee`` section of every workspace folder; whether
-        the settings changed."""
+    def refresh(self) -> None:
+        """Ask a pull client to pull every document's diagnostics again."""
         workspace = self.client_capabilities.workspace
-        if not (workspace and workspace.configuration):
-            return False
-        before = (self.global_settings, self.folder_settings)
-        folders = list(self.workspace.folders.values())
-        items = [types.ConfigurationItem(scope_uri=f.uri, section="referee") for f in folders]
-        items.append(types.ConfigurationItem(section="referee"))
-        try:
-            answers = await self.workspace_configuration_async(
-                types.ConfigurationParams(items=items)
-            )
-        except Exception as exc:  # a client that fails the request keeps its old settings
-            log.warning("workspace/configuration failed: %s", exc)
-            return False
-        *per_folder, global_answer = list(answers) + [None] * (len(items) - len(answers))
-        if global_answer is not None:
-            self.global_settings = self._parsed(global_answer)
-        self.folder_settings = {}
-        for folder, answer in zip(folders, per_folder, strict=False):
-            if answer is not None:
-                path = to_fs_path(folder.uri) or folder.uri
-                self.folder_settings[str(Path(path))] = self._parsed(answer)
-        return (self.global_settings, self.folder_settings) != before
-
-    def _parsed(self, raw: Any) -> ClientSettings:
-        settings, problem = parse_settings(raw)
-        if problem:
-            self._report_config_error(problem)
-        return settings
-
-    # ------------------------------------------------------------------ checking
-
-    def index_document(self, uri: str) -> None:
-        """Update the project index with ``uri``'s text; when its entry changed, check
-        again the other open documents whose view of the project changed with it."""
-        document = self.documents.get(uri)
-        if document is None or self._oversized(uri, document):
-            return
-        path = self.path_of(uri)
-        settings = self.settings_for(path)
-        before = self._views(exclude=uri)
-        if self.project.update(settings, settings.relative(path), document.source()):
-            self._recheck_changed(before)
-
-    async def index_workspace(self) -> None:
-        """Index every workspace folder's Python files, off the event loop, then check
-        again the open documents whose view of the project changed."""
-        loop = asyncio.get_running_loop()
-        before = self._views()
-        for folder in self.folders():
-            settings = self.settings_for(folder / "_")
-            if not self.project.begin(settings):
-                continue  # this project's index is built, or being built, already
-            open_sources = {
-                settings.relative(self.path_of(uri)): document.source()
-                for uri, document in self.documents.items()
-                if self.folder_of(self.path_of(uri)) == folder
-            }
-            try:
-                await loop.run_in_executor(
-                    self.thread_pool, self.project.build, folder, settings, open_sources
-                )
-            except Exception:  # an index is an aid: checks go on without it
-                log.exception("indexing %s failed", folder)
-        self._recheck_changed(before)
-
-    async def reindex_files(self, events: Iterable[types.FileEvent]) -> None:
-        """Python files changed on disk outside the editor (a checkout, a script, an
-        agent), or closed in it: their index entries are made again from the files as
-        they are now (a file that is gone, or can no longer be read, leaves the index,
-        whatever the event said), off the event loop; then the open documents whose view
-        of the project changed are checked again. Left alone: documents open in the
-        editor (their entry is the editor's text), files outside the workspace folders,
-        URIs that are not files, and the files the workspace's indexing leaves out
-        (excluded, ignored by git, not Python)."""
-        open_paths = {self.path_of(uri) for uri in self.documents}
-        groups: dict[tuple[Path, Path, Path | None], tuple[Settings, list[Path]]] = {}
-        for event in events:
-            try:
-                fs_path = to_fs_path(event.uri)  # None for another scheme
-                if fs_path is None:
-                    continue
-                path = Path(fs_path)
-                folder = self.folder_of(path)
-                if folder is None or path in open_paths or path.suffix not in (".py", ".pyi"):
-                    continue
-                if self.client_settings(path).run == "off":
-                    continue
-                settings = self.settings_for(path)
-            except Exception:  # a URI no path comes from: nothing to index
-                log.warning("didChangeWatchedFiles: %s ignored", event.uri, exc_info=True)
-                continue
-            key = (folder, settings.root, settings.path)
-            paths = groups.setdefault(key, (settings, []))[1]
-            if path not in paths:
-                paths.append(path)
-        if not groups:
-            return
-        loop = asyncio.get_running_loop()
-        async with self._reindexing:  # one batch at a time: a later read is applied later
-            entries = await loop.run_in_executor(self.thread_pool, self._read_entries, groups)
-            open_paths = {self.path_of(uri) for uri in self.documents}
-            before = self._views()
-            changed = False
-            for settings, path, relpath, facts in entries:
-                if path not in open_paths:  # opened meanwhile: the editor's text wins
-                    changed = self.project.put(settings, relpath, facts) or changed
-            if changed:
-                self._recheck_changed(before)
-
-    def _read_entries(
-        self, groups: dict[Any, tuple[Settings, list[Path]]]
-    ) -> list[tuple[Settings, Path, str, ModuleFacts | None]]:
-        """Each file's index entry from disk (blocking), grouped by folder and project."""
-        entries = []
-        for (folder, _root, _config), (settings, paths) in groups.items():
-            try:
-                read = self.project.read(paths, folder, settings)
-            except Exception:  # an index is an aid: the old entries stay
-                log.exception("re-indexing files of %s failed", folder)
-                continue
-            entries.extend((settings, path, relpath, facts) for path, relpath, facts in read)
-        return entries
-
-    def _views(self, exclude: str | None = None) -> dict[str, Any]:
-        """Each open document's view of the project now (documents not checked left out)."""
-        views = {}
-        for uri in self.documents:
-            path = self.path_of(uri)
-            if uri != exclude and self.client_settings(path).run != "off":
-                settings = self.settings_for(path)
-                views[uri] = self.project.view(settings, settings.relative(path), path)
-        return views
-
-    def _recheck_changed(self, before: dict[str, Any]) -> None:
-        """Check again the documents whose view differs from ``before``; a pull client is
-        told to ask again (only then: a refresh makes it pull every document)."""
-        changed = [uri for uri, view in self._views().items() if before.get(uri, view) != view]
-        for uri in changed:
-            self.schedule(uri, 0)
-        if changed and self.pull_mode:
-            _refresh(self)
+        diagnostics = workspace.diagnostics if workspace else None
+        if diagnostics and diagnostics.refresh_support:
+            self.workspace_diagnostic_refresh(None)
 
     def path_of(self, uri: str) -> Path:
         return Path(to_fs_path(uri) or uri)
@@ -519,29 +360,18 @@ class RefereeServer(LanguageServer):
         (L2/L3) and the failing tests' (layer arbitration): each layer's own, none
         replacing another's."""
         found = result.all_diagnostics() if result is not None else []
-        return (
-            found
-            + self.execution.diagnostics(self, uri)
-            + self.judge.diagnostics(self, uri)
-            + self.arbitration.diagnostics(self, uri)
-        )
+        for feature in self.features:
+            found = found + feature.diagnostics(self, uri)
+        return found
 
     def result_tag(self, uri: str) -> str:
         """What the model layers add to a pull result id."""
-        return (
-            self.execution.result_tag(uri)
-            + self.judge.result_tag(uri)
-            + self.arbitration.result_tag(uri)
-        )
+        return "".join(feature.result_tag(uri) for feature in self.features)
 
     def publish_all(self, uri: str) -> None:
-        """A later layer changed ``uri``'s diagnostics: show every layer's."""
-        self.arbitration_changed(uri)
-
-    def arbitration_changed(self, uri: str) -> None:
-        """A test run changed ``uri``'s failing-test diagnostics: show them."""
+        """A feature changed ``uri``'s diagnostics: show every layer's."""
         if self.pull_mode:
-            _refresh(self)
+            self.refresh()
             return
         result = self.results.get(uri)
         self.text_document_publish_diagnostics(
@@ -615,6 +445,28 @@ class RefereeServer(LanguageServer):
             types.TextEdit(range=self.range(lines, edit.span), new_text=edit.content)
             for edit in fix.edits
         ]
+
+
+def _command(feature: str, name: str, handler: Command) -> Any:
+    """``handler`` as pygls calls a command: ``(ls, *arguments)``, a coroutine function
+    when the handler is one. The feature is looked up when the command comes (a test may
+    give the server another). pygls reads the annotations at run time: no names that
+    exist only for type checkers here."""
+
+    def current(ls: Any) -> Command:
+        return ls.feature_named(feature).commands()[name]
+
+    if inspect.iscoroutinefunction(handler):
+
+        async def run_async(ls: Any, *args: Any) -> Any:
+            return await current(ls)(ls, args)
+
+        return run_async
+
+    def run(ls: Any, *args: Any) -> Any:
+        return current(ls)(ls, args)
+
+    return run
 
 
 server = RefereeServer()
@@ -716,11 +568,15 @@ async def did_change_folders(
     ls.recheck_all()  # a document may now belong to another folder, with other settings
 
 
-def _refresh(ls: RefereeServer) -> None:
-    workspace = ls.client_capabilities.workspace
-    diagnostics = workspace.diagnostics if workspace else None
-    if diagnostics and diagnostics.refresh_support:
-        ls.workspace_diagnostic_refresh(None)
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: RefereeServer, *args: Any) -> None:
+    for feature in ls.features:
+        feature.shutdown(ls)
+    # The model process goes with the session (it also exits by itself when this process
+    # ends, however it ends).
+    from referee.checks.judge.worker import close_all
+
+    close_all()
 
 
 # ---------------------------------------------------------------------- documents
@@ -752,7 +608,8 @@ def did_change(ls: RefereeServer, params: types.DidChangeTextDocumentParams) -> 
         )
         return
     document.apply(_changes(params), version, ls.encoding)
-    ls.judge.cancel(uri)  # a judge run on the older text is moot
+    for feature in ls.features:
+        feature.did_change(ls, uri)
     settings = ls.client_settings(ls.path_of(uri))
     if settings.run == "onType" and not ls.pull_mode:
         ls.schedule(uri, settings.debounce_ms / 1000)
@@ -762,12 +619,10 @@ def did_change(ls: RefereeServer, params: types.DidChangeTextDocumentParams) -> 
 def did_save(ls: RefereeServer, params: types.DidSaveTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.live_guard.invalidate()  # the working tree changed: the guard's plan is stale
-    ls.arbitration.on_save(ls, uri)  # tests on save, when the client asked for them
-    # L2's execution checks, first: a newer save cancels the older run, and the judge
-    # waits for this one (what it rejects is not read: execution overrides reading)
-    ls.execution.on_save(ls, uri)
-    if uri in ls.documents and ls.client_settings(ls.path_of(uri)).judge.run == "onSave":
-        ls.judge.start(ls, uri)  # L2 on save, off the event loop, cancelled by the next edit
+    # the execution checks before the judge: a newer save cancels their older run, and
+    # the judge waits for this one (what they reject is not read)
+    for feature in ls.features:
+        feature.did_save(ls, uri)
     if ls.path_of(uri).name in _CONFIG_FILES:
         ls.recheck_all()
     elif ls.client_settings(ls.path_of(uri)).run != "off" and uri in ls.documents:
@@ -785,9 +640,8 @@ def did_close(ls: RefereeServer, params: types.DidCloseTextDocumentParams) -> No
         reread = [types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]
         asyncio.get_running_loop().create_task(ls.reindex_files(reread))
     ls.results.pop(uri, None)
-    ls.judge.cancel(uri)
-    ls.judge.results.pop(uri, None)
-    ls.execution.forget(uri)
+    for feature in ls.features:
+        feature.did_close(ls, uri)
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
@@ -809,7 +663,7 @@ def will_save_wait_until(
         if result is not None:
             ls.store(uri, result)
             if ls.pull_mode:
-                _refresh(ls)
+                ls.refresh()
     return []
 
 
@@ -880,293 +734,17 @@ async def workspace_diagnostic(
 # ---------------------------------------------------------------------- code actions
 
 
-def _wanted(kind: str, only: Iterable[str] | None) -> bool:
-    if not only:
-        return kind != FIX_ALL_KIND  # fix-all is a source action: only when asked for
-    return any(kind == k or kind.startswith(f"{k}.") for k in only)
+# ---------------------------------------------------------------------- code actions
 
-
-def _overlaps(a: types.Range, b: types.Range) -> bool:
-    return (a.start.line, a.start.character) <= (b.end.line, b.end.character) and (
-        b.start.line,
-        b.start.character,
-    ) <= (a.end.line, a.end.character)
-
-
-def _ignore_edit(ls: RefereeServer, document: Document, finding: Finding) -> types.TextEdit:
-    """Append (or extend) a ``referee: ignore[...]`` comment on the finding's line."""
-    row = min(finding.span.start.line - 1, len(document.lines) - 1)
-    line = document.lines[row]
-    marker = "referee: ignore["
-    if marker in line:
-        start = line.index(marker) + len(marker)
-        close = line.find("]", start)
-        if close != -1:
-            column = index_to_units(line, close, ls.encoding)
-            position = types.Position(line=row, character=column)
-            return types.TextEdit(
-                range=types.Range(start=position, end=position), new_text=f", {finding.code}"
-            )
-    end = types.Position(line=row, character=index_to_units(line, len(line), ls.encoding))
-    comment = (
-        f"  # referee: ignore[{finding.code}]"
-        if document.kind == "python"
-        else f" <!-- referee: ignore[{finding.code}] -->"
-    )
-    return types.TextEdit(range=types.Range(start=end, end=end), new_text=comment)
-
-
-def _fix_all_edits(ls: RefereeServer, document: Document, result: Result) -> list[types.TextEdit]:
-    """Every safe fix, skipping any that overlaps one already taken."""
-    lines = document.text.split("\n")
-    taken: list[types.Range] = []
-    edits: list[types.TextEdit] = []
-    for finding in result.findings:
-        if finding.fix is None or finding.fix.applicability != "safe":
-            continue
-        fix_edits = ls.edits(lines, finding.fix)
-        if any(_overlaps(e.range, t) for e in fix_edits for t in taken):
-            continue
-        taken.extend(e.range for e in fix_edits)
-        edits.extend(fix_edits)
-    return edits
-
-
-def _finding_key(finding: Any) -> list[Any]:
-    span = finding.span
-    return [finding.code, span.start.line, span.start.column, span.end.line, span.end.column]
-
-
-def _offered_finding(result: Result, data: dict[str, Any]) -> Any:
-    """The finding a code action was offered for, in the current result: the same code
-    at the same place. A re-check of the same version (the settings changed) may have
-    dropped or reordered findings, so the index alone could name another one."""
-    key = data.get("finding")
-    index = data.get("index")
-    if (
-        isinstance(index, int)
-        and 0 <= index < len(result.findings)
-        and _finding_key(result.findings[index]) == key
-    ):
-        return result.findings[index]
-    return next((f for f in result.findings if _finding_key(f) == key), None)
-
-
-def _action_edit(ls: RefereeServer, data: dict[str, Any]) -> types.WorkspaceEdit | None:
-    """The edit a code action's ``data`` describes, against the current document; None if
-    the document changed since the action was offered."""
-    uri = data["uri"]
-    document = ls.documents.get(uri)
-    result = ls.results.get(uri)
-    if document is None or result is None or document.version != data.get("version"):
-        return None
-    if data["action"] == "fixAll":
-        edits = _fix_all_edits(ls, document, result)
-    else:
-        finding = _offered_finding(result, data)
-        if finding is None:  # re-checked since (new settings), and that finding is gone
-            return None
-        if data["action"] == "fix" and finding.fix is not None:
-            edits = ls.edits(document.text.split("\n"), finding.fix)
-        else:
-            edits = [_ignore_edit(ls, document, finding)]
-    if not ls.document_changes:  # the client takes only the unversioned form
-        return types.WorkspaceEdit(changes={uri: edits})
-    return types.WorkspaceEdit(
-        document_changes=[
-            types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(
-                    uri=uri, version=document.version
-                ),
-                edits=edits,
-            )
-        ]
-    )
-
-
-@server.feature(
-    types.TEXT_DOCUMENT_CODE_ACTION,
-    types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND],
-        resolve_provider=True,
-    ),
-)
-async def code_action(
-    ls: RefereeServer, params: types.CodeActionParams
-) -> list[types.CodeAction] | None:
-    uri = params.text_document.uri
-    document = ls.documents.get(uri)
-    if document is None:
-        return None
-    result = await ls.current_result(uri)
-    if result is None:
-        return None
-    only = params.context.only
-    lines = document.text.split("\n")
-    actions: list[types.CodeAction] = []
-    base = {"uri": uri, "version": result.version}
-
-    def offer(title: str, kind: str, data: dict[str, Any], **extra: Any) -> None:
-        action = types.CodeAction(title=title, kind=kind, data={**base, **data}, **extra)
-        if not ls.lazy_code_actions:
-            action.edit = _action_edit(ls, action.data)
-        actions.append(action)
-
-    if _wanted(types.CodeActionKind.QuickFix.value, only):
-        for index, finding in enumerate(result.findings):
-            diagnostic = ls.diagnostic(finding, lines)
-            # The lines the request covers, not only the underlined columns: "ignore on
-            # this line" must be on offer with the cursor anywhere on the line.
-            first, last = params.range.start.line, params.range.end.line
-            on_lines = first <= diagnostic.range.start.line <= last
-            if not (on_lines or _overlaps(diagnostic.range, params.range)):
-                continue
-            if finding.fix is not None:
-                offer(
-                    f"{finding.fix.message} ({finding.code})",
-                    types.CodeActionKind.QuickFix.value,
-                    {"action": "fix", "index": index, "finding": _finding_key(finding)},
-                    diagnostics=[diagnostic],
-                    is_preferred=finding.fix.applicability == "safe",
-                )
-            offer(
-                f"Ignore {finding.code} on this line",
-                types.CodeActionKind.QuickFix.value,
-                {"action": "ignore", "index": index, "finding": _finding_key(finding)},
-                diagnostics=[diagnostic],
-            )
-        actions.extend(ls.arbitration.code_actions(ls, uri, params))
-        actions.extend(ls.judge.code_actions(ls, uri, params))  # accept/reject in review
-        actions.extend(ls.execution.code_actions(ls, uri, params))  # counterexample as a test
-    if _wanted(FIX_ALL_KIND, only) and any(
-        f.fix is not None and f.fix.applicability == "safe" for f in result.findings
-    ):
-        offer("referee: fix all safe fixes", FIX_ALL_KIND, {"action": "fixAll"})
-    return actions
-
-
-@server.feature(types.CODE_ACTION_RESOLVE)
-def code_action_resolve(ls: RefereeServer, action: types.CodeAction) -> types.CodeAction:
-    if isinstance(action.data, dict) and "uri" in action.data:
-        action.edit = _action_edit(ls, action.data)
-    return action
-
-
-# ---------------------------------------------------------------------- commands
-
-
-@server.command("referee.checkWorkspace")
-async def check_workspace(ls: RefereeServer, *args: Any) -> dict[str, int]:
-    """Check every file of every workspace folder, with progress; cancellable."""
-    from referee.checks import runner  # the CLI's walker, gitignore and all
-
-    window = ls.client_capabilities.window
-    token: str | None = None  # clients without window/workDoneProgress still get the result
-    if window and window.work_done_progress:
-        token = f"referee-check-{uuid.uuid4()}"  # a token is used for one run only
-        try:
-            await ls.work_done_progress.create_async(token)
-        except Exception:
-            token = None
-    targets: list[runner.Target] = []
-    for folder in ls.folders():
-        targets.extend(runner.collect([folder], ls.settings_for(folder / "_")))
-    if token:
-        ls.work_done_progress.begin(
-            token,
-            types.WorkDoneProgressBegin(title="referee: checking", cancellable=True, percentage=0),
-        )
-    files = findings = 0
-    loop = asyncio.get_running_loop()
-    try:
-        for index, target in enumerate(targets):
-            if token and ls.work_done_progress.tokens[token].cancelled():
-                break
-            settings = ls.settings_for(target.path.resolve())
-            view = ls.project.view(settings, settings.relative(target.path), target.path)
-            file_result = await loop.run_in_executor(
-                ls.thread_pool, runner.check_file, target, settings, view
-            )
-            files += 1
-            findings += len(file_result.findings)
-            uri = target.path.resolve().as_uri()
-            if uri not in ls.documents and not ls.pull_mode:
-                lines = _read_lines(target.path)
-                ls.text_document_publish_diagnostics(
-                    types.PublishDiagnosticsParams(
-                        uri=uri,
-                        diagnostics=[ls.diagnostic(f, lines) for f in file_result.findings],
-                    )
-                )
-            if token and index % 10 == 0:
-                ls.work_done_progress.report(
-                    token,
-                    types.WorkDoneProgressReport(
-                        message=f"{index + 1}/{len(targets)} files",
-                        percentage=int(100 * (index + 1) / max(len(targets), 1)),
-                    ),
-                )
-    finally:
-        if token:
-            ls.work_done_progress.end(
-                token, types.WorkDoneProgressEnd(message=f"{files} files, {findings} findings")
-            )
-            ls.work_done_progress.tokens.pop(token, None)
-    return {"files": files, "findings": findings}
-
-
-lsp_judge.register(server)  # the L2 judge on save, the L3 review queue
-lsp_arbitration.register(server)  # tests on save, failing-test diagnostics, referee.arbitrate
-lsp_execution.register(server)  # mutation and differential checks on save, referee.execution.*
-
-
-def _read_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError:
-        return [""]
-
-
-# ---------------------------------------------------------------------- logging
-
-
-class ClientLogHandler(logging.Handler):
-    """Sends log records to the client's log (window/logMessage)."""
-
-    _TYPES: ClassVar[dict[int, types.MessageType]] = {
-        logging.ERROR: types.MessageType.Error,
-        logging.WARNING: types.MessageType.Warning,
-        logging.INFO: types.MessageType.Info,
-    }
-
-    def __init__(self, ls: RefereeServer, level: int) -> None:
-        super().__init__(level)
-        self.ls = ls
-        self._sending = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self._sending:
-            return  # a failure to send that logs would try to send again, forever
-        kind = next(
-            (t for lvl, t in sorted(self._TYPES.items(), reverse=True) if record.levelno >= lvl),
-            types.MessageType.Log,
-        )
-        self._sending = True
-        try:
-            self.ls.window_log_message(
-                types.LogMessageParams(type=kind, message=self.format(record))
-            )
-        except Exception:  # never let logging take the server down
-            self.handleError(record)
-        finally:
-            self._sending = False
+server.feature(types.TEXT_DOCUMENT_CODE_ACTION, lsp_actions.OPTIONS)(lsp_actions.code_action)
+server.feature(types.CODE_ACTION_RESOLVE)(lsp_actions.code_action_resolve)
 
 
 def serve(
     transport: str = "stdio", host: str = "127.0.0.1", port: int = 2087, log_level: str = "info"
 ) -> None:
     level = getattr(logging, log_level.upper())
-    handler = ClientLogHandler(server, level)
+    handler = lsp_io.ClientLogHandler(server, level)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     for name in ("referee", "pygls"):
         logger = logging.getLogger(name)
@@ -1179,26 +757,4 @@ def serve(
     elif transport == "ws":
         server.start_ws(host, port)
     else:
-        server.start_io(*_private_stdio())
-
-
-def _private_stdio() -> tuple[Any, Any]:
-    """The LSP stream on private copies of stdin and stdout; fd 0 then reads /dev/null
-    and fd 1 writes to stderr. A child process (git, pytest) can no longer read the
-    client's messages, and a library that prints, or points fd 1 at /dev/null while it
-    loads (llama-cpp-python does, around a model load), can no longer corrupt or swallow
-    the server's replies (tests/test_lsp_fuzz.py)."""
-    import os
-    import sys
-
-    try:
-        stdin = os.fdopen(os.dup(0), "rb")
-        stdout = os.fdopen(os.dup(1), "wb")
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
-        os.dup2(2, 1)
-    except OSError:  # no such descriptors (an embedding host): the standard streams
-        return sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr
-    return stdin, stdout
+        server.start_io(*lsp_io.private_stdio())

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from referee.checks.config import ConfigError, Settings
+from referee.server.lsp_feature import Command, LanguageFeature
 from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
@@ -59,8 +60,10 @@ class ModuleRun:
     serial: int = 0
 
 
-class ArbitrationService:
+class ArbitrationService(LanguageFeature):
     """State of the tests-on-save runs and of arbitrations in flight."""
+
+    name = "arbitration"
 
     def __init__(self) -> None:
         self.runs: dict[str, ModuleRun] = {}  # test module uri -> its last run
@@ -85,7 +88,13 @@ class ArbitrationService:
 
     # ------------------------------------------------------------------ tests on save
 
-    def on_save(self, ls: RefereeServer, uri: str) -> None:
+    def commands(self) -> dict[str, Command]:
+        return {COMMAND: arbitrate_command}
+
+    def status(self, ls: RefereeServer) -> dict[str, Any]:
+        return {"arbitration": "idle"}
+
+    def did_save(self, ls: RefereeServer, uri: str) -> None:
         path = ls.path_of(uri)
         if path.suffix != ".py" or not ls.client_settings(path).tests.run_on_save:
             return
@@ -117,7 +126,7 @@ class ArbitrationService:
         self._serial += 1
         run.serial = self._serial
         self.runs[uri] = run
-        ls.arbitration_changed(uri)
+        ls.publish_all(uri)
 
     # ------------------------------------------------------------------ output
 
@@ -324,6 +333,8 @@ def _unsaved(ls: RefereeServer, path: Path) -> bool:
 
 
 async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
+    """``referee.arbitrate`` [{"uri", "line"}]: arbitrate the failing test at the line,
+    then offer its fix (applied by the editor when the user picks it)."""
     from referee.checks.arbitration import engine
 
     request = args[0] if args else None
@@ -345,6 +356,32 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         return {"ok": False, "message": f"no test at line {line + 1} of {path.name}"}
     if _unsaved(ls, path):
         return {"ok": False, "message": f"save {path.name} first: arbitration runs the saved tests"}
+    try:
+        result = await _arbitrate(ls, service, test_id, settings)
+    except engine.Cancelled:
+        return {"ok": False, "message": "cancelled"}
+    except engine.ArbitrationError as exc:
+        return {"ok": False, "message": str(exc)}
+    verdict = result.verdict
+    answer: dict[str, Any] = {
+        "ok": True,
+        "verdict": verdict.model_dump(mode="json", exclude={"observation"}),
+        "applied": False,
+    }
+    summary = f"referee: {verdict.verdict}: {verdict.reason}"
+    if verdict.fix is None or result.new_text is None:
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=summary)
+        )
+        return answer
+    return await _offer_fix(ls, result, summary, answer)
+
+
+async def _arbitrate(
+    ls: RefereeServer, service: ArbitrationService, test_id: str, settings: Settings
+) -> Any:
+    """Arbitration of ``test_id`` on the arbiter's thread, with cancellable progress."""
+    from referee.checks.arbitration import engine
 
     stop = threading.Event()
     progress = WorkProgress(ls, "arbitrate", cancellable=True)
@@ -363,29 +400,21 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         )
 
     try:
-        result = await loop.run_in_executor(service.arbiter, work)
+        return await loop.run_in_executor(service.arbiter, work)
     except asyncio.CancelledError:
         stop.set()
         raise
-    except engine.Cancelled:
-        return {"ok": False, "message": "cancelled"}
-    except engine.ArbitrationError as exc:
-        return {"ok": False, "message": str(exc)}
     finally:
         progress.end()
-    verdict = result.verdict
-    answer: dict[str, Any] = {
-        "ok": True,
-        "verdict": verdict.model_dump(mode="json", exclude={"observation"}),
-        "applied": False,
-    }
-    summary = f"referee: {verdict.verdict}: {verdict.reason}"
-    if verdict.fix is None or result.new_text is None:
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Info, message=summary)
-        )
-        return answer
-    fix = verdict.fix
+
+
+async def _offer_fix(
+    ls: RefereeServer, result: Any, summary: str, answer: dict[str, Any]
+) -> dict[str, Any]:
+    """The verdict's fix offered; applied through ``workspace/applyEdit`` when the user
+    picks it and the file is still what arbitration read (a test fix's certificate is
+    written once the editor applied it)."""
+    fix = result.verdict.fix
     fixed_path = result.root / fix.path
     try:
         old_text = fixed_path.read_bytes().decode("utf-8")
@@ -415,13 +444,3 @@ async def arbitrate_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[st
         certificate = ledger.append(result.root, result.certificate)
         answer["certificate"] = certificate.id
     return answer
-
-
-def register(server: RefereeServer) -> None:
-    """Add the ``referee.arbitrate`` command to ``server``."""
-
-    # pygls reads the handler's annotations at run time: no names that exist only for
-    # type checkers here.
-    @server.command(COMMAND)
-    async def arbitrate(ls: Any, *args: Any) -> dict[str, Any]:
-        return await arbitrate_command(ls, args)

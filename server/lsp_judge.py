@@ -20,10 +20,8 @@ notification tells clients whether the judge is running and how many items wait 
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +35,14 @@ from referee.checks.engine import check_source, shifted
 from referee.checks.judge.worker import WorkerUnavailable
 from referee.checks.models import Finding
 from referee.checks.progress import Work
+from referee.server.lsp_feature import (
+    Command,
+    LanguageFeature,
+    LayerResults,
+    baseline_text,
+    first_argument,
+    review_actions,
+)
 from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
@@ -44,17 +50,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("referee.server.judge")
 
-STATUS = "referee/status"
 # How long the judge started by a save waits for the execution checks of the same text
 # (their verdict overrides its reading); after that it reads everything, and what the
 # checks reject later is still not shown from the judge (JudgeService.diagnostics).
 EXECUTION_WAIT_S = 120.0
-COMMANDS = (
-    "referee.judge.run",
-    "referee.review.list",
-    "referee.review.accept",
-    "referee.review.reject",
-)
 
 
 @dataclass
@@ -72,39 +71,11 @@ class Judged:
     subjects: dict[int, str] = field(default_factory=dict)  # finding index -> what was judged
 
 
-class LayerResults:
-    """What the layers that run on save (the judge, the execution checks) share: where
-    their findings, computed on the text of the last run, are in the text as it is now."""
+class JudgeService(LayerResults, LanguageFeature):
+    """The L2 judge on save (or on ``referee.judge.run``) and the L3 review queue."""
 
-    def __init__(self) -> None:
-        self._blocks: dict[tuple[str, int, int], list[tuple[int, int, int]]] = {}
+    name = "judge"
 
-    def _moved(self, uri: str, judged: Any, now: str) -> Callable[[int, int], int | None]:
-        """For the text as it is now: how far the lines ``first..last`` (1-based) of the
-        judged text moved, or None when any of them was edited. Edits above a judged
-        function move its diagnostic with it; an edit inside it takes the diagnostic away
-        (the verdict was about other text) until the judge runs again."""
-        if now == judged.text:
-            return lambda first, last: 0
-        key = (uri, id(judged), hash(now))
-        blocks = self._blocks.get(key)
-        if blocks is None:
-            matcher = difflib.SequenceMatcher(
-                None, judged.text.split("\n"), now.split("\n"), autojunk=False
-            )
-            blocks = [(i, j, n) for i, j, n in matcher.get_matching_blocks() if n]
-            self._blocks = {key: blocks}  # one document's latest text is enough
-
-        def moved(first: int, last: int) -> int | None:
-            for i, j, n in blocks:
-                if i < first and last <= i + n:  # lines first..last are 0-based i..i+n-1
-                    return j - i
-            return None
-
-        return moved
-
-
-class JudgeService(LayerResults):
     def __init__(self) -> None:
         super().__init__()
         self.results: dict[str, Judged] = {}
@@ -155,7 +126,7 @@ class JudgeService(LayerResults):
         )
         self.running[uri] = (task, stop)
         task.add_done_callback(lambda t, uri=uri: self._done(ls, uri, t))
-        self.notify_status(ls)
+        ls.notify_status()
         return task
 
     def _done(self, ls: RefereeServer, uri: str, task: asyncio.Task[None]) -> None:
@@ -163,12 +134,12 @@ class JudgeService(LayerResults):
             del self.running[uri]
         if not task.cancelled() and task.exception() is not None:
             log.error("judging %s failed", uri, exc_info=task.exception())
-        self.notify_status(ls)
+        ls.notify_status()
 
     async def _run(
         self, ls: RefereeServer, uri: str, text: str, version: int | None, stop: threading.Event
     ) -> None:
-        from referee.checks.judge.core import Cancelled
+        from referee.checks.progress import Cancelled
 
         path = ls.path_of(uri)
         settings = self.settings_for(ls, path)
@@ -296,7 +267,7 @@ class JudgeService(LayerResults):
             relpath,
             findings,
             backend,
-            baseline=_baseline(settings.root, path),
+            baseline=baseline_text(path),
             work=Work(stop.is_set, report),
             decided=decided or (),
         )
@@ -385,22 +356,17 @@ class JudgeService(LayerResults):
     def pending_reviews(self, ls: RefereeServer) -> int:
         return sum(len(waiting(settings)) for settings in project_settings(ls).values())
 
-    def notify_status(self, ls: RefereeServer) -> None:
+    def status(self, ls: RefereeServer) -> dict[str, Any]:
         try:
             pending = self.pending_reviews(ls)
         except Exception:  # a broken configuration is reported elsewhere
             pending = 0
-        ls.protocol.notify(
-            STATUS,
-            {
-                "reviewPending": pending,
-                "judge": "running" if self.running else "idle",
-                "execution": "running" if ls.execution.running else "idle",
-                "arbitration": "idle",
-                "model": "crashed" if self.model_down else "ok",
-                **({"modelMessage": self.model_down} if self.model_down else {}),
-            },
-        )
+        return {
+            "reviewPending": pending,
+            "judge": "running" if self.running else "idle",
+            "model": "crashed" if self.model_down else "ok",
+            **({"modelMessage": self.model_down} if self.model_down else {}),
+        }
 
     def code_actions(
         self, ls: RefereeServer, uri: str, params: types.CodeActionParams
@@ -413,20 +379,83 @@ class JudgeService(LayerResults):
             first, last = params.range.start.line, params.range.end.line
             if not first <= diagnostic.range.start.line <= last:
                 continue
-            for verb, command in (("Accept", "accept"), ("Reject", "reject")):
-                actions.append(
-                    types.CodeAction(
-                        title=f"{verb} in review: {diagnostic.message.splitlines()[0][:60]}",
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[diagnostic],
-                        command=types.Command(
-                            title=f"{verb} (referee review)",
-                            command=f"referee.review.{command}",
-                            arguments=[item_id, uri],
-                        ),
-                    )
-                )
+            actions.extend(review_actions(diagnostic, item_id, uri))
         return actions
+
+    # ------------------------------------------------------------------ the session
+
+    def did_change(self, ls: RefereeServer, uri: str) -> None:
+        self.cancel(uri)  # a judge run on the older text is moot
+
+    def did_save(self, ls: RefereeServer, uri: str) -> None:
+        if uri in ls.documents and ls.client_settings(ls.path_of(uri)).judge.run == "onSave":
+            self.start(ls, uri)  # L2 on save, off the event loop, cancelled by the next edit
+
+    def did_close(self, ls: RefereeServer, uri: str) -> None:
+        self.cancel(uri)
+        self.results.pop(uri, None)
+
+    def shutdown(self, ls: RefereeServer) -> None:
+        for uri in list(self.running):
+            self.cancel(uri)
+
+    # ------------------------------------------------------------------ commands
+
+    def commands(self) -> dict[str, Command]:
+        return {
+            "referee.judge.run": self.run_command,
+            "referee.review.list": self.review_list,
+            "referee.review.accept": lambda ls, args: self.decide(ls, args, "accepted"),
+            "referee.review.reject": lambda ls, args: self.decide(ls, args, "rejected"),
+        }
+
+    async def run_command(self, ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
+        """``referee.judge.run`` [uri]: judge an open document now."""
+        uri = first_argument(args)
+        if not isinstance(uri, str) or uri not in ls.documents:
+            return {"ok": False, "message": "referee.judge.run needs the uri of an open document"}
+        task = self.start(ls, uri)
+        if task is not None:
+            await asyncio.shield(task)
+        judged = self.results.get(uri)
+        return {"ok": judged is not None, "findings": len(judged.findings) if judged else 0}
+
+    def review_list(self, ls: RefereeServer, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """``referee.review.list``: the items waiting for review, in every project."""
+        items = []
+        projects = project_settings(ls)
+        for root in sorted(projects):
+            for item in waiting(projects[root]):
+                data = item.model_dump(mode="json")
+                data["uri"] = (root / item.path).as_uri()
+                items.append(data)
+        return items
+
+    def decide(self, ls: RefereeServer, args: tuple[Any, ...], decision: str) -> dict[str, Any]:
+        """``referee.review.accept`` / ``referee.review.reject`` [id, uri?]."""
+        item_id = first_argument(args)
+        rest = args[0] if args and isinstance(args[0], list) else args
+        uri = rest[1] if len(rest) > 1 else None
+        if not isinstance(item_id, str):
+            verb = "accept" if decision == "accepted" else "reject"
+            return {"ok": False, "message": f"referee.review.{verb} needs an item id"}
+        for root in project_roots(ls):
+            try:
+                item = review.decide(root, item_id, decision)  # type: ignore[arg-type]
+            except KeyError:
+                continue
+            if isinstance(uri, str) and uri in ls.documents:
+                if ls.client_settings(ls.path_of(uri)).judge.run == "onSave":
+                    self.start(ls, uri)  # the decision changes the document's findings
+                else:
+                    # "manual" or "off": no model is loaded for a decision; the item's
+                    # "needs review" diagnostic goes, and the next run the user asks for
+                    # shows what the decision made of it.
+                    self.forget_item(ls, uri, item.id)
+                ls.execution.decided(ls, uri, item.id)  # a REF412 of the execution checks
+            ls.notify_status()
+            return {"ok": True, "id": item.id, "decision": decision}
+        return {"ok": False, "message": f"no review item {item_id!r}"}
 
 
 def project_settings(ls: Any) -> dict[Path, Settings]:
@@ -451,97 +480,3 @@ def waiting(settings: Settings) -> list[review.ReviewItem]:
 
 def project_roots(ls: Any) -> set[Path]:
     return set(project_settings(ls))
-
-
-def _baseline(root: Path, path: Path) -> str | None:
-    """The file's text at HEAD, when it is tracked by git (only changed functions are judged)."""
-    from referee.checks.guard import baseline
-
-    try:
-        top = baseline.toplevel(path.parent)
-        relative = path.resolve().relative_to(top).as_posix()
-        return baseline.read_at(top, "HEAD", [relative]).get(relative)
-    except (baseline.GitError, ValueError, OSError):
-        return None
-
-
-def register(server: RefereeServer) -> None:
-    """Give ``server`` the judge service and its commands."""
-    server.judge = JudgeService()
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: Any, *args: Any) -> None:
-        # The model process goes with the session (it also exits by itself when this
-        # process ends, however it ends).
-        from referee.checks.judge.worker import close_all
-
-        for uri in list(ls.judge.running):
-            ls.judge.cancel(uri)
-        for uri in list(ls.execution.running):
-            ls.execution.cancel(uri)
-        close_all()
-
-    @server.command("referee.judge.run")
-    async def judge_run(ls: Any, *args: Any) -> dict[str, Any]:
-        uri = _first(args)
-        if not isinstance(uri, str) or uri not in ls.documents:
-            return {"ok": False, "message": "referee.judge.run needs the uri of an open document"}
-        task = ls.judge.start(ls, uri)
-        if task is not None:
-            await asyncio.shield(task)
-        judged = ls.judge.results.get(uri)
-        return {"ok": judged is not None, "findings": len(judged.findings) if judged else 0}
-
-    @server.command("referee.review.list")
-    def review_list(ls: Any, *args: Any) -> list[dict[str, Any]]:
-        items = []
-        projects = project_settings(ls)
-        for root in sorted(projects):
-            for item in waiting(projects[root]):
-                data = item.model_dump(mode="json")
-                data["uri"] = (root / item.path).as_uri()
-                items.append(data)
-        return items
-
-    def decide(ls: RefereeServer, args: tuple[Any, ...], decision: str) -> dict[str, Any]:
-        item_id = _first(args)
-        rest = args[0] if args and isinstance(args[0], list) else args
-        uri = rest[1] if len(rest) > 1 else None
-        if not isinstance(item_id, str):
-            verb = "accept" if decision == "accepted" else "reject"
-            return {"ok": False, "message": f"referee.review.{verb} needs an item id"}
-        for root in project_roots(ls):
-            try:
-                item = review.decide(root, item_id, decision)  # type: ignore[arg-type]
-            except KeyError:
-                continue
-            if isinstance(uri, str) and uri in ls.documents:
-                if ls.client_settings(ls.path_of(uri)).judge.run == "onSave":
-                    ls.judge.start(ls, uri)  # the decision changes the document's findings
-                else:
-                    # "manual" or "off": no model is loaded for a decision; the item's
-                    # "needs review" diagnostic goes, and the next run the user asks for
-                    # shows what the decision made of it.
-                    ls.judge.forget_item(ls, uri, item.id)
-                ls.execution.decided(ls, uri, item.id)  # a REF412 of the execution checks
-            ls.judge.notify_status(ls)
-            return {"ok": True, "id": item.id, "decision": decision}
-        return {"ok": False, "message": f"no review item {item_id!r}"}
-
-    @server.command("referee.review.accept")
-    def review_accept(ls: Any, *args: Any) -> dict[str, Any]:
-        return decide(ls, args, "accepted")
-
-    @server.command("referee.review.reject")
-    def review_reject(ls: Any, *args: Any) -> dict[str, Any]:
-        return decide(ls, args, "rejected")
-
-
-def _first(args: tuple[Any, ...]) -> Any:
-    """The first argument, whether the client sent ``[x]`` or ``[[x]]``."""
-    if not args:
-        return None
-    first = args[0]
-    if isinstance(first, list):
-        return first[0] if first else None
-    return first

@@ -11,14 +11,26 @@ incremental check's key, so only those whose view changed do real work.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
 
 from referee.checks import runner
 from referee.checks.config import Settings
 from referee.checks.project import EMPTY_VIEW, FileView, ModuleFacts, ProjectIndex, summarize
 from referee.checks.source import SourceFile
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from referee.checks.document import Document
+    from referee.server.options import ClientSettings
 
 log = logging.getLogger(__name__)
 
@@ -111,3 +123,136 @@ class ProjectIndexes:
             self._indexes.clear()
             self._built.clear()
             self._building.clear()
+
+
+class ProjectIndexing:
+    """The project-index part of :class:`~referee.server.lsp.RefereeServer`: the index
+    kept current with the editor and the disk, and the documents whose view of the
+    project changed checked again."""
+
+    if TYPE_CHECKING:  # what the server provides
+        project: ProjectIndexes
+        documents: dict[str, Document]
+        thread_pool: ThreadPoolExecutor
+        pull_mode: bool
+        _reindexing: asyncio.Lock
+
+        def folders(self) -> list[Path]: ...
+        def folder_of(self, path: Path) -> Path | None: ...
+        def client_settings(self, path: Path) -> ClientSettings: ...
+        def settings_for(self, path: Path) -> Settings: ...
+        def path_of(self, uri: str) -> Path: ...
+        def schedule(self, uri: str, delay: float) -> None: ...
+        def refresh(self) -> None: ...
+        def _oversized(self, uri: str, document: Document) -> bool: ...
+
+    def index_document(self, uri: str) -> None:
+        """Update the project index with ``uri``'s text; when its entry changed, check
+        again the other open documents whose view of the project changed with it."""
+        document = self.documents.get(uri)
+        if document is None or self._oversized(uri, document):
+            return
+        path = self.path_of(uri)
+        settings = self.settings_for(path)
+        before = self._views(exclude=uri)
+        if self.project.update(settings, settings.relative(path), document.source()):
+            self._recheck_changed(before)
+
+    async def index_workspace(self) -> None:
+        """Index every workspace folder's Python files, off the event loop, then check
+        again the open documents whose view of the project changed."""
+        loop = asyncio.get_running_loop()
+        before = self._views()
+        for folder in self.folders():
+            settings = self.settings_for(folder / "_")
+            if not self.project.begin(settings):
+                continue  # this project's index is built, or being built, already
+            open_sources = {
+                settings.relative(self.path_of(uri)): document.source()
+                for uri, document in self.documents.items()
+                if self.folder_of(self.path_of(uri)) == folder
+            }
+            try:
+                await loop.run_in_executor(
+                    self.thread_pool, self.project.build, folder, settings, open_sources
+                )
+            except Exception:  # an index is an aid: checks go on without it
+                log.exception("indexing %s failed", folder)
+        self._recheck_changed(before)
+
+    async def reindex_files(self, events: Iterable[types.FileEvent]) -> None:
+        """Python files changed on disk outside the editor (a checkout, a script, an
+        agent), or closed in it: their index entries are made again from the files as
+        they are now (a file that is gone, or can no longer be read, leaves the index,
+        whatever the event said), off the event loop; then the open documents whose view
+        of the project changed are checked again. Left alone: documents open in the
+        editor (their entry is the editor's text), files outside the workspace folders,
+        URIs that are not files, and the files the workspace's indexing leaves out
+        (excluded, ignored by git, not Python)."""
+        open_paths = {self.path_of(uri) for uri in self.documents}
+        groups: dict[tuple[Path, Path, Path | None], tuple[Settings, list[Path]]] = {}
+        for event in events:
+            try:
+                fs_path = to_fs_path(event.uri)  # None for another scheme
+                if fs_path is None:
+                    continue
+                path = Path(fs_path)
+                folder = self.folder_of(path)
+                if folder is None or path in open_paths or path.suffix not in (".py", ".pyi"):
+                    continue
+                if self.client_settings(path).run == "off":
+                    continue
+                settings = self.settings_for(path)
+            except Exception:  # a URI no path comes from: nothing to index
+                log.warning("didChangeWatchedFiles: %s ignored", event.uri, exc_info=True)
+                continue
+            key = (folder, settings.root, settings.path)
+            paths = groups.setdefault(key, (settings, []))[1]
+            if path not in paths:
+                paths.append(path)
+        if not groups:
+            return
+        loop = asyncio.get_running_loop()
+        async with self._reindexing:  # one batch at a time: a later read is applied later
+            entries = await loop.run_in_executor(self.thread_pool, self._read_entries, groups)
+            open_paths = {self.path_of(uri) for uri in self.documents}
+            before = self._views()
+            changed = False
+            for settings, path, relpath, facts in entries:
+                if path not in open_paths:  # opened meanwhile: the editor's text wins
+                    changed = self.project.put(settings, relpath, facts) or changed
+            if changed:
+                self._recheck_changed(before)
+
+    def _read_entries(
+        self, groups: dict[Any, tuple[Settings, list[Path]]]
+    ) -> list[tuple[Settings, Path, str, ModuleFacts | None]]:
+        """Each file's index entry from disk (blocking), grouped by folder and project."""
+        entries = []
+        for (folder, _root, _config), (settings, paths) in groups.items():
+            try:
+                read = self.project.read(paths, folder, settings)
+            except Exception:  # an index is an aid: the old entries stay
+                log.exception("re-indexing files of %s failed", folder)
+                continue
+            entries.extend((settings, path, relpath, facts) for path, relpath, facts in read)
+        return entries
+
+    def _views(self, exclude: str | None = None) -> dict[str, Any]:
+        """Each open document's view of the project now (documents not checked left out)."""
+        views = {}
+        for uri in self.documents:
+            path = self.path_of(uri)
+            if uri != exclude and self.client_settings(path).run != "off":
+                settings = self.settings_for(path)
+                views[uri] = self.project.view(settings, settings.relative(path), path)
+        return views
+
+    def _recheck_changed(self, before: dict[str, Any]) -> None:
+        """Check again the documents whose view differs from ``before``; a pull client is
+        told to ask again (only then: a refresh makes it pull every document)."""
+        changed = [uri for uri, view in self._views().items() if before.get(uri, view) != view]
+        for uri in changed:
+            self.schedule(uri, 0)
+        if changed and self.pull_mode:
+            self.refresh()

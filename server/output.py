@@ -14,6 +14,7 @@ from referee import __version__
 from referee.checks.fixes import applicable
 from referee.checks.models import ArbitrationVerdict, CheckReport, Finding, Severity
 from referee.checks.registry import BY_CODE, RULES
+from referee.checks.rule import Rule
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -121,49 +122,6 @@ def sarif(report: CheckReport) -> str:
     """SARIF 2.1.0, as GitHub code scanning reads it."""
     rules = list(RULES)
     index = {rule.code: i for i, rule in enumerate(rules)}
-    results = []
-    for f in report.findings:
-        result: dict = {
-            "ruleId": f.code,
-            "ruleIndex": index[f.code],
-            "level": _SARIF_LEVEL[f.severity],
-            "message": {"text": f.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
-                        "region": _region(f),
-                    }
-                }
-            ],
-        }
-        if f.evidence:
-            # what backs the finding: the judge's quotes, a counterexample, surviving mutants
-            result["properties"] = {"evidence": f.evidence}
-        if f.fix is not None:
-            result["fixes"] = [
-                {
-                    "description": {"text": f.fix.message},
-                    "artifactChanges": [
-                        {
-                            "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
-                            "replacements": [
-                                {
-                                    "deletedRegion": {
-                                        "startLine": e.span.start.line,
-                                        "startColumn": e.span.start.column,
-                                        "endLine": e.span.end.line,
-                                        "endColumn": e.span.end.column,
-                                    },
-                                    "insertedContent": {"text": e.content},
-                                }
-                                for e in f.fix.edits
-                            ],
-                        }
-                    ],
-                }
-            ]
-        results.append(result)
     notifications = [
         {
             "level": "warning",
@@ -183,22 +141,7 @@ def sarif(report: CheckReport) -> str:
                         "version": __version__,
                         "semanticVersion": __version__,
                         "informationUri": "https://github.com/referee-dev/referee",
-                        "rules": [
-                            {
-                                "id": rule.code,
-                                "name": rule.name,
-                                "shortDescription": {"text": rule.message},
-                                "fullDescription": {
-                                    "text": rule.documentation.split("\n\n")[0].removeprefix(
-                                        "## What it does\n"
-                                    )
-                                },
-                                "helpUri": rule.url,
-                                "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity]},
-                                "properties": {"layer": rule.layer.value},
-                            }
-                            for rule in rules
-                        ],
+                        "rules": [_sarif_rule(rule) for rule in rules],
                     }
                 },
                 "invocations": [
@@ -207,11 +150,70 @@ def sarif(report: CheckReport) -> str:
                         "toolExecutionNotifications": notifications,
                     }
                 ],
-                "results": results,
+                "results": [_sarif_result(f, index[f.code]) for f in report.findings],
             }
         ],
     }
     return json.dumps(document, indent=2)
+
+
+def _sarif_rule(rule: Rule) -> dict:
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.message},
+        "fullDescription": {
+            "text": rule.documentation.split("\n\n")[0].removeprefix("## What it does\n")
+        },
+        "helpUri": rule.url,
+        "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity]},
+        "properties": {"layer": rule.layer.value},
+    }
+
+
+def _sarif_result(f: Finding, rule_index: int) -> dict:
+    """One finding as a SARIF result, with its evidence and its fix."""
+    result: dict = {
+        "ruleId": f.code,
+        "ruleIndex": rule_index,
+        "level": _SARIF_LEVEL[f.severity],
+        "message": {"text": f.message},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                    "region": _region(f),
+                }
+            }
+        ],
+    }
+    if f.evidence:
+        # what backs the finding: the judge's quotes, a counterexample, surviving mutants
+        result["properties"] = {"evidence": f.evidence}
+    if f.fix is not None:
+        result["fixes"] = [
+            {
+                "description": {"text": f.fix.message},
+                "artifactChanges": [
+                    {
+                        "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                        "replacements": [
+                            {
+                                "deletedRegion": {
+                                    "startLine": e.span.start.line,
+                                    "startColumn": e.span.start.column,
+                                    "endLine": e.span.end.line,
+                                    "endColumn": e.span.end.column,
+                                },
+                                "insertedContent": {"text": e.content},
+                            }
+                            for e in f.fix.edits
+                        ],
+                    }
+                ],
+            }
+        ]
+    return result
 
 
 _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}

@@ -982,7 +982,8 @@ def test_a_deferred_code_action_edits_the_finding_it_was_offered_for_or_nothing(
     """Settings changed between offering and resolving, the version did not: the index
     into the findings named another finding (or none: IndexError sent to the client)."""
     from referee.checks.engine import check_text
-    from referee.server.lsp import Result, _finding_key, _offered_finding
+    from referee.server.lsp import Result
+    from referee.server.lsp_actions import _finding_key, _offered_finding
 
     text = "def test_a():\n    assert (x, 'msg')\n\n\ndef test_b():\n    pass\n"
     before = Result(1, check_text(text, "test_a.py"))

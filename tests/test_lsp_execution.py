@@ -495,7 +495,7 @@ def test_a_new_test_module_is_created_whole_and_never_over_a_file(tmp_path: Path
 
 async def test_add_test_refuses_malformed_arguments():
     from referee.server.lsp import RefereeServer
-    from referee.server.lsp_execution import add_test_command
+    from referee.server.lsp_counterexample import add_test_command
 
     for args in [(), ([],), ({"uri": "file:///x.py"},), ("x",)]:
         answer = await add_test_command(RefereeServer(), args)
