@@ -20,6 +20,11 @@ MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80
 #: a function in checks/ may be longer only with a comment naming why, starting with this
 LONG_REASON = "# long:"
+#: modules that must stay one file, and why (each says so in its own docstring too)
+ONE_FILE_BY_DESIGN = {
+    "checks/_sandbox_boot.py": "shipped to the sandboxed child as the one argument of "
+    "`python -c`, which can import nothing but the standard library",
+}
 
 
 def _module_name(path: Path) -> tuple[str, bool]:
@@ -160,6 +165,7 @@ def test_no_module_over_the_limit() -> None:
         str(path.relative_to(ROOT)): count
         for path, _ in _sources().values()
         if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+        and str(path.relative_to(ROOT)) not in ONE_FILE_BY_DESIGN
     }
     assert long == {}, f"modules over {MAX_MODULE_LINES} lines: {long}"
 
