@@ -56,6 +56,17 @@ NOTE = """# fetch 2.1
 """
 
 
+# The judge's work is the same in either profile (push or pull diagnostics, settings by
+# initializationOptions or workspace/configuration): the tests that follow a judgment's
+# life (edits, moves, cancellation, a contract) each run in one profile, the two split
+# between them, and the two that check what a profile changes run in both. Each real-model
+# run costs about a minute of CPU on 2 cores.
+ONE_PROFILE = {
+    "vscode": pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True),
+    "neovim": pytest.mark.parametrize("client", ["neovim"], indirect=True),
+}
+
+
 @pytest_asyncio.fixture(params=["visual-studio-code", "neovim"])
 async def client(request, tmp_path: Path, small_model: Path, monkeypatch):
     monkeypatch.setattr(harness, "TIMEOUT", 600.0)  # the model runs on 2 shared cores
@@ -167,6 +178,7 @@ async def test_judge_on_save_publishes_beside_l0_and_review_accepts(client: Refe
     assert (item.decision, item.subject) == ("accepted", "add")
 
 
+@ONE_PROFILE["neovim"]
 async def test_an_item_whose_function_was_edited_and_saved_no_longer_counts_as_waiting(
     client: RefereeClient,
 ):
@@ -194,6 +206,7 @@ async def test_an_item_whose_function_was_edited_and_saved_no_longer_counts_as_w
     assert listed["id"] != before and listed["subject"] == "add"
 
 
+@ONE_PROFILE["vscode"]
 async def test_a_document_under_a_task_contract_is_judged_on_save(client: RefereeClient):
     doc = Doc(client, client.uri("notes/release.md"), NOTE).open()
     client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
@@ -206,6 +219,7 @@ async def test_a_document_under_a_task_contract_is_judged_on_save(client: Refere
     assert (item.path, item.kind) == ("notes/release.md", "judge")
 
 
+@ONE_PROFILE["vscode"]
 async def test_judge_findings_move_with_their_function_and_go_when_it_is_edited(
     client: RefereeClient,
 ):
@@ -226,6 +240,7 @@ async def test_judge_findings_move_with_their_function_and_go_when_it_is_edited(
     assert any(str(d.code) == "REF101" for d in after)  # L0/L1 go on
 
 
+@ONE_PROFILE["neovim"]
 async def test_an_edit_cancels_the_running_judge(client: RefereeClient):
     doc = Doc(client, client.uri("mathx.py"), CODE).open()
     await current(client, doc, "REF101")
