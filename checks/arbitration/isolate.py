@@ -17,6 +17,7 @@ import ast
 import inspect
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from tree_sitter import Node
 
@@ -583,6 +584,41 @@ class FunctionSpec:
         return self.text.encode("utf-8")[self.start_byte : self.end_byte].decode("utf-8")
 
 
+def located_spec(
+    module: str,
+    qualname: str,
+    text: str,
+    at: tuple[Node, Node],
+    parts: tuple[str, str | None, str | None],
+    form: str,
+    **rest: Any,
+) -> FunctionSpec:
+    """The spec of a definition of a module's text: ``at`` is the definition with its
+    decorators and the definition; ``parts`` its signature, docstring as written and
+    docstring's text; ``rest``, the fields only a method that takes the object has."""
+    node, definition = at
+    signature, docstring, value = parts
+    owner, _, name = qualname.rpartition(".")
+    if value is not None and form in ("staticmethod", "classmethod"):
+        # ``Owner.name(2)`` in a static or class method's examples is the call ``name(2)``
+        value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
+    return FunctionSpec(
+        name=name,
+        module=module,
+        qualname=qualname,
+        text=text,
+        start_byte=definition.start_byte,
+        end_byte=definition.end_byte,
+        outer_start_byte=node.start_byte,
+        line=definition.start_point.row + 1,
+        signature=signature,
+        docstring=docstring,
+        docstring_value=value,
+        form=form,
+        **rest,
+    )
+
+
 def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionSpec:
     """The top-level function ``qualname`` of a module's text. Raises
     :class:`NotIsolated` for methods, nested functions and missing definitions."""
@@ -616,23 +652,9 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
         if name_node is None or source.node_text(name_node) != name:
             continue
         definition, header, docstring, value = definition_parts(source, node)
-        if value is not None and owner:
-            # ``Owner.name(2)`` in a static method's examples is the call ``name(2)``
-            value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
-        return FunctionSpec(
-            name=name,
-            module=module,
-            qualname=qualname,
-            text=text,
-            start_byte=definition.start_byte,
-            end_byte=definition.end_byte,
-            outer_start_byte=node.start_byte,
-            line=definition.start_point.row + 1,
-            signature=header,
-            docstring=docstring,
-            docstring_value=value,
-            form="staticmethod" if owner else "function",
-        )
+        parts = (header, docstring, value)
+        form = "staticmethod" if owner else "function"
+        return located_spec(module, qualname, text, (node, definition), parts, form)
     for node in source.tree.root_node.named_children:
         definition = (
             node.child_by_field_name("definition") if node.type == "decorated_definition" else node
