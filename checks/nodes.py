@@ -282,6 +282,24 @@ _BINDING_FIELDS = {
 }
 
 
+def innermost_at(
+    root: Node, line: int, accept: Callable[[Node], bool], skip: tuple[str, ...]
+) -> Node | None:
+    """The innermost node below ``root`` whose lines hold ``line`` (1-based) and that
+    ``accept`` takes, not looking into nodes of the types ``skip``."""
+    row = line - 1
+    found: Node | None = None
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not (node.start_point.row <= row <= node.end_point.row) or node.type in skip:
+            continue
+        if accept(node):
+            found = node
+        stack.extend(node.named_children)
+    return found
+
+
 def binds(node: Node) -> bool:
     """Whether the identifier ``node`` is (or may be) bound where it stands, not read."""
     child, parent = node, node.parent

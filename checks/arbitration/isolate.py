@@ -40,6 +40,7 @@ from referee.checks.nodes import (
     binding_counts,
     call_arguments,
     excerpt,
+    innermost_at,
     is_docstring,
     statements,
     unwrap,
@@ -158,18 +159,15 @@ def _is_approx(source: SourceFile, node: Node) -> bool:
 def assertion_at(source: SourceFile, fn: Function, line: int) -> Node:
     """The innermost assertion of ``fn`` (an ``assert`` or a ``self.assert*`` call) whose
     lines hold ``line`` (1-based)."""
-    row = line - 1
-    found: Node | None = None
-    stack = [fn.body]
-    while stack:
-        node = stack.pop()
-        if not (node.start_point.row <= row <= node.end_point.row):
-            continue
-        if node.type in ("function_definition", "class_definition"):
-            continue  # a nested helper's assertion is not the test's
-        if node.type == "assert_statement" or (node.type == "call" and _method(source, node)):
-            found = node
-        stack.extend(node.named_children)
+    found = innermost_at(
+        fn.body,
+        line,
+        lambda node: (
+            node.type == "assert_statement" or (node.type == "call" and bool(_method(source, node)))
+        ),
+        # a nested helper's assertion is not the test's
+        skip=("function_definition", "class_definition"),
+    )
     if found is None:
         raise NotIsolated(
             f"cannot isolate the call under test: line {line} of {fn.name} is not an "
