@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from tree_sitter import Node
 
@@ -280,6 +280,18 @@ _BINDING_FIELDS = {
     "function_definition": "name",
     "class_definition": "name",
 }
+
+
+def decorators(definitions: Iterable[Node]) -> Iterator[Node]:
+    """The ``decorator`` nodes of these definitions (function or class nodes), in order;
+    each has its expression as first named child."""
+    for definition in definitions:
+        parent = definition.parent
+        if parent is None or parent.type != "decorated_definition":
+            continue
+        for child in parent.named_children:
+            if child.type == "decorator" and child.named_children:
+                yield child
 
 
 def innermost_at(
