@@ -260,14 +260,11 @@ def isolate(
             f"False or None is that a value to check (here `{excerpt(expected.text)}`)"
         )
     forms.extend(f for f in bindings.forms if f not in forms)
-    return Isolated(
-        assertion=source.node_text(node),
-        line=node.start_point.row + 1,
-        end_line=node.end_point.row + 1,
-        assertion_start=node.start_byte,
-        assertion_end=node.end_byte,
+    return Isolated.at(
+        source,
+        node,
         op=op,
-        call_side=call_side,  # type: ignore[arg-type]
+        call_side=call_side,
         callee=callee,
         arguments=arguments,
         expected=expected,

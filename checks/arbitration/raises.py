@@ -110,12 +110,9 @@ def raises_at(
             "function name"
         )
     forms.extend(f for f in bindings.forms if f not in forms)
-    return Isolated(
-        assertion=source.node_text(found),
-        line=found.start_point.row + 1,
-        end_line=found.end_point.row + 1,
-        assertion_start=found.start_byte,
-        assertion_end=found.end_byte,
+    return Isolated.at(
+        source,
+        found,
         op="raises",
         call_side="left",
         callee=callee,
