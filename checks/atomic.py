@@ -151,6 +151,20 @@ def append_json_line(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
+def json_lines(path: Path, problems: list[str]) -> list[tuple[int, bytes]] | None:
+    """The non-blank lines of an append-only file written by :func:`append_json_line`,
+    numbered from 1: none when the file is missing; None, with the reason added to
+    ``problems``, when it cannot be read."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        problems.append(f"cannot read {path}: {exc.strerror or exc}")
+        return None
+    return [(n, line) for n, line in enumerate(raw.split(b"\n"), start=1) if line.strip()]
+
+
 def create_text_exclusive(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> str:
     """Create ``path`` with ``text``, whole or not at all, and never over a file that
     exists (:class:`FileExistsError`); return the content's sha256. The text goes to a

@@ -220,16 +220,22 @@ def _existing(paths: list[str | None]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _run_code(path: str, code: str) -> subprocess.CompletedProcess[bytes]:
+    """``code`` run by the interpreter ``path``, isolated from the caller's environment
+    (``-I``), its output captured; raises OSError or TimeoutExpired (30 s)."""
+    return subprocess.run(
+        [path, "-I", "-c", code],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+
+
 @functools.lru_cache(maxsize=16)
 def _describe(path: str, _mtime: int, _inode: int) -> Description:
     try:
-        done = subprocess.run(
-            [path, "-I", "-c", _PROBE],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
+        done = _run_code(path, _PROBE)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InterpreterError(f"{path} does not run: {exc}") from None
     try:
@@ -284,13 +290,7 @@ _HAS_PYTEST = "import importlib.util, sys; sys.exit(importlib.util.find_spec('py
 @functools.lru_cache(maxsize=16)
 def _has_pytest(path: str, _stamps: tuple[int, ...]) -> bool:
     try:
-        done = subprocess.run(
-            [path, "-I", "-c", _HAS_PYTEST],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
+        done = _run_code(path, _HAS_PYTEST)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from referee.checks.atomic import append_json_line
+from referee.checks.atomic import append_json_line, json_lines
 from referee.checks.models import Certificate
 
 LEDGER = Path(".referee") / "certificates.jsonl"
@@ -70,16 +70,7 @@ def read(root: Path) -> Ledger:
     """Every valid certificate under ``root``; bad lines become problems, never errors."""
     path = root / LEDGER
     ledger = Ledger()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return ledger
-    except OSError as exc:
-        ledger.problems.append(f"cannot read {path}: {exc.strerror or exc}")
-        return ledger
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
+    for number, line in json_lines(path, ledger.problems) or []:
         try:
             data = json.loads(line)
             certificate = Certificate.model_validate(data)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from tree_sitter import Node
 
@@ -280,6 +280,36 @@ _BINDING_FIELDS = {
     "function_definition": "name",
     "class_definition": "name",
 }
+
+
+def decorators(definitions: Iterable[Node]) -> Iterator[Node]:
+    """The ``decorator`` nodes of these definitions (function or class nodes), in order;
+    each has its expression as first named child."""
+    for definition in definitions:
+        parent = definition.parent
+        if parent is None or parent.type != "decorated_definition":
+            continue
+        for child in parent.named_children:
+            if child.type == "decorator" and child.named_children:
+                yield child
+
+
+def innermost_at(
+    root: Node, line: int, accept: Callable[[Node], bool], skip: tuple[str, ...]
+) -> Node | None:
+    """The innermost node below ``root`` whose lines hold ``line`` (1-based) and that
+    ``accept`` takes, not looking into nodes of the types ``skip``."""
+    row = line - 1
+    found: Node | None = None
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not (node.start_point.row <= row <= node.end_point.row) or node.type in skip:
+            continue
+        if accept(node):
+            found = node
+        stack.extend(node.named_children)
+    return found
 
 
 def binds(node: Node) -> bool:

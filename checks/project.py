@@ -101,21 +101,23 @@ def _imports(source: SourceFile, package: str) -> list[tuple[str, str, str]]:
                 parts = parts[: len(parts) - (dots - 1)] if dots > 1 else parts
                 module = ".".join([*parts, module.lstrip(".")]).strip(".")
             for child in stmt.children_by_field_name("name"):
-                if child.type == "aliased_import":
-                    name = _text(source, child.child_by_field_name("name"))
-                    local = _text(source, child.child_by_field_name("alias"))
-                else:
-                    name = local = _text(source, child)
+                name, local = _imported_name(source, child)
                 found.append((local, module, name))
         elif stmt.type == "import_statement":
             for child in stmt.children_by_field_name("name"):
-                if child.type == "aliased_import":
-                    module = _text(source, child.child_by_field_name("name"))
-                    local = _text(source, child.child_by_field_name("alias"))
-                else:
-                    module = local = _text(source, child)
+                module, local = _imported_name(source, child)
                 found.append((local, module, ""))
     return found
+
+
+def _imported_name(source: SourceFile, child: Node) -> tuple[str, str]:
+    """(what is imported, the name it is bound to) of one name of an import statement
+    (``a.b``, ``x as y``)."""
+    if child.type == "aliased_import":
+        name = _text(source, child.child_by_field_name("name"))
+        return name, _text(source, child.child_by_field_name("alias"))
+    name = _text(source, child)
+    return name, name
 
 
 def module_aliases(source: SourceFile) -> dict[str, str]:

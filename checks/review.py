@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from referee.checks.atomic import append_json_line
+from referee.checks.atomic import append_json_line, json_lines
 from referee.checks.models import ReviewItem
 
 QUEUE = Path(".referee") / "review.jsonl"
@@ -94,17 +94,11 @@ class Queue:
 def read(root: Path) -> Queue:
     path = root / QUEUE
     queue = Queue()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return queue
-    except OSError as exc:
-        queue.problems.append(f"cannot read {path}: {exc.strerror or exc}")
+    lines = json_lines(path, queue.problems)
+    if lines is None:
         queue.unreadable = True
         return queue
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
+    for number, line in lines:
         try:
             record = json.loads(line)
             if not isinstance(record, dict):

@@ -20,6 +20,7 @@ from referee.checks.arbitration.sites import (
 from referee.checks.nodes import (
     binding_counts,
     call_arguments,
+    decorators,
     excerpt,
     keyword_argument,
     statements,
@@ -248,19 +249,13 @@ class Bindings:
         if self.fn.class_ is not None:
             holders.append(self.fn.class_.node)
         found = []
-        for holder in holders:
-            parent = holder.parent
-            if parent is None or parent.type != "decorated_definition":
+        for decorator in decorators(holders):
+            expr = decorator.named_children[0]
+            if expr.type != "call":
                 continue
-            for child in parent.named_children:
-                if child.type != "decorator" or not child.named_children:
-                    continue
-                expr = child.named_children[0]
-                if expr.type != "call":
-                    continue
-                name = dotted(self.source, expr.child_by_field_name("function")) or ""
-                if name.endswith("parametrize"):
-                    found.append(expr)
+            name = dotted(self.source, expr.child_by_field_name("function")) or ""
+            if name.endswith("parametrize"):
+                found.append(expr)
         return found
 
     def _parametrize_arguments(self, call: Node) -> tuple[list[str] | None, Node | None]:

@@ -65,6 +65,7 @@ from referee.checks.arbitration.truth import (
 from referee.checks.arbitration.verdicts import (
     Arbitration,
     BackendFactory,
+    Fixing,
     confirm_test_edit,
     expectation_verdict,
     raises_verdict,
@@ -365,28 +366,16 @@ class _Context:
 
         # --- the truth, from sources that saw neither the body nor the test
         model: Any = None
+        fixing = Fixing(function_relpath, files, backend, say, cancelled, cache_dir)
         sources = self._explicit_sources(isolated, function_file, function_relpath, files, say)
         if sources:
             found = self._explicit_truth(isolated, sources)
         else:
-            found = self._oracle_truth(
-                isolated, function_relpath, files, backend, say, cancelled, cache_dir
-            )
+            found = self._oracle_truth(isolated, fixing)
         if isinstance(found, Arbitration):
             return found
         truth, truth_source, model = found
-        return self._verdict(
-            isolated,
-            truth,
-            truth_source,
-            model,
-            function_relpath,
-            files,
-            backend,
-            say,
-            cancelled,
-            cache_dir,
-        )
+        return self._verdict(isolated, truth, truth_source, model, fixing)
 
     def _subject(self) -> tuple[Isolated, Path]:
         """The failing assertion taken apart, what the failing run observed of its call
@@ -483,25 +472,21 @@ class _Context:
     def _oracle_truth(
         self,
         isolated: Isolated,
-        function_relpath: str | None,
-        files: _LazyFiles,
-        backend: BackendFactory | None,
-        say: Progress,
-        cancelled: Callable[[], bool] | None,
-        cache_dir: Path | None,
+        fixing: Fixing,
     ) -> Arbitration | tuple[str, str, Any]:
         """(truth, its source, the model) the oracles agree on — written from the
         docstring, or from the suite's assertions for a function with none — else
         UNCLEAR."""
         assert self.spec is not None
         spec = self.spec
+        function_relpath, backend, say = fixing.function_relpath, fixing.backend, fixing.say
         arguments = isolated.oracle_arguments
         if not spec.docstring_value and spec.class_stub is not None:
             return self.unclear(outcomes.no_method_truth(spec, function_relpath))
         if not spec.docstring_value:
             # The specification its author committed to: the suite's passing
             # assertions about it (never the failing one, nor one changed now).
-            scan = self._suite_scan(spec, arguments, function_relpath, files, say)
+            scan = self._suite_scan(spec, arguments, function_relpath, fixing.files, say)
             needed = self.config.suite_examples
             if not needed or len(scan.found) < needed:
                 return self.unclear(
@@ -518,9 +503,9 @@ class _Context:
                 arguments,
                 model,
                 self.config,
-                ProgramCache(cache_dir, self.settings.config.cache_size),
+                ProgramCache(fixing.cache_dir, self.settings.config.cache_size),
                 say,
-                cancelled,
+                fixing.cancelled,
                 replacements=self.replacements,
                 wrapper=isolated.wrapper,
                 suite=self.suite,
@@ -549,22 +534,16 @@ class _Context:
         truth: str,
         truth_source: str,
         model: Any,
-        function_relpath: str | None,
-        files: _LazyFiles,
-        backend: BackendFactory | None,
-        say: Progress,
-        cancelled: Callable[[], bool] | None,
-        cache_dir: Path | None,
+        fixing: Fixing,
     ) -> Arbitration:
         """Which side the truth blames: the verdict of the case's kind."""
         assert self.observation is not None
         obs = self.observation
         history = outcomes.history(self.root, self.test.path, isolated.expected.line)
-        fixing = (function_relpath, files, backend, say, cancelled, cache_dir)
         if isolated.op == "raises":
             return raises_verdict(self, isolated, truth, truth_source, history)
         if isolated.op not in EQUALITY_OPS:
-            return expectation_verdict(self, isolated, truth, truth_source, history, *fixing)
+            return expectation_verdict(self, isolated, truth, truth_source, history, fixing)
         produced_ok = obs.produced is not None and sandbox.values_equal(truth, obs.produced)
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
         if produced_ok and not asserted_ok and isolated.expected.kind in READ_NOT_WRITTEN:
@@ -586,16 +565,18 @@ class _Context:
                     model,
                     isolated.oracle_arguments,
                     truth,
-                    say,
-                    cancelled,
-                    cache_dir,
+                    fixing.say,
+                    fixing.cancelled,
+                    fixing.cache_dir,
                     isolated.wrapper,
                 )
                 if refused is not None:
                     return refused
-            return test_wrong(self, isolated, truth, truth_source, history, files, say)
+            return test_wrong(
+                self, isolated, truth, truth_source, history, fixing.files, fixing.say
+            )
         if asserted_ok and not produced_ok:
-            return source_wrong(self, isolated, truth, truth_source, history, *fixing)
+            return source_wrong(self, isolated, truth, truth_source, history, fixing)
         if produced_ok and asserted_ok:
             reason = f"the truth ({truth}) equals both the produced and the asserted value"
         else:

@@ -17,6 +17,7 @@ import ast
 import inspect
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from tree_sitter import Node
 
@@ -39,6 +40,7 @@ from referee.checks.nodes import (
     binding_counts,
     call_arguments,
     excerpt,
+    innermost_at,
     is_docstring,
     statements,
     unwrap,
@@ -157,18 +159,15 @@ def _is_approx(source: SourceFile, node: Node) -> bool:
 def assertion_at(source: SourceFile, fn: Function, line: int) -> Node:
     """The innermost assertion of ``fn`` (an ``assert`` or a ``self.assert*`` call) whose
     lines hold ``line`` (1-based)."""
-    row = line - 1
-    found: Node | None = None
-    stack = [fn.body]
-    while stack:
-        node = stack.pop()
-        if not (node.start_point.row <= row <= node.end_point.row):
-            continue
-        if node.type in ("function_definition", "class_definition"):
-            continue  # a nested helper's assertion is not the test's
-        if node.type == "assert_statement" or (node.type == "call" and _method(source, node)):
-            found = node
-        stack.extend(node.named_children)
+    found = innermost_at(
+        fn.body,
+        line,
+        lambda node: (
+            node.type == "assert_statement" or (node.type == "call" and bool(_method(source, node)))
+        ),
+        # a nested helper's assertion is not the test's
+        skip=("function_definition", "class_definition"),
+    )
     if found is None:
         raise NotIsolated(
             f"cannot isolate the call under test: line {line} of {fn.name} is not an "
@@ -261,14 +260,11 @@ def isolate(
             f"False or None is that a value to check (here `{excerpt(expected.text)}`)"
         )
     forms.extend(f for f in bindings.forms if f not in forms)
-    return Isolated(
-        assertion=source.node_text(node),
-        line=node.start_point.row + 1,
-        end_line=node.end_point.row + 1,
-        assertion_start=node.start_byte,
-        assertion_end=node.end_byte,
+    return Isolated.at(
+        source,
+        node,
         op=op,
-        call_side=call_side,  # type: ignore[arg-type]
+        call_side=call_side,
         callee=callee,
         arguments=arguments,
         expected=expected,
@@ -583,6 +579,41 @@ class FunctionSpec:
         return self.text.encode("utf-8")[self.start_byte : self.end_byte].decode("utf-8")
 
 
+def located_spec(
+    module: str,
+    qualname: str,
+    text: str,
+    at: tuple[Node, Node],
+    parts: tuple[str, str | None, str | None],
+    form: str,
+    **rest: Any,
+) -> FunctionSpec:
+    """The spec of a definition of a module's text: ``at`` is the definition with its
+    decorators and the definition; ``parts`` its signature, docstring as written and
+    docstring's text; ``rest``, the fields only a method that takes the object has."""
+    node, definition = at
+    signature, docstring, value = parts
+    owner, _, name = qualname.rpartition(".")
+    if value is not None and form in ("staticmethod", "classmethod"):
+        # ``Owner.name(2)`` in a static or class method's examples is the call ``name(2)``
+        value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
+    return FunctionSpec(
+        name=name,
+        module=module,
+        qualname=qualname,
+        text=text,
+        start_byte=definition.start_byte,
+        end_byte=definition.end_byte,
+        outer_start_byte=node.start_byte,
+        line=definition.start_point.row + 1,
+        signature=signature,
+        docstring=docstring,
+        docstring_value=value,
+        form=form,
+        **rest,
+    )
+
+
 def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionSpec:
     """The top-level function ``qualname`` of a module's text. Raises
     :class:`NotIsolated` for methods, nested functions and missing definitions."""
@@ -616,23 +647,9 @@ def function_spec(text: str, path: str, module: str, qualname: str) -> FunctionS
         if name_node is None or source.node_text(name_node) != name:
             continue
         definition, header, docstring, value = definition_parts(source, node)
-        if value is not None and owner:
-            # ``Owner.name(2)`` in a static method's examples is the call ``name(2)``
-            value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
-        return FunctionSpec(
-            name=name,
-            module=module,
-            qualname=qualname,
-            text=text,
-            start_byte=definition.start_byte,
-            end_byte=definition.end_byte,
-            outer_start_byte=node.start_byte,
-            line=definition.start_point.row + 1,
-            signature=header,
-            docstring=docstring,
-            docstring_value=value,
-            form="staticmethod" if owner else "function",
-        )
+        parts = (header, docstring, value)
+        form = "staticmethod" if owner else "function"
+        return located_spec(module, qualname, text, (node, definition), parts, form)
     for node in source.tree.root_node.named_children:
         definition = (
             node.child_by_field_name("definition") if node.type == "decorated_definition" else node

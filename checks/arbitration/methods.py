@@ -23,12 +23,16 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
-import re
 from typing import Any
 
 from tree_sitter import Node
 
-from referee.checks.arbitration.isolate import FunctionSpec, definition_parts, function_spec
+from referee.checks.arbitration.isolate import (
+    FunctionSpec,
+    definition_parts,
+    function_spec,
+    located_spec,
+)
 from referee.checks.arbitration.sites import WRAPPERS, Isolated, NotIsolated
 from referee.checks.nodes import statements
 from referee.checks.source import SourceFile
@@ -62,22 +66,13 @@ def method_spec(text: str, path: str, module: str, qualname: str, form: str) -> 
     )
     signature, call = oracle_function(owner, method, form)
     value = method_doc or _cleaned(ast.get_docstring(cls, clean=False))
-    if value is not None and form == "classmethod":
-        # ``Owner.name(2)`` in a class method's examples is the oracle's call ``name(2)``
-        value = re.sub(rf"\b{re.escape(owner)}\.{re.escape(name)}\(", f"{name}(", value)
-    return FunctionSpec(
-        name=name,
-        module=module,
-        qualname=qualname,
-        text=text,
-        start_byte=definition.start_byte,
-        end_byte=definition.end_byte,
-        outer_start_byte=node.start_byte,
-        line=definition.start_point.row + 1,
-        signature=signature,
-        docstring=docstring,
-        docstring_value=value,
-        form=form,
+    return located_spec(
+        module,
+        qualname,
+        text,
+        (node, definition),
+        (signature, docstring, value),
+        form,
         class_stub=class_stub(cls, method),
         oracle_call=call,
     )

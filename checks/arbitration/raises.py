@@ -15,7 +15,7 @@ from referee.checks.arbitration.sites import (
     dotted,
     wrapped_call,
 )
-from referee.checks.nodes import call_arguments, statements, unwrap
+from referee.checks.nodes import call_arguments, innermost_at, statements, unwrap
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
@@ -110,12 +110,9 @@ def raises_at(
             "function name"
         )
     forms.extend(f for f in bindings.forms if f not in forms)
-    return Isolated(
-        assertion=source.node_text(found),
-        line=found.start_point.row + 1,
-        end_line=found.end_point.row + 1,
-        assertion_start=found.start_byte,
-        assertion_end=found.end_byte,
+    return Isolated.at(
+        source,
+        found,
         op="raises",
         call_side="left",
         callee=callee,
@@ -135,21 +132,15 @@ def raises_at(
 def _raises_node(source: SourceFile, fn: Function, line: int) -> Node | None:
     """The innermost ``with`` statement entering a raises assertion, or callable-form
     raises call, of ``fn`` whose lines hold ``line`` (1-based)."""
-    row = line - 1
-    found: Node | None = None
-    stack = [fn.body]
-    while stack:
-        node = stack.pop()
-        if not (node.start_point.row <= row <= node.end_point.row):
-            continue
-        if node.type in ("function_definition", "class_definition", "lambda"):
-            continue
-        if (node.type == "with_statement" and _with_raises(source, node) is not None) or (
-            node.type == "call" and raises_callable(source, node) is not None
-        ):
-            found = node
-        stack.extend(node.named_children)
-    return found
+    return innermost_at(
+        fn.body,
+        line,
+        lambda node: (
+            (node.type == "with_statement" and _with_raises(source, node) is not None)
+            or (node.type == "call" and raises_callable(source, node) is not None)
+        ),
+        skip=("function_definition", "class_definition", "lambda"),
+    )
 
 
 def _block_call(statement: Node) -> Node:

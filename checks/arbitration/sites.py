@@ -9,7 +9,7 @@ import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tree_sitter import Node
 
@@ -104,6 +104,18 @@ class Isolated:
     # arguments, each a literal or ``name=literal``; ``callee`` is then ``Table.to_text``
     constructor: str | None = None
     constructor_arguments: tuple[str, ...] = ()
+
+    @classmethod
+    def at(cls, source: SourceFile, node: Node, **rest: Any) -> Isolated:
+        """The assertion statement ``node`` of ``source`` taken apart into ``rest``."""
+        return cls(
+            assertion=source.node_text(node),
+            line=node.start_point.row + 1,
+            end_line=node.end_point.row + 1,
+            assertion_start=node.start_byte,
+            assertion_end=node.end_byte,
+            **rest,
+        )
 
     @property
     def call(self) -> str:

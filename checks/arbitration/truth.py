@@ -98,19 +98,12 @@ class LazyModel:
         return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
 
     def _open(self) -> Any:
-        from referee.checks.judge.opening import open_backend
+        from referee.checks.judge.opening import backend_for
 
         with self._lock:
             if self._opened is None:
-                self._opened = open_backend(
-                    self.backend,
-                    model=self.model,
-                    url=self.url,
-                    api_key_env=self.api_key_env,
-                    threads=self.threads,
-                    runtime=self.runtime,
-                    timeout=self.timeout,
-                )
+                # this model names its backend by the fields a JudgeConfig has
+                self._opened = backend_for(self)
         return self._opened
 
     def chat(self, messages: Sequence[dict[str, str]], **kwargs: Any) -> Any:

@@ -44,6 +44,20 @@ BackendFactory = Callable[[], Any]
 
 
 @dataclass(frozen=True)
+class Fixing:
+    """What looking for a fix of the source needs beyond the case: the function's file
+    relative to the root (None outside the project), the project's files, the model,
+    progress, cancellation and the program cache's folder."""
+
+    function_relpath: str | None
+    files: _LazyFiles
+    backend: BackendFactory | None
+    say: Progress
+    cancelled: Callable[[], bool] | None
+    cache_dir: Path | None
+
+
+@dataclass(frozen=True)
 class Arbitration:
     """A verdict and what applying its fix would write."""
 
@@ -86,12 +100,7 @@ def expectation_verdict(
     truth: str,
     truth_source: str,
     history: str | None,
-    function_relpath: str | None,
-    files: _LazyFiles,
-    backend: BackendFactory | None,
-    say: Progress,
-    cancelled: Callable[[], bool] | None,
-    cache_dir: Path | None,
+    fixing: Fixing,
 ) -> Arbitration:
     """A boolean, identity or membership assertion: the truth decides by whether it
     meets the test's expectation. Only the source is ever blamed and fixed. When the
@@ -140,12 +149,7 @@ def expectation_verdict(
         truth,
         truth_source,
         history,
-        function_relpath,
-        files,
-        backend,
-        say,
-        cancelled,
-        cache_dir,
+        fixing,
         agrees=f"meets the test's expectation ({expectation})",
     )
 
@@ -351,12 +355,7 @@ def source_wrong(
     truth: str,
     truth_source: str,
     history: str | None,
-    function_relpath: str | None,
-    files: _LazyFiles,
-    backend: BackendFactory | None,
-    say: Progress,
-    cancelled: Callable[[], bool] | None,
-    cache_dir: Path | None,
+    fixing: Fixing,
     agrees: str = "equals what the test asserted",
 ) -> Arbitration:
     assert ctx.spec is not None and ctx.observation is not None
@@ -372,6 +371,7 @@ def source_wrong(
         "truth_source": truth_source,
         "history": history,
     }
+    function_relpath, backend = fixing.function_relpath, fixing.backend
     why_not = None
     if function_relpath is None:
         why_not = f"{obs.function_path} is outside the project"
@@ -385,7 +385,15 @@ def source_wrong(
     assert function_relpath is not None and backend is not None
     try:
         result = candidate_fix(
-            ctx, isolated, truth, function_relpath, files, backend, say, cancelled, cache_dir
+            ctx,
+            isolated,
+            truth,
+            function_relpath,
+            fixing.files,
+            backend,
+            fixing.say,
+            fixing.cancelled,
+            fixing.cache_dir,
         )
     except Cancelled:
         if not ctx.out_of_time():

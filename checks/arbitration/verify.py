@@ -45,6 +45,7 @@ from referee.checks.arbitration.sites import (
     wrapped,
 )
 from referee.checks.interpreter import Interpreter
+from referee.checks.nodes import decorators
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
@@ -132,19 +133,13 @@ def _marked_off(source: SourceFile, fn: Function) -> bool:
     """A test marked skip, skipif or xfail (on itself or its class): its assertions say
     nothing a fix must satisfy."""
     holders = [fn.node] + ([fn.class_.node] if fn.class_ is not None else [])
-    for holder in holders:
-        parent = holder.parent
-        if parent is None or parent.type != "decorated_definition":
-            continue
-        for child in parent.named_children:
-            if child.type != "decorator" or not child.named_children:
-                continue
-            expression = child.named_children[0]
-            if expression.type == "call":
-                expression = expression.child_by_field_name("function") or expression
-            name = source.node_text(expression).rsplit(".", 1)[-1]
-            if name in ("skip", "skipif", "xfail"):
-                return True
+    for decorator in decorators(holders):
+        expression = decorator.named_children[0]
+        if expression.type == "call":
+            expression = expression.child_by_field_name("function") or expression
+        name = source.node_text(expression).rsplit(".", 1)[-1]
+        if name in ("skip", "skipif", "xfail"):
+            return True
     return False
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from referee.checks import interpreter, review, sandbox
 from referee.checks.config import ConfigError, Settings
@@ -24,6 +24,8 @@ from referee.checks.execution.mutation import Cancelled as MutationCancelled
 from referee.checks.execution.mutation import Grade, GradeCache, grade_test
 from referee.checks.models import Finding, Layer, Location, Severity, Span
 from referee.checks.source import SourceFile
+
+_C = TypeVar("_C")
 
 
 @dataclass
@@ -202,11 +204,16 @@ class _FileCheck:
     def add(self, code: str, line: int, message: str, evidence: str | None) -> None:
         self.raw.append(_finding(self.settings, code, self.source.path, line, message, evidence))
 
+    def _cache(self, kind: Callable[[Path | None, int], _C], name: str) -> _C:
+        """The cache ``kind`` kept in the folder ``name`` of the cache root (in memory
+        only when there is none), of the project's size."""
+        folder = self.cache_root / name if self.cache_root else None
+        return kind(folder, self.settings.config.cache_size)
+
     # --- tests, by mutation
 
     def grade_tests(self, tests: list[Any]) -> None:
         config = self.settings.config.execution
-        cache_root = self.cache_root
         deadline = time.monotonic() + config.mutation_budget
         for subject in tests:
             if self.stopped():
@@ -220,10 +227,7 @@ class _FileCheck:
                     max_mutants=config.max_mutants,
                     deadline=deadline,
                     timeout=config.mutation_timeout,
-                    cache=GradeCache(
-                        cache_root / "mutation" if cache_root else None,
-                        self.settings.config.cache_size,
-                    ),
+                    cache=self._cache(GradeCache, "mutation"),
                     cancelled=self.cancelled,
                     progress=self.progress,
                     python=self.python,
@@ -249,7 +253,6 @@ class _FileCheck:
         )
 
         settings, relpath, project, source = self.settings, self.relpath, self.project, self.source
-        cache_root = self.cache_root
         arbitration = settings.config.arbitration
         module = _module_name(relpath)
         tests_text = {p: t for p, t in project.items() if settings.is_test_file(p)}
@@ -276,14 +279,8 @@ class _FileCheck:
                     arbitration,
                     model=model,
                     reference=reference,
-                    program_cache=ProgramCache(
-                        cache_root / "arbitration" if cache_root else None,
-                        self.settings.config.cache_size,
-                    ),
-                    cache=DifferentialCache(
-                        cache_root / "differential" if cache_root else None,
-                        self.settings.config.cache_size,
-                    ),
+                    program_cache=self._cache(ProgramCache, "arbitration"),
+                    cache=self._cache(DifferentialCache, "differential"),
                     cancelled=self.cancelled,
                     progress=self.progress,
                     python=self.python,
