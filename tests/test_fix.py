@@ -14,8 +14,7 @@ from referee.checks import runner
 from referee.checks.config import discover
 from referee.checks.engine import check_text
 from referee.checks.fixes import apply_fixes
-from referee.checks.models import Edit, Finding, Fix, Location, Span
-from referee.server import cli
+from referee.checks.models import CheckReport, Edit, Finding, Fix, Location, Span
 
 TUPLES = 'def test_total(total):\n    assert (total == 10, "off")\n    assert (total > 1, "big")\n'
 FIXED_TUPLES = (
@@ -83,7 +82,7 @@ def test_the_json_report_counts_the_fixes(invoke, project: Path):
     write(project / "test_x.py", TUPLES)
     write(project / "helper.py", PLACEHOLDER)
     result = invoke("check", "--fix", "--unsafe-fixes", "--format", "json", cwd=project)
-    report = cli.CheckReport.model_validate_json(result.stdout)
+    report = CheckReport.model_validate_json(result.stdout)
     assert report.summary.fixed == 2
     assert [f.code for f in report.findings] == ["REF101"]
     assert report.summary.findings == 1
