@@ -73,7 +73,7 @@ def _importers(root: Path, settings: Settings, module: str, name: str) -> list[t
     """(test module, how it calls ``name``) for each test module of the project that
     imports ``name`` from ``module`` (``clamp``) or ``module`` itself (``mathx.clamp``)."""
     from referee.checks.arbitration.engine import walk
-    from referee.checks.execution.differential import _imports_function
+    from referee.checks.execution.inputs import imports_function
 
     found = []
     for relpath, path in walk(root, settings):
@@ -83,7 +83,7 @@ def _importers(root: Path, settings: Settings, module: str, name: str) -> list[t
             tree = ast.parse(path.read_bytes().decode("utf-8"))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
             continue
-        direct, aliases = _imports_function(tree, name, module)
+        direct, aliases = imports_function(tree, name, module)
         if direct:
             found.append((relpath, name))
         elif aliases:

@@ -76,7 +76,7 @@ def docstring_inputs(spec: FunctionSpec) -> list[Input]:
     return found
 
 
-def _imports_function(tree: ast.Module, name: str, module: str) -> tuple[bool, set[str]]:
+def imports_function(tree: ast.Module, name: str, module: str) -> tuple[bool, set[str]]:
     """Whether a test module imports ``name`` from ``module`` (or a module whose last part
     is the same), and the local names it gives ``module`` itself."""
     last = module.rsplit(".", 1)[-1]
@@ -131,7 +131,7 @@ def observed_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError):
             continue
-        direct, aliases = _imports_function(tree, name, module)
+        direct, aliases = imports_function(tree, name, module)
         expecting = _expected_to_raise(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or id(node) in expecting:
