@@ -437,7 +437,7 @@ class OpenAIBackend(Backend):
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(8, len(requests))) as pool:
-            return list(pool.map(lambda r: ask_one(self, r), requests))
+            return list(pool.map(self.ask, requests))
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(
