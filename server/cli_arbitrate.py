@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from referee.checks import runner
 from referee.checks.config import ConfigError, Settings, discover
+from referee.checks.models import ArbitrationVerdict
 from referee.server import output
 from referee.server.cli_common import (
     EXIT_USAGE,
@@ -79,43 +80,34 @@ def arbitrate(
       referee arbitrate tests/test_text.py::test_vowels
       referee arbitrate 'tests/test_text.py::test_cases[aeiou-4]' --apply
     """
-    try:
-        _arbitrate(test_id, fmt, apply_fix, oracles, model_name, no_queue, config_path)
-    except _NoVerdict as exc:
-        if fmt == "json":
-            # a machine reading --format json gets JSON on every exit path
-            from referee import __version__
-            from referee.checks.models import ArbitrationFailure
-
-            failure = ArbitrationFailure(
-                version=__version__, test_id=test_id, error=str(exc), exit_status=EXIT_USAGE
-            )
-            click.echo(failure.model_dump_json(indent=2))
-        raise fail(str(exc)) from None
+    with _no_verdict_exits(test_id, fmt):
+        test_file, rest = _test_of(test_id)
+        settings = _settings(test_file, config_path, oracles, model_name)
+        node_id = f"{settings.relative(test_file)}::{rest}"
+        verdict = _verdict(node_id, settings, apply_fix, no_queue)
+    if fmt == "json":
+        click.echo(verdict.model_dump_json(indent=2))
+    else:
+        output.arbitration_text(verdict, Console(highlight=False, soft_wrap=True), apply_fix)
+    if verdict.verdict == "UNCLEAR":
+        raise click.exceptions.Exit(EXIT_UNCLEAR)
 
 
-class _NoVerdict(Exception):
-    """``referee arbitrate`` reached no verdict (exit status 2); the message says why."""
-
-
-def _arbitrate(
-    test_id: str,
-    fmt: str,
-    apply_fix: bool,
-    oracles: int | None,
-    model_name: str | None,
-    no_queue: bool,
-    config_path: Path | None,
-) -> None:
-    from referee.checks.arbitration import engine
-    from referee.checks.atomic import StaleFileError
-
+def _test_of(test_id: str) -> tuple[Path, str]:
+    """NODEID's test file, and what follows its ``::``."""
     path_part, sep, rest = test_id.partition("::")
     if not sep or not rest:
         raise _NoVerdict(f"{test_id!r} is not a pytest node id like tests/test_x.py::test_name")
     test_file = Path(path_part)
     if not test_file.is_file():
         raise _NoVerdict(f"{path_part}: no such file")
+    return test_file, rest
+
+
+def _settings(
+    test_file: Path, config_path: Path | None, oracles: int | None, model_name: str | None
+) -> Settings:
+    """The test file's project settings, with ``--oracles`` and ``--model`` on top."""
     try:
         settings = discover(test_file.parent, config_path)
         if settings.path is None:
@@ -136,7 +128,16 @@ def _arbitrate(
         if isinstance(arbitration.agreement, int) and arbitration.agreement > arbitration.oracles:
             arbitration = arbitration.model_copy(update={"agreement": "all"})
         settings = settings.with_sections(arbitration=arbitration)
-    node_id = f"{settings.relative(test_file)}::{rest}"
+    return settings
+
+
+def _verdict(
+    node_id: str, settings: Settings, apply_fix: bool, no_queue: bool
+) -> ArbitrationVerdict:
+    """Arbitrate the test ``node_id`` (and with ``--apply``, write the fix)."""
+    from referee.checks.arbitration import engine
+    from referee.checks.atomic import StaleFileError
+
     model = engine.LazyModel.from_settings(settings.config.arbitration, settings.config.judge)
     try:
         with _status() as report:
@@ -155,13 +156,29 @@ def _arbitrate(
         raise _NoVerdict(str(exc)) from None
     except StaleFileError as exc:
         raise _NoVerdict(str(exc)) from None
-    verdict = result.verdict
-    if fmt == "json":
-        click.echo(verdict.model_dump_json(indent=2))
-    else:
-        output.arbitration_text(verdict, Console(highlight=False, soft_wrap=True), apply_fix)
-    if verdict.verdict == "UNCLEAR":
-        raise click.exceptions.Exit(EXIT_UNCLEAR)
+    return result.verdict
+
+
+class _NoVerdict(Exception):
+    """``referee arbitrate`` reached no verdict (exit status 2); the message says why."""
+
+
+@contextmanager
+def _no_verdict_exits(test_id: str, fmt: str):
+    """No verdict: the reason on stderr and exit status 2 — and, with ``--format json``, a
+    machine reading it gets JSON on this exit path too."""
+    try:
+        yield
+    except _NoVerdict as exc:
+        if fmt == "json":
+            from referee import __version__
+            from referee.checks.models import ArbitrationFailure
+
+            failure = ArbitrationFailure(
+                version=__version__, test_id=test_id, error=str(exc), exit_status=EXIT_USAGE
+            )
+            click.echo(failure.model_dump_json(indent=2))
+        raise fail(str(exc)) from None
 
 
 @contextmanager

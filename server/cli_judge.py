@@ -413,22 +413,27 @@ def _decide(item_id: str, decision: str, by: str | None, root: Path | None) -> N
     click.echo(f"{decided.id[:8]} {decision} by {decided.decided_by}: {decided.title}")
 
 
-@review_group.command("accept")
-@click.argument("item_id", metavar="ID")
-@click.option("--by", help="Who decides (default: the current user).")
-@_root_option
-def review_accept(item_id: str, by: str | None, root: Path | None) -> None:
-    """Accept an item: the work is fine (a judge item then passes at L3)."""
-    _decide(item_id, "accepted", by, root)
+def _decision_command(name: str, decision: str, help: str) -> click.Command:
+    """``referee review accept`` / ``reject``: one item's decision, recorded."""
+
+    @review_group.command(name, help=help)
+    @click.argument("item_id", metavar="ID")
+    @click.option("--by", help="Who decides (default: the current user).")
+    @_root_option
+    def decide(item_id: str, by: str | None, root: Path | None) -> None:
+        _decide(item_id, decision, by, root)
+
+    return decide
 
 
-@review_group.command("reject")
-@click.argument("item_id", metavar="ID")
-@click.option("--by", help="Who decides (default: the current user).")
-@_root_option
-def review_reject(item_id: str, by: str | None, root: Path | None) -> None:
-    """Reject an item: it is reported as an error (REF403) until its content changes."""
-    _decide(item_id, "rejected", by, root)
+review_accept = _decision_command(
+    "accept", "accepted", "Accept an item: the work is fine (a judge item then passes at L3)."
+)
+review_reject = _decision_command(
+    "reject",
+    "rejected",
+    "Reject an item: it is reported as an error (REF403) until its content changes.",
+)
 
 
 __all__ = ["judge_results", "review_group"]

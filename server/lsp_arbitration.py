@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from referee.checks.config import ConfigError, Settings
-from referee.server.lsp_feature import Command, LanguageFeature
+from referee.server.lsp_feature import Command, LanguageFeature, quick_fix
 from referee.server.progress import WorkProgress
 
 if TYPE_CHECKING:
@@ -163,22 +163,9 @@ class ArbitrationService(LanguageFeature):
         self, ls: RefereeServer, uri: str, params: types.CodeActionParams
     ) -> list[types.CodeAction]:
         actions = []
-        first, last = params.range.start.line, params.range.end.line
-        for diagnostic in self.diagnostics(ls, uri):
-            if not first <= diagnostic.range.start.line <= last:
-                continue
-            actions.append(
-                types.CodeAction(
-                    title="Arbitrate this failure",
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diagnostic],
-                    command=types.Command(
-                        title="Arbitrate this failure",
-                        command=COMMAND,
-                        arguments=[{"uri": uri, "line": diagnostic.range.start.line}],
-                    ),
-                )
-            )
+        for diagnostic in self.diagnostics_on(ls, uri, params):
+            arguments = [{"uri": uri, "line": diagnostic.range.start.line}]
+            actions.append(quick_fix(diagnostic, "Arbitrate this failure", COMMAND, arguments))
         return actions
 
     def test_id_at(self, uri: str, line: int) -> str | None:

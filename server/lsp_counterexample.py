@@ -30,7 +30,7 @@ from referee.server.progress import WorkProgress
 if TYPE_CHECKING:
     from referee.checks.execution.differential import Differential
     from referee.server.lsp import RefereeServer
-    from referee.server.lsp_execution import Executed, ExecutionService
+    from referee.server.lsp_execution import Executed
 
 ADD_TEST = "referee.execution.addTest"
 FIX_SOURCE = "referee.execution.fixSource"
@@ -247,6 +247,18 @@ def _counterexample(
     return uri, executed, rejected
 
 
+def _command_subject(
+    ls: RefereeServer, args: tuple[Any, ...], command: str
+) -> tuple[str, Executed, Differential, Settings] | dict[str, Any]:
+    """What :func:`_counterexample` finds, and the settings its file is checked with (the
+    commands' work runs on the execution checks' thread, ``ls.execution.executor``)."""
+    found = _counterexample(ls, args, command)
+    if isinstance(found, dict):
+        return found
+    uri, executed, rejected = found
+    return uri, executed, rejected, ls.execution.settings_for(ls, ls.path_of(uri))
+
+
 async def _apply(
     ls: RefereeServer, uri: str, edit: types.TextEdit, label: str
 ) -> dict[str, Any] | None:
@@ -275,16 +287,14 @@ async def _apply(
 
 
 async def add_test_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
-    found = _counterexample(ls, args, ADD_TEST)
+    found = _command_subject(ls, args, ADD_TEST)
     if isinstance(found, dict):
         return found
-    uri, executed, rejected = found
-    service: ExecutionService = ls.execution
-    settings = service.settings_for(ls, ls.path_of(uri))
+    _, executed, rejected, settings = found
     loop = asyncio.get_running_loop()
     try:
         new = await loop.run_in_executor(
-            service.executor, counterexample_test, executed, rejected, settings
+            ls.execution.executor, counterexample_test, executed, rejected, settings
         )
     except NotWritten as exc:
         return {"ok": False, "message": str(exc)}
@@ -477,12 +487,10 @@ async def fix_source_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[s
     from referee.checks import runner
     from referee.checks.progress import Cancelled
 
-    found = _counterexample(ls, args, FIX_SOURCE)
+    found = _command_subject(ls, args, FIX_SOURCE)
     if isinstance(found, dict):
         return found
-    uri, executed, rejected = found
-    service: ExecutionService = ls.execution
-    settings = service.settings_for(ls, ls.path_of(uri))
+    uri, executed, rejected, settings = found
     cache_dir = runner.default_cache_dir() if settings.config.cache else None
     loop = asyncio.get_running_loop()
     # The model may write patches: seconds to minutes, shown and cancellable.
@@ -490,7 +498,7 @@ async def fix_source_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[s
     await progress.begin(f"referee: fixing {rejected.function}")
     try:
         fixed = await loop.run_in_executor(
-            service.executor,
+            ls.execution.executor,
             counterexample_fix,
             executed,
             rejected,

@@ -29,7 +29,6 @@ import ast
 import asyncio
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,9 +40,9 @@ from referee.checks.models import Finding
 from referee.server import lsp_counterexample
 from referee.server.lsp_feature import (
     Command,
-    LanguageFeature,
     LayerResults,
     baseline_text,
+    quick_fix,
     review_actions,
 )
 from referee.server.progress import WorkProgress
@@ -76,18 +75,16 @@ class Executed:
     decided: set[str] = field(default_factory=set)
 
 
-class ExecutionService(LayerResults, LanguageFeature):
+class ExecutionService(LayerResults):
     """The mutation and differential checks on save, and their quick fixes."""
 
     name = "execution"
+    log = log
+    results: dict[str, Executed]
+    failure = "the execution checks of %s failed"
 
     def __init__(self) -> None:
         super().__init__()
-        self.results: dict[str, Executed] = {}
-        # uri -> the run in progress, its stop flag, and the text it runs on (what the
-        # judge, started by the same save, waits for)
-        self.running: dict[str, tuple[asyncio.Task[None], threading.Event, str]] = {}
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="referee-execution")
         self._serial = 0
 
     # ------------------------------------------------------------------ settings
@@ -122,10 +119,6 @@ class ExecutionService(LayerResults, LanguageFeature):
     def did_close(self, ls: RefereeServer, uri: str) -> None:
         self.forget(uri)
 
-    def shutdown(self, ls: RefereeServer) -> None:
-        for uri in list(self.running):
-            self.cancel(uri)
-
     def status(self, ls: RefereeServer) -> dict[str, Any]:
         return {"execution": "running" if self.running else "idle"}
 
@@ -134,33 +127,6 @@ class ExecutionService(LayerResults, LanguageFeature):
             ADD_TEST: lsp_counterexample.add_test_command,
             FIX_SOURCE: lsp_counterexample.fix_source_command,
         }
-
-    def cancel(self, uri: str) -> None:
-        running = self.running.pop(uri, None)
-        if running is not None:
-            running[1].set()
-            running[0].cancel()
-
-    def start(self, ls: RefereeServer, uri: str) -> asyncio.Task[None] | None:
-        document = ls.documents.get(uri)
-        if document is None:
-            return None
-        self.cancel(uri)  # a newer save: the older run's results would be stale
-        stop = threading.Event()
-        task = asyncio.get_running_loop().create_task(
-            self._run(ls, uri, document.text, document.version, stop)
-        )
-        self.running[uri] = (task, stop, document.text)
-        task.add_done_callback(lambda t, uri=uri: self._done(ls, uri, t))
-        ls.notify_status()
-        return task
-
-    def _done(self, ls: RefereeServer, uri: str, task: asyncio.Task[None]) -> None:
-        if uri in self.running and self.running[uri][0] is task:
-            del self.running[uri]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("the execution checks of %s failed", uri, exc_info=task.exception())
-        ls.notify_status()
 
     async def _run(
         self, ls: RefereeServer, uri: str, text: str, version: int | None, stop: threading.Event
@@ -323,41 +289,17 @@ class ExecutionService(LayerResults, LanguageFeature):
         self, ls: RefereeServer, uri: str, params: types.CodeActionParams
     ) -> list[types.CodeAction]:
         actions = []
-        first, last = params.range.start.line, params.range.end.line
         executed = self.results.get(uri)
-        for diagnostic in self.diagnostics(ls, uri):
-            if not first <= diagnostic.range.start.line <= last:
-                continue
+        for diagnostic in self.diagnostics_on(ls, uri, params):
             data = diagnostic.data or {}
             function = data.get("function")
             if diagnostic.code == "REF411" and executed is not None and function:
                 rejected = executed.rejected[function]
+                arguments = [{"uri": uri, "function": function}]
                 title = f"Add {rejected.call} == {rejected.truth} as a test (certified)"
-                actions.append(
-                    types.CodeAction(
-                        title=title,
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[diagnostic],
-                        command=types.Command(
-                            title=title,
-                            command=ADD_TEST,
-                            arguments=[{"uri": uri, "function": function}],
-                        ),
-                    )
-                )
+                actions.append(quick_fix(diagnostic, title, ADD_TEST, arguments))
                 fix_title = f"Fix {function} so that {rejected.call} == {rejected.truth} (verified)"
-                actions.append(
-                    types.CodeAction(
-                        title=fix_title,
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[diagnostic],
-                        command=types.Command(
-                            title=fix_title,
-                            command=FIX_SOURCE,
-                            arguments=[{"uri": uri, "function": function}],
-                        ),
-                    )
-                )
+                actions.append(quick_fix(diagnostic, fix_title, FIX_SOURCE, arguments))
             item_id = data.get("reviewId")
             if diagnostic.code == "REF412" and item_id:
                 actions.extend(review_actions(diagnostic, item_id, uri))

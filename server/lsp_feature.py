@@ -11,8 +11,12 @@ Also here: what the features share (no feature imports another's private helpers
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -65,6 +69,14 @@ class LanguageFeature:
         """Its part of the ``referee/status`` notification."""
         return {}
 
+    def diagnostics_on(
+        self, ls: RefereeServer, uri: str, params: types.CodeActionParams
+    ) -> list[types.Diagnostic]:
+        """Its diagnostics of ``uri`` that start on the lines ``params.range`` covers (the
+        cursor anywhere on a diagnostic's first line offers its quick fixes)."""
+        first, last = params.range.start.line, params.range.end.line
+        return [d for d in self.diagnostics(ls, uri) if first <= d.range.start.line <= last]
+
 
 F = TypeVar("F", bound=LanguageFeature)
 
@@ -83,12 +95,60 @@ class FeatureSlot(Generic[F]):
         ls.replace_feature(self.name, feature)
 
 
-class LayerResults:
-    """What the layers that run on save (the judge, the execution checks) share: where
-    their findings, computed on the text of the last run, are in the text as it is now."""
+class LayerResults(LanguageFeature):
+    """What the layers that run on save (the judge, the execution checks) share: one run
+    per document in the background, on a thread of the layer's own (a newer run cancels
+    the older), the last run's results by uri, and where their findings, computed on the
+    text of the last run, are in the text as it is now."""
+
+    #: where a failed run is logged, and what is said (the document's uri for ``%s``)
+    log: ClassVar[logging.Logger]
+    failure: ClassVar[str]
 
     def __init__(self) -> None:
         self._blocks: dict[tuple[str, int, int], list[tuple[int, int, int]]] = {}
+        # uri -> the run in progress, its stop flag, and the text it runs on (what the
+        # judge, started by the same save, waits for)
+        self.running: dict[str, tuple[asyncio.Task[None], threading.Event, str]] = {}
+        self.results: dict[str, Any] = {}  # uri -> the last run's results
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"referee-{self.name}")
+
+    def _run(
+        self, ls: RefereeServer, uri: str, text: str, version: int | None, stop: threading.Event
+    ) -> Any:
+        """The coroutine of one run on ``text`` (``stop`` is set when it is cancelled)."""
+        raise NotImplementedError
+
+    def cancel(self, uri: str) -> None:
+        running = self.running.pop(uri, None)
+        if running is not None:
+            running[1].set()
+            running[0].cancel()
+
+    def start(self, ls: RefereeServer, uri: str) -> asyncio.Task[None] | None:
+        document = ls.documents.get(uri)
+        if document is None:
+            return None
+        self.cancel(uri)  # a newer save: the older run's results would be stale
+        stop = threading.Event()
+        task = asyncio.get_running_loop().create_task(
+            self._run(ls, uri, document.text, document.version, stop)
+        )
+        self.running[uri] = (task, stop, document.text)
+        task.add_done_callback(lambda t, uri=uri: self._done(ls, uri, t))
+        ls.notify_status()
+        return task
+
+    def _done(self, ls: RefereeServer, uri: str, task: asyncio.Task[None]) -> None:
+        if uri in self.running and self.running[uri][0] is task:
+            del self.running[uri]
+        if not task.cancelled() and task.exception() is not None:
+            self.log.error(self.failure, uri, exc_info=task.exception())
+        ls.notify_status()
+
+    def shutdown(self, ls: RefereeServer) -> None:
+        for uri in list(self.running):
+            self.cancel(uri)
 
     def _moved(self, uri: str, judged: Any, now: str) -> Callable[[int, int], int | None]:
         """For the text as it is now: how far the lines ``first..last`` (1-based) of the
@@ -138,18 +198,36 @@ def first_argument(args: tuple[Any, ...]) -> Any:
     return first
 
 
+def quick_fix(
+    diagnostic: types.Diagnostic,
+    title: str,
+    command: str,
+    arguments: list[Any],
+    command_title: str | None = None,
+) -> types.CodeAction:
+    """The quick fix ``title`` on ``diagnostic`` that runs ``command`` with ``arguments``
+    (the command's own title is the action's unless given)."""
+    return types.CodeAction(
+        title=title,
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[diagnostic],
+        command=types.Command(
+            title=title if command_title is None else command_title,
+            command=command,
+            arguments=arguments,
+        ),
+    )
+
+
 def review_actions(diagnostic: types.Diagnostic, item_id: str, uri: str) -> list[types.CodeAction]:
     """ "Accept in review" and "Reject in review" of the review item a diagnostic shows."""
     return [
-        types.CodeAction(
-            title=f"{verb} in review: {diagnostic.message.splitlines()[0][:60]}",
-            kind=types.CodeActionKind.QuickFix,
-            diagnostics=[diagnostic],
-            command=types.Command(
-                title=f"{verb} (referee review)",
-                command=f"referee.review.{command}",
-                arguments=[item_id, uri],
-            ),
+        quick_fix(
+            diagnostic,
+            f"{verb} in review: {diagnostic.message.splitlines()[0][:60]}",
+            f"referee.review.{command}",
+            [item_id, uri],
+            command_title=f"{verb} (referee review)",
         )
         for verb, command in (("Accept", "accept"), ("Reject", "reject"))
     ]

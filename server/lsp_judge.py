@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +36,6 @@ from referee.checks.models import Finding
 from referee.checks.progress import Work
 from referee.server.lsp_feature import (
     Command,
-    LanguageFeature,
     LayerResults,
     baseline_text,
     first_argument,
@@ -71,16 +69,16 @@ class Judged:
     subjects: dict[int, str] = field(default_factory=dict)  # finding index -> what was judged
 
 
-class JudgeService(LayerResults, LanguageFeature):
+class JudgeService(LayerResults):
     """The L2 judge on save (or on ``referee.judge.run``) and the L3 review queue."""
 
     name = "judge"
+    log = log
+    results: dict[str, Judged]
+    failure = "judging %s failed"
 
     def __init__(self) -> None:
         super().__init__()
-        self.results: dict[str, Judged] = {}
-        self.running: dict[str, tuple[asyncio.Task[None], threading.Event]] = {}
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="referee-judge")
         self.unavailable: str | None = None  # why the model cannot be used, once said
         # The model process crashed and has not answered since: said once (one
         # window/showMessage per episode, not per save), shown in referee/status.
@@ -108,33 +106,6 @@ class JudgeService(LayerResults, LanguageFeature):
         return settings.with_sections(judge=settings.config.judge.model_copy(update=update))
 
     # ------------------------------------------------------------------ running
-
-    def cancel(self, uri: str) -> None:
-        running = self.running.pop(uri, None)
-        if running is not None:
-            running[1].set()
-            running[0].cancel()
-
-    def start(self, ls: RefereeServer, uri: str) -> asyncio.Task[None] | None:
-        document = ls.documents.get(uri)
-        if document is None:
-            return None
-        self.cancel(uri)
-        stop = threading.Event()
-        task = asyncio.get_running_loop().create_task(
-            self._run(ls, uri, document.text, document.version, stop)
-        )
-        self.running[uri] = (task, stop)
-        task.add_done_callback(lambda t, uri=uri: self._done(ls, uri, t))
-        ls.notify_status()
-        return task
-
-    def _done(self, ls: RefereeServer, uri: str, task: asyncio.Task[None]) -> None:
-        if uri in self.running and self.running[uri][0] is task:
-            del self.running[uri]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("judging %s failed", uri, exc_info=task.exception())
-        ls.notify_status()
 
     async def _run(
         self, ls: RefereeServer, uri: str, text: str, version: int | None, stop: threading.Event
@@ -372,14 +343,10 @@ class JudgeService(LayerResults, LanguageFeature):
         self, ls: RefereeServer, uri: str, params: types.CodeActionParams
     ) -> list[types.CodeAction]:
         actions = []
-        for diagnostic in self.diagnostics(ls, uri):
+        for diagnostic in self.diagnostics_on(ls, uri, params):
             item_id = (diagnostic.data or {}).get("reviewId")
-            if not item_id:
-                continue
-            first, last = params.range.start.line, params.range.end.line
-            if not first <= diagnostic.range.start.line <= last:
-                continue
-            actions.extend(review_actions(diagnostic, item_id, uri))
+            if item_id:
+                actions.extend(review_actions(diagnostic, item_id, uri))
         return actions
 
     # ------------------------------------------------------------------ the session
@@ -394,10 +361,6 @@ class JudgeService(LayerResults, LanguageFeature):
     def did_close(self, ls: RefereeServer, uri: str) -> None:
         self.cancel(uri)
         self.results.pop(uri, None)
-
-    def shutdown(self, ls: RefereeServer) -> None:
-        for uri in list(self.running):
-            self.cancel(uri)
 
     # ------------------------------------------------------------------ commands
 

@@ -5,7 +5,7 @@ severity, or suppressed."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from referee.checks.configuration import Contract
 from referee.checks.models import Span
@@ -19,6 +19,27 @@ def _whole_file(ctx: Context) -> Span:
 
 def _where(contract: Contract) -> str:
     return f"contract for {', '.join(contract.globs)}"
+
+
+def _at_least(
+    ctx: Context,
+    minimum: Callable[[Contract], int | None],
+    size: Callable[[], int],
+    unit: str,
+) -> Iterator[Violation]:
+    """The file against each contract's ``minimum`` of a size (lines, characters, tests):
+    one violation per contract it falls short of. ``size`` is counted only when some
+    contract sets a minimum."""
+    limits = [(c, least) for c in ctx.contracts if (least := minimum(c)) is not None]
+    if not limits:
+        return
+    count = size()
+    for contract, least in limits:
+        if count < least:
+            yield Violation(
+                span=_whole_file(ctx),
+                message=f"{count} {unit}; the {_where(contract)} requires at least {least}",
+            )
 
 
 def contract_min_lines(ctx: Context) -> Iterator[Violation]:
@@ -40,16 +61,12 @@ def contract_min_lines(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Write the document the contract asks for, or lower the contract if it is wrong.
     """
-    if not any(c.min_lines is not None for c in ctx.contracts):
-        return
-    lines = sum(1 for line in ctx.source.text.splitlines() if line.strip())
-    for contract in ctx.contracts:
-        if contract.min_lines is not None and lines < contract.min_lines:
-            yield Violation(
-                span=_whole_file(ctx),
-                message=f"{lines} non-blank line(s); the {_where(contract)} requires "
-                f"at least {contract.min_lines}",
-            )
+    yield from _at_least(
+        ctx,
+        lambda c: c.min_lines,
+        lambda: sum(1 for line in ctx.source.text.splitlines() if line.strip()),
+        "non-blank line(s)",
+    )
 
 
 def contract_min_chars(ctx: Context) -> Iterator[Violation]:
@@ -72,16 +89,9 @@ def contract_min_chars(ctx: Context) -> Iterator[Violation]:
     ## Use instead
     Produce the full content, or lower the contract if it is wrong.
     """
-    if not any(c.min_chars is not None for c in ctx.contracts):
-        return
-    length = len(ctx.source.text.strip())
-    for contract in ctx.contracts:
-        if contract.min_chars is not None and length < contract.min_chars:
-            yield Violation(
-                span=_whole_file(ctx),
-                message=f"{length} character(s); the {_where(contract)} requires "
-                f"at least {contract.min_chars}",
-            )
+    yield from _at_least(
+        ctx, lambda c: c.min_chars, lambda: len(ctx.source.text.strip()), "character(s)"
+    )
 
 
 def contract_keywords(ctx: Context) -> Iterator[Violation]:
@@ -325,18 +335,12 @@ def contract_min_tests(ctx: Context) -> Iterator[Violation]:
     """
     if ctx.source.kind != "python":
         return
-    limits = [c for c in ctx.contracts if c.min_tests is not None]
-    if not limits:
-        return
-    module = ctx.module if ctx.is_test_file else PythonModule(ctx.source, is_test_file=True)
-    count = len(module.tests)
-    for contract in limits:
-        if count < contract.min_tests:  # type: ignore[operator]
-            yield Violation(
-                span=_whole_file(ctx),
-                message=f"{count} test(s); the {_where(contract)} requires at least "
-                f"{contract.min_tests}",
-            )
+
+    def tests() -> int:
+        module = ctx.module if ctx.is_test_file else PythonModule(ctx.source, is_test_file=True)
+        return len(module.tests)
+
+    yield from _at_least(ctx, lambda c: c.min_tests, tests, "test(s)")
 
 
 # A test runner's way of saying that something failed. Each needs a count above zero or a

@@ -267,21 +267,11 @@ class _TestComparison:
         if new is None:
             return
         if change.code == codes.FAILURE_SWALLOWED:
-            self.found.append(
-                swallowed(self.guard, self.name, self.before, old.assertion, new.assertion)
-            )
+            self._swallowed(old.assertion, new.assertion)
         elif change.code == "raises":
-            self.found.extend(
-                compare_raises(
-                    self.guard, self.tests, self.name, self.before, old.assertion, new.assertion
-                )
-            )
+            self._raises(old.assertion, new.assertion)
         elif change.code == "approx":
-            self.found.extend(
-                compare_approx(
-                    self.guard, self.tests, self.name, self.before, old.assertion, new.assertion
-                )
-            )
+            self._approx(old.assertion, new.assertion)
         elif change.code in (codes.COMPARISON_WEAKENED, "inverted"):
             self._weakened(change.code, old, new)
         elif change.code == "normalised":
@@ -295,21 +285,76 @@ class _TestComparison:
         elif change.code == codes.EXPECTED_VALUE_CHANGED:
             self._expected_changed(old, new)
 
+    def _judged(self, code: str, line: int, message: str) -> None:
+        self.found.append(judge(self.guard, self.tests, code, line, message))
+
+    def _swallowed(self, old: Assertion, new: Assertion) -> None:
+        self.found.append(
+            Found(
+                codes.FAILURE_SWALLOWED,
+                new.line,
+                f"in {self.name}, `{one_line(new.text)}` ({self.where(old.line)}) is now "
+                f"{new.silenced}",
+            )
+        )
+
+    def _raises(self, old: Assertion, new: Assertion) -> None:
+        broad = {"Exception", "BaseException"}
+        if set(new.raises) & broad and not set(old.raises) & broad:
+            self._judged(
+                codes.RAISES_WIDENED,
+                new.line,
+                f"in {self.name}, `{one_line(old.text)}` ({self.where(old.line)}) "
+                f"now accepts any exception: {', '.join(new.raises)}",
+            )
+        if (
+            old.match is not None
+            and new.match is not None
+            and _matches_anything(new.match)
+            and not _matches_anything(old.match)
+        ):
+            self._judged(
+                codes.RAISES_MATCH_REMOVED,
+                new.line,
+                f"in {self.name}, the `match={old.match}` of `{one_line(old.text)}` "
+                f"({self.where(old.line)}) became `{new.match}`, which "
+                "matches any message",
+            )
+        if old.match is not None and new.match is None:
+            self._judged(
+                codes.RAISES_MATCH_REMOVED,
+                new.line,
+                f"in {self.name}, the `match={old.match}` of `{one_line(old.text)}` "
+                f"({self.where(old.line)}) was removed",
+            )
+
+    def _approx(self, old: Assertion, new: Assertion) -> None:
+        for label, was, now in zip(
+            ("rel", "abs"),
+            _effective_tolerance(old.tolerance),
+            _effective_tolerance(new.tolerance),
+            strict=True,
+        ):
+            if now > was:
+                self._judged(
+                    codes.APPROX_LOOSENED,
+                    new.line,
+                    f"in {self.name}, the approx tolerance {label} went from {was:g} "
+                    f"to {now:g} ({self.where(old.line)})",
+                )
+                return
+
     def _weakened(self, code: str, old: Check, new: Check) -> None:
         how = (
             f"was weakened to `{one_line(check_text(new))}`: `{old.op}` -> `{new.op}`"
             if code == codes.COMPARISON_WEAKENED
             else f"was inverted to `{one_line(check_text(new))}`: it now asserts the opposite"
         )
-        self.found.append(
-            judge(
-                self.guard,
-                self.tests,
-                codes.COMPARISON_WEAKENED,
-                new.assertion.line,
-                f"in {self.name}, `{one_line(check_text(old))}` "
-                f"({self.where(old.assertion.line)}) {how}",
-            )
+        self._judged(
+            codes.COMPARISON_WEAKENED,
+            new.assertion.line,
+            f"in {self.name}, `{one_line(check_text(old))}` "
+            f"({self.where(old.assertion.line)}) {how}",
         )
 
     def _normalised(self, old: Check, new: Check) -> None:
@@ -338,7 +383,7 @@ class _TestComparison:
         if self.rewritten:
             self.found.append(relaxed(self.guard, code, line, message))
         else:
-            self.found.append(judge(self.guard, self.tests, code, line, message))
+            self._judged(code, line, message)
 
     def _conditioned(self, old: Check, new: Check) -> None:
         self.found.append(
@@ -408,19 +453,15 @@ class _TestComparison:
                 )
             )
             return
-        self.found.append(judge(guard, self.tests, codes.ASSERTION_REMOVED, after.line, message))
+        self._judged(codes.ASSERTION_REMOVED, after.line, message)
 
     def _case_removed(self, row: int) -> None:
-        self.found.append(
-            judge(
-                self.guard,
-                self.tests,
-                codes.PARAMETRIZE_CASES_REMOVED,
-                self.after.line,
-                f"in {self.name}, the parametrized case "
-                f"{one_line(row_label(self.before, row, self.guard.fixtures), 120)} "
-                f"({self.guard.base}) was removed",
-            )
+        self._judged(
+            codes.PARAMETRIZE_CASES_REMOVED,
+            self.after.line,
+            f"in {self.name}, the parametrized case "
+            f"{one_line(row_label(self.before, row, self.guard.fixtures), 120)} "
+            f"({self.guard.base}) was removed",
         )
 
     # ------------------------------------------------------------------ the whole test
@@ -527,69 +568,6 @@ def _narrower(new: str, old: str) -> bool:
     return False
 
 
-def swallowed(
-    guard: GuardContext, name: str, before: TestFacts, old: Assertion, new: Assertion
-) -> Found:
-    return Found(
-        codes.FAILURE_SWALLOWED,
-        new.line,
-        f"in {name}, `{one_line(new.text)}` ({where(guard, before, old.line)}) is now "
-        f"{new.silenced}",
-    )
-
-
-def compare_raises(
-    guard: GuardContext,
-    tests: tuple[TestFacts, ...],
-    name: str,
-    before: TestFacts,
-    old: Assertion,
-    new: Assertion,
-) -> list[Found]:
-    found = []
-    broad = {"Exception", "BaseException"}
-    if set(new.raises) & broad and not set(old.raises) & broad:
-        found.append(
-            judge(
-                guard,
-                tests,
-                codes.RAISES_WIDENED,
-                new.line,
-                f"in {name}, `{one_line(old.text)}` ({where(guard, before, old.line)}) "
-                f"now accepts any exception: {', '.join(new.raises)}",
-            )
-        )
-    if (
-        old.match is not None
-        and new.match is not None
-        and _matches_anything(new.match)
-        and not _matches_anything(old.match)
-    ):
-        found.append(
-            judge(
-                guard,
-                tests,
-                codes.RAISES_MATCH_REMOVED,
-                new.line,
-                f"in {name}, the `match={old.match}` of `{one_line(old.text)}` "
-                f"({where(guard, before, old.line)}) became `{new.match}`, which "
-                "matches any message",
-            )
-        )
-    if old.match is not None and new.match is None:
-        found.append(
-            judge(
-                guard,
-                tests,
-                codes.RAISES_MATCH_REMOVED,
-                new.line,
-                f"in {name}, the `match={old.match}` of `{one_line(old.text)}` "
-                f"({where(guard, before, old.line)}) was removed",
-            )
-        )
-    return found
-
-
 # pytest.approx's tolerances when none is given. With `abs` alone, `rel` is not used.
 _APPROX_REL, _APPROX_ABS = 1e-6, 1e-12
 
@@ -613,31 +591,3 @@ def _matches_anything(pattern: str) -> bool:
         return False
     core = value.removeprefix("(?s)").removeprefix("^").removesuffix("$")
     return core in ("", ".*", ".+", ".", ".*?", "[\\s\\S]*", "(.*)", "(?:.*)")
-
-
-def compare_approx(
-    guard: GuardContext,
-    tests: tuple[TestFacts, ...],
-    name: str,
-    before: TestFacts,
-    old: Assertion,
-    new: Assertion,
-) -> list[Found]:
-    for label, was, now in zip(
-        ("rel", "abs"),
-        _effective_tolerance(old.tolerance),
-        _effective_tolerance(new.tolerance),
-        strict=True,
-    ):
-        if now > was:
-            return [
-                judge(
-                    guard,
-                    tests,
-                    codes.APPROX_LOOSENED,
-                    new.line,
-                    f"in {name}, the approx tolerance {label} went from {was:g} "
-                    f"to {now:g} ({where(guard, before, old.line)})",
-                )
-            ]
-    return []

@@ -462,7 +462,7 @@ def _value_edits(
 def _runner(now: dict[str, str], timeout_s: float, python: Interpreter | None) -> _Run:
     """How to run some tests of a view of the project in the sandbox: pytest, laid out
     as the project is (a ``src/`` layout packaged)."""
-    from referee.checks.execution.mutation import layout_args
+    from referee.checks.execution.targets import layout_args
 
     layout, mapping = layout_args(now, any(path.startswith("src/") for path in now))
     args = ["-q", "-rA", "--tb=line", "--no-header", "-o", "addopts=", "-p", "no:warnings"]
@@ -472,7 +472,7 @@ def _runner(now: dict[str, str], timeout_s: float, python: Interpreter | None) -
     )
 
     def run(view: dict[str, str], targets: list[str]) -> sandbox.SandboxResult:
-        from referee.checks.execution.mutation import packaged_view
+        from referee.checks.execution.targets import packaged_view
 
         full = {**view, **packaged_view(view, mapping)} if mapping else view
         return sandbox.run_pytest(full, [*targets, *args], limits=limits, python=python)

@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from referee.checks.judge import models as model_files
 
@@ -52,34 +52,9 @@ class Generation:
     completion_tokens: int = 0
 
 
-class Backend(Protocol):
-    """What the judge and the oracle writer need from a model.
-
-    ``schema`` constrains the answer to a JSON schema; ``grammar`` (llama.cpp GBNF), where
-    the backend can use it, is the same constraint written out — a backend that cannot use
-    a grammar uses the schema.
-    """
-
-    @property
-    def identity(self) -> str:
-        """Stable id of the weights behind this backend (part of every cache key)."""
-        ...
-
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        grammar: str | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int | None = None,
-    ) -> Generation: ...
-
-
 @dataclass(frozen=True)
 class ChatRequest:
-    """One question of a batch (see :func:`chat_batch`)."""
+    """One question: to :meth:`Backend.chat`, or one of a batch (see :func:`chat_batch`)."""
 
     messages: Sequence[Message]
     schema: dict[str, Any] | None = None
@@ -94,6 +69,38 @@ class ChatRequest:
     # chooses, None once complete): the in-process model appends it without decoding it
     # token by token. An optimisation only — other backends ignore it.
     forcing: Callable[[str], str | None] | None = None
+
+
+class Backend:
+    """What the judge and the oracle writer need from a model.
+
+    ``schema`` constrains the answer to a JSON schema; ``grammar`` (llama.cpp GBNF), where
+    the backend can use it, is the same constraint written out — a backend that cannot use
+    a grammar uses the schema. The backends here answer :meth:`chat`'s question as one
+    :class:`ChatRequest`, in :meth:`ask`; any object with an ``identity`` and a ``chat`` of
+    this signature serves as well (the tests' fakes).
+    """
+
+    @property
+    def identity(self) -> str:
+        """Stable id of the weights behind this backend (part of every cache key)."""
+        raise NotImplementedError
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        grammar: str | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> Generation:
+        return self.ask(ChatRequest(messages, schema, grammar, max_tokens, temperature, seed))
+
+    def ask(self, request: ChatRequest) -> Generation:
+        """The answer to one question."""
+        raise NotImplementedError
 
 
 def chat_batch(
@@ -136,7 +143,7 @@ def ask_one(backend: Any, r: ChatRequest) -> Generation:
 # ------------------------------------------------------------------------ llama-cpp
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(Backend):
     """A GGUF model loaded in this process. Thread-safe: calls are serialised."""
 
     def __init__(
@@ -273,34 +280,34 @@ class LlamaCppBackend:
             )
         return self._grammars[key]
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        grammar: str | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int | None = None,
-    ) -> Generation:
-        kwargs: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
-        if seed is not None:
-            kwargs["seed"] = seed
-        if temperature == 0.0:
+    def ask(self, request: ChatRequest) -> Generation:
+        kwargs: dict[str, Any] = {
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.temperature == 0.0:
             kwargs["top_k"] = 1
         with self._lock:
-            if schema is not None or grammar is not None:
-                kwargs["grammar"] = self._grammar(schema, grammar)
+            if request.schema is not None or request.grammar is not None:
+                kwargs["grammar"] = self._grammar(request.schema, request.grammar)
             try:
-                out = self._llm.create_chat_completion(messages=list(messages), **kwargs)
+                out = self._llm.create_chat_completion(messages=list(request.messages), **kwargs)
             except ValueError as exc:  # e.g. the prompt does not fit the context
                 raise BackendError(f"the model could not answer: {exc}") from exc
-        usage = out.get("usage") or {}
-        return Generation(
-            text=out["choices"][0]["message"]["content"] or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-        )
+        return _completion(out["choices"][0]["message"]["content"] or "", out)
+
+
+def _completion(text: str, answer: dict[str, Any]) -> Generation:
+    """An OpenAI-shaped chat completion's answer (llama.cpp's and the servers'), with the
+    tokens its ``usage`` counts (none where it counts none)."""
+    usage = answer.get("usage") or {}
+    return Generation(
+        text=text,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+    )
 
 
 _PARAMS_LOCK = threading.Lock()
@@ -352,7 +359,7 @@ def _file_identity(path: Path) -> str:
 # --------------------------------------------------------------------------- OpenAI
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """An OpenAI-compatible chat-completions endpoint (``{url}/chat/completions``)."""
 
     def __init__(
@@ -375,34 +382,25 @@ class OpenAIBackend:
     def identity(self) -> str:
         return f"openai:{self.url}:{self.model}"
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        grammar: str | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int | None = None,
-    ) -> Generation:
+    def ask(self, request: ChatRequest) -> Generation:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": list(messages),
-            "max_tokens": max_tokens,
-            "temperature": temperature,
+            "messages": list(request.messages),
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
         }
-        if seed is not None:
-            body["seed"] = seed
+        if request.seed is not None:
+            body["seed"] = request.seed
         formats = [None]
-        if schema is not None:
+        if request.schema is not None:
             formats = [
                 # OpenAI, vLLM, llama-server:
                 {
                     "type": "json_schema",
-                    "json_schema": {"name": "answer", "schema": schema, "strict": True},
+                    "json_schema": {"name": "answer", "schema": request.schema, "strict": True},
                 },
                 # llama-cpp-python's server and older llama-server builds:
-                {"type": "json_object", "schema": schema},
+                {"type": "json_object", "schema": request.schema},
             ]
             if self._format_index:
                 formats = formats[self._format_index :]
@@ -424,12 +422,7 @@ class OpenAIBackend:
             text = data["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError) as exc:
             raise BackendError(f"model server {self.url} gave no answer: {data!r:.200}") from exc
-        usage = data.get("usage") or {}
-        return Generation(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
+        return _completion(text, data)
 
     def chat_batch(
         self,
@@ -444,7 +437,7 @@ class OpenAIBackend:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(8, len(requests))) as pool:
-            return list(pool.map(lambda r: ask_one(self, r), requests))
+            return list(pool.map(self.ask, requests))
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(
@@ -486,7 +479,7 @@ class _Rejected(Exception):
 
 
 @dataclass
-class ScriptedBackend:
+class ScriptedBackend(Backend):
     """For unit tests of the logic around the model: answers come from a function.
 
     ``answer(messages, schema)`` returns the text; every call is recorded in ``calls``.
@@ -497,15 +490,6 @@ class ScriptedBackend:
     identity: str = "scripted"
     calls: list[Sequence[Message]] = field(default_factory=list)
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        grammar: str | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int | None = None,
-    ) -> Generation:
-        self.calls.append(list(messages))
-        return Generation(text=self.answer(messages, schema))
+    def ask(self, request: ChatRequest) -> Generation:
+        self.calls.append(list(request.messages))
+        return Generation(text=self.answer(request.messages, request.schema))

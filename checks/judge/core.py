@@ -276,19 +276,24 @@ def messages_for(subject: Subject, path: str, instruction: str) -> list[dict[str
     return [{"role": "system", "content": p.texts["system"]}, {"role": "user", "content": user}]
 
 
-def ask_all(
-    subject: Subject,
-    path: str,
-    instructions: dict[str, str],
-    backend: Backend,
-    config: JudgeConfig,
-    cache: VerdictCache,
-    stats: Stats,
-    work: Work = IDLE,
-) -> list[JudgeVerdict]:
+@dataclass(frozen=True)
+class Panel:
+    """Who judges the subjects of one file: the file (``path``), the perspectives'
+    instructions by name, the model, the judge's settings and the verdicts' cache."""
+
+    path: str
+    instructions: dict[str, str]
+    backend: Backend
+    config: JudgeConfig
+    cache: VerdictCache
+
+
+def ask_all(subject: Subject, panel: Panel, stats: Stats, work: Work = IDLE) -> list[JudgeVerdict]:
     """Every perspective's verdict on one subject, in the order of ``instructions``: cached
     ones from the cache, the rest asked together (one batch for a model in process; the
     prompts share everything but the perspective's last line)."""
+    path, instructions, backend = panel.path, panel.instructions, panel.backend
+    config, cache = panel.config, panel.cache
     version = prompts().version + ("-lines" if config.constrain_evidence else "")
     keys = {
         name: cache.key(subject, backend.identity, version, name, instruction)
@@ -441,14 +446,13 @@ def judge_subjects(
     result = FileJudgement(path)
     cache = cache if cache is not None else default_cache()
     instructions = perspective_instructions(config)
+    panel = Panel(path, instructions, backend, config, cache)
     queue_state = review.read(root) if root is not None else review.Queue()
     result.notes.extend(queue_state.problems)
     for number, subject in enumerate(found, start=1):
         work.raise_if_cancelled()
         work.advance(subject.name, number, len(found), ", ".join(instructions))
-        decision, rate = _judge_one(
-            subject, path, instructions, backend, config, cache, result, work
-        )
+        decision, rate = _judge_one(subject, panel, result, work)
         if root is not None and (decision.outcome == "UNCLEAR" or decision.audit):
             decision = _through_review(root, path, subject, decision, rate, queue_state, queue)
         result.decisions.append(decision)
@@ -461,19 +465,13 @@ def judge_subjects(
 
 
 def _judge_one(
-    subject: Subject,
-    path: str,
-    instructions: dict[str, str],
-    backend: Backend,
-    config: JudgeConfig,
-    cache: VerdictCache,
-    result: FileJudgement,
-    work: Work,
+    subject: Subject, panel: Panel, result: FileJudgement, work: Work
 ) -> tuple[Decision, float]:
     """The perspectives' verdicts on one subject and what they decide, with the audit
     sampling of a PASS: (the L2 decision, the audit rate it was sampled at)."""
+    path, config = panel.path, panel.config
     try:
-        verdicts = ask_all(subject, path, instructions, backend, config, cache, result.stats, work)
+        verdicts = ask_all(subject, panel, result.stats, work)
     except (WorkerCrashed, WorkerUnavailable) as exc:
         # Never a PASS: the item goes to a person with the reason, the rest wait for
         # the next run (a fresh model process). Unavailable: it crashed a moment ago

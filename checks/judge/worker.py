@@ -51,11 +51,11 @@ from typing import Any
 
 from referee.checks.judge import runtime
 from referee.checks.judge.backend import (
+    Backend,
     BackendError,
     BatchCancelled,
     ChatRequest,
     Generation,
-    Message,
 )
 from referee.checks.process import dead_or_dying, kill_and_reap, read_exact, wait_then_kill
 
@@ -113,7 +113,7 @@ class _Process:
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=40))
 
 
-class WorkerBackend:
+class WorkerBackend(Backend):
     """The :class:`~referee.checks.judge.backend.Backend` of a GGUF model run by a worker
     process. Thread-safe: calls are serialised (the worker answers one at a time)."""
 
@@ -367,25 +367,16 @@ class WorkerBackend:
 
     # ---------------------------------------------------------------- Backend
 
-    def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        grammar: str | None = None,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int | None = None,
-    ) -> Generation:
+    def ask(self, request: ChatRequest) -> Generation:
         answer = self._call(
             {
                 "op": "chat",
-                "messages": list(messages),
-                "schema": schema,
-                "grammar": grammar,
-                "max_tokens": max_tokens,
-                "temperature": temperature,
-                "seed": seed,
+                "messages": list(request.messages),
+                "schema": request.schema,
+                "grammar": request.grammar,
+                "max_tokens": request.max_tokens,
+                "temperature": request.temperature,
+                "seed": request.seed,
             }
         )
         return _generation(answer["generations"][0])
