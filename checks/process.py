@@ -30,6 +30,25 @@ def start_in_own_group(command: Sequence[str], **options: Any) -> subprocess.Pop
     return subprocess.Popen(command, start_new_session=True, close_fds=True, **options)
 
 
+def run_in_own_group(
+    command: Sequence[str], timeout: float, **options: Any
+) -> tuple[int | None, bytes, bool]:
+    """(exit status, stdout, whether it ran out of ``timeout``) of ``command`` run to its
+    end in a group of its own. The group is killed when time runs out, and again after it
+    exits: whatever it left running (a test's server, a stuck child) goes with it."""
+    proc = start_in_own_group(command, stdout=subprocess.PIPE, **options)
+    timed_out = False
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc.pid)
+        output, _ = proc.communicate()
+    finally:
+        kill_group(proc.pid)
+    return proc.returncode, output, timed_out
+
+
 def exited_unreaped(proc: subprocess.Popen[bytes]) -> bool:
     """Whether the process has exited, without reaping it where the OS allows (its pid,
     and so its process group's id, stays ours until the group is killed)."""

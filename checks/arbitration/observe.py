@@ -6,13 +6,11 @@ never without a time limit: the process group is killed when it runs over.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import posixpath
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +20,7 @@ from typing import Any
 
 from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV
 from referee.checks.interpreter import Interpreter
+from referee.checks.process import run_in_own_group
 
 # The plugin runs in the project's interpreter, where referee may not be importable: a copy
 # of its file goes into the run's scratch directory, which alone is put on PYTHONPATH.
@@ -212,27 +211,14 @@ def _run(
 ) -> tuple[int | None, bytes, bool]:
     """(exit status, output, whether it ran out of time) of the pytest process, in a
     session of its own: whatever it leaves running is killed with it."""
-    proc = subprocess.Popen(
+    return run_in_own_group(
         command,
+        timeout,
         cwd=root,
         env=env,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        start_new_session=True,
     )
-    timed_out = False
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-    finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # what the tests left running
-    return proc.returncode, output, timed_out
 
 
 def _records(out: Path) -> tuple[list[TestRecord], list[TestRecord]]:
