@@ -393,6 +393,11 @@ class World:
             # it (three modes, oracles and patches): 15 s made the two timeout rows about
             # a third of the suite's CPU; the honest runs here take 1-2 s.
             "test-timeout = 6\n"
+            # A hostile oracle that fails to run is replaced by another sample of the same
+            # program (the default writes up to 24, in rounds of twice the failed ones): one
+            # replacement keeps that path under attack; the default's four rounds of endless
+            # loops made each timeout row ~43 s of a burnt core.
+            "oracle-replacements = 1\n"
         )
         (base / "project" / "referee.toml").write_text(config, encoding="utf-8")
         (base / "project" / "text.py").write_text(BUGGY, encoding="utf-8")
