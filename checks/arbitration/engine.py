@@ -8,9 +8,8 @@ fix, go to the review queue.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -72,7 +71,7 @@ from referee.checks.arbitration.verdicts import (
     source_wrong,
     test_wrong,
 )
-from referee.checks.config import DEFAULT_EXCLUDE, Settings, glob_match
+from referee.checks.config import Settings, walk
 from referee.checks.configuration import ArbitrationConfig
 from referee.checks.models import ArbitrationVerdict, Certificate, Observation, OracleResult
 from referee.checks.nodes import excerpt
@@ -608,7 +607,7 @@ class _Context:
             self.test.path,
             (self.test.cls, self.test.name),
             arguments,
-            exclude=self.settings.config.exclude,
+            settings=self.settings,
             signature=parameters(spec.signature),
         )
         if function_relpath is None:
@@ -730,23 +729,6 @@ class _LazyFiles:
         if self._files is None:
             self._files = project_files(self.root, self.settings)
         return self._files
-
-
-def walk(root: Path, settings: Settings) -> Iterator[tuple[str, Path]]:
-    """(relative posix path, path) of the project's files, in a stable order, without
-    the directories nobody checks (``.git``, virtual environments, ``exclude``)."""
-    for directory, dirnames, filenames in os.walk(root):
-        rel_dir = os.path.relpath(directory, root)
-        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not d.startswith(".")
-            and not any(glob_match(f"{rel_dir}{d}/", p) for p in DEFAULT_EXCLUDE)
-            and not settings.is_excluded(f"{rel_dir}{d}/")
-        )
-        for name in sorted(filenames):
-            yield f"{rel_dir}{name}", Path(directory, name)
 
 
 def project_files(root: Path, settings: Settings) -> dict[str, str]:
