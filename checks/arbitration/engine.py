@@ -65,6 +65,7 @@ from referee.checks.arbitration.verdicts import (
     Arbitration,
     BackendFactory,
     Fixing,
+    Truth,
     confirm_test_edit,
     expectation_verdict,
     raises_verdict,
@@ -539,10 +540,11 @@ class _Context:
         assert self.observation is not None
         obs = self.observation
         history = outcomes.history(self.root, self.test.path, isolated.expected.line)
+        found = Truth(truth, truth_source, history)
         if isolated.op == "raises":
-            return raises_verdict(self, isolated, truth, truth_source, history)
+            return raises_verdict(self, isolated, found)
         if isolated.op not in EQUALITY_OPS:
-            return expectation_verdict(self, isolated, truth, truth_source, history, fixing)
+            return expectation_verdict(self, isolated, found, fixing)
         produced_ok = obs.produced is not None and sandbox.values_equal(truth, obs.produced)
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
         if produced_ok and not asserted_ok and isolated.expected.kind in READ_NOT_WRITTEN:
@@ -553,9 +555,7 @@ class _Context:
                 f"test's expected value `{excerpt(isolated.expected.text)}` came from the "
                 "test's locals as it ran (a loop over a table, a local), not from a literal "
                 "referee can replace: the test is not edited",
-                truth=truth,
-                truth_source=truth_source,
-                history=history,
+                **found.fields(),
             )
         if produced_ok and not asserted_ok:
             if truth_source.startswith("oracles"):
@@ -571,11 +571,9 @@ class _Context:
                 )
                 if refused is not None:
                     return refused
-            return test_wrong(
-                self, isolated, truth, truth_source, history, fixing.files, fixing.say
-            )
+            return test_wrong(self, isolated, found, fixing.files, fixing.say)
         if asserted_ok and not produced_ok:
-            return source_wrong(self, isolated, truth, truth_source, history, fixing)
+            return source_wrong(self, isolated, found, fixing)
         if produced_ok and asserted_ok:
             reason = f"the truth ({truth}) equals both the produced and the asserted value"
         else:
