@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -249,6 +250,22 @@ class Settings:
         data = self.config.model_dump(by_alias=True)
         data.update({k.replace("_", "-"): v for k, v in update.items()})
         return dataclasses.replace(self, config=validate(data, None))
+
+
+def walk(root: Path, settings: Settings) -> Iterator[tuple[str, Path]]:
+    """(relative posix path, path) of the project's files, in a stable order, without
+    the directories nobody checks: hidden ones (``.git``), :data:`DEFAULT_EXCLUDE`
+    (virtual environments, build output) and the configuration's ``exclude``."""
+    for directory, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(directory, root)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and not settings.is_excluded(f"{rel_dir}{d}/")
+        )
+        for name in sorted(filenames):
+            yield f"{rel_dir}{name}", Path(directory, name)
 
 
 _DEFAULT_TEST_FILES = list(DEFAULT_TEST_FILES)

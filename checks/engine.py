@@ -9,6 +9,7 @@ text gives.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import threading
 from collections.abc import Iterable
@@ -278,6 +279,38 @@ def check_text(text: str, path: str, settings: Settings | None = None) -> list[F
 _CITES_LINE = re.compile(r"\blines?\s+\d")
 
 
+@dataclass(frozen=True)
+class _Job:
+    """One incremental check's file and what it is checked with: what its two paths
+    (:meth:`IncrementalEngine._full`, :meth:`IncrementalEngine._check`) share."""
+
+    source: SourceFile
+    settings: Settings
+    relpath: str
+    guard: GuardContext | None
+    project: FileView
+    chunks: list[Chunk]
+
+    def context(self, store: dict[str, object], module: Any = None) -> Context:
+        return _context(
+            self.source, self.settings, self.relpath, self.guard, module, store, self.project
+        )
+
+    @functools.cached_property
+    def rules(self) -> list[Rule]:
+        return self.settings.rules_for(self.relpath, self.source.kind)
+
+    def run(self, ctx: Context, *, statement: bool) -> list[Finding]:
+        """The findings of the rules whose findings are cached by chunk (``statement``),
+        or of the others, which see the whole file every time."""
+        chosen = [r for r in self.rules if (r.scope == STATEMENT) == statement]
+        return _run(ctx, chosen, self.settings)
+
+    def unsuppressed(self, findings: list[Finding]) -> list[Finding]:
+        """The check's result: the findings no suppression comment silences, in order."""
+        return _sort(_unsuppressed(findings, self.source.text, self.guard))
+
+
 @dataclass
 class _Entry:
     facts: ChunkFacts
@@ -403,7 +436,7 @@ class Incremental:
             # helper that stopped asserting, an override removed) re-checks it all.
             identity = (settings, relpath, source.path, source.kind, project)
             unittest_only = imports_only_unittest(source.text)
-            chunks = chunks_of(source)
+            job = _Job(source, settings, relpath, guard, project, chunks_of(source))
             if (
                 self._identity == identity
                 and unittest_only == self._unittest_only
@@ -411,34 +444,24 @@ class Incremental:
                 and source.tree.root_node.type == "module"
             ):
                 try:
-                    return self._check(
-                        source, settings, relpath, guard, chunks, unittest_only, project
-                    )
+                    return self._check(job, unittest_only)
                 except _Stale:
                     pass
             if identity != self._identity:
                 self.store = {}
             self._identity = identity
             self._unittest_only = unittest_only
-            return self._full(source, settings, relpath, guard, chunks, project)
+            return self._full(job)
 
     # ------------------------------------------------------------------ the two paths
 
-    def _full(
-        self,
-        source: SourceFile,
-        settings: Settings,
-        relpath: str,
-        guard: GuardContext | None,
-        chunks: list[Chunk],
-        project: FileView,
-    ) -> list[Finding]:
-        ctx = _context(source, settings, relpath, guard, store=self.store, project=project)
+    def _full(self, job: _Job) -> list[Finding]:
+        chunks = job.chunks
+        ctx = job.context(self.store)
         ctx.memo["chunks"] = chunks  # for the rules' own per-statement caches
         module = ctx.module
-        rules = settings.rules_for(relpath, source.kind)
-        local = _run(ctx, [r for r in rules if r.scope == STATEMENT], settings)
-        whole = _run(ctx, [r for r in rules if r.scope != STATEMENT], settings)
+        local = job.run(ctx, statement=True)
+        whole = job.run(ctx, statement=False)
         everything = list(range(len(chunks)))
         facts = chunk_facts(module, chunks, everything)
         by_chunk = _by_chunk(local, chunks, set(everything))
@@ -455,20 +478,12 @@ class Incremental:
         self._aliases = frozenset(alias for f in facts.values() for alias in f.aliases)
         self._globals = (defined, asserting, offered)
         self.rechecked = len(chunks)
-        return _sort(_unsuppressed(local + whole, source.text, guard))
+        return job.unsuppressed(local + whole)
 
-    def _check(
-        self,
-        source: SourceFile,
-        settings: Settings,
-        relpath: str,
-        guard: GuardContext | None,
-        chunks: list[Chunk],
-        unittest_only: bool,
-        project: FileView,
-    ) -> list[Finding]:
+    def _check(self, job: _Job, unittest_only: bool) -> list[Finding]:
+        source, chunks, project = job.source, job.chunks, job.project
         entries = self._entries
-        is_test_file = is_test_module(settings, source, relpath, project)
+        is_test_file = is_test_module(job.settings, source, job.relpath, project)
         new = [
             i
             for i, chunk in enumerate(chunks)
@@ -497,9 +512,7 @@ class Incremental:
                 source, is_test_file, chunks, sorted(redo | context), unittest_only, project
             )
         module.use_file_facts(defined, asserting)
-        rules = settings.rules_for(relpath, source.kind)
-        ctx = _context(source, settings, relpath, guard, module, self.store, project)
-        local = _run(ctx, [r for r in rules if r.scope == STATEMENT], settings)
+        local = job.run(job.context(self.store, module), statement=True)
         by_chunk = _by_chunk(local, chunks, redo | context)
         if by_chunk is None:
             raise _Stale
@@ -507,11 +520,10 @@ class Incremental:
         self._entries = entries_now
         self._globals = file_facts
         self.rechecked = len(redo)
-        whole_module = _FileFacts(source, is_test_file, chunks, facts, project)
-        ctx = _context(source, settings, relpath, guard, whole_module, self.store, project)
+        ctx = job.context(self.store, _FileFacts(source, is_test_file, chunks, facts, project))
         ctx.memo["chunks"] = chunks
-        findings.extend(_run(ctx, [r for r in rules if r.scope != STATEMENT], settings))
-        return _sort(_unsuppressed(findings, source.text, guard))
+        findings.extend(job.run(ctx, statement=False))
+        return job.unsuppressed(findings)
 
     def _redo(
         self,

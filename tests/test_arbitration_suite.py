@@ -359,3 +359,17 @@ def test_through_the_engine_an_assertion_edited_now_does_not_count(tmp_path: Pat
     verdict = run(root, NODE, model.backend()).verdict
     assert verdict.verdict == "SOURCE_WRONG", verdict.reason
     assert verdict.truth_source == "oracles (spec from suite: 2 examples)"
+
+
+def test_the_suite_is_read_through_the_projects_one_walk(tmp_path: Path):
+    """Test modules in virtual environments, build output and ``exclude`` are not the suite."""
+    from referee.checks.arbitration.suite import test_files
+    from referee.checks.config import Settings, validate
+
+    skipped = ("venv", ".venv", "x.egg-info", "node_modules", "pkg/build", "__pycache__", "gen")
+    for folder in ("tests", "pkg", *skipped):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "test_a.py").write_text("")
+    settings = Settings(validate({"exclude": ["gen/"]}, None), tmp_path)
+    found = list(test_files(tmp_path, "tests/test_a.py", settings))
+    assert found == ["tests/test_a.py", "pkg/test_a.py"]

@@ -8,9 +8,8 @@ fix, go to the review queue.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -66,13 +65,14 @@ from referee.checks.arbitration.verdicts import (
     Arbitration,
     BackendFactory,
     Fixing,
+    Truth,
     confirm_test_edit,
     expectation_verdict,
     raises_verdict,
     source_wrong,
     test_wrong,
 )
-from referee.checks.config import DEFAULT_EXCLUDE, Settings, glob_match
+from referee.checks.config import Settings, walk
 from referee.checks.configuration import ArbitrationConfig
 from referee.checks.models import ArbitrationVerdict, Certificate, Observation, OracleResult
 from referee.checks.nodes import excerpt
@@ -540,10 +540,11 @@ class _Context:
         assert self.observation is not None
         obs = self.observation
         history = outcomes.history(self.root, self.test.path, isolated.expected.line)
+        found = Truth(truth, truth_source, history)
         if isolated.op == "raises":
-            return raises_verdict(self, isolated, truth, truth_source, history)
+            return raises_verdict(self, isolated, found)
         if isolated.op not in EQUALITY_OPS:
-            return expectation_verdict(self, isolated, truth, truth_source, history, fixing)
+            return expectation_verdict(self, isolated, found, fixing)
         produced_ok = obs.produced is not None and sandbox.values_equal(truth, obs.produced)
         asserted_ok = obs.asserted is not None and sandbox.values_equal(truth, obs.asserted)
         if produced_ok and not asserted_ok and isolated.expected.kind in READ_NOT_WRITTEN:
@@ -554,9 +555,7 @@ class _Context:
                 f"test's expected value `{excerpt(isolated.expected.text)}` came from the "
                 "test's locals as it ran (a loop over a table, a local), not from a literal "
                 "referee can replace: the test is not edited",
-                truth=truth,
-                truth_source=truth_source,
-                history=history,
+                **found.fields(),
             )
         if produced_ok and not asserted_ok:
             if truth_source.startswith("oracles"):
@@ -572,11 +571,9 @@ class _Context:
                 )
                 if refused is not None:
                     return refused
-            return test_wrong(
-                self, isolated, truth, truth_source, history, fixing.files, fixing.say
-            )
+            return test_wrong(self, isolated, found, fixing.files, fixing.say)
         if asserted_ok and not produced_ok:
-            return source_wrong(self, isolated, truth, truth_source, history, fixing)
+            return source_wrong(self, isolated, found, fixing)
         if produced_ok and asserted_ok:
             reason = f"the truth ({truth}) equals both the produced and the asserted value"
         else:
@@ -608,7 +605,7 @@ class _Context:
             self.test.path,
             (self.test.cls, self.test.name),
             arguments,
-            exclude=self.settings.config.exclude,
+            settings=self.settings,
             signature=parameters(spec.signature),
         )
         if function_relpath is None:
@@ -730,23 +727,6 @@ class _LazyFiles:
         if self._files is None:
             self._files = project_files(self.root, self.settings)
         return self._files
-
-
-def walk(root: Path, settings: Settings) -> Iterator[tuple[str, Path]]:
-    """(relative posix path, path) of the project's files, in a stable order, without
-    the directories nobody checks (``.git``, virtual environments, ``exclude``)."""
-    for directory, dirnames, filenames in os.walk(root):
-        rel_dir = os.path.relpath(directory, root)
-        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not d.startswith(".")
-            and not any(glob_match(f"{rel_dir}{d}/", p) for p in DEFAULT_EXCLUDE)
-            and not settings.is_excluded(f"{rel_dir}{d}/")
-        )
-        for name in sorted(filenames):
-            yield f"{rel_dir}{name}", Path(directory, name)
 
 
 def project_files(root: Path, settings: Settings) -> dict[str, str]:

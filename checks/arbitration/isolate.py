@@ -21,6 +21,7 @@ from typing import Any
 
 from tree_sitter import Node
 
+from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 from referee.checks.arbitration.bindings import Bindings
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
@@ -48,34 +49,9 @@ from referee.checks.nodes import (
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
-_EQUALITY_METHODS = {
-    "assertEqual": "==",
-    "assertEquals": "==",
-    "assertListEqual": "==",
-    "assertTupleEqual": "==",
-    "assertDictEqual": "==",
-    "assertAlmostEqual": "approx",
-}
-# unittest's other assertions about one call's value: (operator, how many positional
-# arguments hold the compared values). The operators are the expectation the truth is
-# checked against: truthy/falsy (boolean), is/is not (True, False, None), in/not in.
-_ONE_VALUE_METHODS = {
-    "assertTrue": ("truthy", 1),
-    "assert_": ("truthy", 1),
-    "failUnless": ("truthy", 1),
-    "assertFalse": ("falsy", 1),
-    "failIf": ("falsy", 1),
-    "assertIsNone": ("is", 1),
-    "assertIsNotNone": ("is not", 1),
-    "assertIs": ("is", 2),
-    "assertIsNot": ("is not", 2),
-    "assertIn": ("in", 2),
-    "assertNotIn": ("not in", 2),
-}
-_METHODS = {
-    **{name: (op, 2) for name, op in _EQUALITY_METHODS.items()},
-    **_ONE_VALUE_METHODS,
-}
+# unittest's assertion methods (:mod:`~referee.checks.arbitration.assertion_methods`),
+# with their deprecated spellings
+_METHODS = {**METHODS, **{alias: METHODS[name] for alias, name in ALIASES.items()}}
 # nose.tools and friends: assert_equal, assert_true... (bound methods of a TestCase)
 _SNAKE = {
     "assert_equal": "assertEqual",

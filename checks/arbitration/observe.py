@@ -23,9 +23,11 @@ from referee.checks.interpreter import Interpreter
 from referee.checks.process import run_in_own_group
 
 # The plugin runs in the project's interpreter, where referee may not be importable: a copy
-# of its file goes into the run's scratch directory, which alone is put on PYTHONPATH.
+# of its file, and of the table it imports, goes into the run's scratch directory as one
+# package, and that directory alone is put on PYTHONPATH.
 PLUGIN = "referee_arbitration_plugin"
 PLUGIN_FILE = Path(__file__).resolve().parent / "plugin.py"
+METHODS_FILE = PLUGIN_FILE.with_name("assertion_methods.py")  # the plugin imports it
 _FRAME = re.compile(r'^\s*File "(.*)", line (\d+)', re.MULTILINE)
 _SCRUBBED = ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER")
 # pytest's short summary (``-rfE``): ``FAILED tests/t.py::test_x[1] - AssertionError: ...``
@@ -145,8 +147,9 @@ def run_tests(
         out = Path(scratch) / "records.jsonl"
         hang_out = Path(scratch) / "hang.txt"
         plugin_dir = Path(scratch) / "plugin"
-        plugin_dir.mkdir()
-        shutil.copyfile(PLUGIN_FILE, plugin_dir / f"{PLUGIN}.py")
+        (plugin_dir / PLUGIN).mkdir(parents=True)
+        shutil.copyfile(PLUGIN_FILE, plugin_dir / PLUGIN / "__init__.py")
+        shutil.copyfile(METHODS_FILE, plugin_dir / PLUGIN / "assertion_methods.py")
         env = _environment(plugin_dir, out, hang_out, names, hang_after)
         command = [
             python.path if python is not None else sys.executable,

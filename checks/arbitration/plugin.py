@@ -35,6 +35,9 @@ from typing import Any
 
 import pytest
 
+# beside this file wherever it runs: observe.py ships the two as one package
+from .assertion_methods import METHODS
+
 # The names of referee.checks.arbitration, written out: this file runs in the project's
 # interpreter, where referee is not importable (observe.py loads a copy of it by path).
 OUT_ENV = "REFEREE_ARBITRATION_OUT"
@@ -147,25 +150,6 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: 
     return None  # an observer: pytest's own explanation is still shown
 
 
-# unittest's assertion methods and what the plugin records for each: (operator, how many
-# of the first arguments are the compared values). One value: the other side is None.
-_METHODS = {
-    "assertEqual": ("==", 2),
-    "assertListEqual": ("==", 2),
-    "assertTupleEqual": ("==", 2),
-    "assertDictEqual": ("==", 2),
-    "assertAlmostEqual": ("approx", 2),
-    "assertTrue": ("truthy", 1),
-    "assertFalse": ("falsy", 1),
-    "assertIsNone": ("is", 1),
-    "assertIsNotNone": ("is not", 1),
-    "assertIs": ("is", 2),
-    "assertIsNot": ("is not", 2),
-    "assertIn": ("in", 2),
-    "assertNotIn": ("not in", 2),
-}
-
-
 def _wrap(name: str, op: str, arity: int) -> None:
     original = getattr(unittest.TestCase, name, None)
     if original is None or getattr(original, "_referee_wrapped", False):
@@ -188,7 +172,7 @@ def _wrap(name: str, op: str, arity: int) -> None:
 def _wrap_all() -> None:
     # at load, before any test module binds ``unittest.TestCase().assertEqual`` or imports
     # ``nose.tools.assert_equal`` (a bound method of a TestCase instance)
-    for name, (op, arity) in _METHODS.items():
+    for name, (op, arity) in METHODS.items():
         try:
             _wrap(name, op, arity)
         except Exception as exc:

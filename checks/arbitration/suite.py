@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from referee.checks import sandbox
 from referee.checks.arbitration.examples import PROBE, identical, probe_cap, probe_values
 from referee.checks.arbitration.suite_reading import Example, Found, assertions, literal_of
+from referee.checks.config import Settings, walk
 
 MAX_FILES = 200  # test modules read, at most
 MAX_BYTES = 4_000_000  # of test module text, at most
@@ -45,7 +45,6 @@ MAX_EXAMPLES = 12  # examples kept (the prompt's length)
 GIT_TIMEOUT = 10.0
 
 _TEST_FILES = ("test_*.py", "*_test.py")
-_SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "build", "dist"}
 
 
 @dataclass
@@ -66,24 +65,13 @@ class SuiteScan:
         return [f.example for f in self.found]
 
 
-def test_files(root: Path, first: str, exclude: Sequence[str] = ()) -> Iterable[str]:
+def test_files(root: Path, first: str, settings: Settings) -> Iterable[str]:
     """The project's test modules (``test_*.py``, ``*_test.py``), relative posix paths,
-    ``first`` first, without hidden or excluded directories."""
+    ``first`` first, without the directories nobody checks (:func:`~referee.checks.config.walk`)."""
     yield first
-    for directory, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(directory, root)
-        rel = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not d.startswith(".")
-            and d not in _SKIP_DIRS
-            and not d.endswith(".egg-info")
-            and not any(fnmatch.fnmatch(f"{rel}{d}/", p) for p in exclude)
-        )
-        for name in sorted(filenames):
-            if any(fnmatch.fnmatch(name, p) for p in _TEST_FILES) and f"{rel}{name}" != first:
-                yield f"{rel}{name}"
+    for relpath, path in walk(root, settings):
+        if any(fnmatch.fnmatch(path.name, p) for p in _TEST_FILES) and relpath != first:
+            yield relpath
 
 
 # ---------------------------------------------------------------------------- the diff
@@ -142,7 +130,7 @@ def suite_examples(
     failing_test: tuple[str | None, str],
     failing_arguments: str,
     *,
-    exclude: Sequence[str] = (),
+    settings: Settings | None = None,
     signature: list[tuple[str, object]] | None = None,
     max_files: int = MAX_FILES,
     max_bytes: int = MAX_BYTES,
@@ -155,7 +143,16 @@ def suite_examples(
     lines the working diff changed."""
     scan = SuiteScan()
     candidates = _read_suite(
-        scan, root, name, module, failing_path, failing_test, exclude, max_files, max_bytes, seconds
+        scan,
+        root,
+        name,
+        module,
+        failing_path,
+        failing_test,
+        settings or Settings(root=root),
+        max_files,
+        max_bytes,
+        seconds,
     )
     # the failing call's arguments: never the failing assertion, never its expected value
     kept: list[Found] = []
@@ -188,7 +185,7 @@ def _read_suite(
     module: str,
     failing_path: str,
     failing_test: tuple[str | None, str],
-    exclude: Sequence[str],
+    settings: Settings,
     max_files: int,
     max_bytes: int,
     seconds: float,
@@ -198,7 +195,7 @@ def _read_suite(
     started = time.monotonic()
     total = 0
     candidates: list[Found] = []
-    for relpath in test_files(root, failing_path, exclude):
+    for relpath in test_files(root, failing_path, settings):
         if scan.files_read >= max_files or total >= max_bytes:
             scan.notes.append(f"read the first {scan.files_read} test modules only")
             break

@@ -58,6 +58,25 @@ class Fixing:
 
 
 @dataclass(frozen=True)
+class Truth:
+    """What the arbitration found the failing call should give, where that came from,
+    and the assertion's history: what every verdict about the case carries."""
+
+    value: str
+    source: str
+    history: str | None
+
+    @property
+    def said(self) -> str:
+        """How a verdict's reason names it: ``the truth (3, from oracles)``."""
+        return f"the truth ({self.value}, from {self.source})"
+
+    def fields(self) -> dict[str, str | None]:
+        """The verdict's fields that hold it."""
+        return {"truth": self.value, "truth_source": self.source, "history": self.history}
+
+
+@dataclass(frozen=True)
 class Arbitration:
     """A verdict and what applying its fix would write."""
 
@@ -67,9 +86,7 @@ class Arbitration:
     certificate: dict[str, Any] | None = None  # fields of the certificate a test fix needs
 
 
-def raises_verdict(
-    ctx: _Context, isolated: Isolated, truth: str, truth_source: str, history: str | None
-) -> Arbitration:
+def raises_verdict(ctx: _Context, isolated: Isolated, truth: Truth) -> Arbitration:
     """The test expects the call to raise: when the truth is that it raises that
     exception and the code did not, the source is wrong. No fix is tried — a patch
     would be held to a value, and this truth is an exception. When the truth returns,
@@ -78,16 +95,16 @@ def raises_verdict(
     assert ctx.observation is not None
     obs = ctx.observation
     expected = outcomes.raised(isolated.expected.text)
-    common = {"truth": truth, "truth_source": truth_source, "history": history}
-    if not sandbox.values_equal(truth, expected):
+    common = truth.fields()
+    if not sandbox.values_equal(truth.value, expected):
         return ctx.unclear(
-            f"the truth ({truth}, from {truth_source}) is not what the test expects "
+            f"{truth.said} is not what the test expects "
             f"({isolated.call} {expected}): the test may be wrong, but referee does not "
             "edit what a test expects to raise",
             **common,
         )
     reason = (
-        f"the truth ({truth}, from {truth_source}) is what the test expects; the code "
+        f"{truth.said} is what the test expects; the code "
         f"{obs.produced_error}; no fix is tried for an expected exception"
     )
     verdict = ctx.verdict(verdict="SOURCE_WRONG", reason=reason, **common)
@@ -97,9 +114,7 @@ def raises_verdict(
 def expectation_verdict(
     ctx: _Context,
     isolated: Isolated,
-    truth: str,
-    truth_source: str,
-    history: str | None,
+    truth: Truth,
     fixing: Fixing,
 ) -> Arbitration:
     """A boolean, identity or membership assertion: the truth decides by whether it
@@ -111,44 +126,36 @@ def expectation_verdict(
     assert ctx.observation is not None
     obs = ctx.observation
     expectation = outcomes.expectation(isolated)
-    meets = outcomes.meets(isolated.op, isolated.call_side, truth, isolated.expected.text)
+    meets = outcomes.meets(isolated.op, isolated.call_side, truth.value, isolated.expected.text)
     if meets is None:
         return ctx.unclear(
-            f"the truth ({excerpt(truth)}, from {truth_source}) is not a literal value "
+            f"the truth ({excerpt(truth.value)}, from {truth.source}) is not a literal value "
             f"referee can check the test's expectation ({expectation}) against",
-            truth=truth,
-            truth_source=truth_source,
-            history=history,
+            **truth.fields(),
         )
     if not meets:
         return ctx.unclear(
-            f"the truth ({truth}, from {truth_source}) does not meet the test's "
+            f"{truth.said} does not meet the test's "
             f"expectation ({expectation}), as what the code produced "
             f"({obs.produced or obs.produced_error}) does not: the test may be wrong, but "
             "referee edits only the expected value of an equality, not a "
             f"{isolated.op} assertion",
-            truth=truth,
-            truth_source=truth_source,
-            history=history,
+            **truth.fields(),
         )
     if obs.produced is not None and outcomes.meets(
         isolated.op, isolated.call_side, obs.produced, isolated.expected.text
     ):
         return ctx.unclear(
-            f"the truth ({truth}, from {truth_source}) and what the code produced "
+            f"{truth.said} and what the code produced "
             f"({obs.produced}) both meet the test's expectation ({expectation}), yet it "
             "failed",
-            truth=truth,
-            truth_source=truth_source,
-            history=history,
+            **truth.fields(),
         )
     # The source is wrong: a fixed source must give the truth itself on this call.
     return source_wrong(
         ctx,
         replace(isolated, op="=="),
         truth,
-        truth_source,
-        history,
         fixing,
         agrees=f"meets the test's expectation ({expectation})",
     )
@@ -245,9 +252,7 @@ def confirm_test_edit(
 def test_wrong(
     ctx: _Context,
     isolated: Isolated,
-    truth: str,
-    truth_source: str,
-    history: str | None,
+    truth: Truth,
     files: _LazyFiles,
     say: Progress,
 ) -> Arbitration:
@@ -256,7 +261,7 @@ def test_wrong(
         ctx.source.text,
         ctx.test.path,
         isolated.expected,
-        truth,
+        truth.value,
         (isolated.assertion_start, isolated.assertion_end),
     )
     # The value comes from programs (oracles a model wrote, a reference): data, and
@@ -265,36 +270,30 @@ def test_wrong(
     problem = unsafe_literal(fixed.fix.new_value or "")
     if problem is not None:
         return ctx.unclear(
-            f"the truth ({excerpt(truth)}, from {truth_source}) equals what the code "
+            f"the truth ({excerpt(truth.value)}, from {truth.source}) equals what the code "
             f"produced, but it is not a value referee writes into a test ({problem}); "
             "nothing is certified",
-            truth=truth,
-            truth_source=truth_source,
-            history=history,
+            **truth.fields(),
         )
 
     def still_fails(detail: str) -> Arbitration:
         return ctx.unclear(
-            f"the truth ({truth}, from {truth_source}) equals what the code produced, but "
+            f"{truth.said} equals what the code produced, but "
             f"the test with `{excerpt(fixed.fix.new_value or '')}` written in still does "
             f"not pass ({detail}); nothing is certified",
-            truth=truth,
-            truth_source=truth_source,
-            history=history,
+            **truth.fields(),
         )
 
     failure = _corrected_test_failure(ctx, isolated, fixed, files, say)
     if failure is not None:
         return still_fails(failure)
-    certificate = _certificate(ctx, isolated, fixed, truth)
+    certificate = _certificate(ctx, isolated, fixed, truth.value)
     verdict = ctx.verdict(
         verdict="TEST_WRONG",
-        truth=truth,
-        truth_source=truth_source,
+        **truth.fields(),
         fix=fixed.fix,
-        history=history,
         reason=(
-            f"the truth ({truth}, from {truth_source}) equals what the code produced; "
+            f"{truth.said} equals what the code produced; "
             f"the test asserted {ctx.observation.asserted}"
         ),
     )
@@ -352,25 +351,18 @@ def _certificate(ctx: _Context, isolated: Isolated, fixed: TestFix, truth: str) 
 def source_wrong(
     ctx: _Context,
     isolated: Isolated,
-    truth: str,
-    truth_source: str,
-    history: str | None,
+    truth: Truth,
     fixing: Fixing,
     agrees: str = "equals what the test asserted",
 ) -> Arbitration:
     assert ctx.spec is not None and ctx.observation is not None
     obs = ctx.observation
-    reason = f"the truth ({truth}, from {truth_source}) {agrees}; " + (
+    reason = f"{truth.said} {agrees}; " + (
         f"the call {obs.produced_error}"
         if obs.timeout_s
         else f"the code produced {obs.produced or obs.produced_error}"
     )
-    common = {
-        "verdict": "SOURCE_WRONG",
-        "truth": truth,
-        "truth_source": truth_source,
-        "history": history,
-    }
+    common = {"verdict": "SOURCE_WRONG", **truth.fields()}
     function_relpath, backend = fixing.function_relpath, fixing.backend
     why_not = None
     if function_relpath is None:
@@ -387,7 +379,7 @@ def source_wrong(
         result = candidate_fix(
             ctx,
             isolated,
-            truth,
+            truth.value,
             function_relpath,
             fixing.files,
             backend,

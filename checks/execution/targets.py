@@ -14,6 +14,8 @@ import ast
 import json
 from collections.abc import Sequence
 
+from referee.checks.arbitration.examples import dotted_name
+
 PACKAGES = ".referee-packages"  # where a package-dir layout is laid out as imported
 
 
@@ -279,7 +281,7 @@ def expected_to_fail(test_text: str, qualname: str) -> bool:
     for node in _test_nodes(tree, qualname) or []:
         for decorator in getattr(node, "decorator_list", []):
             called = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if (_dotted(called) or "").rsplit(".", 1)[-1] == "xfail":
+            if (dotted_name(called, calls=True) or "").rsplit(".", 1)[-1] == "xfail":
                 return True
     return False
 
@@ -335,7 +337,7 @@ def targets(
         if isinstance(func, ast.Name) and func.id in imported:
             add(*imported[func.id])
         elif isinstance(func, ast.Attribute):
-            base = _dotted(func.value)
+            base = dotted_name(func.value, calls=True)
             if base is None:
                 continue
             if base in modules:
@@ -345,14 +347,3 @@ def targets(
                 add(f"{module}.{name}", func.attr)
                 add(module, name)  # a class: `Stack().push(...)` is `Stack`
     return {path: names for path, names in found.items() if names}
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    if isinstance(node, ast.Call):
-        return _dotted(node.func)
-    return None
