@@ -369,7 +369,6 @@ async def _arbitrate(
 ) -> Any:
     """Arbitration of ``test_id`` on the arbiter's thread, with cancellable progress."""
     from referee.checks.arbitration import engine
-    from referee.checks.progress import Work
 
     stop = threading.Event()
     progress = WorkProgress(ls, "arbitrate", cancellable=True)
@@ -383,10 +382,7 @@ async def _arbitrate(
             test_id,
             settings,
             backend=lambda: model,
-            work=Work(
-                is_cancelled=lambda: stop.is_set() or progress.cancelled(),
-                progress=lambda message: loop.call_soon_threadsafe(progress.report, message),
-            ),
+            work=progress.work(loop, stop),
         )
 
     try:

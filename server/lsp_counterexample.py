@@ -502,10 +502,7 @@ async def fix_source_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[s
             rejected,
             settings,
             cache_dir,
-            Work(
-                is_cancelled=progress.cancelled,
-                progress=lambda message: loop.call_soon_threadsafe(progress.report, message),
-            ),
+            progress.work(loop),
         )
     except NotWritten as exc:
         return {"ok": False, "message": str(exc)}

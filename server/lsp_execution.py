@@ -137,25 +137,17 @@ class ExecutionService(LayerResults):
         progress = WorkProgress(ls, "execution", cancellable=True)
         await progress.begin(f"referee: running {path.name}'s changes")
         loop = asyncio.get_running_loop()
+        work = progress.work(loop, stop)
         try:
             executed = await loop.run_in_executor(
-                self.executor,
-                self._execute,
-                path,
-                text,
-                version,
-                settings,
-                Work(
-                    is_cancelled=lambda: stop.is_set() or progress.cancelled(),
-                    progress=lambda message: loop.call_soon_threadsafe(progress.report, message),
-                ),
+                self.executor, self._execute, path, text, version, settings, work
             )
         except asyncio.CancelledError:
             stop.set()  # the thread sees it at its next mutant or input
             raise
         finally:
             progress.end()
-        if executed is None or stop.is_set() or progress.cancelled():
+        if executed is None or work.cancelled():
             return
         self._serial += 1
         executed.serial = self._serial

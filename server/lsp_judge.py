@@ -127,10 +127,7 @@ class JudgeService(LayerResults):
                 text,
                 version,
                 settings,
-                Work(
-                    is_cancelled=stop.is_set,
-                    progress=lambda message: loop.call_soon_threadsafe(progress.report, message),
-                ),
+                progress.work(loop, stop),
                 decided,
             )
         except Cancelled:
