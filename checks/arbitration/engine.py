@@ -125,7 +125,7 @@ def arbitrate(
         return work.cancelled() or context.out_of_time()
 
     try:
-        return context.decide(backend, Work(stopped, work.progress), cache_dir)
+        return context.decide(backend, replace(work, is_cancelled=stopped), cache_dir)
     except Cancelled:
         if work.cancelled() or not context.out_of_time():
             raise
