@@ -137,6 +137,7 @@ def _verdict(
     """Arbitrate the test ``node_id`` (and with ``--apply``, write the fix)."""
     from referee.checks.arbitration import engine
     from referee.checks.atomic import StaleFileError
+    from referee.checks.progress import Work
 
     model = engine.LazyModel.from_settings(settings.config.arbitration, settings.config.judge)
     try:
@@ -145,7 +146,7 @@ def _verdict(
                 node_id,
                 settings,
                 backend=lambda: model,
-                progress=report,
+                work=Work(progress=report),
                 queue=not no_queue,
                 cache_dir=runner.default_cache_dir() / "arbitration",
             )

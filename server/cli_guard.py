@@ -182,15 +182,15 @@ def _execute(
     """The guard's execution checks (the changed tests run), their findings added to
     ``results`` in place."""
     from referee.checks.guard import run
+    from referee.checks.progress import IDLE, Work
 
     by_path = {r.display: r for r in results}
 
     def progress(text: str) -> None:  # the runs take seconds each: say what runs
         err.print(f"[dim]referee: guard: {escape(text)}[/]", soft_wrap=True)
 
-    found, notes = run.execution(
-        plan, settings, strict=agent, progress=progress if err.is_terminal else None
-    )
+    work = Work(progress=progress) if err.is_terminal else IDLE
+    found, notes = run.execution(plan, settings, strict=agent, work=work)
     for relpath, findings in found.items():
         absolute = (plan.repo / relpath).resolve()
         if wanted and not any(absolute == w or w in absolute.parents for w in wanted):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from rich.markup import escape
 
 from referee.checks import review, runner
 from referee.checks.config import ConfigError, Settings, discover
+from referee.checks.progress import Work
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -104,16 +104,18 @@ def judge_results(
             def show(message: str, _name: str = result.display) -> None:
                 bar.update(task, description=f"judging {_name}: {message}")
 
+            work = Work(progress=show)
+
             decided: set[str] = set()
             support: dict[str, str] = {}
             if run_execution:
                 decided, support = _execute(
-                    result, source, settings, baselines, files, oracle_model, show
+                    result, source, settings, baselines, files, oracle_model, work
                 )
             if backend is None:
                 bar.advance(task)
                 continue
-            if not _read(result, source, settings, backend, baselines, decided, support, show):
+            if not _read(result, source, settings, backend, baselines, decided, support, work):
                 return False
             bar.advance(task)
     return judged
@@ -146,7 +148,7 @@ def _execute(
     baselines: dict[str, str],
     files: Any,
     oracle_model: Any,
-    show: Callable[[str], None],
+    work: Work,
 ) -> tuple[set[str], dict[str, str]]:
     """The execution checks of one file, their findings added to ``result``: (the
     functions a counterexample rejected, the oracles' support of each)."""
@@ -161,7 +163,7 @@ def _execute(
         files=files,
         model=oracle_model,
         cache_dir=runner.default_cache_dir() if settings.config.cache else None,
-        progress=show,
+        work=work,
     )
     for note in executed.notes:
         err.print(f"[dim]referee: execution: {escape(result.display)}: {escape(note)}[/]")
@@ -177,13 +179,12 @@ def _read(
     baselines: dict[str, str],
     decided: set[str],
     support: dict[str, str],
-    show: Callable[[str], None],
+    work: Work,
 ) -> bool:
     """The reading judge on one file, its findings added to ``result``; False when the
     model could not run or its process crashed (said on stderr)."""
     from referee.checks.judge import core
     from referee.checks.judge.backend import BackendError
-    from referee.checks.progress import Work
 
     try:
         judgement = core.judge_file(
@@ -193,7 +194,7 @@ def _read(
             result.findings,
             backend,
             baseline=baselines.get(result.display),
-            work=Work(progress=show),
+            work=work,
             decided=decided,
         )
     except BackendError as exc:  # e.g. the model process could not load the model

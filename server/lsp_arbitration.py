@@ -382,8 +382,7 @@ async def _arbitrate(
             test_id,
             settings,
             backend=lambda: model,
-            progress=lambda message: loop.call_soon_threadsafe(progress.report, message),
-            cancelled=lambda: stop.is_set() or progress.cancelled(),
+            work=progress.work(loop, stop),
         )
 
     try:

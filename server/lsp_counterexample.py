@@ -16,7 +16,6 @@ import asyncio
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from referee.checks.config import ConfigError, Settings
+from referee.checks.progress import IDLE, Work
 from referee.server.lsp_feature import first_argument
 from referee.server.progress import WorkProgress
 
@@ -396,8 +396,7 @@ def counterexample_fix(
     rejected: Differential,
     settings: Settings,
     cache_dir: Path | None,
-    progress: Callable[[str], None] | None = None,
-    cancelled: Callable[[], bool] | None = None,
+    work: Work = IDLE,
 ) -> SourceFixed:
     """A fix of the function that ``rejected`` found a counterexample to, found as
     arbitration finds one (:func:`referee.checks.arbitration.fix.source_fix`): the
@@ -452,8 +451,7 @@ def counterexample_fix(
         settings,
         ProgramCache(cache_dir / "arbitration" if cache_dir else None, settings.config.cache_size),
         programs,
-        progress=progress,
-        cancelled=cancelled,
+        work=work,
     )
     if found.fix is None or found.new_text is None:
         tried = "; ".join(f"{p.origin}: {p.message}" for p in found.patches[:4])
@@ -504,8 +502,7 @@ async def fix_source_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[s
             rejected,
             settings,
             cache_dir,
-            lambda message: loop.call_soon_threadsafe(progress.report, message),
-            progress.cancelled,
+            progress.work(loop),
         )
     except NotWritten as exc:
         return {"ok": False, "message": str(exc)}

@@ -37,6 +37,7 @@ from lsprotocol import types
 
 from referee.checks.config import Settings
 from referee.checks.models import Finding
+from referee.checks.progress import Work
 from referee.server import lsp_counterexample
 from referee.server.lsp_feature import (
     Command,
@@ -136,23 +137,17 @@ class ExecutionService(LayerResults):
         progress = WorkProgress(ls, "execution", cancellable=True)
         await progress.begin(f"referee: running {path.name}'s changes")
         loop = asyncio.get_running_loop()
+        work = progress.work(loop, stop)
         try:
             executed = await loop.run_in_executor(
-                self.executor,
-                self._execute,
-                path,
-                text,
-                version,
-                settings,
-                lambda: stop.is_set() or progress.cancelled(),
-                lambda message: loop.call_soon_threadsafe(progress.report, message),
+                self.executor, self._execute, path, text, version, settings, work
             )
         except asyncio.CancelledError:
             stop.set()  # the thread sees it at its next mutant or input
             raise
         finally:
             progress.end()
-        if executed is None or stop.is_set() or progress.cancelled():
+        if executed is None or work.cancelled():
             return
         self._serial += 1
         executed.serial = self._serial
@@ -165,8 +160,7 @@ class ExecutionService(LayerResults):
         text: str,
         version: int | None,
         settings: Settings,
-        cancelled: Any,
-        report: Any,
+        work: Work,
     ) -> Executed | None:
         from referee.checks import runner
         from referee.checks.arbitration.truth import LazyModel
@@ -174,7 +168,7 @@ class ExecutionService(LayerResults):
         from referee.checks.execution.run import ProjectFiles, check_file
         from referee.checks.source import SourceFile, kind_of
 
-        if cancelled():
+        if work.cancelled():
             return None
         relpath = settings.relative(path)
         source = SourceFile(str(path), text, kind_of(str(path)))
@@ -189,8 +183,7 @@ class ExecutionService(LayerResults):
             files=ProjectFiles(settings),
             model=model,
             cache_dir=runner.default_cache_dir() if settings.config.cache else None,
-            cancelled=cancelled,
-            progress=report,
+            work=work,
         )
         for note in executed.notes:
             log.info("execution: %s: %s", relpath, note)

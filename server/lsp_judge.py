@@ -127,8 +127,7 @@ class JudgeService(LayerResults):
                 text,
                 version,
                 settings,
-                stop,
-                lambda message: loop.call_soon_threadsafe(progress.report, message),
+                progress.work(loop, stop),
                 decided,
             )
         except Cancelled:
@@ -217,15 +216,14 @@ class JudgeService(LayerResults):
         text: str,
         version: int | None,
         settings: Settings,
-        stop: threading.Event,
-        report: Any,
+        work: Work,
         decided: set[str] | None = None,
     ) -> Judged | None:
         from referee.checks.judge import core
         from referee.checks.judge.opening import backend_for
         from referee.checks.source import SourceFile, kind_of
 
-        if stop.is_set():
+        if work.cancelled():
             return None
         config = settings.config.judge
         relpath = settings.relative(path)
@@ -239,7 +237,7 @@ class JudgeService(LayerResults):
             findings,
             backend,
             baseline=baseline_text(path),
-            work=Work(stop.is_set, report),
+            work=work,
             decided=decided or (),
         )
         for note in judgement.notes:

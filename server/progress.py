@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from referee.checks.progress import Work
+
 if TYPE_CHECKING:
+    import asyncio
+    import threading
+
     from pygls.lsp.server import LanguageServer
 
 
@@ -41,6 +46,19 @@ class WorkProgress:
             return False
         future = self.ls.work_done_progress.tokens.get(self.token)
         return future is not None and future.cancelled()
+
+    def work(self, loop: asyncio.AbstractEventLoop, stop: threading.Event | None = None) -> Work:
+        """What a run on another thread is given: asked to stop once ``stop`` is set or,
+        when ``cancellable``, the user cancels; its messages reported on ``loop``, the event
+        loop the token belongs to."""
+
+        def is_cancelled() -> bool:
+            return (stop is not None and stop.is_set()) or (self.cancellable and self.cancelled())
+
+        return Work(
+            is_cancelled=is_cancelled,
+            progress=lambda message: loop.call_soon_threadsafe(self.report, message),
+        )
 
     def report(self, message: str) -> None:
         if self.token is not None:

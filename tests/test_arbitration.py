@@ -44,6 +44,7 @@ from referee.checks.config import discover
 from referee.checks.configuration import ArbitrationConfig
 from referee.checks.judge.backend import ScriptedBackend
 from referee.checks.models import OracleResult
+from referee.checks.progress import Work
 from referee.checks.source import SourceFile
 
 CORRECT = '''def count_vowels(text: str) -> int:
@@ -759,7 +760,7 @@ def test_a_cancelled_arbitration_stops_and_queues_nothing(tmp_path: Path):
     root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
     model = scripted([ORACLE])
     with pytest.raises(Cancelled):
-        run(root, "tests/test_text.py::test_vowels", model, cancelled=lambda: True)
+        run(root, "tests/test_text.py::test_vowels", model, work=Work(is_cancelled=lambda: True))
     assert model.calls == [] and not (root / review.QUEUE).exists()
 
 

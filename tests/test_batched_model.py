@@ -17,6 +17,7 @@ from referee.checks.judge.backend import (
     chat_batch,
 )
 from referee.checks.judge.core import quote_found
+from referee.checks.progress import Work
 
 pytestmark = pytest.mark.model
 
@@ -97,7 +98,9 @@ def test_a_cancelled_batch_stops_between_steps(backend):
         return len(polls) > 3
 
     with pytest.raises(BatchCancelled):
-        chat_batch(backend, [ChatRequest(prompt, max_tokens=400)] * 2, cancelled=cancelled)
+        chat_batch(
+            backend, [ChatRequest(prompt, max_tokens=400)] * 2, work=Work(is_cancelled=cancelled)
+        )
     assert len(polls) == 4
     # the backend is usable afterwards
     assert chat_batch(backend, [ChatRequest(prompt, max_tokens=4)] * 2)[1].completion_tokens == 4

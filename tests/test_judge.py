@@ -27,6 +27,7 @@ from referee.checks.judge.backend import (
     chat_batch,
 )
 from referee.checks.models import Layer
+from referee.checks.progress import Work
 from referee.checks.source import SourceFile
 
 CODE = '''\
@@ -593,7 +594,7 @@ def test_backends_without_batching_answer_one_by_one():
     assert [g.text for g in chat_batch(recorder, requests)] == ["answer 4", "answer 5"]
     assert recorder.seen == [4, 5]
     with pytest.raises(BatchCancelled):
-        chat_batch(recorder, requests, cancelled=lambda: True)
+        chat_batch(recorder, requests, work=Work(is_cancelled=lambda: True))
 
 
 def test_a_reason_cut_by_the_grammar_is_shown_as_whole_words():

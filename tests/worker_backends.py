@@ -60,7 +60,7 @@ class Scripted:
             )
         return "```python\ndef f():\n    pass\n```"
 
-    def chat_batch(self, requests: list[ChatRequest], *, cancelled: Any = None) -> list[Generation]:
+    def chat_batch(self, requests: list[ChatRequest], *, work: Any = None) -> list[Generation]:
         _fault(self.mode)
         self.decoded += 1
         return [Generation(text=self._answer(r.forcing), completion_tokens=8) for r in requests]

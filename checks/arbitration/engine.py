@@ -9,7 +9,6 @@ fix, go to the review queue.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -54,7 +53,6 @@ from referee.checks.arbitration.truth import (
     LazyModel,
     ModelCrashed,
     ProgramCache,
-    Progress,
     Replacements,
     agreed_value,
     oracle_evidence,
@@ -76,6 +74,7 @@ from referee.checks.config import Settings, walk
 from referee.checks.configuration import ArbitrationConfig
 from referee.checks.models import ArbitrationVerdict, Certificate, Observation, OracleResult
 from referee.checks.nodes import excerpt
+from referee.checks.progress import IDLE, Work
 from referee.checks.pymodule import PythonModule
 from referee.checks.source import SourceFile
 
@@ -94,8 +93,7 @@ def arbitrate(
     settings: Settings,
     *,
     backend: BackendFactory | None = None,
-    progress: Progress | None = None,
-    cancelled: Callable[[], bool] | None = None,
+    work: Work = IDLE,
     queue: bool = True,
     cache_dir: Path | None = None,
 ) -> Arbitration:
@@ -103,21 +101,12 @@ def arbitrate(
     project root) is wrong, and prepare the fix of that side. ``backend`` opens the model
     (only called when the oracles or the patches need it). Raises
     :class:`ArbitrationError` when there is nothing to decide, :class:`Cancelled` when
-    ``cancelled()`` turns true."""
+    ``work`` is asked to stop."""
     started = time.monotonic()
     root = settings.root.resolve()
     test, source = _read_test(root, test_id)
-
-    def say(message: str) -> None:
-        if progress is not None:
-            progress(message)
-
-    def asked_to_stop() -> bool:
-        return cancelled is not None and cancelled()
-
-    run = _run_test(root, test_id, test, source, settings, say)
-    if asked_to_stop():
-        raise Cancelled
+    run = _run_test(root, test_id, test, source, settings, work)
+    work.raise_if_cancelled()
     record = _failing_record(run, test_id, root / test.path)
     context = _Context(
         test_id=record.nodeid,
@@ -132,12 +121,12 @@ def arbitrate(
 
     def stopped() -> bool:
         """The caller asked to stop, or the time budget is spent."""
-        return asked_to_stop() or context.out_of_time()
+        return work.cancelled() or context.out_of_time()
 
     try:
-        return context.decide(backend, say, stopped, cache_dir)
+        return context.decide(backend, replace(work, is_cancelled=stopped), cache_dir)
     except Cancelled:
-        if asked_to_stop() or not context.out_of_time():
+        if work.cancelled() or not context.out_of_time():
             raise
         # Nothing was certified in time: what the oracles said so far goes to a person.
         return context.unclear(
@@ -177,7 +166,7 @@ def _run_test(
     test: TestRef,
     source: SourceFile,
     settings: Settings,
-    say: Progress,
+    work: Work,
 ) -> TestRun:
     """Run the test with the recorder, in the project's interpreter."""
     # the project's interpreter (a bad `python` setting is a ConfigError), with pytest
@@ -185,7 +174,7 @@ def _run_test(
     problem = interpreter.pytest_problem(python)
     if problem is not None:
         raise ArbitrationError(problem)
-    say(f"running {test_id}")
+    work.say(f"running {test_id}")
     test_timeout = settings.config.arbitration.test_timeout
     run = run_tests(
         root,
@@ -339,8 +328,7 @@ class _Context:
     def decide(
         self,
         backend: BackendFactory | None,
-        say: Progress,
-        cancelled: Callable[[], bool] | None,
+        work: Work,
         cache_dir: Path | None,
     ) -> Arbitration:
         """Take the failing assertion apart, compute the truth from the independent
@@ -366,8 +354,8 @@ class _Context:
 
         # --- the truth, from sources that saw neither the body nor the test
         model: Any = None
-        fixing = Fixing(function_relpath, files, backend, say, cancelled, cache_dir)
-        sources = self._explicit_sources(isolated, function_file, function_relpath, files, say)
+        fixing = Fixing(function_relpath, files, backend, work, cache_dir)
+        sources = self._explicit_sources(isolated, function_file, function_relpath, files, work)
         if sources:
             found = self._explicit_truth(isolated, sources)
         else:
@@ -421,7 +409,7 @@ class _Context:
         function_file: Path,
         function_relpath: str | None,
         files: _LazyFiles,
-        say: Progress,
+        work: Work,
     ) -> list[OracleResult]:
         """The docstring's own example for the call, and the declared reference's value."""
         assert self.spec is not None
@@ -439,7 +427,7 @@ class _Context:
             ],
         )
         if reference is not None:
-            say(f"running the reference {reference}")
+            work.say(f"running the reference {reference}")
             sources.append(
                 reference_evidence(
                     reference,
@@ -479,14 +467,14 @@ class _Context:
         UNCLEAR."""
         assert self.spec is not None
         spec = self.spec
-        function_relpath, backend, say = fixing.function_relpath, fixing.backend, fixing.say
+        function_relpath, backend = fixing.function_relpath, fixing.backend
         arguments = isolated.oracle_arguments
         if not spec.docstring_value and spec.class_stub is not None:
             return self.unclear(outcomes.no_method_truth(spec, function_relpath))
         if not spec.docstring_value:
             # The specification its author committed to: the suite's passing
             # assertions about it (never the failing one, nor one changed now).
-            scan = self._suite_scan(spec, arguments, function_relpath, fixing.files, say)
+            scan = self._suite_scan(spec, arguments, function_relpath, fixing.files, fixing.work)
             needed = self.config.suite_examples
             if not needed or len(scan.found) < needed:
                 return self.unclear(
@@ -504,8 +492,7 @@ class _Context:
                 model,
                 self.config,
                 ProgramCache(fixing.cache_dir, self.settings.config.cache_size),
-                say,
-                fixing.cancelled,
+                work=fixing.work,
                 replacements=self.replacements,
                 wrapper=isolated.wrapper,
                 suite=self.suite,
@@ -564,14 +551,13 @@ class _Context:
                     model,
                     isolated.oracle_arguments,
                     truth,
-                    fixing.say,
-                    fixing.cancelled,
+                    fixing.work,
                     fixing.cache_dir,
                     isolated.wrapper,
                 )
                 if refused is not None:
                     return refused
-            return test_wrong(self, isolated, found, fixing.files, fixing.say)
+            return test_wrong(self, isolated, found, fixing.files, fixing.work)
         if asserted_ok and not produced_ok:
             return source_wrong(self, isolated, found, fixing)
         if produced_ok and asserted_ok:
@@ -589,7 +575,7 @@ class _Context:
         arguments: str,
         function_relpath: str | None,
         files: _LazyFiles,
-        say: Progress,
+        work: Work,
     ) -> SuiteScan:
         """The project's passing assertions about ``spec``'s function that the working
         diff did not change, the failing test and the failing call's arguments left out
@@ -597,7 +583,7 @@ class _Context:
         needed = self.config.suite_examples
         if not needed:
             return SuiteScan()
-        say(f"reading the suite's assertions about {spec.name}")
+        work.say(f"reading the suite's assertions about {spec.name}")
         scan = suite_examples(
             self.root,
             spec.name,
@@ -612,7 +598,7 @@ class _Context:
             scan.notes.append(f"{spec.name} is outside the project: its assertions were not run")
             scan.found = []
         elif len(scan.found) >= needed:
-            say(f"running {len(scan.found)} of the suite's assertions on the current code")
+            work.say(f"running {len(scan.found)} of the suite's assertions on the current code")
             passing_examples(
                 scan, spec.name, function_relpath, files.get(), pytest_run_limits(self.config)
             )

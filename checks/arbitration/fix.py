@@ -36,9 +36,7 @@ from referee.checks.arbitration.sites import Site
 from referee.checks.arbitration.splice import Refused, splice
 from referee.checks.arbitration.style import restyler
 from referee.checks.arbitration.truth import (
-    Cancelled,
     ProgramCache,
-    Progress,
     generate,
     prompts,
 )
@@ -49,6 +47,7 @@ from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import _case as case_text
 from referee.checks.guard.facts import squash_lines
 from referee.checks.models import ArbitrationFix, Edit, Location, PatchResult, Span
+from referee.checks.progress import IDLE, Work
 from referee.checks.source import SourceFile
 
 GUARD_CODES = frozenset({"REF330", "REF331"})
@@ -316,8 +315,8 @@ def source_fix(
     settings: Settings,
     cache: ProgramCache,
     oracle_programs: Sequence[tuple[str, str]] = (),
-    progress: Progress | None = None,
-    cancelled: Callable[[], bool] | None = None,
+    *,
+    work: Work = IDLE,
     more_programs: Callable[[], Sequence[tuple[str, str]]] | None = None,
 ) -> SourceFix:
     """Up to N candidate patches from the model and the programs of the oracles that
@@ -331,7 +330,7 @@ def source_fix(
     ``more_programs`` is asked for some: oracles written only for the fix, which the
     caller keeps to those that give the truth on the failing call."""
     trial = _Trial.prepare(
-        spec, module_relpath, test_relpath, files, failing, settings, config, progress, cancelled
+        spec, module_relpath, test_relpath, files, failing, settings, config, work
     )
     answers = _candidates(
         spec,
@@ -341,8 +340,7 @@ def source_fix(
         cache,
         oracle_programs,
         more_programs,
-        progress,
-        cancelled,
+        work,
     )
     patches: list[PatchResult] = []
     tried: set[str] = set()
@@ -373,8 +371,7 @@ def _candidates(
     cache: ProgramCache,
     oracle_programs: Sequence[tuple[str, str]],
     more_programs: Callable[[], Sequence[tuple[str, str]]] | None,
-    progress: Progress | None,
-    cancelled: Callable[[], bool] | None,
+    work: Work,
 ) -> Iterator[tuple[str, str]]:
     """(origin, answer) of each candidate: the oracles' programs first — independent
     implementations of the docstring that agreed on the truth, and cost no model call —
@@ -385,10 +382,8 @@ def _candidates(
     # A patch is about as long as the function it rewrites; a model that rambles on is cut.
     max_tokens = min(1024, max(256, len(spec.definition) // 2 + 128))
     for index in range(1, config.candidates + 1):
-        if cancelled is not None and cancelled():
-            raise Cancelled
-        if progress is not None:
-            progress(f"writing candidate patch {index}/{config.candidates}")
+        work.raise_if_cancelled()
+        work.say(f"writing candidate patch {index}/{config.candidates}")
         temperature = 0.0 if index == 1 else config.temperature
         answer, _ = generate(
             backend,
@@ -417,8 +412,7 @@ class _Trial:
     code_files: dict[str, str]  # the project without its tests or conftest files
     limits: sandbox.Limits
     python: interpreter.Interpreter | None
-    progress: Progress | None
-    cancelled: Callable[[], bool] | None
+    work: Work
 
     @classmethod
     def prepare(
@@ -430,8 +424,7 @@ class _Trial:
         failing: verify.AssertedCall,
         settings: Settings,
         config: ArbitrationConfig,
-        progress: Progress | None,
-        cancelled: Callable[[], bool] | None,
+        work: Work,
     ) -> _Trial:
         test_text = "".join(
             squash_lines(text) for path, text in files.items() if _is_test(settings, path)
@@ -467,15 +460,8 @@ class _Trial:
             code_files=code_files,
             limits=pytest_run_limits(config),
             python=interpreter.for_settings(settings),  # the project's: its tests, its imports
-            progress=progress,
-            cancelled=cancelled,
+            work=work,
         )
-
-    def _say(self, message: str) -> None:
-        if self.cancelled is not None and self.cancelled():
-            raise Cancelled
-        if self.progress is not None:
-            self.progress(message)
 
     def check(
         self, index: int, origin: str, new_text: str
@@ -505,7 +491,8 @@ class _Trial:
         )
         if cheats:
             return result("invalid", f"{cheats[0].code}: {cheats[0].message}"), None
-        self._say(f"checking candidate {index} ({origin}) on {len(self.calls)} asserted calls")
+        self.work.raise_if_cancelled()
+        self.work.say(f"checking candidate {index} ({origin}) on {len(self.calls)} asserted calls")
         checked = verify.verify(
             new_text,
             self.module_relpath,
@@ -519,7 +506,8 @@ class _Trial:
         counts = {"calls_verified": checked.verified, "calls_total": checked.total}
         if not checked.passed:
             return result("failed", checked.message, **counts), None
-        self._say(f"running {self.test_relpath} against candidate {index} ({origin})")
+        self.work.raise_if_cancelled()
+        self.work.say(f"running {self.test_relpath} against candidate {index} ({origin})")
         run = sandbox.run_pytest(
             {**self.files, self.module_relpath: new_text},
             [self.test_relpath, "-q"],

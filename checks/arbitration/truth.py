@@ -18,7 +18,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
@@ -34,12 +34,10 @@ from referee.checks.config import tomllib
 from referee.checks.configuration import ArbitrationConfig
 from referee.checks.judge.backend import BatchCancelled, ChatRequest, chat_batch
 from referee.checks.models import OracleResult
-from referee.checks.progress import Cancelled
+from referee.checks.progress import IDLE, Cancelled, Work
 
 PROMPTS = Path(__file__).with_name("prompts") / "arbitration-v1.toml"
 ORACLE_MAX_TOKENS = 768
-
-Progress = Callable[[str], None]
 
 
 class ArbitrationError(Exception):
@@ -344,7 +342,7 @@ def generate_many(
     temperature: float,
     cache: ProgramCache,
     max_tokens: int = ORACLE_MAX_TOKENS,
-    cancelled: Callable[[], bool] | None = None,
+    work: Work = IDLE,
 ) -> list[tuple[str, bool]]:
     """One answer per seed, (answer, whether it came from the cache): those not cached are
     decoded as one batch where the backend can (see :func:`chat_batch`). ``messages`` is
@@ -371,7 +369,7 @@ def generate_many(
             for i in missing
         ]
         try:
-            generations = chat_batch(backend, requests, cancelled=cancelled)
+            generations = chat_batch(backend, requests, work=work)
         except BatchCancelled:
             raise Cancelled from None
         for i, generation in zip(missing, generations, strict=True):
@@ -445,8 +443,8 @@ def oracle_evidence(
     backend: Any,
     config: ArbitrationConfig,
     cache: ProgramCache,
-    progress: Progress | None = None,
-    cancelled: Callable[[], bool] | None = None,
+    *,
+    work: Work = IDLE,
     seeds: Sequence[int] | None = None,
     replacements: Replacements | None = None,
     wrapper: str | None = None,
@@ -489,8 +487,7 @@ def oracle_evidence(
         backend=backend,
         config=config,
         cache=cache,
-        progress=progress,
-        cancelled=cancelled,
+        work=work,
         messages=oracle_messages(spec, suite if from_suite else None),
         examples=examples,
         origin="the suite" if from_suite else "the docstring",
@@ -498,10 +495,9 @@ def oracle_evidence(
         call=f"{wrapper}({inner})" if wrapper else inner,
     )
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
-    if progress is not None:
-        more = "" if seeds[0] == 1 else " more"
-        spec_words = f"{len(examples)} assertions of the tests" if from_suite else "docstring"
-        progress(f"writing {len(seeds)}{more} oracles from the signature and {spec_words}")
+    more = "" if seeds[0] == 1 else " more"
+    spec_words = f"{len(examples)} assertions of the tests" if from_suite else "docstring"
+    work.say(f"writing {len(seeds)}{more} oracles from the signature and {spec_words}")
     results = writer.round(seeds)
     if replacements is not None:
         # the exceptions that are opinions, not failures to run (see failed_to_run)
@@ -519,8 +515,7 @@ class _OracleWriter:
     backend: Any
     config: ArbitrationConfig
     cache: ProgramCache
-    progress: Progress | None
-    cancelled: Callable[[], bool] | None
+    work: Work
     messages: list[dict[str, str]]  # the oracle prompt
     examples: list[tuple[str, str, str]]  # the docstring's, or the suite's
     origin: str  # where the examples come from, in the reasons: "the docstring"
@@ -539,15 +534,14 @@ class _OracleWriter:
             seeds=seeds,
             temperature=self.config.temperature,
             cache=self.cache,
-            cancelled=self.cancelled,
+            work=self.work,
         )
 
         def oracle(position: int) -> OracleResult:
             answer, cached = answers[position]
             return self.run(f"oracle-{seeds[position]}", answer, cached)
 
-        if self.progress is not None:
-            self.progress(f"running {len(seeds)} oracle programs in the sandbox")
+        self.work.say(f"running {len(seeds)} oracle programs in the sandbox")
         with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
             return list(pool.map(oracle, range(len(seeds))))
 
@@ -594,16 +588,14 @@ def _replace_failed(
 ) -> None:
     """Replace, in ``results``, the oracles that failed to run, while the budget lasts
     (see :func:`oracle_evidence`)."""
-    spec, progress, cancelled = writer.spec, writer.progress, writer.cancelled
+    spec, work = writer.spec, writer.work
     fresh_messages = examples_messages(spec, writer.examples)
     while replacements.budget > 0:
         failed = [i for i, r in enumerate(results) if failed_to_run(r, named)]
         if not failed:
             break
-        if cancelled is not None and cancelled():
-            raise Cancelled
-        if progress is not None:
-            progress(f"{len(failed)} oracle(s) did not run; asking for new ones")
+        work.raise_if_cancelled()
+        work.say(f"{len(failed)} oracle(s) did not run; asking for new ones")
         # Each failed oracle gets two candidates, decoded in one batch: a fresh sample —
         # in the first half of the budget the prompt with the docstring's examples
         # written out as assertions (:func:`examples_messages`), another way of asking

@@ -26,9 +26,7 @@ from referee.checks.arbitration.fix import (
 )
 from referee.checks.arbitration.sites import Isolated
 from referee.checks.arbitration.truth import (
-    Cancelled,
     ProgramCache,
-    Progress,
     Replacements,
     agreed_value,
     oracle_evidence,
@@ -36,6 +34,7 @@ from referee.checks.arbitration.truth import (
 from referee.checks.arbitration.verify import AssertedCall
 from referee.checks.models import ArbitrationVerdict, OracleEvidence, OracleResult
 from referee.checks.nodes import excerpt
+from referee.checks.progress import Cancelled, Work
 
 if TYPE_CHECKING:
     from referee.checks.arbitration.engine import _Context, _LazyFiles
@@ -47,13 +46,12 @@ BackendFactory = Callable[[], Any]
 class Fixing:
     """What looking for a fix of the source needs beyond the case: the function's file
     relative to the root (None outside the project), the project's files, the model,
-    progress, cancellation and the program cache's folder."""
+    the work (its progress and cancellation) and the program cache's folder."""
 
     function_relpath: str | None
     files: _LazyFiles
     backend: BackendFactory | None
-    say: Progress
-    cancelled: Callable[[], bool] | None
+    work: Work
     cache_dir: Path | None
 
 
@@ -166,8 +164,7 @@ def fix_programs(
     isolated: Isolated,
     truth: str,
     backend: BackendFactory,
-    say: Progress,
-    cancelled: Callable[[], bool] | None,
+    work: Work,
     cache_dir: Path | None,
 ) -> list[tuple[str, str]]:
     """Oracle programs written only as candidate fixes, when the truth came from a
@@ -181,8 +178,7 @@ def fix_programs(
         backend(),
         ctx.config,
         ProgramCache(cache_dir, ctx.settings.config.cache_size),
-        say,
-        cancelled,
+        work=work,
         replacements=Replacements(ctx.config.oracle_replacements),
         wrapper=isolated.wrapper,
     )
@@ -198,8 +194,7 @@ def confirm_test_edit(
     model: Any,
     arguments: str,
     truth: str,
-    say: Progress,
-    cancelled: Callable[[], bool] | None,
+    work: Work,
     cache_dir: Path | None,
     wrapper: str | None = None,
 ) -> Arbitration | None:
@@ -227,8 +222,7 @@ def confirm_test_edit(
             model,
             config,
             ProgramCache(cache_dir, ctx.settings.config.cache_size),
-            say,
-            cancelled,
+            work=work,
             seeds=seeds,
             replacements=ctx.replacements,
             wrapper=wrapper,
@@ -254,7 +248,7 @@ def test_wrong(
     isolated: Isolated,
     truth: Truth,
     files: _LazyFiles,
-    say: Progress,
+    work: Work,
 ) -> Arbitration:
     assert ctx.spec is not None and ctx.observation is not None
     fixed: TestFix = fix_test(
@@ -284,7 +278,7 @@ def test_wrong(
             **truth.fields(),
         )
 
-    failure = _corrected_test_failure(ctx, isolated, fixed, files, say)
+    failure = _corrected_test_failure(ctx, isolated, fixed, files, work)
     if failure is not None:
         return still_fails(failure)
     certificate = _certificate(ctx, isolated, fixed, truth.value)
@@ -301,7 +295,7 @@ def test_wrong(
 
 
 def _corrected_test_failure(
-    ctx: _Context, isolated: Isolated, fixed: TestFix, files: _LazyFiles, say: Progress
+    ctx: _Context, isolated: Isolated, fixed: TestFix, files: _LazyFiles, work: Work
 ) -> str | None:
     """Why the test with the truth written in still fails, or None when it passes."""
     assert ctx.observation is not None
@@ -315,7 +309,7 @@ def _corrected_test_failure(
     mismatch = literal_mismatch(isolated.op, fixed.fix.new_value or "", ctx.observation.produced)
     if mismatch is not None:
         return mismatch
-    say(f"running {ctx.test_id} with the corrected assertion")
+    work.say(f"running {ctx.test_id} with the corrected assertion")
     run = sandbox.run_pytest(
         {**files.get(), ctx.test.path: fixed.new_text},
         [ctx.test_id, "-q", "-p", "no:cacheprovider"],
@@ -383,8 +377,7 @@ def source_wrong(
             function_relpath,
             fixing.files,
             backend,
-            fixing.say,
-            fixing.cancelled,
+            fixing.work,
             fixing.cache_dir,
         )
     except Cancelled:
@@ -416,8 +409,7 @@ def candidate_fix(
     function_relpath: str,
     files: _LazyFiles,
     backend: BackendFactory,
-    say: Progress,
-    cancelled: Callable[[], bool] | None,
+    work: Work,
     cache_dir: Path | None,
 ) -> SourceFix:
     """Candidate patches (the oracles' programs that give the truth first), each kept
@@ -458,11 +450,8 @@ def candidate_fix(
             and r.value is not None
             and sandbox.values_equal(truth, r.value)
         ],
-        say,
-        cancelled,
-        more_programs=(
-            lambda: fix_programs(ctx, isolated, truth, backend, say, cancelled, cache_dir)
-        )
+        work=work,
+        more_programs=(lambda: fix_programs(ctx, isolated, truth, backend, work, cache_dir))
         if as_fixes
         else None,
     )

@@ -18,6 +18,7 @@ from referee.checks.arbitration.truth import agreed_value
 from referee.checks.execution.inputs import Input
 from referee.checks.execution.running import Run
 from referee.checks.models import OracleResult
+from referee.checks.progress import Work
 
 # ---------------------------------------------------------------------------- deciding
 
@@ -211,7 +212,7 @@ def shrink(
     run_all: Callable[[Sequence[Input]], tuple[Run, list[Run]]],
     required: int,
     reference: bool,
-    cancelled: Callable[[], bool] | None,
+    work: Work,
     inside: Callable[[str], bool] = lambda arguments: True,
     rounds: int = 6,
 ) -> Input:
@@ -219,7 +220,7 @@ def shrink(
     candidates are run in one batch per round, the shortest counterexample kept."""
     best = item
     for _ in range(rounds):
-        if cancelled is not None and cancelled():
+        if work.cancelled():
             break
         candidates = [
             Input(a, "generated") for a in _shrink_candidates(best.arguments) if inside(a)

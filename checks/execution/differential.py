@@ -72,6 +72,7 @@ from referee.checks.execution.inputs import (
 )
 from referee.checks.execution.running import MODULE_IMPORT, Run, module_of, run_code
 from referee.checks.interpreter import Interpreter
+from referee.checks.progress import IDLE, Work
 
 # Part of every cached result's key: raised when the way results are decided changes, so
 # that a result cached by an older rule is not reused (2: oracles contradicting the
@@ -131,8 +132,7 @@ def check_function(
     reference: str | None = None,
     program_cache: ProgramCache | None = None,
     cache: DifferentialCache | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
     python: Interpreter | None = None,
 ) -> Differential:
     """Run ``spec``'s function beside the independent implementations of its spec (see
@@ -171,8 +171,7 @@ def check_function(
         model,
         reference,
         program_cache,
-        cancelled,
-        progress,
+        work,
         python,
     )
     programs = check.sources_of_truth(inputs, result)
@@ -277,13 +276,12 @@ class _Check:
     model: Any
     reference: str | None
     program_cache: ProgramCache | None
-    cancelled: Callable[[], bool] | None
-    progress: Callable[[str], None] | None
+    work: Work
     python: Interpreter | None
 
     def say(self, message: str) -> None:
-        if self.progress is not None:
-            self.progress(f"{self.spec.name}: {message}")
+        """Progress, named after the function checked."""
+        self.work.say(f"{self.spec.name}: {message}")
 
     @property
     def project(self) -> dict[str, str]:
@@ -357,7 +355,7 @@ class _Check:
             seeds=list(range(1, arbitration.oracles + 1)),
             temperature=arbitration.temperature,
             cache=self.program_cache or ProgramCache(None),
-            cancelled=self.cancelled,
+            work=self.work,
         )
         preamble = module_imports(self.spec.text)
         programs: list[Program] = []
@@ -374,7 +372,7 @@ class _Check:
             seeds=[1],
             temperature=self.arbitration.temperature,
             cache=self.program_cache or ProgramCache(None),
-            cancelled=self.cancelled,
+            work=self.work,
             max_tokens=512,
         )
         proposed = [
@@ -497,7 +495,7 @@ class _Check:
         name = self.spec.name
         if item.origin == "generated":
             self.say("shrinking the counterexample")
-            item = shrink(item, runner, required, reference, self.cancelled, inputs.inside)
+            item = shrink(item, runner, required, reference, self.work, inputs.inside)
         # Run once more, alone, before it is shown.
         self.say(f"re-running {name}({item.arguments})")
         again_function, again_truths = runner([item])

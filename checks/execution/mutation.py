@@ -35,7 +35,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -56,7 +56,7 @@ from referee.checks.execution.targets import (
     traced_lines,
 )
 from referee.checks.interpreter import Interpreter
-from referee.checks.progress import Cancelled
+from referee.checks.progress import IDLE, Work
 
 # Part of every cached grade's key; raised when grading changes (3: a kill by a crash, a
 # hang or a `return None` alone is no kill; 7: the test's own unpacking is a check).
@@ -154,8 +154,7 @@ def grade_test(
     timeout: float = 10.0,
     workers: int = 2,
     cache: GradeCache | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
     python: Interpreter | None = None,
 ) -> Grade:
     """Grade the test ``qualname`` (``test_x`` or ``TestX.test_x``) of ``test_path`` by the
@@ -180,8 +179,7 @@ def grade_test(
     run = _TestRun(test_id, files, found, timeout, python)
     # The test as it is first, its lines traced: one that does not pass is not graded, and
     # no mutant of a large module is written for it.
-    if progress is not None:
-        progress(f"{test_id}: the test as it is")
+    work.say(f"{test_id}: the test as it is")
     baseline = run.traced()
     if baseline.status != "ok":
         return Grade(
@@ -196,9 +194,9 @@ def grade_test(
         return Grade(test_id, "not-graded", why, target_names)
     chosen = chosen[:max_mutants]
     grade = Grade(test_id, "survived", "", target_names, total=len(chosen))
-    _run_mutants(grade, chosen, run, test_path, workers, deadline, cancelled, progress)
-    if cancelled is not None and cancelled() and grade.killed_by is None:
-        raise Cancelled
+    _run_mutants(grade, chosen, run, test_path, workers, deadline, work)
+    if grade.killed_by is None:
+        work.raise_if_cancelled()
     grade.seconds = round(time.monotonic() - started, 3)
     if grade.status == "not-graded":
         return grade
@@ -333,8 +331,7 @@ def _run_mutants(
     test_path: str,
     workers: int,
     deadline: float | None,
-    cancelled: Callable[[], bool] | None,
-    progress: Callable[[str], None] | None,
+    work: Work,
 ) -> None:
     """Run the test against the mutants, ``workers`` at a time, until one kills it, the
     deadline passes, the caller cancels or the sandbox refuses; ``grade`` counts them."""
@@ -356,7 +353,7 @@ def _run_mutants(
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         while queue or pending:
             while queue and len(pending) < max(1, workers) and not stop.is_set():
-                if cancelled is not None and cancelled():
+                if work.cancelled():
                     stop.set()
                     break
                 if deadline is not None and time.monotonic() >= deadline:
@@ -375,8 +372,7 @@ def _run_mutants(
                     continue
                 with lock:
                     _count(grade, mutant, survived, crashed, message, stop)
-                if progress is not None:
-                    progress(f"{grade.test_id}: mutant {grade.tried}/{len(chosen)}")
+                work.say(f"{grade.test_id}: mutant {grade.tried}/{len(chosen)}")
             if stop.is_set() or ran_out:
                 queue.clear()
 
@@ -415,7 +411,6 @@ def _sort_survivors(grade: Grade, chosen: list[Mutant]) -> None:
 
 
 __all__ = [
-    "Cancelled",
     "Grade",
     "GradeCache",
     "crash_only",

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 from referee.checks import interpreter, review, sandbox
 from referee.checks.config import ConfigError, Settings
 from referee.checks.execution.differential import Differential, DifferentialCache, check_function
-from referee.checks.execution.mutation import Cancelled as MutationCancelled
 from referee.checks.execution.mutation import Grade, GradeCache, grade_test
 from referee.checks.models import Finding, Layer, Location, Severity, Span
+from referee.checks.progress import IDLE, Cancelled, Work
 from referee.checks.source import SourceFile
 
 _C = TypeVar("_C")
@@ -37,7 +37,7 @@ class FileExecution:
     grades: list[Grade] = field(default_factory=list)
     differentials: list[Differential] = field(default_factory=list)
     review_ids: dict[str, str] = field(default_factory=dict)  # function -> its REF412 item
-    cancelled: bool = False  # stopped by ``cancelled()``: what is here is partial
+    cancelled: bool = False  # the work was asked to stop: what is here is partial
 
 
 class ProjectFiles:
@@ -97,8 +97,7 @@ def check_file(
     files: ProjectFiles | None = None,
     model: Any = None,
     cache_dir: Path | None = None,
-    cancelled: Callable[[], bool] | None = None,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
     queue: bool = True,
 ) -> FileExecution:
     """The execution checks of one file (see the module's docstring). ``model`` is the
@@ -127,14 +126,13 @@ def check_file(
         files.get({relpath: source.text}),
         python,
         cache_dir,
-        cancelled,
-        progress,
+        work,
         out,
     )
     check.grade_tests(tests)
     if functions:
         check.check_functions(functions, model, queue)
-    out.cancelled = cancelled is not None and cancelled()
+    out.cancelled = work.cancelled()
     table = suppressions(source.text)
     out.findings = [
         f for f in check.raw if settings.reports(f.code, relpath) and not _is_suppressed(f, table)
@@ -193,13 +191,9 @@ class _FileCheck:
     project: dict[str, str]
     python: Any
     cache_root: Path | None
-    cancelled: Callable[[], bool] | None
-    progress: Callable[[str], None] | None
+    work: Work
     out: FileExecution
     raw: list[Finding] = field(default_factory=list)
-
-    def stopped(self) -> bool:
-        return self.cancelled is not None and self.cancelled()
 
     def add(self, code: str, line: int, message: str, evidence: str | None) -> None:
         self.raw.append(_finding(self.settings, code, self.source.path, line, message, evidence))
@@ -216,7 +210,7 @@ class _FileCheck:
         config = self.settings.config.execution
         deadline = time.monotonic() + config.mutation_budget
         for subject in tests:
-            if self.stopped():
+            if self.work.cancelled():
                 break
             try:
                 grade = grade_test(
@@ -228,11 +222,10 @@ class _FileCheck:
                     deadline=deadline,
                     timeout=config.mutation_timeout,
                     cache=self._cache(GradeCache, "mutation"),
-                    cancelled=self.cancelled,
-                    progress=self.progress,
+                    work=self.work,
                     python=self.python,
                 )
-            except MutationCancelled:
+            except Cancelled:
                 break
             self.out.grades.append(grade)
             if grade.status == "survived" and grade.survivors:
@@ -247,7 +240,6 @@ class _FileCheck:
         from referee.checks.arbitration.isolate import NotIsolated, function_spec
         from referee.checks.arbitration.truth import (
             ArbitrationError,
-            Cancelled,
             ProgramCache,
             reference_for,
         )
@@ -258,7 +250,7 @@ class _FileCheck:
         tests_text = {p: t for p, t in project.items() if settings.is_test_file(p)}
         queue_state = review.read(settings.root) if queue else review.Queue()
         for subject in functions:
-            if self.stopped():
+            if self.work.cancelled():
                 break
             try:
                 spec = function_spec(source.text, source.path, module, subject.name)
@@ -281,8 +273,7 @@ class _FileCheck:
                     reference=reference,
                     program_cache=self._cache(ProgramCache, "arbitration"),
                     cache=self._cache(DifferentialCache, "differential"),
-                    cancelled=self.cancelled,
-                    progress=self.progress,
+                    work=self.work,
                     python=self.python,
                 )
             except Cancelled:

@@ -42,6 +42,7 @@ from pathlib import PurePosixPath
 from referee.checks import sandbox
 from referee.checks.guard.fitted import mentions
 from referee.checks.interpreter import Interpreter
+from referee.checks.progress import IDLE, Work
 
 # Operators whose change changes a value, not a structure (`(`, `.` and `,` do).
 _VALUE_OPS = frozenset(
@@ -409,7 +410,7 @@ def check(
     changed_tests: Iterable[str] = (),
     timeout_s: float = 60.0,
     budget_s: float = 240.0,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
     python: Interpreter | None = None,
 ) -> Outcome:
     """Decide by execution which value-level edits of ``sources`` (path -> (text at the
@@ -434,9 +435,9 @@ def check(
         )
         return out
     run = _runner(now, timeout_s, python)
-    fixed = _fixed_tests(modules, run, then, now, out, deadline, progress)
+    fixed = _fixed_tests(modules, run, then, now, out, deadline, work)
     if fixed is not None:
-        _take_back(fixed, found, now, run, out, deadline, progress)
+        _take_back(fixed, found, now, run, out, deadline, work)
     return out
 
 
@@ -487,7 +488,7 @@ def _fixed_tests(
     now: dict[str, str],
     out: Outcome,
     deadline: float,
-    progress: Callable[[str], None] | None,
+    work: Work,
 ) -> dict[str, str] | None:
     """Tests (node id -> the reason they failed) that failed a check on the source as it
     was and pass on the source as it is; None when the check must stop (out of time,
@@ -497,8 +498,7 @@ def _fixed_tests(
         if time.monotonic() > deadline:
             out.notes.append("the execution check (REF334) ran out of time")
             return None
-        if progress is not None:
-            progress(f"REF334: {module} on the source as it was and as it is")
+        work.say(f"REF334: {module} on the source as it was and as it is")
         before_run = run(then, [module])
         after_run = run(now, [module])
         if after_run.status == "refused":
@@ -527,7 +527,7 @@ def _take_back(
     run: _Run,
     out: Outcome,
     deadline: float,
-    progress: Callable[[str], None] | None,
+    work: Work,
 ) -> None:
     """Add to ``out.moved`` each edit without which a fixed test fails its check again."""
     for node, reason in list(fixed.items())[:MAX_FIXED_TESTS]:
@@ -546,8 +546,7 @@ def _take_back(
             if time.monotonic() > deadline:
                 out.notes.append("the execution check (REF334) ran out of time")
                 return
-            if progress is not None:
-                progress(f"REF334: {node} with {edit.path}:{edit.line} taken back")
+            work.say(f"REF334: {node} with {edit.path}:{edit.line} taken back")
             result = run({**now, edit.path: edit.taken_back(now[edit.path])}, [node])
             status, why = outcomes(result.stdout).get(node, ("", ""))
             if status == "FAILED" and check_failed(why):

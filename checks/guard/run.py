@@ -20,6 +20,7 @@ from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import TestFacts, case_values, test_facts
 from referee.checks.guard.normal import squash_lines, unparse
 from referee.checks.models import Finding, Severity
+from referee.checks.progress import IDLE, Work
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
 
 PYTEST_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"})
@@ -404,7 +405,7 @@ def execution(
     settings: Settings,
     *,
     strict: bool,
-    progress: Callable[[str], None] | None = None,
+    work: Work = IDLE,
 ) -> tuple[dict[str, list[Finding]], list[str]]:
     """The guard's execution step (REF334, :mod:`referee.checks.guard.moved`): findings
     by the changed source file's path relative to the repository, and notes on what
@@ -436,7 +437,7 @@ def execution(
         sources,
         settings.is_test_file,
         changed_tests=guard_plan.changed_tests,
-        progress=progress,
+        work=work,
         python=python,
     )
     found: dict[str, list[Finding]] = {}

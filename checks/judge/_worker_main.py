@@ -142,6 +142,7 @@ class _UnknownOp(Exception):
 def _generate(backend: Any, message: dict[str, Any], stop: Callable[[], bool]) -> list[Any]:
     """The generations one request asks for; ``stop`` is polled between decoding steps."""
     from referee.checks.judge.backend import ChatRequest, chat_batch
+    from referee.checks.progress import Work
 
     op = message.get("op")
     if op == "ping":
@@ -158,11 +159,11 @@ def _generate(backend: Any, message: dict[str, Any], stop: Callable[[], bool]) -
             # Through the batched decoder, even alone: it polls between steps, which
             # is how the parent hears that a slow answer is alive, and how it cancels.
             single = ChatRequest(message["messages"], **asked)
-            return backend.chat_batch([single], cancelled=stop)
+            return backend.chat_batch([single], work=Work(is_cancelled=stop))
         return [backend.chat(message["messages"], **asked)]
     if op == "batch":
         batch: list[ChatRequest] = message["requests"]
-        return chat_batch(backend, batch, cancelled=stop)
+        return chat_batch(backend, batch, work=Work(is_cancelled=stop))
     raise _UnknownOp(f"unknown op {op!r}")
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.checks.judge import models as model_files
+from referee.checks.progress import IDLE, Work
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
 
@@ -40,7 +41,7 @@ class BackendError(Exception):
 
 
 class BatchCancelled(Exception):
-    """:func:`chat_batch` stopped because its ``cancelled`` callback said so."""
+    """:func:`chat_batch` stopped because its work was asked to stop."""
 
 
 @dataclass(frozen=True)
@@ -107,22 +108,22 @@ def chat_batch(
     backend: Any,
     requests: Sequence[ChatRequest],
     *,
-    cancelled: Callable[[], bool] | None = None,
+    work: Work = IDLE,
 ) -> list[Generation]:
     """Answers to several questions, decoded together where the backend can (llama.cpp in
     process: one batch; an HTTP server: concurrent requests it batches itself), else one by
-    one. ``cancelled`` is polled between decoding steps (or between questions); when it
-    returns true, :class:`BatchCancelled` is raised."""
+    one. ``work`` is asked to stop between decoding steps (or between questions); when it
+    is, :class:`BatchCancelled` is raised."""
     if not requests:
         return []
     batch = getattr(backend, "chat_batch", None)
     if batch is not None and (
         len(requests) > 1 or requests[0].until_code_block or requests[0].forcing is not None
     ):
-        return list(batch(requests, cancelled=cancelled))
+        return list(batch(requests, work=work))
     out = []
     for r in requests:
-        if cancelled is not None and cancelled():
+        if work.cancelled():
             raise BatchCancelled
         out.append(ask_one(backend, r))
     return out
@@ -225,7 +226,7 @@ class LlamaCppBackend(Backend):
         self,
         requests: Sequence[ChatRequest],
         *,
-        cancelled: Callable[[], bool] | None = None,
+        work: Work = IDLE,
     ) -> list[Generation]:
         """Several answers decoded as one batch (see :mod:`referee.checks.judge.batched`)."""
         from referee.checks.judge import batched
@@ -252,7 +253,7 @@ class LlamaCppBackend(Backend):
                             forcing=r.forcing,
                         )
                     )
-                outputs = self._batched.generate(jobs, cancelled=cancelled)
+                outputs = self._batched.generate(jobs, work)
             except batched.Stopped:
                 raise BatchCancelled from None
             except (ValueError, RuntimeError) as exc:
@@ -428,11 +429,11 @@ class OpenAIBackend(Backend):
         self,
         requests: Sequence[ChatRequest],
         *,
-        cancelled: Callable[[], bool] | None = None,
+        work: Work = IDLE,
     ) -> list[Generation]:
         """The requests sent at once: a server with parallel slots decodes them together.
-        (``cancelled`` is checked before sending; an HTTP request in flight runs out.)"""
-        if cancelled is not None and cancelled():
+        (``work`` is asked to stop before sending; an HTTP request in flight runs out.)"""
+        if work.cancelled():
             raise BatchCancelled
         from concurrent.futures import ThreadPoolExecutor
 

@@ -28,12 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from referee.checks.progress import IDLE, Work
+
 # llama_token_data is {int32 id; float logit; float p}: 12 bytes, no padding
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
 
 
 class Stopped(Exception):
-    """The ``cancelled`` callback of :meth:`BatchedGenerator.generate` returned true."""
+    """The work :meth:`BatchedGenerator.generate` did was asked to stop."""
 
 
 @dataclass(frozen=True)
@@ -166,13 +168,13 @@ class BatchedGenerator:
         tokens: Sequence[int],
         start: int,
         seqs: Sequence[int],
-        cancelled: Callable[[], bool] | None = None,
+        work: Work = IDLE,
     ) -> None:
         """Evaluate ``tokens`` at positions from ``start`` for ``seqs``, 512 at a time;
-        logits only for the last token. ``cancelled`` is polled between chunks (in the
-        model process it is also the sign of life of a long prompt)."""
+        logits only for the last token. ``work`` is asked to stop between chunks (in the
+        model process that question is also the sign of life of a long prompt)."""
         for chunk in range(0, len(tokens), 512):
-            if chunk and cancelled is not None and cancelled():
+            if chunk and work.cancelled():
                 raise Stopped
             part = tokens[chunk : chunk + 512]
             for i, token in enumerate(part):
@@ -244,16 +246,14 @@ class BatchedGenerator:
             seq.text += self.llm.detokenize(tokens)
         return tokens
 
-    def generate(
-        self, requests: Sequence[Request], cancelled: Callable[[], bool] | None = None
-    ) -> list[Output]:
-        """The answers to ``requests``, in order. ``cancelled`` is polled every step."""
+    def generate(self, requests: Sequence[Request], work: Work = IDLE) -> list[Output]:
+        """The answers to ``requests``, in order. ``work`` is asked to stop every step."""
         if not requests:
             return []
         if len(requests) > self.n_seq:
             out: list[Output] = []
             for start in range(0, len(requests), self.n_seq):
-                out.extend(self.generate(requests[start : start + self.n_seq], cancelled))
+                out.extend(self.generate(requests[start : start + self.n_seq], work))
             return out
         lc = self.lc
         memory = lc.llama_get_memory(self.ctx)
@@ -268,7 +268,7 @@ class BatchedGenerator:
                 # what every answer starts with is evaluated with the prompt
                 seq.prefix = self._forced(seq, seq.request.max_tokens - 1) or []
                 prompt.extend(seq.prefix)
-            return self._generate(sequences, prompts, memory, cancelled)
+            return self._generate(sequences, prompts, memory, work)
         finally:
             for seq in sequences:
                 seq.free()
@@ -278,7 +278,7 @@ class BatchedGenerator:
         sequences: list[_Sequence],
         prompts: list[list[int]],
         memory: Any,
-        cancelled: Callable[[], bool] | None,
+        work: Work,
     ) -> list[Output]:
         lc = self.lc
         common = _common_prefix(prompts)
@@ -286,8 +286,8 @@ class BatchedGenerator:
         reuse = self._reset_memory(memory, prompts, common)
         ok = False
         try:
-            rows, positions = self._evaluate_prompts(memory, prompts, common, reuse, cancelled)
-            self._decode_answers(sequences, rows, positions, cancelled)
+            rows, positions = self._evaluate_prompts(memory, prompts, common, reuse, work)
+            self._decode_answers(sequences, rows, positions, work)
             outputs = [
                 Output(
                     data=self.llm.detokenize(seq.prefix + seq.tokens)
@@ -339,7 +339,7 @@ class BatchedGenerator:
         prompts: list[list[int]],
         common: int,
         reuse: int,
-        cancelled: Callable[[], bool] | None,
+        work: Work,
     ) -> tuple[list[int], list[int]]:
         """Evaluate the prompts: the common prefix once (in sequence 0, copied to the
         others), then the tails, packed into as few decoding calls as the batch allows
@@ -347,7 +347,7 @@ class BatchedGenerator:
         (each sequence's logits row, each sequence's last position)."""
         lc = self.lc
         if common > reuse:
-            self._feed(prompts[0][reuse:common], reuse, [0], cancelled)
+            self._feed(prompts[0][reuse:common], reuse, [0], work)
         for s in range(1, len(prompts)):
             lc.llama_memory_seq_cp(memory, 0, s, -1, -1)
         positions = [len(p) - 1 for p in prompts]
@@ -355,7 +355,7 @@ class BatchedGenerator:
         lasts = [(s, len(p) - 1) for s, p in enumerate(prompts)]
         if len(body) + len(lasts) > 512:  # the last tokens go in the final call
             for chunk in range(0, len(body), 512):
-                if cancelled is not None and cancelled():
+                if work.cancelled():
                     raise Stopped
                 part = body[chunk : chunk + 512]
                 for i, (s, pos) in enumerate(part):
@@ -372,14 +372,14 @@ class BatchedGenerator:
         sequences: list[_Sequence],
         rows: list[int],
         positions: list[int],
-        cancelled: Callable[[], bool] | None,
+        work: Work,
     ) -> None:
         """Sample every sequence's answer, one step for all of them at a time, until each
         is done (end of generation, its token limit, its code block, its forcing)."""
         self.last_steps = 0
         active = list(range(len(sequences)))
         while active:
-            if cancelled is not None and cancelled():
+            if work.cancelled():
                 raise Stopped
             step: list[tuple[int, list[int]]] = []  # (sequence, tokens to evaluate)
             for row, s in zip(rows, active, strict=True):

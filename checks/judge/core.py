@@ -320,7 +320,7 @@ def ask_all(subject: Subject, panel: Panel, stats: Stats, work: Work = IDLE) -> 
         ]
         started = time.perf_counter()
         try:
-            generations = chat_batch(backend, requests, cancelled=work.cancelled)
+            generations = chat_batch(backend, requests, work=work)
         except BatchCancelled:
             raise Cancelled from None
         stats.seconds += time.perf_counter() - started

@@ -44,7 +44,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ from referee.checks.judge.backend import (
     Generation,
 )
 from referee.checks.process import dead_or_dying, kill_and_reap, read_exact, wait_then_kill
+from referee.checks.progress import IDLE, Work
 
 log = logging.getLogger("referee.judge.worker")
 
@@ -205,7 +206,7 @@ class WorkerBackend(Backend):
         self._process = process
         try:
             self._send(process, {"op": "open", "spec": self.spec, "mode": mode})
-            ready = self._receive(process, None, LOAD_TIMEOUT_S, None)
+            ready = self._receive(process, None, LOAD_TIMEOUT_S, IDLE)
         except BaseException:
             self._kill(process)
             raise
@@ -277,10 +278,11 @@ class WorkerBackend(Backend):
         process: _Process,
         request_id: int | None,
         timeout_s: float,
-        cancelled: Callable[[], bool] | None,
+        work: Work,
     ) -> dict[str, Any]:
         """The worker's answer to ``request_id``: heartbeats push the deadline back (a
-        long batch that makes progress is no hang); ``cancelled`` is polled and passed on."""
+        long batch that makes progress is no hang); ``work`` is asked to stop as the answer
+        is waited for, and a stop is passed on."""
         stdout = process.popen.stdout
         assert stdout is not None
         fd = stdout.fileno()
@@ -291,7 +293,7 @@ class WorkerBackend(Backend):
             return last_sign[0] + timeout_s
 
         def alive() -> None:
-            if cancelled is not None and not asked_to_stop[0] and cancelled():
+            if not asked_to_stop[0] and work.cancelled():
                 asked_to_stop[0] = True
                 with contextlib.suppress(OSError):
                     self._send(process, {"op": "cancel", "id": request_id})
@@ -328,7 +330,7 @@ class WorkerBackend(Backend):
     def _call(
         self,
         message: dict[str, Any],
-        cancelled: Callable[[], bool] | None = None,
+        work: Work = IDLE,
         timeout_s: float | None = None,
     ) -> dict[str, Any]:
         with self._lock:
@@ -341,9 +343,7 @@ class WorkerBackend(Backend):
                 with contextlib.suppress(OSError):  # it died; _receive reports how
                     self._send(process, {**message, "id": request_id})
                 try:
-                    answer = self._receive(
-                        process, request_id, timeout_s or self.timeout_s, cancelled
-                    )
+                    answer = self._receive(process, request_id, timeout_s or self.timeout_s, work)
                 except WorkerCrashed as crash:
                     if fell_back or process.mode != "fast" or not self._choice().may_fall_back:
                         raise
@@ -385,11 +385,11 @@ class WorkerBackend(Backend):
         self,
         requests: Sequence[ChatRequest],
         *,
-        cancelled: Callable[[], bool] | None = None,
+        work: Work = IDLE,
     ) -> list[Generation]:
-        if cancelled is not None and cancelled():
+        if work.cancelled():
             raise BatchCancelled
-        answer = self._call({"op": "batch", "requests": list(requests)}, cancelled)
+        answer = self._call({"op": "batch", "requests": list(requests)}, work)
         return [_generation(g) for g in answer["generations"]]
 
     def ping(self) -> dict[str, Any]:
