@@ -457,7 +457,7 @@ def test_cli_with_the_real_model_a_unittest_table_of_cases_never_blames_the_test
         "            self.assertEqual(count_vowels(text), want)\n"
     )
     root = project(
-        tmp_path / "p", WRONG, tests, "[arbitration]\ncandidates = 1\ntime-budget = 300\n"
+        tmp_path / "p", WRONG, tests, "[arbitration]\ncandidates = 1\ntime-budget = 60\n"
     )
     before = (root / "tests" / "test_text.py").read_text(encoding="utf-8")
     done = referee(
