@@ -428,7 +428,7 @@ class _Context:
         spec = self.spec
         arguments = isolated.oracle_arguments  # a method's: the constructor's too
         sources: list[OracleResult] = []
-        doctest = doctest_evidence(spec, arguments, isolated.wrapper)
+        doctest = doctest_evidence(spec, arguments, isolated.wrapper, isolated.projection)
         if doctest is not None:
             sources.append(doctest)
         reference = reference_for(
@@ -448,6 +448,7 @@ class _Context:
                     files.get(),
                     isolated.wrapper,
                     python=interpreter.for_settings(self.settings),
+                    projection=isolated.projection,
                 )
             )
         return sources
@@ -508,6 +509,7 @@ class _Context:
                 fixing.cancelled,
                 replacements=self.replacements,
                 wrapper=isolated.wrapper,
+                projection=isolated.projection,
                 suite=self.suite,
                 raises=outcomes.exception_name(isolated) if isolated.op == "raises" else None,
             )
@@ -568,6 +570,7 @@ class _Context:
                     fixing.cancelled,
                     fixing.cache_dir,
                     isolated.wrapper,
+                    isolated.projection,
                 )
                 if refused is not None:
                     return refused
