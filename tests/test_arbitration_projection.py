@@ -170,8 +170,13 @@ def test_cli_fixes_a_wrong_item_the_test_asserts_and_certifies_it(tmp_path: Path
             'cannot isolate the call under test: `split_pair("a,b")[0].upper` is a method of '
             "an object the test does not build",
         ),
+        (
+            'assert split_pair("a,b").index("b").real == 0',
+            'cannot isolate the call under test: `split_pair("a,b").index("b").real` calls a '
+            "method of the value `split_pair` returns",
+        ),
     ],
-    ids=["name-subscript", "call-in-chain"],
+    ids=["name-subscript", "call-in-chain", "method-of-the-value"],
 )
 def test_cli_refuses_a_projection_it_does_not_apply_in_one_line(
     tmp_path: Path, referee, lines, reason

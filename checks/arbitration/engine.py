@@ -391,6 +391,15 @@ class _Context:
             self._project_callees(),
         )
         resolved = record.names.get(isolated.callee)
+        built = record.names.get(isolated.constructor or "") or {}
+        if built.get("kind") == "function":
+            # ``f(x).get("k").v``: a method of the value a function returned, not of an
+            # object the test built from a class
+            raise NotIsolated(
+                f"cannot isolate the call under test: `{excerpt(isolated.call)}` calls a method "
+                f"of the value `{isolated.constructor}` returns; arbitration computes truths "
+                "for the function's value itself, or its attributes and literal items"
+            )
         if not resolved or not resolved.get("file") or not resolved.get("qualname"):
             raise NotIsolated(
                 f"cannot isolate the call under test: `{isolated.callee}` does not resolve to "
