@@ -232,6 +232,7 @@ def test_a_projection_is_written_back_from_its_steps(body, call, projection, for
         ("assert f(1)[[1]] == 2", "the subscript `[[1]]`"),  # a list: not a key
         ("assert f(1)[g()] == 2", "the subscript `[g()]`"),
         ("assert f(1)[1.5:2] == 2", "the subscript `[1.5:2]`"),
+        ("assert f(1)[1e999] == 2", "the subscript `[1e999]`"),  # inf: no literal writes it
         ("assert f(1).__dict__ == {}", "the attribute `__dict__`"),
     ],
 )
@@ -282,3 +283,15 @@ def test_a_docstring_example_is_projected_when_its_value_is_a_literal():
     assert doctest_evidence(spec, "'a, b'", None, ".real") is None  # no literal has it
     assert projected_literal("{'a': (1, 2)}", "['a'][-1]") == "2"
     assert projected_literal("[1]", "[5]") is None
+
+
+def test_a_reference_value_is_projected_inside_the_sandbox():
+    files = {
+        "ref.py": "import datetime\n\n\ndef parse_date(text):\n"
+        "    year, month, day = map(int, text.split('-'))\n"
+        "    return datetime.date(year, month, day)\n"
+    }
+    found = reference_evidence(
+        "ref.py:parse_date", "'2020-01-02'", ArbitrationConfig(), files, projection=".month"
+    )
+    assert (found.status, found.value) == ("ok", "1")

@@ -141,6 +141,10 @@ def _subscript(key: str) -> str | None:
     if isinstance(value, slice):
         parts = [value.start, value.stop] + ([value.step] if value.step is not None else [])
         return "[" + ":".join("" if p is None else repr(p) for p in parts) + "]"
+    try:  # a value whose repr is no literal (1e999's ``inf``) is no key referee writes
+        ast.literal_eval(repr(value))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
     return f"[{value!r}]"
 
 
