@@ -234,6 +234,7 @@ def test_a_projection_is_written_back_from_its_steps(body, call, projection, for
         ("assert f(1)[1.5:2] == 2", "the subscript `[1.5:2]`"),
         ("assert f(1)[1e999] == 2", "the subscript `[1e999]`"),  # inf: no literal writes it
         ("assert f(1).__dict__ == {}", "the attribute `__dict__`"),
+        ("assert f(1).\ufb01 == 2", "`.\ufb01`"),  # a name Python reads as `fi`
     ],
 )
 def test_a_projection_referee_does_not_apply_is_refused(body, step):

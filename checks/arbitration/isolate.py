@@ -5,7 +5,9 @@ Supported: ``assert f(args) == expected`` (either side, ``pytest.approx(expected
 unittest's ``assertEqual`` family (``self.assertEqual``, a bare ``assertEqual`` or nose's
 ``assert_equal``); boolean (``assert f(x)``, ``assert not f(x)``, ``assertTrue/False``),
 identity with True/False/None (``is``, ``assertIsNone``, ``assertIs``) and membership
-(``in``, ``assertIn``) expectations; arguments and expected values that are literals,
+(``in``, ``assertIn``) expectations; the call's value compared as it is or through a
+projection (``parse(s).year``, ``f(x)[0]``: :mod:`~referee.checks.arbitration.projection`);
+arguments and expected values that are literals,
 parametrize cases, a literal assigned once in the test, or — read from what the recorder
 saw in the failing frame — a loop's current case or a local variable. Only a literal in
 the assertion, a parametrize case or an assignment is a site a test fix can replace.

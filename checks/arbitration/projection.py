@@ -53,7 +53,13 @@ def peeled(source: SourceFile, node: Node) -> tuple[Node, str, str | None]:
         current = unwrap(inner)
     if not steps:
         return current, "", None
-    return current, "".join(reversed(steps)), problem
+    projection = "".join(reversed(steps))
+    if problem is None:
+        try:  # as the harness will read it (an identifier Python normalizes: ``.ﬁ``)
+            checked(projection)
+        except ValueError:
+            problem = f"`{excerpt(projection)}`"
+    return current, projection, problem
 
 
 def checked(projection: str) -> str:
