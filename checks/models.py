@@ -387,7 +387,8 @@ class ArbitrationVerdict(_Model):
         "assertRaises: an expected exception), parametrize, local (a local "
         "variable), loop-table (a loop over a table of cases), assigned-call (the call's "
         "value assigned once, then compared), computed-expected (an expected value the test "
-        "computes, never edited), method, staticmethod, classmethod.",
+        "computes, never edited), projection (an attribute or a literal item of the call's "
+        "value compared: parse(s).year, f(x)[0]), method, staticmethod, classmethod.",
     )
     applied: bool = Field(default=False, description="Whether --apply wrote the fix.")
     certificate: Certificate | None = None

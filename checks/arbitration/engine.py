@@ -379,6 +379,15 @@ class _Context:
             self._project_callees(),
         )
         resolved = record.names.get(isolated.callee)
+        built = record.names.get(isolated.constructor or "") or {}
+        if built.get("kind") == "function":
+            # ``f(x).get("k").v``: a method of the value a function returned, not of an
+            # object the test built from a class
+            raise NotIsolated(
+                f"cannot isolate the call under test: `{excerpt(isolated.call)}` calls a method "
+                f"of the value `{isolated.constructor}` returns; arbitration computes truths "
+                "for the function's value itself, or its attributes and literal items"
+            )
         if not resolved or not resolved.get("file") or not resolved.get("qualname"):
             raise NotIsolated(
                 f"cannot isolate the call under test: `{isolated.callee}` does not resolve to "
@@ -416,7 +425,7 @@ class _Context:
         spec = self.spec
         arguments = isolated.oracle_arguments  # a method's: the constructor's too
         sources: list[OracleResult] = []
-        doctest = doctest_evidence(spec, arguments, isolated.wrapper)
+        doctest = doctest_evidence(spec, arguments, isolated.wrapper, isolated.projection)
         if doctest is not None:
             sources.append(doctest)
         reference = reference_for(
@@ -436,6 +445,7 @@ class _Context:
                     files.get(),
                     isolated.wrapper,
                     python=interpreter.for_settings(self.settings),
+                    projection=isolated.projection,
                 )
             )
         return sources
@@ -495,6 +505,7 @@ class _Context:
                 work=fixing.work,
                 replacements=self.replacements,
                 wrapper=isolated.wrapper,
+                projection=isolated.projection,
                 suite=self.suite,
                 raises=outcomes.exception_name(isolated) if isolated.op == "raises" else None,
             )
@@ -554,6 +565,7 @@ class _Context:
                     fixing.work,
                     fixing.cache_dir,
                     isolated.wrapper,
+                    isolated.projection,
                 )
                 if refused is not None:
                     return refused

@@ -18,6 +18,7 @@ from typing import Any
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.methods import oracle_example
+from referee.checks.arbitration.projection import projected_literal
 from referee.checks.arbitration.sites import WRAPPERS
 from referee.checks.models import OracleResult
 
@@ -207,11 +208,13 @@ def wrap_literal(wrapper: str, want: str) -> str | None:
 
 
 def doctest_evidence(
-    spec: FunctionSpec, arguments: str, wrapper: str | None = None
+    spec: FunctionSpec, arguments: str, wrapper: str | None = None, projection: str = ""
 ) -> OracleResult | None:
     """The docstring's own example for this call, if it has one. With ``wrapper``
     (``list``...), an example of the wrapped call, or of the bare call whose value the
-    wrapper can be applied to here."""
+    wrapper can be applied to here. With ``projection`` (``[0]``), an example whose value
+    is a literal the projection's subscripts can be applied to here (an attribute of a
+    value no literal writes is not: no evidence)."""
     if not spec.docstring_value:
         return None
     ours = _call_values(ast.parse(f"{spec.name}({arguments})", mode="eval").body, spec.name)
@@ -245,6 +248,9 @@ def doctest_evidence(
         theirs = _call_values(node, spec.name, module)
         if theirs is not None and _same_call(ours, theirs):
             values.append((want, line))
+    if projection:
+        projected = [(projected_literal(want, projection), line) for want, line in values]
+        values = [(want, line) for want, line in projected if want is not None]
     if not values:
         return None
     first, line = values[0]

@@ -436,8 +436,8 @@ class _Trial:
             c
             for c in asserted
             if not (
-                (c.function, c.arguments, c.wrapper)
-                == (failing.function, failing.arguments, failing.wrapper)
+                (c.function, c.arguments, c.wrapper, c.projection)
+                == (failing.function, failing.arguments, failing.wrapper, failing.projection)
                 and sandbox.values_equal(c.expected, failing.expected)
             )
         ]

@@ -5,7 +5,9 @@ Supported: ``assert f(args) == expected`` (either side, ``pytest.approx(expected
 unittest's ``assertEqual`` family (``self.assertEqual``, a bare ``assertEqual`` or nose's
 ``assert_equal``); boolean (``assert f(x)``, ``assert not f(x)``, ``assertTrue/False``),
 identity with True/False/None (``is``, ``assertIsNone``, ``assertIs``) and membership
-(``in``, ``assertIn``) expectations; arguments and expected values that are literals,
+(``in``, ``assertIn``) expectations; the call's value compared as it is or through a
+projection (``parse(s).year``, ``f(x)[0]``: :mod:`~referee.checks.arbitration.projection`);
+arguments and expected values that are literals,
 parametrize cases, a literal assigned once in the test, or — read from what the recorder
 saw in the failing frame — a loop's current case or a local variable. Only a literal in
 the assertion, a parametrize case or an assignment is a site a test fix can replace.
@@ -23,6 +25,7 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 from referee.checks.arbitration.bindings import Bindings
+from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
     WRAPPERS,
@@ -217,7 +220,7 @@ def isolate(
     sides = (
         {"left": unwrap(left)} if right is None else {"left": unwrap(left), "right": unwrap(right)}
     )
-    call_side, call_node, wrapper = _call_under_test(
+    call_side, call_node, wrapper, projection = _call_under_test(
         source, fn, node, sides, op, project_callees, forms
     )
     bindings = Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
@@ -248,6 +251,7 @@ def isolate(
         forms=tuple(forms),
         constructor=constructor,
         constructor_arguments=constructor_arguments,
+        projection=projection,
     )
 
 
@@ -287,7 +291,8 @@ def _compared(
         if cond is not None and cond.type == "not_operator":
             inner = cond.child_by_field_name("argument")
             left, right, op, implicit = (unwrap(inner) if inner else cond), None, "falsy", "False"
-        elif cond is not None and cond.type == "call":
+        elif cond is not None and peeled(source, cond)[0].type == "call":
+            # ``assert f(x)``, or a projection of its value: ``assert f(x).ok``
             left, right, op, implicit = cond, None, "truthy", "True"
         elif cond is None or cond.type != "comparison_operator" or cond.named_child_count != 2:
             raise NotIsolated(
@@ -326,14 +331,18 @@ def _call_under_test(
     op: str,
     project_callees: frozenset[str] | None,
     forms: list[str],
-) -> tuple[str, Node, str | None]:
-    """(the side the call under test is on, its call node, the wrapper it is in) of an
+) -> tuple[str, Node, str | None, str]:
+    """(the side the call under test is on, its call node, the wrapper it is in, the
+    projection the test reads from its value — ``.year`` of ``parse(s).year``) of an
     assertion's compared values ``sides``."""
     one_value = "right" not in sides
     approx = [side for side, n in sides.items() if _is_approx(source, n)]
+    # a compared value may read attributes and items of a call's value: parse(s).year
+    peels = {side: peeled(source, n) for side, n in sides.items()}
+    bases = {side: peel[0] for side, peel in peels.items()}
     calls = [
         side
-        for side, n in sides.items()
+        for side, n in bases.items()
         if n.type == "call" and side not in approx and not is_literal(source.node_text(n))
     ]
     if one_value and not calls:
@@ -345,13 +354,13 @@ def _call_under_test(
     if len(calls) == 2 and project_callees is not None:
         # Both sides are calls: the project's function is the call under test, the other
         # side (a constructor of literals, a library's function) what the test expects.
-        ours = [side for side in calls if _callee_of(source, sides[side]) in project_callees]
+        ours = [side for side in calls if _callee_of(source, bases[side]) in project_callees]
         if len(ours) == 1:
             calls = ours
     assigned: Node | None = None
     if not calls and not one_value:
         # ``result = f(x)`` once, then ``assert result == 3``: the call is the local's.
-        for side, n in sides.items():
+        for side, n in bases.items():
             if n.type == "identifier" and side not in approx:
                 assigned = _assigned_call(source, fn, source.node_text(n), node)
                 if assigned is not None:
@@ -366,13 +375,32 @@ def _call_under_test(
             + (" of the project's" if len(calls) == 2 and project_callees is not None else "")
         )
     call_side = calls[0]
-    call_node = assigned if assigned is not None else sides[call_side]
+    call_node = assigned if assigned is not None else bases[call_side]
+    projection = _projection(source, sides[call_side], peels[call_side], forms)
     wrapper = None
     outer = dotted(source, call_node.child_by_field_name("function"))
     inner = wrapped_call(call_node)
     if outer in WRAPPERS and inner is not None:
         wrapper, call_node = outer, inner
-    return call_side, call_node, wrapper
+    return call_side, call_node, wrapper, projection
+
+
+def _projection(
+    source: SourceFile, compared: Node, peel: tuple[Node, str, str | None], forms: list[str]
+) -> str:
+    """The projection of the call's value the compared value ``compared`` is (``""`` when
+    it is the value itself), recorded in ``forms``. Raises :class:`NotIsolated` for one
+    referee does not apply."""
+    _, projection, problem = peel
+    if problem is not None:
+        raise NotIsolated(
+            f"cannot isolate the call under test: `{excerpt(source.node_text(compared))}` "
+            f"reads the call's value through {problem}; a projection of it takes plain "
+            "attribute names (no dunder names) and literal keys, indices or slices only"
+        )
+    if projection:
+        forms.append("projection")
+    return projection
 
 
 def _expected(

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from tree_sitter import Node
 
+from referee.checks.arbitration.projection import checked
 from referee.checks.nodes import unwrap
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
@@ -104,6 +105,10 @@ class Isolated:
     # arguments, each a literal or ``name=literal``; ``callee`` is then ``Table.to_text``
     constructor: str | None = None
     constructor_arguments: tuple[str, ...] = ()
+    # the attributes and literal subscripts the test reads from the call's value
+    # (``parse(s).year``: ``.year``), as :mod:`~referee.checks.arbitration.projection`
+    # writes them; every source of truth's value is projected the same way
+    projection: str = ""
 
     @classmethod
     def at(cls, source: SourceFile, node: Node, **rest: Any) -> Isolated:
@@ -122,8 +127,8 @@ class Isolated:
         if self.constructor is not None:
             built = f"{self.constructor}({', '.join(self.constructor_arguments)})"
             method = self.callee.rsplit(".", 1)[-1]
-            return wrapped(self.wrapper, f"{built}.{method}({self.arguments})")
-        return wrapped(self.wrapper, f"{self.callee}({self.arguments})")
+            return wrapped(self.wrapper, f"{built}.{method}({self.arguments})", self.projection)
+        return wrapped(self.wrapper, f"{self.callee}({self.arguments})", self.projection)
 
     @property
     def oracle_arguments(self) -> str:
@@ -202,9 +207,11 @@ def immutable(value: object) -> bool:
     return value is None or isinstance(value, (bool, int, float, complex, str, bytes))
 
 
-def wrapped(wrapper: str | None, call: str) -> str:
-    """``call`` inside ``wrapper`` (``list(f(x))``), or ``call`` itself."""
-    return f"{wrapper}({call})" if wrapper else call
+def wrapped(wrapper: str | None, call: str, projection: str = "") -> str:
+    """``call`` inside ``wrapper`` (``list(f(x))``), or ``call`` itself; then projected
+    (``f(x).year``) — the projection read again before it is written after a call, which
+    a sandbox may run (raises ValueError for one referee would not write)."""
+    return (f"{wrapper}({call})" if wrapper else call) + checked(projection)
 
 
 def constructor_literals(arguments: Sequence[str]) -> str:

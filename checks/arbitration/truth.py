@@ -29,6 +29,7 @@ from referee.checks import sandbox
 from referee.checks.arbitration.examples import contradicted_example, example_calls
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.programs import module_imports, program_from
+from referee.checks.arbitration.sites import wrapped
 from referee.checks.cache import DiskCache
 from referee.checks.config import tomllib
 from referee.checks.configuration import ArbitrationConfig
@@ -189,9 +190,11 @@ def reference_evidence(
     files: dict[str, str],
     wrapper: str | None = None,
     python: sandbox.Interpreter | None = None,
+    projection: str = "",
 ) -> OracleResult:
     """Run the declared reference implementation on the call's arguments, in the sandbox,
-    with the project's files beside it (in ``python``, the project's interpreter)."""
+    with the project's files beside it (in ``python``, the project's interpreter); its
+    value wrapped and projected as the test does (``list(...)``, ``.year``)."""
     target, sep, function = reference.rpartition(":")
     if not sep or not target or not function.isidentifier():
         return OracleResult(
@@ -212,7 +215,7 @@ def reference_evidence(
             f"from {target} import {function} as __referee_reference__\n"
         )
         call = f"__referee_reference__({arguments})"
-    call = f"{wrapper}({call})" if wrapper else call
+    call = wrapped(wrapper, call, projection)
     result = sandbox.evaluate(code, call, limits=limits(config), files=files, python=python)
     return OracleResult(
         source="reference",
@@ -450,6 +453,7 @@ def oracle_evidence(
     wrapper: str | None = None,
     suite: Sequence[tuple[str, str, str]] | None = None,
     raises: str | None = None,
+    projection: str = "",
 ) -> list[OracleResult]:
     """k oracle programs, written from the signature and docstring with different seeds,
     each run in the sandbox on the call's arguments. The k questions go to the model at
@@ -469,7 +473,9 @@ def oracle_evidence(
     ``replacements.replaced``; a second candidate that ran too is kept in
     ``replacements.spares``, and takes the place of another failed oracle whose own
     candidates both failed. ``wrapper``
-    (``list``, ``sorted``...) is applied to the call's value, as the test applies it.
+    (``list``, ``sorted``...) is applied to the call's value, as the test applies it, and
+    then ``projection`` (``.year``, ``[0]``: :mod:`~referee.checks.arbitration.projection`),
+    by the harness, inside the sandboxed run of the oracle's program.
 
     ``suite``: for a function with no docstring, the project's own passing assertions
     about it (:func:`referee.checks.arbitration.suite.suite_examples`), in
@@ -492,7 +498,7 @@ def oracle_evidence(
         examples=examples,
         origin="the suite" if from_suite else "the docstring",
         preamble=module_imports(spec.text),
-        call=f"{wrapper}({inner})" if wrapper else inner,
+        call=wrapped(wrapper, inner, projection),
     )
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     more = "" if seeds[0] == 1 else " more"

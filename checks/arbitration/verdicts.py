@@ -181,6 +181,7 @@ def fix_programs(
         work=work,
         replacements=Replacements(ctx.config.oracle_replacements),
         wrapper=isolated.wrapper,
+        projection=isolated.projection,
     )
     return [
         (r.source, r.program)
@@ -197,6 +198,7 @@ def confirm_test_edit(
     work: Work,
     cache_dir: Path | None,
     wrapper: str | None = None,
+    projection: str = "",
 ) -> Arbitration | None:
     """A test edit is the one move the guard exists to stop, and k oracles of one model
     can share one misreading of the docstring. So before oracles alone certify it,
@@ -226,6 +228,7 @@ def confirm_test_edit(
             seeds=seeds,
             replacements=ctx.replacements,
             wrapper=wrapper,
+            projection=projection,
             suite=ctx.suite,
         )
         if seeds
@@ -435,6 +438,7 @@ def candidate_fix(
             expected=truth,
             op=isolated.op,
             wrapper=isolated.wrapper,
+            projection=isolated.projection,
         ),
         obs.produced or (obs.produced_error if obs.timeout_s else f"raises {obs.produced_error}"),
         truth,

@@ -63,10 +63,11 @@ class AssertedCall:
     expected: str  # the expected value as written (a literal)
     op: str  # "==" or "approx"
     wrapper: str | None = None  # list, sorted...: the built-in the test wraps the call in
+    projection: str = ""  # .year, [0]: what the test reads from the call's value
 
     @property
     def call(self) -> str:
-        return wrapped(self.wrapper, f"{self.function}({self.arguments})")
+        return wrapped(self.wrapper, f"{self.function}({self.arguments})", self.projection)
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ def asserted_calls(
                 if function is None:
                     break  # an assertion about something else
                 key = (
-                    wrapped(isolated.wrapper, function),
+                    wrapped(isolated.wrapper, function, isolated.projection),
                     isolated.arguments,
                     isolated.expected.text,
                     isolated.op,
@@ -247,6 +248,7 @@ def asserted_calls(
                         expected=isolated.expected.text,
                         op=isolated.op,
                         wrapper=isolated.wrapper,
+                        projection=isolated.projection,
                     )
                 )
                 if len(found) >= MAX_CALLS:
@@ -341,7 +343,8 @@ def verify(
     expression = (
         "["
         + ", ".join(
-            f"_referee_probe(lambda: {wrapped(c.wrapper, f'_m.{c.function}({c.arguments})')})"
+            "_referee_probe(lambda: "
+            f"{wrapped(c.wrapper, f'_m.{c.function}({c.arguments})', c.projection)})"
             for c in calls
         )
         + "]"
