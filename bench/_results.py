@@ -55,7 +55,17 @@ def command_line(argv: list[str] | None = None) -> str:
     else:
         script_name = sys.argv[0] if sys.argv else "?"
     args = sys.argv[1:] if argv is None else argv
-    return shlex.join(["python", script_name, *args])
+    return shlex.join(["python", script_name, *map(_outside_as_placeholder, args)])
+
+
+def _outside_as_placeholder(arg: str) -> str:
+    """``PATH`` for an argument that climbs out of the checkout (``../data/x``): where it
+    leads is this machine's layout, and a clone has nothing beside it (.ci/run refuses
+    files that name such paths)."""
+    parts = Path(arg).parts
+    if ".." in parts and not (Path.cwd() / arg).resolve().is_relative_to(ROOT):
+        return "PATH"
+    return arg
 
 
 def record(

@@ -56,3 +56,14 @@ def test_record_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("REFEREE_BENCH_RECORD", "0")
     assert _results.record("speed", {"median_s": 1.5}) is None
     assert not list(tmp_path.iterdir())
+
+
+def test_a_path_beside_the_checkout_is_recorded_as_a_placeholder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """.ci/run refuses any file naming a path up out of the checkout (a clone has nothing
+    beside it), so the history says PATH where the run was given one."""
+    monkeypatch.chdir(_results.ROOT)
+    outside = "../" * (len(_results.ROOT.parts) + 1) + "data/recipe"
+    line = _results.command_line(["--recipe", outside, "--into", "../" + _results.ROOT.name])
+    assert line.endswith("--recipe PATH --into ../" + _results.ROOT.name)
