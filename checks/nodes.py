@@ -23,8 +23,11 @@ def excerpt(text: str, limit: int = 80) -> str:
 
 def unwrap(node: Node) -> Node:
     """Strip redundant parentheses: ``((x))`` → ``x``."""
-    while node.type == "parenthesized_expression" and node.named_child_count == 1:
-        node = node.named_children[0]
+    while node.type == "parenthesized_expression":
+        inner = [c for c in node.named_children if not c.is_extra]  # not a comment
+        if len(inner) != 1:
+            break
+        node = inner[0]
     return node
 
 

@@ -157,6 +157,15 @@ def test_plain_assert_isolates_the_call_and_the_expected_literal_on_either_side(
     assert right.expected.text == "4"
 
 
+def test_a_comment_or_a_line_continuation_inside_the_assertion_is_not_a_side():
+    continued = iso("def test_x():\n    assert f('a') \\\n        == 'b'\n", 2)
+    assert (continued.call, continued.expected.text, continued.op) == ("f('a')", "'b'", "==")
+    commented = iso(
+        "def test_x():\n    assert (  # why\n        f(1)  # c\n        == 2\n    )\n", 2
+    )
+    assert (commented.call, commented.expected.text) == ("f(1)", "2")
+
+
 def test_unittest_assert_equal_and_pytest_approx_are_isolated():
     text = "class T(TestCase):\n    def test_x(self):\n        self.assertEqual(f(1), 'one')\n"
     found = iso(text, 3, "tests/t.py::T::test_x")

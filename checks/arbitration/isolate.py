@@ -287,14 +287,17 @@ def _compared(
     forms it is written in are added to ``forms``."""
     implicit: str | None = None  # the expectation an assertion states by its form
     if node.type == "assert_statement":
-        cond = unwrap(node.named_children[0]) if node.named_children else None
+        # comments and ``\`` line continuations are named nodes too: never a side
+        parts = [c for c in node.named_children if not c.is_extra]
+        cond = unwrap(parts[0]) if parts else None
+        sides = [c for c in cond.named_children if not c.is_extra] if cond is not None else []
         if cond is not None and cond.type == "not_operator":
             inner = cond.child_by_field_name("argument")
             left, right, op, implicit = (unwrap(inner) if inner else cond), None, "falsy", "False"
         elif cond is not None and peeled(source, cond)[0].type == "call":
             # ``assert f(x)``, or a projection of its value: ``assert f(x).ok``
             left, right, op, implicit = cond, None, "truthy", "True"
-        elif cond is None or cond.type != "comparison_operator" or cond.named_child_count != 2:
+        elif cond is None or cond.type != "comparison_operator" or len(sides) != 2:
             raise NotIsolated(
                 "only `==`, `in`, `is` comparisons and `assert f(x)` / `assert not f(x)` can "
                 "be arbitrated; this assertion is none of them"
@@ -306,7 +309,7 @@ def _compared(
                     f"only `==`, `in` and `is` comparisons can be arbitrated; this one is "
                     f"`{operators}`"
                 )
-            left, right = cond.named_children
+            left, right = sides
             op = operators
     else:
         method = _method(source, node) or ""
