@@ -163,6 +163,12 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     # Colour codes would make output comparisons depend on the terminal.
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
+    # The pytest runs referee starts in a test's project would load every plugin of this
+    # suite's own environment by entry point (hypothesis, pytest-lsp, pytest-asyncio...):
+    # a second of imports per run and nothing any fixture project uses. Set after this
+    # process loaded its own plugins, so it reaches subprocesses only; a test about a
+    # project's installed plugins deletes it.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
 
 @pytest.fixture

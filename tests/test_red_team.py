@@ -460,6 +460,10 @@ class World:
             "LANG": "C.UTF-8",
             "NO_COLOR": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
+            # the world's venv sees this suite's environment: without this, each pytest
+            # run of the project loads its dev plugins (hypothesis, pytest-lsp...), a
+            # second of imports that no attack needs (conftest.py still loads)
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "REFEREE_CACHE_DIR": str(self.base / "cache"),
             "REFEREE_MODEL_DIR": str(self.base / "models"),
             "RED_TEAM_TOKEN": self.env_token,
