@@ -46,6 +46,9 @@ VALUE_MODULES = frozenset(
         "typing", "functools", "operator", "array", "numbers",
     }
 )  # fmt: skip
+# Where a standard-library value that is no function or class (``timezone.utc``,
+# ``math.pi``) is the same in every run: not ``os.environ`` or ``sys.argv``.
+_CONSTANT_MODULES = VALUE_MODULES | {"math", "cmath", "string"}
 # Standard-library modules never imported here to look at a name (importing them acts).
 _NOT_IMPORTED = frozenset(
     {
@@ -151,20 +154,22 @@ class Known:
             return "function-argument"
         count = self.names.bound[head]
         if count == 0:
-            if not rest and _stable_builtin(head):
-                return "builtin-argument"
+            if _stable_builtin(head) and (not rest or _builtin_callable(dotted)):
+                return "builtin-argument"  # abs, LookupError, str.upper
             return None
         if count > 1:
             return None
         if head in self.names.imported:
             obj = self._imported(head, rest, shown)
-            if not callable(obj):
-                raise NotIsolated(
-                    f"cannot isolate the call under test: an argument `{excerpt(shown)}` is "
-                    "a standard-library value that is no function or class: it may differ "
-                    "between the test's run and the sandbox's"
-                )
-            return "function-argument"
+            if callable(obj):
+                return "function-argument"
+            if self.names.imported[head][0].partition(".")[0] in _CONSTANT_MODULES:
+                return "constructed-argument"  # dt.timezone.utc, math.pi: values as built
+            raise NotIsolated(
+                f"cannot isolate the call under test: an argument `{excerpt(shown)}` is "
+                "a standard-library value that is no function or class, and may differ "
+                "between the test's run and the sandbox's"
+            )
         definition = self.names.defined.get(head)
         if definition is not None and not rest:
             self._define(definition, shown)
@@ -302,6 +307,16 @@ def _stable_builtin(name: str) -> bool:
         and name not in _UNSTABLE_BUILTINS
         and callable(getattr(builtins, name))
     )
+
+
+def _builtin_callable(dotted: str) -> bool:
+    """Whether ``dotted`` (``str.upper``) is a callable attribute of a built-in class."""
+    obj: object = builtins
+    for attr in dotted.split("."):
+        if attr.startswith("_"):
+            return False
+        obj = getattr(obj, attr, _MISSING)
+    return obj is not _MISSING and callable(obj)
 
 
 @cache

@@ -442,6 +442,7 @@ def candidate_fix(
             op=isolated.op,
             wrapper=isolated.wrapper,
             projection=isolated.projection,
+            definitions=isolated.definitions,
         ),
         obs.produced or (obs.produced_error if obs.timeout_s else f"raises {obs.produced_error}"),
         truth,
