@@ -26,6 +26,7 @@ from red_team.fake_openai import FakeModel
 from test_arbitration_oracles import cli_project
 
 from referee.checks import sandbox
+from referee.checks.arbitration import known
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
 from referee.checks.arbitration.known import with_definitions
 from referee.checks.models import arbitration_schema
@@ -230,6 +231,30 @@ def test_a_known_value_is_never_the_expected_value():
     # computes: a name there is never read as a known argument
     with pytest.raises(NotIsolated, match="the expected value `LookupError` is not a literal"):
         _isolated("assert f(1) == LookupError")
+
+
+def test_a_project_file_named_like_a_standard_module_is_never_imported_here(
+    tmp_path: Path, monkeypatch
+):
+    # referee looks at a standard-library name by importing its module in its own
+    # process: a project file that shadows the module's name must not run there
+    marker = tmp_path / "ran"
+    (tmp_path / "colorsys.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\ndef rgb_to_hsv(*a):\n    return a\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "colorsys", raising=False)
+    known._from_stdlib.cache_clear()
+    known._resolve.cache_clear()
+    text = "from colorsys import rgb_to_hsv\n\ndef test_x():\n    assert f(rgb_to_hsv) == 1\n"
+    try:
+        with pytest.raises(NotIsolated, match="which the standard library here does not have"):
+            isolate(SourceFile("tests/t.py", text), TestRef.parse("tests/t.py::test_x"), 4)
+    finally:
+        known._from_stdlib.cache_clear()
+        known._resolve.cache_clear()
+    assert not marker.exists()
 
 
 # ------------------------------------------------------------------ the definitions

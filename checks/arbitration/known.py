@@ -16,8 +16,11 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import importlib.util
 import inspect
+import os
 import sys
+import sysconfig
 from collections import Counter
 from functools import cache
 
@@ -53,7 +56,7 @@ _CONSTANT_MODULES = VALUE_MODULES | {"math", "cmath", "string"}
 _NOT_IMPORTED = frozenset(
     {
         "antigravity", "this", "tkinter", "turtle", "turtledemo", "idlelib", "__hello__",
-        "__phello__", "webbrowser", "pydoc", "ensurepip", "venv", "lib2to3",
+        "__phello__", "webbrowser", "pydoc", "ensurepip", "venv", "lib2to3", "test",
     }
 )  # fmt: skip
 
@@ -191,9 +194,10 @@ class Known:
         if count != 1 or head not in self.names.imported:
             return False
         target = self.names.imported[head][0]
-        full = f"{target}.{rest}" if rest else target
-        obj = self._imported(head, rest, shown)
-        if full.partition(".")[0] not in VALUE_MODULES or not inspect.isclass(obj):
+        root = target.partition(".")[0]
+        project = root not in sys.stdlib_module_names  # refused with its own reason
+        obj = self._imported(head, rest, shown) if root in VALUE_MODULES or project else None
+        if not inspect.isclass(obj):
             raise NotIsolated(
                 f"cannot isolate the call under test: an argument `{excerpt(shown)}` is "
                 f"built by `{dotted}`, which is no value class of the standard library "
@@ -320,10 +324,36 @@ def _builtin_callable(dotted: str) -> bool:
 
 
 @cache
+def _from_stdlib(root: str) -> bool:
+    """Whether the module ``root`` would be imported from the standard library's own
+    directories (or is built in): never a file of the project that shadows its name,
+    which would run here, outside the sandbox."""
+    if root in sys.modules:
+        origin = getattr(sys.modules[root], "__file__", None)
+    else:
+        try:
+            spec = importlib.util.find_spec(root)
+        except (ImportError, ValueError):
+            return False
+        if spec is None:
+            return False
+        origin = spec.origin if spec.origin not in ("built-in", "frozen") else None
+    if origin is None:
+        return True  # built into the interpreter
+    stdlib = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
+    path = os.path.realpath(origin)
+    return any(path.startswith(os.path.realpath(d) + os.sep) for d in stdlib) and (
+        "site-packages" not in path and "dist-packages" not in path
+    )
+
+
+@cache
 def _resolve(dotted: str) -> object:
     """The object a dotted standard-library name stands for, imported here; a missing
     one is ``_MISSING``."""
     parts = dotted.split(".")
+    if not _from_stdlib(parts[0]):
+        return _MISSING
     for cut in range(len(parts), 0, -1):
         try:
             obj: object = importlib.import_module(".".join(parts[:cut]))
