@@ -119,8 +119,9 @@ class Bindings:
             return known
         raise NotIsolated(
             f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
-            "parametrized value, a literal assigned in the test or a local whose value the "
-            "failing run recorded as a literal"
+            "parametrized value, a literal assigned in the test, a local whose value the "
+            "failing run recorded as a literal, or a value known without running the test "
+            "(a built-in, a function, an object of a standard-library value class)"
         )
 
     def _known_value(self, node: Node) -> Site | None:
@@ -139,6 +140,12 @@ class Bindings:
             if name is None or (
                 head not in known.nested and binding_counts(self.source, self.fn.node, [head])[head]
             ):
+                if self._defines(head):
+                    raise NotIsolated(
+                        f"cannot isolate the call under test: an argument `{excerpt(text)}` "
+                        "is a function or class the test defines more than once, or after "
+                        "the assertion: which definition the call saw is not read here"
+                    )
                 return None  # a local of the test: what it holds is not read here
             form = known.name(name, text)
         elif node.type == "lambda":
@@ -158,6 +165,18 @@ class Bindings:
             return None
         self._form(form)
         return Site("computed", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+
+    def _defines(self, name: str) -> bool:
+        """Whether a ``def`` or ``class`` statement of the test binds ``name``."""
+        stack = [self.fn.body]
+        while stack:
+            current = stack.pop()
+            if current.type in ("function_definition", "class_definition"):
+                label = current.child_by_field_name("name")
+                if label is not None and self.source.node_text(label) == name:
+                    return True
+            stack.extend(current.named_children)
+        return False
 
     def _reader(self) -> Known:
         """The reader of known arguments, made on first use: the test module's top-level
