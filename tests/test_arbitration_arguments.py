@@ -189,7 +189,16 @@ def test_a_value_class_built_from_a_parametrized_literal():
         ),
         (
             "n = g()\nassert f(lambda x: x + n) == 1",
-            "an argument `lambda x: x + n` uses `n`, which is no built-in",
+            "an argument `lambda x: x + n` uses `n`, a local of the test",
+        ),
+        (
+            # the lambda's `inc` is the test's local, not the module's function
+            "inc = g()\nassert f(lambda x: inc(x)) == 1",
+            "an argument `lambda x: inc(x)` uses `inc`, a local of the test",
+        ),
+        (
+            "k = 2\ndef h(x):\n    return x * k\nassert f(h) == 1",
+            "an argument `h` uses `k`, a local of the test",
         ),
         ("assert f(decorated) == 1", "an argument `decorated` is a decorated function"),
         ("assert f(id) == 1", "an argument `id` is not a literal"),
@@ -210,6 +219,8 @@ def test_a_value_class_built_from_a_parametrized_literal():
         "not-a-value-class",
         "module-constant",
         "local-in-lambda",
+        "shadowed-in-lambda",
+        "local-in-nested-function",
         "decorated",
         "unstable-builtin",
         "object",

@@ -196,7 +196,10 @@ class Bindings:
                     label = self.source.node_text(name)
                     if binding_counts(self.source, self.fn.node, [label])[label] == 1:
                         nested[label] = _dedented(self.source, definition)
-            self._known = Known(ModuleNames(self.source.text), nested)
+            names = identifiers(self.source, self.fn.node)
+            counts = binding_counts(self.source, self.fn.node, names)
+            bound = frozenset(n for n, count in counts.items() if count and n not in nested)
+            self._known = Known(ModuleNames(self.source.text), nested, bound)
         return self._known
 
     def _form(self, form: str) -> None:

@@ -136,9 +136,15 @@ class Known:
     """Reads arguments as known values: each reading adds the definitions they need
     (:attr:`definitions`, in order) and says its form."""
 
-    def __init__(self, names: ModuleNames, nested: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        names: ModuleNames,
+        nested: dict[str, str] | None = None,
+        test_bound: frozenset[str] = frozenset(),
+    ) -> None:
         self.names = names
         self.nested = nested or {}  # a function the test defines once: its text
+        self.test_bound = test_bound  # every name the test binds: a lambda's may be one
         self.definitions: dict[str, None] = {}
         self._visiting: set[str] = set()  # definitions being read: one naming itself
 
@@ -147,13 +153,14 @@ class Known:
 
     # ------------------------------------------------------------------ names
 
-    def name(self, dotted: str, shown: str) -> str | None:
+    def name(self, dotted: str, shown: str, local: bool = True) -> str | None:
         """The form of an argument that is a (dotted) name, its definitions added; None
         when the name is nothing known here; NotIsolated with the reason when it is a
-        name that cannot travel to the sandbox."""
+        name that cannot travel to the sandbox. ``local``: the name is read in the test's
+        scope (where the functions it defines are seen), not the module's."""
         head, _, rest = dotted.partition(".")
-        if head in self.nested and not rest:
-            self._define_text(self.nested[head], head, shown)
+        if local and head in self.nested and not rest:
+            self._define_text(self.nested[head], head, shown, local=True)
             return "function-argument"
         count = self.names.bound[head]
         if count == 0:
@@ -233,7 +240,7 @@ class Known:
             tree = ast.parse(f"({text})", mode="eval")
         except SyntaxError:
             raise NotIsolated(f"cannot read the argument `{excerpt(text)}`") from None
-        self._free_names(tree, text)
+        self._free_names(tree, text, local=True)
         return "function-argument"
 
     def _define(self, node: ast.FunctionDef | ast.ClassDef, shown: str) -> None:
@@ -244,36 +251,45 @@ class Known:
                 f"decorated {'class' if isinstance(node, ast.ClassDef) else 'function'} of "
                 "the test module; only plain definitions are carried to the sandbox"
             )
-        self._define_text(text, node.name, shown)
+        self._define_text(text, node.name, shown, local=False)
 
-    def _define_text(self, text: str, name: str, shown: str) -> None:
+    def _define_text(self, text: str, name: str, shown: str, local: bool) -> None:
         marker = f"{name}\0{text}"
         if text in self.definitions or marker in self._visiting:
             return
         self._visiting.add(marker)
         try:
-            self._free_names(ast.parse(text), shown)
+            self._free_names(ast.parse(text), shown, local)
         except SyntaxError:
             raise NotIsolated(f"cannot read the definition of `{name}`") from None
         finally:
             self._visiting.discard(marker)
         self.definitions.setdefault(text)
 
-    def _free_names(self, tree: ast.AST, shown: str) -> None:
+    def _free_names(self, tree: ast.AST, shown: str, local: bool) -> None:
         """Adds what each free name of ``tree`` needs; NotIsolated for one that is no
-        built-in, standard-library import or plain definition of the test module."""
+        built-in, standard-library import or plain definition of the test module. In the
+        test's scope (``local``: a lambda, a function the test defines) a name the test
+        binds is its local, whatever the module binds."""
         bound = _bound_names(tree)
         loaded = {
             n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
         }
         for free in sorted(loaded - bound):
+            if local and free in self.nested:
+                self._define_text(self.nested[free], free, shown, local=True)
+                continue
+            if local and free in self.test_bound:
+                raise NotIsolated(
+                    f"cannot isolate the call under test: an argument `{excerpt(shown)}` "
+                    f"uses `{free}`, a local of the test: what it holds is not read here"
+                )
             if self.names.bound[free] == 0 and hasattr(builtins, free):
                 continue
-            if free in self.nested or (
-                self.names.bound[free] == 1
-                and (free in self.names.imported or free in self.names.defined)
+            if self.names.bound[free] == 1 and (
+                free in self.names.imported or free in self.names.defined
             ):
-                self.name(free, shown)
+                self.name(free, shown, local=False)
                 continue
             raise NotIsolated(
                 f"cannot isolate the call under test: an argument `{excerpt(shown)}` uses "
