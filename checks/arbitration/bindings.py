@@ -1,6 +1,7 @@
 """What the names in a failing assertion stand for: a parametrize case's values, a literal
 assigned once in the test before the assertion, or a local whose value the recorder saw
-in the failing frame (a loop's current case)."""
+in the failing frame (a loop's current case); and the arguments that are no literals but
+are known without running the test (:mod:`~referee.checks.arbitration.known`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ast
 
 from tree_sitter import Node
 
+from referee.checks.arbitration.known import Known, ModuleNames
 from referee.checks.arbitration.sites import (
     NotIsolated,
     Site,
@@ -50,6 +52,13 @@ class Bindings:
         self.row = row
         self.frame_locals = frame_locals or {}
         self.forms: list[str] = []  # how the names were bound: parametrize, local, loop-table
+        self._known: Known | None = None  # read on the first argument that is no literal
+
+    @property
+    def definitions(self) -> str:
+        """What the known arguments need to be evaluated with no test module beside them:
+        the test module's imports of the names they use, the definitions they name."""
+        return self._known.text() if self._known is not None else ""
 
     def arguments(self, call: Node) -> str:
         return ", ".join(self.argument_parts(call))
@@ -66,7 +75,7 @@ class Bindings:
                 value = arg.child_by_field_name("value")
                 if name is None or value is None:
                     raise NotIsolated("cannot read a keyword argument of the call")
-                site = self.site(value, f"argument `{self.source.node_text(name)}`")
+                site = self.site(value, f"argument `{self.source.node_text(name)}`", argument=True)
                 parts.append(f"{self.source.node_text(name)}={site.text}")
             elif arg.type in ("list_splat", "dictionary_splat", "generator_expression"):
                 raise NotIsolated(
@@ -82,10 +91,14 @@ class Bindings:
         text = self.source.node_text(node)
         if is_literal(text):
             return Site("assertion", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+        if argument and "\n" in text and is_literal(f"({text})"):
+            # a literal over lines, ``"a"\n"b"``: its value, written on one line
+            value = repr(ast.literal_eval(f"({text})"))
+            return Site("computed", node.start_byte, node.end_byte, value, node.start_point.row + 1)
         unreadable: NotIsolated | None = None  # parametrize values written as a name...
         if node.type == "identifier":
             try:
-                found = self._parametrized(text)
+                found = self._parametrized(text, argument)
             except NotIsolated as exc:
                 found, unreadable = None, exc
             if found is not None:
@@ -101,11 +114,93 @@ class Bindings:
                 return found
         if unreadable is not None:
             raise unreadable
+        known = self._known_value(node) if argument else None
+        if known is not None:
+            return known
         raise NotIsolated(
             f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
-            "parametrized value, a literal assigned in the test or a local whose value the "
-            "failing run recorded as a literal"
+            "parametrized value, a literal assigned in the test, a local whose value the "
+            "failing run recorded as a literal, or a value known without running the test "
+            "(a built-in, a function, an object of a standard-library value class)"
         )
+
+    def _known_value(self, node: Node) -> Site | None:
+        """An argument that is no literal but is known without running the test — a
+        built-in's or exception's name, a function or class of the standard library or
+        of the test module, a lambda, an object of a standard-library value class built
+        from known arguments — as written; None when it is none of them, NotIsolated
+        when it is one that cannot be carried to the sandbox."""
+        node = unwrap(node)
+        text = self.source.node_text(node)
+        known = self._reader()
+        form: str | None = None
+        if node.type in ("identifier", "attribute"):
+            name = dotted(self.source, node)
+            head = (name or "").partition(".")[0]
+            if name is None or (
+                head not in known.nested and binding_counts(self.source, self.fn.node, [head])[head]
+            ):
+                if self._defines(head):
+                    raise NotIsolated(
+                        f"cannot isolate the call under test: an argument `{excerpt(text)}` "
+                        "is a function or class the test defines more than once, or after "
+                        "the assertion: which definition the call saw is not read here"
+                    )
+                return None  # a local of the test: what it holds is not read here
+            form = known.name(name, text)
+        elif node.type == "lambda":
+            form = known.lambda_(text)
+        elif node.type == "call":
+            name = dotted(self.source, node.child_by_field_name("function"))
+            head = (name or "").partition(".")[0]
+            if (
+                name is None
+                or binding_counts(self.source, self.fn.node, [head])[head]
+                or not known.constructor(name, text)
+            ):
+                return None
+            text = f"{name}({', '.join(self.argument_parts(node))})"
+            form = "constructed-argument"
+        if form is None:
+            return None
+        self._form(form)
+        return Site("computed", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+
+    def _defines(self, name: str) -> bool:
+        """Whether a ``def`` or ``class`` statement of the test binds ``name``."""
+        stack = [self.fn.body]
+        while stack:
+            current = stack.pop()
+            if current.type in ("function_definition", "class_definition"):
+                label = current.child_by_field_name("name")
+                if label is not None and self.source.node_text(label) == name:
+                    return True
+            stack.extend(current.named_children)
+        return False
+
+    def _reader(self) -> Known:
+        """The reader of known arguments, made on first use: the test module's top-level
+        names, and the functions the test defines once before the assertion."""
+        if self._known is None:
+            nested = {}
+            for stmt in statements(self.fn.body):
+                definition = stmt
+                if stmt.type == "decorated_definition":
+                    continue  # a decorator may make it anything
+                name = definition.child_by_field_name("name")
+                if (
+                    definition.type in ("function_definition", "class_definition")
+                    and name is not None
+                    and stmt.start_point.row < self.row
+                ):
+                    label = self.source.node_text(name)
+                    if binding_counts(self.source, self.fn.node, [label])[label] == 1:
+                        nested[label] = _dedented(self.source, definition)
+            names = identifiers(self.source, self.fn.node)
+            counts = binding_counts(self.source, self.fn.node, names)
+            bound = frozenset(n for n, count in counts.items() if count and n not in nested)
+            self._known = Known(ModuleNames(self.source.text), nested, bound)
+        return self._known
 
     def _form(self, form: str) -> None:
         if form not in self.forms:
@@ -200,7 +295,7 @@ class Bindings:
             value.start_point.row + 1,
         )
 
-    def _parametrized(self, name: str) -> Site | None:
+    def _parametrized(self, name: str, argument: bool = False) -> Site | None:
         if name not in self.indices:
             return None
         for decorator in self._parametrize_decorators():
@@ -233,7 +328,8 @@ class Bindings:
             value = unwrap(items[position])
             text = self.source.node_text(value)
             if not is_literal(text):
-                return None
+                # an argument's case may be a known value: ``typing.ForwardRef("X")``
+                return self._known_value(value) if argument else None
             return Site(
                 "parametrize",
                 value.start_byte,
@@ -275,3 +371,14 @@ class Bindings:
         else:
             return None, None
         return names, unwrap(values) if values is not None else None
+
+
+def _dedented(source: SourceFile, node: Node) -> str:
+    """A nested definition's text as a top-level one: its lines less the indentation of
+    its first."""
+    indent = node.start_point.column
+    lines = source.node_text(node).split("\n")
+    return "\n".join(
+        [lines[0]]
+        + [line[indent:] if line[:indent].isspace() else line.lstrip() for line in lines[1:]]
+    )

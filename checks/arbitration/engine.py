@@ -446,6 +446,7 @@ class _Context:
                     isolated.wrapper,
                     python=interpreter.for_settings(self.settings),
                     projection=isolated.projection,
+                    definitions=isolated.definitions,
                 )
             )
         return sources
@@ -508,6 +509,7 @@ class _Context:
                 projection=isolated.projection,
                 suite=self.suite,
                 raises=outcomes.exception_name(isolated) if isolated.op == "raises" else None,
+                definitions=isolated.definitions,
             )
         )
         if isolated.op == "raises":
@@ -566,6 +568,7 @@ class _Context:
                     fixing.cache_dir,
                     isolated.wrapper,
                     isolated.projection,
+                    isolated.definitions,
                 )
                 if refused is not None:
                     return refused

@@ -252,6 +252,7 @@ def isolate(
         constructor=constructor,
         constructor_arguments=constructor_arguments,
         projection=projection,
+        definitions=bindings.definitions,
     )
 
 

@@ -126,6 +126,7 @@ def raises_at(
         ),
         wrapper=wrapper,
         forms=tuple(forms),
+        definitions=bindings.definitions,
     )
 
 

@@ -109,6 +109,10 @@ class Isolated:
     # (``parse(s).year``: ``.year``), as :mod:`~referee.checks.arbitration.projection`
     # writes them; every source of truth's value is projected the same way
     projection: str = ""
+    # what known arguments (``dt.timedelta(seconds=1)``, ``inc``, ``lambda x: x``) need to
+    # be evaluated where the test module is not — its imports of the names they use, the
+    # definitions they name (:func:`~referee.checks.arbitration.known.with_definitions`)
+    definitions: str = ""
 
     @classmethod
     def at(cls, source: SourceFile, node: Node, **rest: Any) -> Isolated:

@@ -28,6 +28,7 @@ from typing import Any
 from referee.checks import sandbox
 from referee.checks.arbitration.examples import contradicted_example, example_calls
 from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.programs import module_imports, program_from
 from referee.checks.arbitration.sites import wrapped
 from referee.checks.cache import DiskCache
@@ -191,10 +192,12 @@ def reference_evidence(
     wrapper: str | None = None,
     python: sandbox.Interpreter | None = None,
     projection: str = "",
+    definitions: str = "",
 ) -> OracleResult:
     """Run the declared reference implementation on the call's arguments, in the sandbox,
     with the project's files beside it (in ``python``, the project's interpreter); its
-    value wrapped and projected as the test does (``list(...)``, ``.year``)."""
+    value wrapped and projected as the test does (``list(...)``, ``.year``); the
+    arguments evaluated after ``definitions`` (:attr:`Isolated.definitions`)."""
     target, sep, function = reference.rpartition(":")
     if not sep or not target or not function.isidentifier():
         return OracleResult(
@@ -215,7 +218,7 @@ def reference_evidence(
             f"from {target} import {function} as __referee_reference__\n"
         )
         call = f"__referee_reference__({arguments})"
-    call = wrapped(wrapper, call, projection)
+    call = with_definitions(wrapped(wrapper, call, projection), definitions)
     result = sandbox.evaluate(code, call, limits=limits(config), files=files, python=python)
     return OracleResult(
         source="reference",
@@ -454,6 +457,7 @@ def oracle_evidence(
     suite: Sequence[tuple[str, str, str]] | None = None,
     raises: str | None = None,
     projection: str = "",
+    definitions: str = "",
 ) -> list[OracleResult]:
     """k oracle programs, written from the signature and docstring with different seeds,
     each run in the sandbox on the call's arguments. The k questions go to the model at
@@ -484,7 +488,12 @@ def oracle_evidence(
 
     ``raises``: the exception class the test expects the call to raise. An oracle that
     raises it gave an opinion ("this call raises"), as one that raises an exception the
-    docstring names does, and is kept rather than replaced."""
+    docstring names does, and is kept rather than replaced.
+
+    ``definitions``: what the call's known arguments need (the test module's imports of
+    the names they use, the functions they name: :attr:`Isolated.definitions`), run in a
+    copy of the program's namespace before the call is evaluated — the model's own
+    names stay its own."""
     from_suite = bool(suite) and not spec.docstring_value
     examples = list(suite) if from_suite and suite else example_calls(spec)
     inner = f"{spec.name}({arguments})"
@@ -498,7 +507,7 @@ def oracle_evidence(
         examples=examples,
         origin="the suite" if from_suite else "the docstring",
         preamble=module_imports(spec.text),
-        call=wrapped(wrapper, inner, projection),
+        call=with_definitions(wrapped(wrapper, inner, projection), definitions),
     )
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     more = "" if seeds[0] == 1 else " more"

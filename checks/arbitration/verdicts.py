@@ -182,6 +182,7 @@ def fix_programs(
         replacements=Replacements(ctx.config.oracle_replacements),
         wrapper=isolated.wrapper,
         projection=isolated.projection,
+        definitions=isolated.definitions,
     )
     return [
         (r.source, r.program)
@@ -199,6 +200,7 @@ def confirm_test_edit(
     cache_dir: Path | None,
     wrapper: str | None = None,
     projection: str = "",
+    definitions: str = "",
 ) -> Arbitration | None:
     """A test edit is the one move the guard exists to stop, and k oracles of one model
     can share one misreading of the docstring. So before oracles alone certify it,
@@ -230,6 +232,7 @@ def confirm_test_edit(
             wrapper=wrapper,
             projection=projection,
             suite=ctx.suite,
+            definitions=definitions,
         )
         if seeds
         else []
@@ -439,6 +442,7 @@ def candidate_fix(
             op=isolated.op,
             wrapper=isolated.wrapper,
             projection=isolated.projection,
+            definitions=isolated.definitions,
         ),
         obs.produced or (obs.produced_error if obs.timeout_s else f"raises {obs.produced_error}"),
         truth,

@@ -37,6 +37,7 @@ from referee.checks import sandbox
 from referee.checks.arbitration.bindings import Bindings
 from referee.checks.arbitration.examples import PROBE, probe_cap, probe_values
 from referee.checks.arbitration.isolate import isolate
+from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.sites import (
     EQUALITY_OPS,
     Isolated,
@@ -64,6 +65,7 @@ class AssertedCall:
     op: str  # "==" or "approx"
     wrapper: str | None = None  # list, sorted...: the built-in the test wraps the call in
     projection: str = ""  # .year, [0]: what the test reads from the call's value
+    definitions: str = ""  # what its known arguments need: Isolated.definitions
 
     @property
     def call(self) -> str:
@@ -249,6 +251,7 @@ def asserted_calls(
                         op=isolated.op,
                         wrapper=isolated.wrapper,
                         projection=isolated.projection,
+                        definitions=isolated.definitions,
                     )
                 )
                 if len(found) >= MAX_CALLS:
@@ -344,7 +347,11 @@ def verify(
         "["
         + ", ".join(
             "_referee_probe(lambda: "
-            f"{wrapped(c.wrapper, f'_m.{c.function}({c.arguments})', c.projection)})"
+            + with_definitions(
+                wrapped(c.wrapper, f"_m.{c.function}({c.arguments})", c.projection),
+                c.definitions,
+            )
+            + ")"
             for c in calls
         )
         + "]"
