@@ -25,6 +25,7 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 from referee.checks.arbitration.bindings import Bindings
+from referee.checks.arbitration.helpers import HelperAssertion, helper_assertion, helper_callees
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
@@ -84,7 +85,7 @@ def callee_names(source: SourceFile, test: TestRef) -> list[str]:
     except NotIsolated:
         return []
     names: list[str] = []
-    stack = [fn.body]
+    stack = [fn.body, *(h.body for h in helper_callees(source, module, fn))]
     while stack:
         node = stack.pop()
         stack.extend(node.named_children)
@@ -212,7 +213,11 @@ def isolate(
     located = _located(source, module, fn, line, indices, frame_locals)
     if isinstance(located, Isolated):
         return located
-    node = located
+    helper = located if isinstance(located, HelperAssertion) else None
+    if helper is not None:  # the assertion is a helper's: taken apart there
+        fn, node = helper.helper, helper.node
+    else:
+        node = located  # type: ignore[assignment]
     forms: list[str] = []
     left, right, op, implicit = _compared(source, node, forms)
     if op in _FORM_OF_OP:
@@ -223,7 +228,11 @@ def isolate(
     call_side, call_node, wrapper, projection = _call_under_test(
         source, fn, node, sides, op, project_callees, forms
     )
-    bindings = Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
+    bindings = (
+        helper.bindings
+        if helper is not None
+        else Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
+    )
     callee, built = _callee_and_object(source, fn, call_node, node)
     constructor: str | None = None
     constructor_arguments: tuple[str, ...] = ()
@@ -262,9 +271,9 @@ def _located(
     line: int,
     indices: dict[str, int] | None,
     frame_locals: dict[str, str] | None,
-) -> Isolated | Node:
+) -> Isolated | HelperAssertion | Node:
     """The assertion on ``line``: taken apart already when it expects a call to raise,
-    else its node."""
+    the assertion of a helper the test calls, else its node."""
     try:
         raising = raises_at(source, module, fn, line, indices or {}, frame_locals)
     except NotIsolated as exc:
@@ -275,7 +284,15 @@ def _located(
     else:
         if raising is not None:
             return raising
-        node = assertion_at(source, fn, line)
+        try:
+            node = assertion_at(source, fn, line)
+        except NotIsolated:
+            found = helper_assertion(
+                source, module, fn, line, indices or {}, frame_locals, assertion_at
+            )
+            if found is None:
+                raise
+            return found
     return node
 
 

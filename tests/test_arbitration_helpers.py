@@ -1,0 +1,307 @@
+"""A failing assertion that lives in a helper the test calls (issue 40): ``def
+check(text, want): assert count_vowels(text) == want`` called as ``check("aeiou", 4)``.
+
+The assertion is taken apart in the helper, its parameters bound to what the test's one
+call passes (or to what the failing helper frame recorded). A test fix replaces a literal
+only at that call, written once for this case; a literal in the helper, or at a call in a
+loop, is shared by other cases: the verdict is given and the test is not edited. End to
+end through ``referee arbitrate --apply`` with the fake model server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from red_team.fake_openai import FakeModel
+from test_arbitration import BUGGY, CORRECT
+from test_arbitration_oracles import cli_project
+
+from referee.checks.arbitration.fix import fix_test
+from referee.checks.arbitration.isolate import NotIsolated, TestRef, callee_names, isolate
+from referee.checks.models import arbitration_schema
+from referee.checks.source import SourceFile
+
+TESTS = '''from text import count
+
+def check(word, want):
+    assert count(word) == want
+
+def test_x():
+    check("aeiou", 4)
+
+class TestA:
+    def check(self, word, want=3):
+        assert count(word) == want
+
+    def test_default(self):
+        self.check("abc")
+
+    def test_loop(self):
+        for w in ("a", "b"):
+            self.check(w, 1)
+
+    def test_two(self):
+        self.check("ab", 2)
+        self.check("abc", 7)
+
+    def test_same(self):
+        self.check("ab", 2)
+        self.check("ab", 2)
+
+def test_nested():
+    def inner(x):
+        assert count(x) == 0
+    inner("q")
+
+def test_kw():
+    check(want=4, word="aeiou")
+
+import pytest
+
+@pytest.mark.parametrize("w, n", [("ab", 1), ("abc", 2)])
+def test_param(w, n):
+    check(w, n)
+
+def noisy(x):
+    y = count(x)
+    return y
+
+def test_noisy():
+    noisy(1)
+'''
+SOURCE = SourceFile("tests/test_t.py", TESTS)
+HELPER_LINE = 4  # assert count(word) == want
+METHOD_LINE = 11
+NESTED_LINE = 30
+
+
+def _iso(test: str, line: int, recorded: dict[str, str], indices: dict[str, int] | None = None):
+    return isolate(SOURCE, TestRef.parse(f"tests/test_t.py::{test}"), line, indices, recorded)
+
+
+def test_a_module_helper_is_bound_to_the_literals_of_its_one_call():
+    isolated = _iso("test_x", HELPER_LINE, {"word": "'aeiou'", "want": "4"})
+    assert isolated.call == 'count("aeiou")'
+    assert isolated.assertion == "assert count(word) == want"
+    assert isolated.forms == ("helper-assertion",)
+    site = isolated.expected
+    assert (site.kind, site.text, site.line) == ("call-site", "4", 7)
+    assert SOURCE.text.encode()[slice(*site.case)].decode() == 'check("aeiou", 4)'
+
+
+def test_keyword_arguments_bind_by_name():
+    isolated = _iso("test_kw", HELPER_LINE, {"word": "'aeiou'", "want": "4"})
+    assert isolated.call == 'count("aeiou")'
+    assert (isolated.expected.kind, isolated.expected.text) == ("call-site", "4")
+
+
+def test_a_default_value_of_the_helper_is_shared_by_every_call():
+    isolated = _iso("TestA::test_default", METHOD_LINE, {"word": "'abc'", "want": "3"})
+    assert isolated.call == 'count("abc")'
+    assert (isolated.expected.kind, isolated.expected.text) == ("helper", "3")
+
+
+def test_a_literal_at_a_call_in_a_loop_is_shared_and_the_loop_value_recorded():
+    isolated = _iso("TestA::test_loop", METHOD_LINE, {"word": "'a'", "want": "1"})
+    assert isolated.call == "count('a')"  # read from the helper frame
+    assert (isolated.expected.kind, isolated.expected.text) == ("shared", "1")
+    assert isolated.forms == ("helper-assertion", "local")
+
+
+def test_of_several_calls_the_one_the_frame_recorded_is_bound():
+    isolated = _iso("TestA::test_two", METHOD_LINE, {"word": "'abc'", "want": "7"})
+    assert isolated.call == 'count("abc")'
+    assert (isolated.expected.kind, isolated.expected.text, isolated.expected.line) == (
+        "call-site",
+        "7",
+        22,
+    )
+
+
+def test_two_calls_that_pass_the_same_values_are_not_told_apart():
+    isolated = _iso("TestA::test_same", METHOD_LINE, {"word": "'ab'", "want": "2"})
+    assert isolated.call == "count('ab')"
+    assert isolated.expected.kind == "local"  # never a place to edit
+
+
+def test_a_literal_in_a_nested_helper_is_the_helpers():
+    isolated = _iso("test_nested", NESTED_LINE, {"x": "'q'"})
+    assert isolated.call == 'count("q")'
+    assert (isolated.expected.kind, isolated.expected.text) == ("helper", "0")
+
+
+def test_a_parametrize_case_passed_to_the_helper_is_its_site():
+    isolated = _iso("test_param", HELPER_LINE, {"word": "'abc'", "want": "2"}, {"w": 1, "n": 1})
+    assert isolated.call == 'count("abc")'
+    assert (isolated.expected.kind, isolated.expected.text) == ("parametrize", "2")
+    assert isolated.forms == ("helper-assertion", "parametrize")
+
+
+def test_a_helper_line_that_is_no_assertion_says_so_in_one_line():
+    with pytest.raises(NotIsolated, match="line 44 of `noisy`, a helper test_noisy calls, is"):
+        _iso("test_noisy", 44, {"x": "1"})
+
+
+def test_a_line_in_a_function_the_test_does_not_call_is_not_its_helper():
+    with pytest.raises(NotIsolated, match="not an assertion of the test itself"):
+        _iso("test_noisy", HELPER_LINE, {})
+
+
+def test_the_recorder_resolves_what_the_helpers_call():
+    assert "count" in callee_names(SOURCE, TestRef.parse("tests/test_t.py::test_x"))
+    assert "count" in callee_names(SOURCE, TestRef.parse("tests/test_t.py::TestA::test_two"))
+
+
+def test_a_call_site_fix_is_certified_for_that_call():
+    isolated = _iso("test_x", HELPER_LINE, {"word": "'aeiou'", "want": "4"})
+    fixed = fix_test(
+        SOURCE.text,
+        SOURCE.path,
+        isolated.expected,
+        "5",
+        (isolated.assertion_start, isolated.assertion_end),
+    )
+    assert 'check("aeiou", 5)' in fixed.new_text
+    assert "assert count(word) == want" in fixed.new_text
+    assert fixed.bound_text == 'check("aeiou", 5)'
+
+
+# ------------------------------------------------------------------ end to end, --apply
+
+MODULE_HELPER = '''from text import count_vowels
+
+
+def check(word, want):
+    assert count_vowels(word) == want
+
+
+def test_x():
+    check("xyz", 0)
+    check("aeiou", {want})
+'''
+METHOD_HELPER = '''import unittest
+
+from text import count_vowels
+
+
+class TestText(unittest.TestCase):
+    def check(self, word, want):
+        self.assertEqual(count_vowels(word), want)
+
+    def test_x(self):
+        self.check("aeiou", {want})
+'''
+SHARED_HELPER = '''from text import count_vowels
+
+
+def check_five(word):
+    assert count_vowels(word) == 4
+
+
+def test_x():
+    check_five("aeiou")
+'''
+
+
+ORACLE = 'def count_vowels(text: str) -> int:\n    return sum(ch in "aeiouAEIOU" for ch in text)\n'
+PATCH = (
+    "def count_vowels(text: str) -> int:\n"
+    '    return sum(1 for ch in text.lower() if ch in "aeiou")\n'
+)
+
+
+def _answer(kind: str) -> str:
+    return ORACLE if kind == "oracle" else PATCH
+
+
+def _cli(referee, tmp_path: Path, module: str, tests: str, test_id: str, model) -> tuple:
+    root = cli_project(tmp_path / "p", module, tests, model.url)
+    done = referee("arbitrate", test_id, "--format", "json", "--apply", cwd=root)
+    assert done.stdout.strip(), (done.returncode, done.stderr)
+    verdict = json.loads(done.stdout)
+    jsonschema.validate(verdict, arbitration_schema())
+    return verdict, root
+
+
+@pytest.mark.parametrize(
+    ("tests", "test_id", "forms"),
+    [
+        (MODULE_HELPER, "tests/test_text.py::test_x", ["helper-assertion"]),
+        (
+            METHOD_HELPER,
+            "tests/test_text.py::TestText::test_x",
+            ["unittest-method", "helper-assertion"],
+        ),
+    ],
+    ids=["module-function", "method"],
+)
+def test_cli_fixes_a_wrong_function_a_helper_asserts_about(
+    tmp_path: Path, referee, tests, test_id, forms
+):
+    written = tests.format(want="5")
+    with FakeModel(_answer) as model:
+        verdict, root = _cli(referee, tmp_path, BUGGY, written, test_id, model)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == forms
+    assert verdict["call"] == 'count_vowels("aeiou")'
+    assert (verdict["produced"], verdict["asserted"], verdict["truth"]) == ("4", "5", "5")
+    assert verdict["applied"] is True and verdict["fix"]["side"] == "source"
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert "text[1:]" not in fixed
+    # the fix passes the test, helper and all; the test is untouched
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == written
+    namespace: dict = {}
+    exec(compile(fixed, "text.py", "exec"), namespace)
+    assert namespace["count_vowels"]("aeiou") == 5
+
+
+def test_cli_fixes_a_wrong_literal_at_the_helpers_call_and_certifies_it(tmp_path: Path, referee):
+    with FakeModel(_answer) as model:
+        verdict, root = _cli(
+            referee,
+            tmp_path,
+            CORRECT,
+            MODULE_HELPER.format(want="4"),
+            "tests/test_text.py::test_x",
+            model,
+        )
+    assert verdict["verdict"] == "TEST_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == ["helper-assertion"]
+    assert verdict["observation"]["expected_site"] == "call-site"
+    assert verdict["applied"] is True and verdict["certificate"] is not None
+    assert (verdict["fix"]["old_value"], verdict["fix"]["new_value"]) == ("4", "5")
+    # the literal at the call is replaced; the helper, shared by the other call, is not
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == MODULE_HELPER.format(
+        want="5"
+    )
+    assert (root / "text.py").read_text(encoding="utf-8") == CORRECT
+    ledger = (root / ".referee" / "certificates.jsonl").read_text(encoding="utf-8")
+    assert '"new_value": "5"' in ledger
+
+
+def test_cli_blames_a_test_whose_expected_value_the_helper_shares_without_editing_it(
+    tmp_path: Path, referee
+):
+    with FakeModel(_answer) as model:
+        verdict, root = _cli(
+            referee, tmp_path, CORRECT, SHARED_HELPER, "tests/test_text.py::test_x", model
+        )
+    assert verdict["verdict"] == "TEST_WRONG", verdict["reason"]
+    assert "is written in the helper the test calls (line 5)" in verdict["reason"]
+    assert "the test is not edited" in verdict["reason"] and "\n" not in verdict["reason"]
+    assert verdict["fix"] is None and verdict["applied"] is False
+    assert verdict["review_item"]
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == SHARED_HELPER
+    assert not (root / ".referee" / "certificates.jsonl").exists()
+
+
+def test_cli_never_edits_a_test_a_helper_blames_the_source_for(tmp_path: Path, referee):
+    # the shared literal is right and the code wrong: the source is blamed and fixed
+    tests = SHARED_HELPER.replace("== 4", "== 5")
+    with FakeModel(_answer) as model:
+        verdict, root = _cli(referee, tmp_path, BUGGY, tests, "tests/test_text.py::test_x", model)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
