@@ -21,10 +21,11 @@ from test_arbitration_oracles import cli_project
 
 from referee.checks.arbitration.fix import fix_test
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, callee_names, isolate
+from referee.checks.arbitration.raises_match import match_failed
 from referee.checks.models import arbitration_schema
 from referee.checks.source import SourceFile
 
-TESTS = '''from text import count
+TESTS = """from text import count
 
 def check(word, want):
     assert count(word) == want
@@ -71,7 +72,7 @@ def noisy(x):
 
 def test_noisy():
     noisy(1)
-'''
+"""
 SOURCE = SourceFile("tests/test_t.py", TESTS)
 HELPER_LINE = 4  # assert count(word) == want
 METHOD_LINE = 11
@@ -171,7 +172,7 @@ def test_a_call_site_fix_is_certified_for_that_call():
 
 # ------------------------------------------------------------------ end to end, --apply
 
-MODULE_HELPER = '''from text import count_vowels
+MODULE_HELPER = """from text import count_vowels
 
 
 def check(word, want):
@@ -181,8 +182,8 @@ def check(word, want):
 def test_x():
     check("xyz", 0)
     check("aeiou", {want})
-'''
-METHOD_HELPER = '''import unittest
+"""
+METHOD_HELPER = """import unittest
 
 from text import count_vowels
 
@@ -193,8 +194,8 @@ class TestText(unittest.TestCase):
 
     def test_x(self):
         self.check("aeiou", {want})
-'''
-SHARED_HELPER = '''from text import count_vowels
+"""
+SHARED_HELPER = """from text import count_vowels
 
 
 def check_five(word):
@@ -203,7 +204,7 @@ def check_five(word):
 
 def test_x():
     check_five("aeiou")
-'''
+"""
 
 
 ORACLE = 'def count_vowels(text: str) -> int:\n    return sum(ch in "aeiouAEIOU" for ch in text)\n'
@@ -305,3 +306,186 @@ def test_cli_never_edits_a_test_a_helper_blames_the_source_for(tmp_path: Path, r
         verdict, root = _cli(referee, tmp_path, BUGGY, tests, "tests/test_text.py::test_x", model)
     assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+
+
+# ------------------------------------------------------ raises, as real tests write them
+
+CHUNKS = '''class Splitter:
+    """Cuts lists into pieces of N items."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def split(self, items: list) -> list:
+        """ITEMS in lists of N items (the last may be shorter); ValueError when N < 1."""
+        return chunks(items, self.n)
+
+
+def chunks(items: list, n: int) -> list:
+    """Split ITEMS into lists of N items (the last may be shorter).
+
+    Raises ValueError("n must be at least 1") when N is below 1.
+    """
+    {guard}return [items[i : i + max(n, 1)] for i in range(0, len(items), max(n, 1))]
+'''
+CHUNKS_WRONG = CHUNKS.format(guard="")
+CHUNKS_OTHER_MESSAGE = CHUNKS.format(guard='if n < 1:\n        raise ValueError("bad")\n    ')
+
+
+def _raising(message: str) -> str:
+    return (
+        "def chunks(items, n):\n"
+        "    if n < 1:\n"
+        f"        raise ValueError({message!r})\n"
+        "    return [items[i : i + n] for i in range(0, len(items), n)]\n"
+    )
+
+
+# an oracle of the method: a function of the constructor's arguments and the call's
+SPLIT_ORACLE = (
+    "def split(init_args, init_kwargs, items):\n"
+    "    n = init_args[0]\n"
+    "    if n < 1:\n"
+    "        raise ValueError('n')\n"
+    "    return [items[i : i + n] for i in range(0, len(items), n)]\n"
+)
+
+
+def _raises_cli(referee, tmp_path: Path, module: str, body: str, answer) -> tuple:
+    tests = "import pytest\n\nfrom text import Splitter, chunks\n\n\ndef test_x():\n" + "".join(
+        f"    {line}\n" for line in body.splitlines()
+    )
+    with FakeModel(answer) as model:
+        return _cli(referee, tmp_path, module, tests, "tests/test_text.py::test_x", model)
+
+
+@pytest.mark.parametrize(
+    ("body", "answer", "form"),
+    [
+        (
+            "with pytest.raises(ValueError):\n    n = 0\n    chunks([1, 2], n)",
+            _raising("n"),
+            "local",
+        ),
+        (
+            "splitter = Splitter(0)\nwith pytest.raises(ValueError):\n    splitter.split([1, 2])",
+            SPLIT_ORACLE,
+            "method-of-assigned-object",
+        ),
+        (
+            "with pytest.raises(ValueError):\n    x = Splitter(0).split([1, 2])",
+            SPLIT_ORACLE,
+            "method-of-literal-object",
+        ),
+    ],
+    ids=["literal-assigned-in-the-block", "method-of-assigned-object", "method-of-built-object"],
+)
+def test_cli_blames_a_source_a_raises_block_as_real_tests_write_it_expects_to_raise(
+    tmp_path: Path, referee, body, answer, form
+):
+    verdict, _ = _raises_cli(referee, tmp_path, CHUNKS_WRONG, body, lambda kind: answer)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call_forms"][0] == "raises" and form in verdict["call_forms"]
+    assert verdict["produced"] == "returned instead of raising ValueError"
+    assert verdict["fix"] is None and verdict["applied"] is False
+
+
+def test_cli_blames_a_message_the_pattern_misses_when_the_truth_says_it(tmp_path: Path, referee):
+    body = 'with pytest.raises(ValueError, match="at least"):\n    chunks([1, 2], 0)'
+    answer = _raising("n must be at least 1")
+    verdict, _ = _raises_cli(referee, tmp_path, CHUNKS_OTHER_MESSAGE, body, lambda kind: answer)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert "raises-match" in verdict["call_forms"]
+    assert (
+        verdict["produced"] == "raised ValueError with a message its pattern does not find ('bad')"
+    )
+    assert "every source raised it with a message the pattern finds" in verdict["reason"]
+
+
+def test_cli_leaves_a_message_the_truth_does_not_settle_to_a_person(tmp_path: Path, referee):
+    body = 'with pytest.raises(ValueError, match="at least"):\n    chunks([1, 2], 0)'
+    verdict, root = _raises_cli(
+        referee, tmp_path, CHUNKS_OTHER_MESSAGE, body, lambda kind: _raising("n")
+    )
+    assert verdict["verdict"] == "UNCLEAR", verdict["reason"]
+    assert "do not all match" in verdict["reason"] and "\n" not in verdict["reason"]
+    assert (root / "text.py").read_text(encoding="utf-8") == CHUNKS_OTHER_MESSAGE
+
+
+def _raising_iso(body: str):
+    text = "def test_x():\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    return isolate(SourceFile("t.py", text), TestRef.parse("t.py::test_x"), text.count("\n"))
+
+
+@pytest.mark.parametrize(
+    ("body", "call", "forms", "constructor"),
+    [
+        (
+            "with pytest.raises(ValueError, match='at least'):\n    n = -1\n    chunks([1], n)",
+            "chunks([1], -1)",
+            ("raises", "local", "raises-match"),
+            None,
+        ),
+        (
+            "with pytest.raises(ValueError):\n    x = next(chunks([1], 0))",
+            "next(chunks([1], 0))",
+            ("raises",),
+            None,
+        ),
+        (
+            "c = Splitter(0)\nwith pytest.raises(ValueError):\n    c.split([1])",
+            "Splitter(0).split([1])",
+            ("raises", "method-of-assigned-object"),
+            "Splitter",
+        ),
+        (
+            "with self.assertRaisesRegex(ValueError, 'n'):\n    Splitter(0).split([1])",
+            "Splitter(0).split([1])",
+            ("unittest-method", "raises", "method-of-literal-object", "raises-match"),
+            "Splitter",
+        ),
+        (
+            "with pytest.raises(ValueError):\n    text.chunks([1], 0)",
+            "text.chunks([1], 0)",
+            ("raises",),
+            None,
+        ),
+    ],
+)
+def test_a_raises_block_as_real_tests_write_it_is_one_call(body, call, forms, constructor):
+    isolated = _raising_iso(body)
+    assert (isolated.call, isolated.forms, isolated.constructor) == (call, forms, constructor)
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("with pytest.raises(ValueError):\n    make(1)(2)", "calls the value `make(1)` returns"),
+        ("with pytest.raises(ValueError):\n    frozen.x = 2", "it assigns (`frozen.x = 2`)"),
+        ("with pytest.raises(ValueError):\n    del frozen.x", "it deletes (`del frozen.x`)"),
+        (
+            "with pytest.raises(ValueError):\n    with ctx():\n        raise ValueError",
+            "it enters another context manager",
+        ),
+        ("with pytest.raises(ValueError):\n    n = g()\n    f(n)", "after literals assigned"),
+    ],
+)
+def test_a_raises_block_that_is_not_one_call_says_what_it_is(body, why):
+    with pytest.raises(NotIsolated) as caught:
+        _raising_iso(body)
+    assert why in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Regex pattern did not match.\n  Regex: 'at least'\n  Input: 'bad'",
+        "Regex pattern did not match.\n  Expected regex: 'at least'\n  Actual message: 'bad'",
+        '"at least" does not match "bad"',
+    ],
+)
+def test_a_pattern_that_missed_the_message_is_read_from_pytest_and_unittest(message):
+    isolated = _raising_iso("with pytest.raises(ValueError, match='at least'):\n    f(0)")
+    produced = match_failed(isolated, "AssertionError", message)
+    assert produced == "raised ValueError with a message its pattern does not find ('bad')"
+    assert match_failed(isolated, "AssertionError", "DID NOT RAISE") is None

@@ -275,7 +275,9 @@ def _located(
     """The assertion on ``line``: taken apart already when it expects a call to raise,
     the assertion of a helper the test calls, else its node."""
     try:
-        raising = raises_at(source, module, fn, line, indices or {}, frame_locals)
+        raising = raises_at(
+            source, module, fn, line, indices or {}, frame_locals, _callee_and_object
+        )
     except NotIsolated as exc:
         try:  # an ``assert`` inside the ``with pytest.raises`` block is an assertion
             node = assertion_at(source, fn, line)

@@ -123,6 +123,8 @@ class Isolated:
     # (``parse(s).year``: ``.year``), as :mod:`~referee.checks.arbitration.projection`
     # writes them; every source of truth's value is projected the same way
     projection: str = ""
+    # a raises assertion's message pattern as written (``match="at least"``), or None
+    match: str | None = None
 
     @classmethod
     def at(cls, source: SourceFile, node: Node, **rest: Any) -> Isolated:
