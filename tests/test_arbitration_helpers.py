@@ -489,3 +489,74 @@ def test_a_pattern_that_missed_the_message_is_read_from_pytest_and_unittest(mess
     produced = match_failed(isolated, "AssertionError", message)
     assert produced == "raised ValueError with a message its pattern does not find ('bad')"
     assert match_failed(isolated, "AssertionError", "DID NOT RAISE") is None
+
+
+# ------------------------------------------------------------------ a statement that raised
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "call", "forms"),
+    [
+        (
+            'r = edit("a", x=1)\nassert r is None',
+            2,
+            'edit("a", x=1)',
+            ("identity", "assigned-call"),
+        ),
+        (
+            'r = parse("2020-01-02")\nprint(1)\nassert r.month == 1',
+            2,
+            'parse("2020-01-02").month',
+            ("assigned-call", "projection"),
+        ),
+    ],
+)
+def test_a_call_assigned_that_raised_is_the_call_of_the_assertion_after_it(body, line, call, forms):
+    text = "def test_x():\n" + "".join(f"    {b}\n" for b in body.splitlines())
+    isolated = isolate(SourceFile("t.py", text), TestRef.parse("t.py::test_x"), line)
+    assert (isolated.call, isolated.forms) == (call, forms)
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "why"),
+    [
+        (
+            't = env.from_string("x")\nassert t.render() == "13"',
+            2,
+            "line 2 of test_x (`t = …`) raised before any assertion ran, and the assertion",
+        ),
+        (
+            "r = f(1)\nr.append(2)\nassert r == [1]",
+            2,
+            "line 2 of test_x is `r = f(1)`, a statement",
+        ),
+        ("g(1)", 2, "line 2 of test_x is `g(1)`, a statement of the test that failed"),
+        ("@deco(1)\ndef h():\n    pass", 2, "line 2 of test_x is in a definition the test makes"),
+        ("for i in (1, 2):\n    inc.invalidate(0)", 3, "is `inc.invalidate(0)`, a statement"),
+    ],
+)
+def test_a_statement_of_the_test_that_failed_says_so_in_one_line(body, line, why):
+    text = "def test_x():\n" + "".join(f"    {b}\n" for b in body.splitlines())
+    with pytest.raises(NotIsolated) as caught:
+        isolate(SourceFile("t.py", text), TestRef.parse("t.py::test_x"), line)
+    assert why in str(caught.value) and "\n" not in str(caught.value)
+
+
+RAISING = '''def count_vowels(text: str) -> int:
+    """Return how many vowels (a, e, i, o, u, in either case) TEXT contains."""
+    return sum(1 for ch in text.lower() if ch in "aeiou") // len(text[5:])
+'''
+
+
+def test_cli_fixes_a_function_that_raised_where_its_value_was_assigned(tmp_path: Path, referee):
+    tests = (
+        "from text import count_vowels\n\n\n"
+        'def test_x():\n    n = count_vowels("aeiou")\n    assert n == 5\n'
+    )
+    with FakeModel(_answer) as model:
+        verdict, root = _cli(referee, tmp_path, RAISING, tests, "tests/test_text.py::test_x", model)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == ["assigned-call"]
+    assert verdict["produced"].startswith("ZeroDivisionError")
+    assert verdict["applied"] is True and "len(text[5:])" not in (root / "text.py").read_text()
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests

@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from tree_sitter import Node
 
 from referee.checks.arbitration.bindings import Bindings
-from referee.checks.arbitration.sites import NotIsolated, Site, immutable, is_literal
-from referee.checks.nodes import binding_counts, unwrap
+from referee.checks.arbitration.sites import NotIsolated, Site, identifiers, immutable, is_literal
+from referee.checks.nodes import binding_counts, excerpt, unwrap
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
@@ -333,3 +333,89 @@ def helper_assertion(
         source, module, helper, node.start_point.row, recorded, test, None, True
     )
     return HelperAssertion(helper, node, unbound)
+
+
+@dataclass(frozen=True)
+class RaisedBefore:
+    """A failing line that is the test's own ``name = f(...)`` statement — the call raised
+    before any assertion ran — and the assertion after it that compares ``name``: the
+    call under test is that assignment's call (``assigned-call``), observed as what it
+    raised."""
+
+    node: Node  # the assertion
+    name: str
+    line: int  # of the statement that raised
+
+    def check(self, forms: list[str], fn: Function) -> None:
+        """Raises :class:`NotIsolated` unless the assertion's call under test is the
+        assigned call itself (not a method of the value it built, say)."""
+        if "assigned-call" not in forms:
+            raise NotIsolated(
+                f"cannot isolate the call under test: line {self.line} of {fn.name} "
+                f"(`{self.name} = …`) raised before any assertion ran, and the assertion "
+                f"that follows it compares something else than the value `{self.name}` "
+                "would have held"
+            )
+
+
+def raised_before(
+    source: SourceFile,
+    fn: Function,
+    line: int,
+    assertion_at: Callable[[SourceFile, Function, int], Node],
+) -> RaisedBefore | None:
+    """When ``line`` is a statement ``name = f(...)`` of the test's own body, the first
+    assertion after it, in the same block, that reads ``name``; else None."""
+    row = line - 1
+    statement = next(
+        (s for s in fn.statements if s.start_point.row <= row <= s.end_point.row), None
+    )
+    if statement is None or statement.type != "expression_statement":
+        return None
+    assign = unwrap(statement.named_children[0]) if statement.named_children else None
+    if assign is None or assign.type != "assignment":
+        return None
+    left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    if left is None or right is None or left.type != "identifier" or unwrap(right).type != "call":
+        return None
+    name = source.node_text(left)
+    body = fn.statements
+    for later in body[body.index(statement) + 1 :]:
+        if name not in identifiers(source, later):
+            continue
+        try:
+            node = assertion_at(source, fn, later.start_point.row + 1)
+        except NotIsolated:
+            return None  # the name is used before any assertion reads it
+        return RaisedBefore(node, name, line)
+    return None
+
+
+def failed_statement(source: SourceFile, fn: Function, line: int) -> NotIsolated | None:
+    """Why a failing line that is a statement of the test itself, not an assertion, is
+    not arbitrated — the code it calls failed before anything checked its value — or
+    None when ``line`` is not the test's own statement (a fixture's, say)."""
+    row = line - 1
+    stack = list(fn.statements)
+    while stack:
+        node = stack.pop()
+        if not node.start_point.row <= row <= node.end_point.row:
+            continue
+        if node.type in ("function_definition", "class_definition", "decorated_definition"):
+            what = "a definition the test makes (a decorator or a class body ran code)"
+            return NotIsolated(
+                f"cannot isolate the call under test: line {line} of {fn.name} is in {what} "
+                "that failed before any assertion ran; no assertion says what it should give"
+            )
+        block = node.child_by_field_name("body") or node.child_by_field_name("consequence")
+        if block is not None and node.type not in ("expression_statement",):
+            inner = [s for s in block.named_children if s.start_point.row <= row <= s.end_point.row]
+            if inner and node.start_point.row != row:
+                stack.extend(inner)
+                continue
+        return NotIsolated(
+            f"cannot isolate the call under test: line {line} of {fn.name} is "
+            f"`{excerpt(source.node_text(node), 60)}`, a statement of the test that failed "
+            "before any assertion ran; no assertion says what it should give"
+        )
+    return None

@@ -25,7 +25,14 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 from referee.checks.arbitration.bindings import Bindings
-from referee.checks.arbitration.helpers import HelperAssertion, helper_assertion, helper_callees
+from referee.checks.arbitration.helpers import (
+    HelperAssertion,
+    RaisedBefore,
+    failed_statement,
+    helper_assertion,
+    helper_callees,
+    raised_before,
+)
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
@@ -214,10 +221,11 @@ def isolate(
     if isinstance(located, Isolated):
         return located
     helper = located if isinstance(located, HelperAssertion) else None
+    raised = located if isinstance(located, RaisedBefore) else None
     if helper is not None:  # the assertion is a helper's: taken apart there
         fn, node = helper.helper, helper.node
     else:
-        node = located  # type: ignore[assignment]
+        node = raised.node if raised is not None else located  # type: ignore[assignment]
     forms: list[str] = []
     left, right, op, implicit = _compared(source, node, forms)
     if op in _FORM_OF_OP:
@@ -248,6 +256,8 @@ def isolate(
             f"False or None is that a value to check (here `{excerpt(expected.text)}`)"
         )
     forms.extend(f for f in bindings.forms if f not in forms)
+    if raised is not None:
+        raised.check(forms, fn)
     return Isolated.at(
         source,
         node,
@@ -271,7 +281,7 @@ def _located(
     line: int,
     indices: dict[str, int] | None,
     frame_locals: dict[str, str] | None,
-) -> Isolated | HelperAssertion | Node:
+) -> Isolated | HelperAssertion | RaisedBefore | Node:
     """The assertion on ``line``: taken apart already when it expects a call to raise,
     the assertion of a helper the test calls, else its node."""
     try:
@@ -288,12 +298,12 @@ def _located(
             return raising
         try:
             node = assertion_at(source, fn, line)
-        except NotIsolated:
+        except NotIsolated as exc:
             found = helper_assertion(
                 source, module, fn, line, indices or {}, frame_locals, assertion_at
-            )
+            ) or raised_before(source, fn, line, assertion_at)
             if found is None:
-                raise
+                raise failed_statement(source, fn, line) or exc from None
             return found
     return node
 
