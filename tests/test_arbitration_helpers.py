@@ -11,14 +11,18 @@ end through ``referee arbitrate --apply`` with the fake model server.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
 import pytest
 from red_team.fake_openai import FakeModel
-from test_arbitration import BUGGY, CORRECT
+from test_arbitration import BUGGY, CORRECT, commit_repo, run, scripted
+from test_arbitration import ORACLE as ORACLE_FENCED
 from test_arbitration_oracles import cli_project
 
+from referee.checks import ledger
+from referee.checks.arbitration.engine import apply
 from referee.checks.arbitration.fix import fix_test
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, callee_names, isolate
 from referee.checks.arbitration.raises_match import match_failed
@@ -560,3 +564,22 @@ def test_cli_fixes_a_function_that_raised_where_its_value_was_assigned(tmp_path:
     assert verdict["produced"].startswith("ZeroDivisionError")
     assert verdict["applied"] is True and "len(text[5:])" not in (root / "text.py").read_text()
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_guard_honours_a_certified_fix_at_the_helpers_call_and_not_one_by_hand(
+    tmp_path: Path, referee
+):
+    root = tmp_path / "repo"
+    before = MODULE_HELPER.format(want="4")
+    commit_repo(root, {"referee.toml": "", "text.py": CORRECT, "tests/test_text.py": before})
+    result = apply(run(root, "tests/test_text.py::test_x", scripted([ORACLE_FENCED])))
+    assert result.verdict.verdict == "TEST_WRONG" and result.verdict.applied
+    guard = referee("guard", "--format", "json", cwd=root)
+    assert guard.returncode == 0, guard.stdout + guard.stderr
+    findings = json.loads(guard.stdout)["findings"]
+    assert [(f["code"], f["severity"]) for f in findings] == [("REF302", "info")], findings
+    assert "certified by" in findings[0]["message"]
+    # the same edit by hand, or another literal of the call changed: not honoured
+    (root / ledger.LEDGER).unlink()
+    assert referee("guard", cwd=root).returncode == 1
