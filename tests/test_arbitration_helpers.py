@@ -151,8 +151,12 @@ def test_a_helper_line_that_is_no_assertion_says_so_in_one_line():
 
 
 def test_a_line_in_a_function_the_test_does_not_call_is_not_its_helper():
-    with pytest.raises(NotIsolated, match="not an assertion of the test itself"):
+    with pytest.raises(NotIsolated) as caught:
         _iso("test_noisy", HELPER_LINE, {})
+    assert str(caught.value) == (
+        "cannot isolate the call under test: line 4 is in `check`, code of the test module "
+        "that the test's calls reached, not an assertion of test_noisy or of a helper it calls"
+    )
 
 
 def test_the_recorder_resolves_what_the_helpers_call():

@@ -419,3 +419,24 @@ def failed_statement(source: SourceFile, fn: Function, line: int) -> NotIsolated
             "before any assertion ran; no assertion says what it should give"
         )
     return None
+
+
+def reached_code(module: PythonModule, fn: Function, line: int) -> NotIsolated | None:
+    """Why a failing line in a function of the test module the test does not call itself
+    (a method of a helper class, a function its call reached) is not arbitrated; None
+    when ``line`` is in no function but the test."""
+    row = line - 1
+    holding = [
+        f
+        for f in module.functions
+        if f is not fn and f.node.start_point.row <= row <= f.node.end_point.row
+    ]
+    if not holding:
+        return None
+    inner = max(holding, key=lambda f: f.node.start_byte)
+    name = f"{inner.class_.name}.{inner.name}" if inner.class_ is not None else inner.name
+    kind = "a fixture" if inner.is_fixture else "code of the test module"
+    return NotIsolated(
+        f"cannot isolate the call under test: line {line} is in `{name}`, {kind} that the "
+        f"test's calls reached, not an assertion of {fn.name} or of a helper it calls"
+    )

@@ -32,6 +32,7 @@ from referee.checks.arbitration.helpers import (
     helper_assertion,
     helper_callees,
     raised_before,
+    reached_code,
 )
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
@@ -303,7 +304,9 @@ def _located(
                 source, module, fn, line, indices or {}, frame_locals, assertion_at
             ) or raised_before(source, fn, line, assertion_at)
             if found is None:
-                raise failed_statement(source, fn, line) or exc from None
+                raise (
+                    failed_statement(source, fn, line) or reached_code(module, fn, line) or exc
+                ) from None
             return found
     return node
 
