@@ -587,3 +587,22 @@ def test_the_guard_honours_a_certified_fix_at_the_helpers_call_and_not_one_by_ha
     # the same edit by hand, or another literal of the call changed: not honoured
     (root / ledger.LEDGER).unlink()
     assert referee("guard", cwd=root).returncode == 1
+
+
+def test_a_literal_that_is_both_the_input_and_the_expected_value_is_shared():
+    text = "def check(x):\n    assert norm(x) == x\n\ndef test_x():\n    check(5)\n"
+    isolated = isolate(SourceFile("t.py", text), TestRef.parse("t.py::test_x"), 2, {}, {"x": "5"})
+    assert isolated.call == "norm(5)"
+    assert (isolated.expected.kind, isolated.expected.text) == ("shared", "5")
+
+
+def test_a_parametrize_value_that_is_both_the_input_and_the_expected_value_is_shared():
+    text = (
+        "import pytest\n\ndef check(x, y):\n    assert norm(x) == y\n\n"
+        "@pytest.mark.parametrize('w', [5])\ndef test_x(w):\n    check(w, w)\n"
+    )
+    isolated = isolate(
+        SourceFile("t.py", text), TestRef.parse("t.py::test_x"), 4, {"w": 0}, {"x": "5", "y": "5"}
+    )
+    assert isolated.call == "norm(5)"
+    assert (isolated.expected.kind, isolated.expected.text) == ("shared", "5")

@@ -221,12 +221,19 @@ class HelperBindings(Bindings):
         self.repeated = repeated
         self.params = parameters(source, helper)
         self.forms.append(FORM)
+        self.inputs: set[tuple[int, int]] = set()  # literals the call reads, where written
 
     def site(self, node: Node, what: str, *, argument: bool = False) -> Site:
         node = unwrap(node)
         name = self.source.node_text(node)
         if node.type == "identifier" and self._passed(name):
             found = self._from_call(name, what, argument)
+            if found is not None and found.kind in ("call-site", "parametrize"):
+                span = (found.start_byte, found.end_byte)
+                if argument:
+                    self.inputs.add(span)
+                elif span in self.inputs:  # the expected value is the call's input too
+                    return replace(found, kind="shared", case=None)
             if found is not None:
                 return found
         found = super().site(node, what, argument=argument)

@@ -21,8 +21,8 @@ SHARED_SITES = ("helper", "shared")
 _WHERE = {
     "helper": "is written in the helper the test calls (line {line}), which every call of "
     "it shares",
-    "shared": "is written at the test's call of its helper (line {line}), inside a loop "
-    "whose every iteration shares it",
+    "shared": "is written at the test's call of its helper (line {line}), where more than "
+    "this expectation reads it (the iterations of a loop, or the call's own input)",
 }
 
 
