@@ -606,3 +606,16 @@ def test_a_parametrize_value_that_is_both_the_input_and_the_expected_value_is_sh
     )
     assert isolated.call == "norm(5)"
     assert (isolated.expected.kind, isolated.expected.text) == ("shared", "5")
+
+
+def test_a_helper_method_of_the_test_classs_base_is_its_helper():
+    text = (
+        "import unittest\n\nclass Base(unittest.TestCase):\n"
+        "    def check(self, word, want):\n        self.assertEqual(count(word), want)\n\n"
+        "class TestX(Base):\n    def test_x(self):\n        self.check('ab', 3)\n"
+    )
+    source = SourceFile("t.py", text)
+    isolated = isolate(source, TestRef.parse("t.py::TestX::test_x"), 5, {}, {"word": "'ab'"})
+    assert isolated.call == "count('ab')"
+    assert (isolated.expected.kind, isolated.expected.text) == ("call-site", "3")
+    assert "count" in callee_names(source, TestRef.parse("t.py::TestX::test_x"))

@@ -73,7 +73,7 @@ def helper_called_at(
         return None
     if helper.parent is not None and helper.parent is not fn:
         return None  # nested in another function
-    if helper.class_ is not None and helper.class_ is not fn.class_:
+    if helper.class_ is not None and not _method_of_test(helper, fn):
         return None
     return helper if call_sites(source, fn, helper) else None
 
@@ -95,11 +95,20 @@ def helper_callees(source: SourceFile, module: PythonModule, fn: Function) -> li
     for other in module.functions:
         if other is fn or other.is_nested or other.is_fixture or other.is_test:
             continue
-        if other.class_ is not None and other.class_ is not fn.class_:
+        if other.class_ is not None and not _method_of_test(other, fn):
             continue
         if _names(other) & called:
             found.append(other)
     return found
+
+
+def _method_of_test(helper: Function, fn: Function) -> bool:
+    """Whether the method ``helper`` is the test's own: of the test's class, or of a
+    class of the module the test's class names as a base (``class TestX(Base)``)."""
+    owner, cls = helper.class_, fn.class_
+    if owner is None or cls is None:
+        return False
+    return owner is cls or (not owner.nested and owner.name in cls.bases)
 
 
 def _names(helper: Function) -> set[str]:
