@@ -264,7 +264,18 @@ class Observation(_Model):
         default=None, description="Source text of the expected value, where a fix would go."
     )
     expected_site: (
-        Literal["assertion", "parametrize", "assignment", "local", "implicit", "computed"] | None
+        Literal[
+            "assertion",
+            "parametrize",
+            "assignment",
+            "local",
+            "implicit",
+            "computed",
+            "call-site",
+            "helper",
+            "shared",
+        ]
+        | None
     ) = Field(
         default=None,
         description="Where the expected value is written: a literal in the assertion, a "
@@ -272,7 +283,10 @@ class Observation(_Model):
         "the failing test frame (a loop's case, a local variable) — never edited; implicit: "
         "the assertion's own expectation (assertTrue's True, assertIsNone's None); computed: "
         "an expression the test evaluates (datetime(2003, 9, 25)), its value as the failing "
-        "comparison recorded it — never edited.",
+        "comparison recorded it — never edited; call-site: a literal the test's one call of "
+        "the helper that asserts passes (a test fix replaces it there); helper, shared: a "
+        "literal in that helper, or at its call inside a loop, shared by other cases — never "
+        "edited.",
     )
     call_forms: tuple[str, ...] = Field(
         default=(), description="How the test wrote the call (see ArbitrationVerdict.call_forms)."

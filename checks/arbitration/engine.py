@@ -59,6 +59,7 @@ from referee.checks.arbitration.truth import (
     reference_evidence,
     reference_for,
 )
+from referee.checks.arbitration.unedited import SHARED_SITES, shared_test_wrong
 from referee.checks.arbitration.verdicts import (
     Arbitration,
     BackendFactory,
@@ -572,6 +573,8 @@ class _Context:
                 )
                 if refused is not None:
                     return refused
+            if isolated.expected.kind in SHARED_SITES:  # a helper's literal: not edited
+                return shared_test_wrong(self, isolated, found)
             return test_wrong(self, isolated, found, fixing.files, fixing.work)
         if asserted_ok and not produced_ok:
             return source_wrong(self, isolated, found, fixing)

@@ -216,7 +216,7 @@ def fix_test(
         return new_text.encode("utf-8")[start:end].decode("utf-8")
 
     bound = after(*site.case) if site.case is not None else after(*assertion_range)
-    if site.case is not None:
+    if site.kind == "parametrize":
         bound = case_text(bound)
     fix = ArbitrationFix(
         side="test",

@@ -25,6 +25,15 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 from referee.checks.arbitration.bindings import Bindings
+from referee.checks.arbitration.helpers import (
+    HelperAssertion,
+    RaisedBefore,
+    failed_statement,
+    helper_assertion,
+    helper_callees,
+    raised_before,
+    reached_code,
+)
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
@@ -84,7 +93,7 @@ def callee_names(source: SourceFile, test: TestRef) -> list[str]:
     except NotIsolated:
         return []
     names: list[str] = []
-    stack = [fn.body]
+    stack = [fn.body, *(h.body for h in helper_callees(source, module, fn))]
     while stack:
         node = stack.pop()
         stack.extend(node.named_children)
@@ -212,7 +221,12 @@ def isolate(
     located = _located(source, module, fn, line, indices, frame_locals)
     if isinstance(located, Isolated):
         return located
-    node = located
+    helper = located if isinstance(located, HelperAssertion) else None
+    raised = located if isinstance(located, RaisedBefore) else None
+    if helper is not None:  # the assertion is a helper's: taken apart there
+        fn, node = helper.helper, helper.node
+    else:
+        node = raised.node if raised is not None else located  # type: ignore[assignment]
     forms: list[str] = []
     left, right, op, implicit = _compared(source, node, forms)
     if op in _FORM_OF_OP:
@@ -223,7 +237,11 @@ def isolate(
     call_side, call_node, wrapper, projection = _call_under_test(
         source, fn, node, sides, op, project_callees, forms
     )
-    bindings = Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
+    bindings = (
+        helper.bindings
+        if helper is not None
+        else Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
+    )
     callee, built = _callee_and_object(source, fn, call_node, node)
     constructor: str | None = None
     constructor_arguments: tuple[str, ...] = ()
@@ -239,6 +257,8 @@ def isolate(
             f"False or None is that a value to check (here `{excerpt(expected.text)}`)"
         )
     forms.extend(f for f in bindings.forms if f not in forms)
+    if raised is not None:
+        raised.check(forms, fn)
     return Isolated.at(
         source,
         node,
@@ -263,11 +283,13 @@ def _located(
     line: int,
     indices: dict[str, int] | None,
     frame_locals: dict[str, str] | None,
-) -> Isolated | Node:
+) -> Isolated | HelperAssertion | RaisedBefore | Node:
     """The assertion on ``line``: taken apart already when it expects a call to raise,
-    else its node."""
+    the assertion of a helper the test calls, else its node."""
     try:
-        raising = raises_at(source, module, fn, line, indices or {}, frame_locals)
+        raising = raises_at(
+            source, module, fn, line, indices or {}, frame_locals, _callee_and_object
+        )
     except NotIsolated as exc:
         try:  # an ``assert`` inside the ``with pytest.raises`` block is an assertion
             node = assertion_at(source, fn, line)
@@ -276,7 +298,17 @@ def _located(
     else:
         if raising is not None:
             return raising
-        node = assertion_at(source, fn, line)
+        try:
+            node = assertion_at(source, fn, line)
+        except NotIsolated as exc:
+            found = helper_assertion(
+                source, module, fn, line, indices or {}, frame_locals, assertion_at
+            ) or raised_before(source, fn, line, assertion_at)
+            if found is None:
+                raise (
+                    failed_statement(source, fn, line) or reached_code(module, fn, line) or exc
+                ) from None
+            return found
     return node
 
 

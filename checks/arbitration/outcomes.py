@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.raises_match import match_failed
 from referee.checks.arbitration.sites import Isolated, NotIsolated
 from referee.checks.arbitration.suite import SuiteScan
 from referee.checks.models import Observation, OracleResult
@@ -130,6 +131,9 @@ def raises_observed(isolated: Isolated, crash: dict[str, Any]) -> str:
     ``DID NOT RAISE``, unittest's ``E not raised``), or raised another exception."""
     kind, message = str(crash.get("type", "")), str(crash.get("message", ""))
     name = exception_name(isolated)
+    on_message = match_failed(isolated, kind, message)  # match= did not find the message
+    if on_message is not None:
+        return on_message
     if (kind == "Failed" and message.startswith("DID NOT RAISE")) or (
         kind == "AssertionError" and " not raised" in message
     ):

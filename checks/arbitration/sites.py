@@ -71,8 +71,22 @@ class Site:
     # assertion, parametrize, assignment: a literal a test fix can replace. local: a value
     # the failing test frame held (a loop over a table of cases, a local variable), read
     # from what the recorder saw — evidence, not a place to edit. implicit: an
-    # assertion's own expectation (assertTrue's True, assertIsNone's None).
-    kind: Literal["assertion", "parametrize", "assignment", "local", "implicit", "computed"]
+    # assertion's own expectation (assertTrue's True, assertIsNone's None). A helper's
+    # assertion (helpers.py): call-site, a literal the test's one call of the helper
+    # passes (``case``: that call, what a certificate binds); helper, a literal written in
+    # the helper, and shared, one at a call the test makes in a loop — each written once
+    # for several cases, so never replaced.
+    kind: Literal[
+        "assertion",
+        "parametrize",
+        "assignment",
+        "local",
+        "implicit",
+        "computed",
+        "call-site",
+        "helper",
+        "shared",
+    ]
     start_byte: int
     end_byte: int
     text: str
@@ -113,6 +127,8 @@ class Isolated:
     # be evaluated where the test module is not — its imports of the names they use, the
     # definitions they name (:func:`~referee.checks.arbitration.known.with_definitions`)
     definitions: str = ""
+    # a raises assertion's message pattern as written (``match="at least"``), or None
+    match: str | None = None
 
     @classmethod
     def at(cls, source: SourceFile, node: Node, **rest: Any) -> Isolated:

@@ -24,6 +24,7 @@ from referee.checks.arbitration.fix import (
     source_fix,
     unsafe_literal,
 )
+from referee.checks.arbitration.raises_match import match_decision
 from referee.checks.arbitration.sites import Isolated
 from referee.checks.arbitration.truth import (
     ProgramCache,
@@ -101,9 +102,14 @@ def raises_verdict(ctx: _Context, isolated: Isolated, truth: Truth) -> Arbitrati
             "edit what a test expects to raise",
             **common,
         )
+    on_message = match_decision(isolated, obs.produced_error, ctx.oracles, truth.value)
+    if on_message is not None and not on_message[0]:
+        return ctx.unclear(f"{truth.said} is what the test expects; {on_message[1]}", **common)
     reason = (
         f"{truth.said} is what the test expects; the code "
-        f"{obs.produced_error}; no fix is tried for an expected exception"
+        f"{obs.produced_error}; "
+        + (f"{on_message[1]}; " if on_message is not None else "")
+        + "no fix is tried for an expected exception"
     )
     verdict = ctx.verdict(verdict="SOURCE_WRONG", reason=reason, **common)
     return Arbitration(ctx.queued(verdict, "Source is wrong; no verified fix"), ctx.root)

@@ -11,6 +11,7 @@ from referee.checks.guard import codes
 from referee.checks.guard.asserted import Assertion
 from referee.checks.guard.changed_values import (
     case_changed,
+    certified_call,
     expandable,
     input_note,
     inputs_changed,
@@ -371,6 +372,20 @@ class _TestComparison:
 
     def _call_changed(self, old: Check, new: Check) -> None:
         if old.row is not None and old.row in self.reported_rows:
+            return
+        certified = certified_call(
+            self.guard, self.before, self.after.id, old.assertion.text, new.assertion.text
+        )
+        if certified is not None:  # arbitration's fix of a value passed to a helper
+            self.found.append(
+                Found(
+                    codes.EXPECTED_VALUE_CHANGED,
+                    new.assertion.line,
+                    f"in {self.name}, `{one_line(old.assertion.text, 100)}` became "
+                    f"`{one_line(new.assertion.text, 100)}`, certified by {certified}",
+                    severity=Severity.INFO,
+                )
+            )
             return
         message = (
             f"in {self.name}, {old.assertion.kind} `{one_line(old.assertion.text, 100)}` "

@@ -387,3 +387,21 @@ def _mismatch(before: TestFacts, certificate: Certificate, problem: str, line: i
         line,
         f"in `{before.name}`, certificate {certificate.id} {problem}; not honoured",
     )
+
+
+def certified_call(
+    guard: GuardContext, before: TestFacts, after_id: str, old: str, new: str
+) -> str | None:
+    """The id of a certificate that turns the call of a helper that asserts, ``old``, into
+    ``new`` by replacing one of its literal arguments (arbitration's fix of an expected
+    value passed to a helper: ``check("aeiou", 4)`` → ``check("aeiou", 5)``), bound to
+    ``new``; else None."""
+    for certificate in guard.certificates:
+        if certificate.test_id.split("[", 1)[0] != before.id:
+            continue
+        fixed = _substituted(
+            canonical(old), canonical(certificate.old_value), certificate.new_value
+        )
+        if canonical(new) in fixed and _unbound(certificate, after_id, new) is None:
+            return certificate.id
+    return None
