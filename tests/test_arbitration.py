@@ -218,6 +218,10 @@ def test_a_literal_assigned_once_in_the_test_is_the_expected_site():
         ("n = 3\n    if f(0):\n        n = 4\n    assert f(1) == n", "expected value `n`"),
         ("n = 3\n    [n := 4]\n    assert f(1) == n", "expected value `n`"),
         ("n = 3\n    for n in [4]:\n        pass\n    assert f(1) == n", "expected value `n`"),
+        (
+            "for p in [1]:\n        assert f(path=p) == 2",
+            "the value of the keyword argument `path`, `p` is not a literal",
+        ),
     ],
     ids=[
         "greater",
@@ -232,6 +236,7 @@ def test_a_literal_assigned_once_in_the_test_is_the_expected_site():
         "rebound-in-a-branch",
         "walrus",
         "loop-target",
+        "keyword-argument",
     ],
 )
 def test_what_cannot_be_isolated_is_refused_with_a_reason(body: str, reason: str):

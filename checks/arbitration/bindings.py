@@ -75,7 +75,8 @@ class Bindings:
                 value = arg.child_by_field_name("value")
                 if name is None or value is None:
                     raise NotIsolated("cannot read a keyword argument of the call")
-                site = self.site(value, f"argument `{self.source.node_text(name)}`", argument=True)
+                what = f"the value of the keyword argument `{self.source.node_text(name)}`,"
+                site = self.site(value, what, argument=True)
                 parts.append(f"{self.source.node_text(name)}={site.text}")
             elif arg.type in ("list_splat", "dictionary_splat", "generator_expression"):
                 raise NotIsolated(
