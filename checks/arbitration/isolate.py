@@ -25,6 +25,7 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 from referee.checks.arbitration.bindings import Bindings
+from referee.checks.arbitration.objects import object_methods, wrapped_local
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
@@ -72,6 +73,9 @@ _SNAKE = {
     "assert_in": "assertIn",
     "assert_not_in": "assertNotIn",
 }
+# Dunder attributes that name a value (``f.__name__``): not a part of it, and no oracle's
+# own choice of them is a truth.
+_NAMING_DUNDERS = ("__name__", "__qualname__", "__doc__", "__module__")
 # What the expected value must be for an identity assertion to be arbitrated.
 _SINGLETONS = ("True", "False", "None")
 
@@ -95,6 +99,9 @@ def callee_names(source: SourceFile, test: TestRef) -> list[str]:
             method = _built_method(source, fn, node)
             if method and method not in names:
                 names.append(method)
+            for name in object_methods(source, fn, node):
+                if name not in names:
+                    names.append(name)
             handed = raises_callable(source, node)
             if handed is not None and handed.type in ("identifier", "attribute"):
                 name = dotted(source, handed)
@@ -380,6 +387,12 @@ def _call_under_test(
     wrapper = None
     outer = dotted(source, call_node.child_by_field_name("function"))
     inner = wrapped_call(call_node)
+    if outer in WRAPPERS and inner is None and assigned is None:
+        # ``value = f(x)`` once, then ``assert str(value) == "..."``
+        inner = wrapped_local(
+            source, call_node, lambda name: _assigned_call(source, fn, name, node)
+        )
+        forms.append("assigned-call")
     if outer in WRAPPERS and inner is not None:
         wrapper, call_node = outer, inner
     return call_side, call_node, wrapper, projection
@@ -392,6 +405,14 @@ def _projection(
     it is the value itself), recorded in ``forms``. Raises :class:`NotIsolated` for one
     referee does not apply."""
     _, projection, problem = peel
+    if problem is not None and any(f"`{name}`" in problem for name in _NAMING_DUNDERS):
+        # the name a definition was given is an implementation's own choice: k oracles
+        # may share one (``wrapper``) and outvote the name the test asks for
+        raise NotIsolated(
+            f"cannot isolate the call under test: `{excerpt(source.node_text(compared))}` "
+            f"reads {problem} of the call's value: the name or text its maker gave it, "
+            "which independent implementations choose each their own way — no truth for it"
+        )
     if problem is not None:
         raise NotIsolated(
             f"cannot isolate the call under test: `{excerpt(source.node_text(compared))}` "

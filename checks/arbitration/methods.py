@@ -120,6 +120,8 @@ def oracle_function(
     """(the signature of the function an oracle writes for ``method``, the call whose
     value it returns): ``def to_text(init_args: tuple, init_kwargs: dict, sep=' '):`` and
     ``Table(*init_args, **init_kwargs).to_text(sep)``."""
+    if form == "method" and method.name == "__init__":
+        return _construction(owner, method)
     args = copy.deepcopy(method.args)
     positional = args.posonlyargs if args.posonlyargs else args.args
     if not positional:
@@ -154,6 +156,28 @@ def oracle_function(
     function.body = [ast.Expr(ast.Constant(...))]
     text = ast.unparse(ast.fix_missing_locations(function))
     return text.rsplit("\n", 1)[0], f"{made}.{method.name}({', '.join(passed)})"
+
+
+def _construction(owner: str, method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, str]:
+    """The oracle contract of building the object (``Bits(4, 2)`` expected to raise):
+    ``def __init__(init_args: tuple, init_kwargs: dict):``, returning what
+    ``Bits(*init_args, **init_kwargs)`` returns — what matters is what it raises."""
+    function = copy.copy(method)
+    function.args = ast.arguments(
+        posonlyargs=[],
+        args=[
+            ast.arg(INIT_ARGS, ast.Name("tuple", ast.Load())),
+            ast.arg(INIT_KWARGS, ast.Name("dict", ast.Load())),
+        ],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    function.returns = None
+    function.decorator_list = []
+    function.body = [ast.Expr(ast.Constant(...))]
+    text = ast.unparse(ast.fix_missing_locations(function))
+    return text.rsplit("\n", 1)[0], f"{owner}(*{INIT_ARGS}, **{INIT_KWARGS})"
 
 
 def class_stub(cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
