@@ -41,6 +41,11 @@ MODULE = '''class Bits:
         """The bits, the most significant first, padded with 0s to the length."""
         return format(self.value, "b"){pad}
 
+    def flip(self, index: int) -> int:
+        """The value with the bit at INDEX (0: the least significant) flipped; an index
+        past the length raises IndexError."""
+        return self.value ^ (1 << index)
+
 
 def make(value: int, length: int) -> Bits:
     """Bits of VALUE in LENGTH bits."""
@@ -160,8 +165,13 @@ def test_cli_blames_a_construction_that_does_not_raise(tmp_path: Path, referee):
             'v = shout("a")\nassert v.__doc__ == "x"',
             "reads the attribute `__doc__` of the call's value: the name or text its maker gave it",
         ),
+        (
+            "t = make(5, 4)\nwith pytest.raises(IndexError):\n    t.flip(9)",
+            "cannot isolate the call under test: `t.flip` is a method of `t`, the object the "
+            "function `make` returns",
+        ),
     ],
-    ids=["attribute-of-a-built-object", "factory", "name"],
+    ids=["attribute-of-a-built-object", "factory", "name", "factory-raises"],
 )
 def test_cli_says_which_truth_an_object_lacks_in_one_line(tmp_path: Path, referee, lines, reason):
     verdict, _, requests = _cli(referee, tmp_path, RIGHT, lines, "shout")
@@ -181,7 +191,7 @@ def _isolate(lines: str):
     return isolate(source, test, len(text.splitlines())), callee_names(source, test)
 
 
-@pytest.mark.parametrize("wrapper", ["repr", "bool", "len", "sorted", "frozenset", "max"])
+@pytest.mark.parametrize("wrapper", ["repr", "abs", "len", "sorted", "frozenset", "max"])
 def test_a_builtin_wraps_a_call_or_a_value_assigned_once(wrapper):
     isolated, _ = _isolate(f"assert {wrapper}(shout('a')) == 1")
     assert (isolated.callee, isolated.wrapper) == ("shout", wrapper)
@@ -191,6 +201,26 @@ def test_a_builtin_wraps_a_call_or_a_value_assigned_once(wrapper):
         wrapper,
         ("assigned-call",),
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "op"),
+    [
+        ("assert bool(shout('a')) == False", "falsy"),
+        ("assert any(shout('a')) == True", "truthy"),
+        ("v = shout('a')\nassert all(v) is True", "is"),  # identity: already never an edit
+    ],
+)
+def test_a_value_only_true_or_false_is_a_boolean_expectation(line, op):
+    # many wrong programs share a boolean: its agreement blames the source, never the test
+    isolated, _ = _isolate(line)
+    assert isolated.op == op and isolated.wrapper in ("bool", "any", "all")
+    assert op == "is" or "boolean" in isolated.forms
+
+
+def test_a_boolean_compared_with_something_else_is_refused():
+    with pytest.raises(NotIsolated, match="is true or false, and the test compares it with `1`"):
+        _isolate("assert bool(shout('a')) == 1")
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 from referee.checks.arbitration.bindings import Bindings
-from referee.checks.arbitration.objects import object_methods, wrapped_local
+from referee.checks.arbitration.objects import boolean_op, object_methods, wrapped_local
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
@@ -240,6 +240,9 @@ def isolate(
         forms.append(form)
     arguments = bindings.arguments(call_node)
     expected, op = _expected(source, bindings, node, sides, call_side, implicit, op, callee, forms)
+    if op != boolean_op(op, wrapper, expected.text):  # ``bool(f(x)) == False``
+        op = boolean_op(op, wrapper, expected.text)
+        forms.append("boolean")
     if op in ("is", "is not") and expected.text.strip() not in _SINGLETONS:
         raise NotIsolated(
             f"cannot isolate the call under test: `{op}` compares identity; only with True, "

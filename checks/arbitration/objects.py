@@ -48,6 +48,8 @@ from referee.checks.source import SourceFile
 _NOT_CLASSES = frozenset({"function", "method", "staticmethod", "classmethod", "module"})
 # The built-ins that read an object's own text, and the method each calls.
 TEXT_METHODS = {"str": "__str__", "repr": "__repr__"}
+# The wrappers whose value is only true or false.
+BOOLEAN_WRAPPERS = frozenset({"bool", "any", "all"})
 
 
 def object_methods(source: SourceFile, fn: Function, call: Node) -> list[str]:
@@ -89,6 +91,25 @@ def wrapped_local(
             "once from a call and leaves alone before the assertion"
         )
     return assigned
+
+
+def boolean_op(op: str, wrapper: str | None, expected: str) -> str:
+    """The operator of ``bool(f(x)) == False`` (``any``, ``all``): ``falsy``, as for
+    ``assert not f(x)``. A value that is only true or false is one many wrong programs
+    share, so its agreement never edits a test (a boolean expectation blames the source
+    only); an equality of another value is ``op`` itself."""
+    if op != "==" or wrapper not in BOOLEAN_WRAPPERS:
+        return op
+    try:
+        value = ast.literal_eval(expected.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = None
+    if not isinstance(value, bool):
+        raise NotIsolated(
+            f"cannot isolate the call under test: `{wrapper}(...)` is true or false, and "
+            f"the test compares it with `{excerpt(expected)}`, which is neither"
+        )
+    return "truthy" if value else "falsy"
 
 
 def _only_argument(call: Node) -> Node | None:
@@ -190,6 +211,14 @@ def receiver_problem(
             fn = find_test(PythonModule(source, is_test_file=True), test)
         except NotIsolated:
             return None
+        builder = _builder(source, fn, head)
+        if builder is not None and (names.get(builder) or {}).get("kind") == "function":
+            return (
+                f"cannot isolate the call under test: `{isolated.callee}` is a method of "
+                f"`{head}`, the object the function `{builder}` returns; a method's oracles "
+                "are written from its class's constructor and arguments "
+                "(`Cls(...).method()`), and no source computes what a function builds"
+            )
         if binding_counts(source, fn.node, [head])[head]:
             return (
                 f"cannot isolate the call under test: `{isolated.callee}` is a method of "
@@ -197,3 +226,12 @@ def receiver_problem(
                 "from a class and literals and leaves alone before the assertion"
             )
     return None
+
+
+def _builder(source: SourceFile, fn: Function, name: str) -> str | None:
+    """The dotted name of what builds ``name`` when the test assigns it once from a call
+    (``t = api.array()``: ``api.array``), else None."""
+    values = [v for _, v in assignments(source, statements(fn.body), name)]
+    if len(values) != 1 or values[0].type != "call":
+        return None
+    return dotted(source, values[0].child_by_field_name("function"))
