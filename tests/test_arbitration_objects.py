@@ -117,6 +117,17 @@ def test_cli_fixes_a_function_whose_value_the_test_reads_through_a_builtin(tmp_p
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == _tests(line)
 
 
+def test_cli_blames_the_source_when_a_boolean_of_its_value_is_wrong(tmp_path: Path, referee):
+    # bool(...) == True is read as `assert shout("")`: the source can be blamed and fixed,
+    # the test is never edited
+    line = 'assert bool(shout("")) == True'
+    verdict, root, _ = _cli(referee, tmp_path, WRONG_SHOUT, line, "shout")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call"] == 'bool(shout(""))' and verdict["call_forms"] == ["boolean"]
+    assert verdict["truth"] == "True" and verdict["applied"] is True
+    assert 'return text.upper() + "!"' in (root / "text.py").read_text(encoding="utf-8")
+
+
 def test_cli_fixes_the_str_of_an_object_built_from_literals(tmp_path: Path, referee):
     line = 'assert str(Bits(5, 4)) == "0101"'
     verdict, root, requests = _cli(referee, tmp_path, WRONG_STR, line, "__str__")
