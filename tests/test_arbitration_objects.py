@@ -21,7 +21,7 @@ from test_arbitration_oracles import cli_project
 
 from referee.checks.arbitration.isolate import TestRef, callee_names, isolate
 from referee.checks.arbitration.methods import method_spec
-from referee.checks.arbitration.objects import routed, split_arguments
+from referee.checks.arbitration.objects import receiver_problem, routed, split_arguments
 from referee.checks.arbitration.sites import NotIsolated
 from referee.checks.models import arbitration_schema
 from referee.checks.source import SourceFile
@@ -295,3 +295,43 @@ def test_the_construction_contract_takes_the_constructor_s_arguments():
 def test_arguments_are_split_as_written():
     assert split_arguments('1, "a, b", sep=","') == ("1", '"a, b"', 'sep=","')
     assert split_arguments("") == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "def test_x():\n    t = env.from_string('a')\n    with pytest.raises(KeyError):\n"
+            "        t.render()\n",
+            "`t.render` is a method of `t`, the object `env.from_string(...)` returns (no "
+            "class the test module imports)",
+        ),
+        (
+            "def test_x():\n    assert env.from_string('a').render() == 'b'\n",
+            "`env.from_string('a').render()` calls a method of the object "
+            "`env.from_string(...)` returns",
+        ),
+        (
+            "def test_x(tmpl):\n    with pytest.raises(KeyError):\n        tmpl.render()\n",
+            "`tmpl.render` is a method of `tmpl`, an object the test or a fixture holds",
+        ),
+        (
+            "def test_x():\n    t = make(1, 2)\n    with pytest.raises(KeyError):\n"
+            "        t.flip(9)\n",
+            "`t.flip` is a method of `t`, the object the function `make` returns",
+        ),
+    ],
+    ids=["assigned-from-another-object", "built-by-another-object", "fixture", "function"],
+)
+def test_a_receiver_no_source_can_build_is_named_in_one_line(text, reason):
+    source = SourceFile("tests/test_text.py", "import pytest\n\n" + text)
+    test = TestRef.parse("tests/test_text.py::test_x")
+    isolated = isolate(source, test, len(source.text.splitlines()))
+    names = {"make": _NAMES["make"]}
+    problem = receiver_problem(isolated, names, source, test) or ""
+    assert reason in problem and "\n" not in problem, problem
+    assert problem.startswith("cannot isolate the call under test: ")
+    if "env.from_string" in text:
+        # the same object built by a class of the project is no problem here
+        as_class = {**names, "env.from_string": _NAMES["Bits"]}
+        assert receiver_problem(isolated, as_class, source, test) is None

@@ -193,39 +193,37 @@ def receiver_problem(
     isolated: Isolated, names: dict[str, dict[str, Any]], source: SourceFile, test: TestRef
 ) -> str | None:
     """Why the method ``isolated`` calls, which the run did not resolve, has no truth, in
-    one line: it is called on an object another object's method builds
-    (``env.from_string(s).render()``), or on an object the test or a fixture holds
-    (``tmpl.render()``, ``tmpl`` a parameter) — else None."""
-    constructor = isolated.constructor
-    if constructor is not None and not is_class(names.get(constructor)):
-        return (
-            f"cannot isolate the call under test: `{excerpt(isolated.call)}` calls a method of "
-            f"the object `{excerpt(constructor)}(...)` returns, which is no class the test "
-            "module imports: a method's oracles are written from its class's constructor "
-            "and arguments (`Cls(...).method()`), and no source computes what another "
-            "object builds"
-        )
+    one line: it is called on an object a function or another object's method builds
+    (``t = array()``, ``env.from_string(s).render()``), or on an object the test or a
+    fixture holds (``tmpl.render()``, ``tmpl`` a parameter) — else None."""
     head, dot, _ = isolated.callee.partition(".")
-    if constructor is None and dot:
+    builder = isolated.constructor
+    subject = f"`{excerpt(isolated.call)}` calls a method of"
+    if builder is None and dot:
         try:
             fn = find_test(PythonModule(source, is_test_file=True), test)
         except NotIsolated:
             return None
         builder = _builder(source, fn, head)
-        if builder is not None and (names.get(builder) or {}).get("kind") == "function":
+        subject = f"`{isolated.callee}` is a method of `{head}`,"
+        if builder is None and binding_counts(source, fn.node, [head])[head]:
             return (
-                f"cannot isolate the call under test: `{isolated.callee}` is a method of "
-                f"`{head}`, the object the function `{builder}` returns; a method's oracles "
-                "are written from its class's constructor and arguments "
-                "(`Cls(...).method()`), and no source computes what a function builds"
+                f"cannot isolate the call under test: {subject} an object the test or a "
+                "fixture holds, not one it builds once from a class and literals and leaves "
+                "alone before the assertion"
             )
-        if binding_counts(source, fn.node, [head])[head]:
-            return (
-                f"cannot isolate the call under test: `{isolated.callee}` is a method of "
-                f"`{head}`, an object the test or a fixture holds, not one it builds once "
-                "from a class and literals and leaves alone before the assertion"
-            )
-    return None
+    if builder is None or is_class(names.get(builder)):
+        return None
+    if (names.get(builder) or {}).get("kind") == "function":
+        built, by = f"the function `{builder}` returns", "a function"
+    else:
+        built = f"`{excerpt(builder)}(...)` returns (no class the test module imports)"
+        by = "another object"
+    return (
+        f"cannot isolate the call under test: {subject} the object {built}; a method's "
+        "oracles are written from its class's constructor and arguments "
+        f"(`Cls(...).method()`), and no source computes what {by} builds"
+    )
 
 
 def _builder(source: SourceFile, fn: Function, name: str) -> str | None:
