@@ -21,7 +21,12 @@ from test_arbitration_oracles import cli_project
 
 from referee.checks.arbitration.isolate import TestRef, callee_names, isolate
 from referee.checks.arbitration.methods import method_spec
-from referee.checks.arbitration.objects import receiver_problem, routed, split_arguments
+from referee.checks.arbitration.objects import (
+    raised_method,
+    receiver_problem,
+    routed,
+    split_arguments,
+)
 from referee.checks.arbitration.sites import NotIsolated
 from referee.checks.models import arbitration_schema
 from referee.checks.source import SourceFile
@@ -73,6 +78,12 @@ ORACLES = {
     return None
 """,
     "shout": 'def shout(text: str) -> str:\n    return text.upper() + "!"\n',
+    "flip": """def flip(init_args: tuple, init_kwargs: dict, index: int) -> int:
+    value, length = init_args
+    if index >= length:
+        raise IndexError(index)
+    return value ^ (1 << index)
+""",
 }
 PATCHES = {
     "__str__": 'def __str__(self) -> str:\n    return format(self.value, "b").zfill(self.length)\n',
@@ -156,6 +167,20 @@ def test_cli_blames_a_construction_that_does_not_raise(tmp_path: Path, referee):
     prompts = [json.dumps(r["messages"]) for r in requests]
     assert prompts and all("Bits(*init_args, **init_kwargs)" in p for p in prompts)
     # a raises assertion: the test is never edited
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == _tests(lines)
+
+
+def test_cli_blames_a_method_of_an_assigned_object_that_does_not_raise(tmp_path: Path, referee):
+    lines = "b = Bits(5, 4)\nwith pytest.raises(IndexError):\n    b.flip(9)"
+    verdict, root, requests = _cli(referee, tmp_path, RIGHT, lines, "flip")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call"] == "Bits(5, 4).flip(9)"
+    assert verdict["call_forms"] == ["raises", "method-of-assigned-object"]
+    assert verdict["truth"] == "raises IndexError"
+    prompts = [json.dumps(r["messages"]) for r in requests]
+    assert prompts and all(
+        "def flip(init_args: tuple, init_kwargs: dict, index: int)" in p for p in prompts
+    )
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == _tests(lines)
 
 
@@ -320,18 +345,33 @@ def test_arguments_are_split_as_written():
             "        t.flip(9)\n",
             "`t.flip` is a method of `t`, the object the function `make` returns",
         ),
+        (
+            "def test_x():\n    b = Bits(5, 4)\n    b.flip(1)\n    with pytest.raises(KeyError):\n"
+            "        b.flip(9)\n",
+            "`b.flip` is a method of `b`, an object the test or a fixture holds, not one it "
+            "builds once from a class and literals and leaves alone",
+        ),
     ],
-    ids=["assigned-from-another-object", "built-by-another-object", "fixture", "function"],
+    ids=[
+        "assigned-from-another-object",
+        "built-by-another-object",
+        "fixture",
+        "function",
+        "changed-before",
+    ],
 )
 def test_a_receiver_no_source_can_build_is_named_in_one_line(text, reason):
     source = SourceFile("tests/test_text.py", "import pytest\n\n" + text)
     test = TestRef.parse("tests/test_text.py::test_x")
     isolated = isolate(source, test, len(source.text.splitlines()))
-    names = {"make": _NAMES["make"]}
+    names = {"make": _NAMES["make"], "Bits": _NAMES["Bits"]}
+    assert raised_method(isolated, names, source, test) == isolated  # none left alone
     problem = receiver_problem(isolated, names, source, test) or ""
     assert reason in problem and "\n" not in problem, problem
     assert problem.startswith("cannot isolate the call under test: ")
     if "env.from_string" in text:
         # the same object built by a class of the project is no problem here
         as_class = {**names, "env.from_string": _NAMES["Bits"]}
+        isolated = raised_method(isolated, as_class, source, test)
+        assert isolated.constructor == "env.from_string"
         assert receiver_problem(isolated, as_class, source, test) is None
