@@ -71,7 +71,7 @@ ORACLES = {
     value, length = init_args
     return format(value, "b").zfill(length)
 """,
-    "__init__": """def __init__(init_args: tuple, init_kwargs: dict):
+    "__init__": """def build(init_args: tuple, init_kwargs: dict):
     value, length = init_args
     if value >= 2 ** length:
         raise ValueError("too big")
@@ -311,7 +311,7 @@ def test_an_inherited_or_builtin_text_method_is_refused():
 
 def test_the_construction_contract_takes_the_constructor_s_arguments():
     spec = method_spec(RIGHT, "text.py", "text", "Bits.__init__", "method")
-    assert spec.signature == "def __init__(init_args: tuple, init_kwargs: dict):"
+    assert spec.signature == "def build(init_args: tuple, init_kwargs: dict):"
     assert spec.oracle_call == "Bits(*init_args, **init_kwargs)"
     stub = spec.class_stub or ""
     assert "2 ** LENGTH" in stub and "raise ValueError" not in stub  # the docstring, no body

@@ -11,7 +11,7 @@ A test often looks at the call under test through something that is not the call
   :mod:`~referee.checks.arbitration.methods` (``def __str__(init_args, init_kwargs)``);
 * building the object itself where the test expects it to raise: ``with
   pytest.raises(ValueError): Bits(4, 2)`` — the call under test is the construction, and
-  its oracles write ``def __init__(init_args, init_kwargs)``, returning what
+  its oracles write ``def build(init_args, init_kwargs)``, returning what
   ``Bits(*init_args, **init_kwargs)`` returns (an outcome: what it raises, if anything).
 
 Which of these a call is depends on what its name is — a class or a function — which only
