@@ -15,7 +15,7 @@ from typing import Any
 
 from referee import __version__
 from referee.checks import interpreter, ledger, review, sandbox
-from referee.checks.arbitration import methods, outcomes
+from referee.checks.arbitration import methods, objects, outcomes
 from referee.checks.arbitration.examples import doctest_evidence
 from referee.checks.arbitration.fix import (
     pytest_run_limits,
@@ -379,6 +379,17 @@ class _Context:
             (record.crash or {}).get("locals"),
             self._project_callees(),
         )
+        # ``str(Bits(5))``: the class's ``__str__``; ``Bits(4, 2)`` expected to raise
+        isolated = objects.routed(isolated, record.names)
+        # ``t = Table([[]])`` once, then ``with pytest.raises(E): t.add(1)``
+        isolated = objects.raised_method(
+            isolated,
+            record.names,
+            self.source,
+            self.test,
+            record.indices,
+            (record.crash or {}).get("locals"),
+        )
         resolved = record.names.get(isolated.callee)
         built = record.names.get(isolated.constructor or "") or {}
         if built.get("kind") == "function":
@@ -390,6 +401,9 @@ class _Context:
                 "for the function's value itself, or its attributes and literal items"
             )
         if not resolved or not resolved.get("file") or not resolved.get("qualname"):
+            problem = objects.receiver_problem(isolated, record.names, self.source, self.test)
+            if problem is not None:
+                raise NotIsolated(problem)
             raise NotIsolated(
                 f"cannot isolate the call under test: `{isolated.callee}` does not resolve to "
                 "a Python function the test module imports"

@@ -34,6 +34,7 @@ from referee.checks.arbitration.helpers import (
     raised_before,
     reached_code,
 )
+from referee.checks.arbitration.objects import boolean_op, object_methods, wrapped_local
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
@@ -81,6 +82,9 @@ _SNAKE = {
     "assert_in": "assertIn",
     "assert_not_in": "assertNotIn",
 }
+# Dunder attributes that name a value (``f.__name__``): not a part of it, and no oracle's
+# own choice of them is a truth.
+_NAMING_DUNDERS = ("__name__", "__qualname__", "__doc__", "__module__")
 # What the expected value must be for an identity assertion to be arbitrated.
 _SINGLETONS = ("True", "False", "None")
 
@@ -104,6 +108,9 @@ def callee_names(source: SourceFile, test: TestRef) -> list[str]:
             method = _built_method(source, fn, node)
             if method and method not in names:
                 names.append(method)
+            for name in object_methods(source, fn, node):
+                if name not in names:
+                    names.append(name)
             handed = raises_callable(source, node)
             if handed is not None and handed.type in ("identifier", "attribute"):
                 name = dotted(source, handed)
@@ -251,6 +258,9 @@ def isolate(
         forms.append(form)
     arguments = bindings.arguments(call_node)
     expected, op = _expected(source, bindings, node, sides, call_side, implicit, op, callee, forms)
+    if op != boolean_op(op, wrapper, expected.text):  # ``bool(f(x)) == False``
+        op = boolean_op(op, wrapper, expected.text)
+        forms.append("boolean")
     if op in ("is", "is not") and expected.text.strip() not in _SINGLETONS:
         raise NotIsolated(
             f"cannot isolate the call under test: `{op}` compares identity; only with True, "
@@ -416,6 +426,12 @@ def _call_under_test(
     wrapper = None
     outer = dotted(source, call_node.child_by_field_name("function"))
     inner = wrapped_call(call_node)
+    if outer in WRAPPERS and inner is None and assigned is None:
+        # ``value = f(x)`` once, then ``assert str(value) == "..."``
+        inner = wrapped_local(
+            source, call_node, lambda name: _assigned_call(source, fn, name, node)
+        )
+        forms.append("assigned-call")
     if outer in WRAPPERS and inner is not None:
         wrapper, call_node = outer, inner
     return call_side, call_node, wrapper, projection
@@ -428,6 +444,14 @@ def _projection(
     it is the value itself), recorded in ``forms``. Raises :class:`NotIsolated` for one
     referee does not apply."""
     _, projection, problem = peel
+    if problem is not None and any(f"`{name}`" in problem for name in _NAMING_DUNDERS):
+        # the name a definition was given is an implementation's own choice: k oracles
+        # may share one (``wrapper``) and outvote the name the test asks for
+        raise NotIsolated(
+            f"cannot isolate the call under test: `{excerpt(source.node_text(compared))}` "
+            f"reads {problem} of the call's value: the name or text its maker gave it, "
+            "which independent implementations choose each their own way — no truth for it"
+        )
     if problem is not None:
         raise NotIsolated(
             f"cannot isolate the call under test: `{excerpt(source.node_text(compared))}` "

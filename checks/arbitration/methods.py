@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import inspect
 from typing import Any
 
@@ -39,6 +40,8 @@ from referee.checks.source import SourceFile
 
 # What the oracle of a method takes before the method's own parameters.
 INIT_ARGS, INIT_KWARGS = "init_args", "init_kwargs"
+# What the oracles of building an object (``Bits(4, 2)`` expected to raise) name their function.
+CONSTRUCTION = "build"
 _CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
 
 
@@ -66,7 +69,7 @@ def method_spec(text: str, path: str, module: str, qualname: str, form: str) -> 
     )
     signature, call = oracle_function(owner, method, form)
     value = method_doc or _cleaned(ast.get_docstring(cls, clean=False))
-    return located_spec(
+    spec = located_spec(
         module,
         qualname,
         text,
@@ -76,6 +79,11 @@ def method_spec(text: str, path: str, module: str, qualname: str, form: str) -> 
         class_stub=class_stub(cls, method),
         oracle_call=call,
     )
+    if form == "method" and name == "__init__":
+        # a function named ``__init__`` is read as the class's own by a small model (it
+        # writes the class, and no function): the oracles write ``build``
+        return dataclasses.replace(spec, name=CONSTRUCTION)
+    return spec
 
 
 def _cleaned(docstring: str | None) -> str | None:
@@ -120,6 +128,8 @@ def oracle_function(
     """(the signature of the function an oracle writes for ``method``, the call whose
     value it returns): ``def to_text(init_args: tuple, init_kwargs: dict, sep=' '):`` and
     ``Table(*init_args, **init_kwargs).to_text(sep)``."""
+    if form == "method" and method.name == "__init__":
+        return _construction(owner, method)
     args = copy.deepcopy(method.args)
     positional = args.posonlyargs if args.posonlyargs else args.args
     if not positional:
@@ -154,6 +164,29 @@ def oracle_function(
     function.body = [ast.Expr(ast.Constant(...))]
     text = ast.unparse(ast.fix_missing_locations(function))
     return text.rsplit("\n", 1)[0], f"{made}.{method.name}({', '.join(passed)})"
+
+
+def _construction(owner: str, method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, str]:
+    """The oracle contract of building the object (``Bits(4, 2)`` expected to raise):
+    ``def build(init_args: tuple, init_kwargs: dict):``, returning what
+    ``Bits(*init_args, **init_kwargs)`` returns — what matters is what it raises."""
+    function = copy.copy(method)
+    function.name = CONSTRUCTION
+    function.args = ast.arguments(
+        posonlyargs=[],
+        args=[
+            ast.arg(INIT_ARGS, ast.Name("tuple", ast.Load())),
+            ast.arg(INIT_KWARGS, ast.Name("dict", ast.Load())),
+        ],
+        kwonlyargs=[],
+        kw_defaults=[],
+        defaults=[],
+    )
+    function.returns = None
+    function.decorator_list = []
+    function.body = [ast.Expr(ast.Constant(...))]
+    text = ast.unparse(ast.fix_missing_locations(function))
+    return text.rsplit("\n", 1)[0], f"{owner}(*{INIT_ARGS}, **{INIT_KWARGS})"
 
 
 def class_stub(cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef) -> str:

@@ -24,9 +24,20 @@ EQUALITY_OPS = frozenset({"==", "approx"})
 
 
 # Built-ins a test wraps the call under test in to look at its value (a generator's items,
-# an order-free result): the call is isolated through the wrapper, and every source of
-# truth's value is wrapped the same way.
-WRAPPERS = frozenset({"list", "tuple", "set", "sorted", "dict", "str", "len", "next"})
+# an order-free result, its text): the call is isolated through the wrapper, and every
+# source of truth's value is wrapped the same way. Each is pure and deterministic on the
+# values it is given (no I/O, no state, no hash order: ``sorted`` and ``set``, not ``iter``
+# or ``id``).
+WRAPPERS = frozenset(
+    {
+        *("list", "tuple", "set", "frozenset", "sorted", "dict", "next"),
+        *("str", "repr", "len", "bool", "abs", "sum", "min", "max", "any", "all"),
+    }
+)
+
+
+# How a test reads an object's own text (the call ``str(Bits(5))`` is ``Bits.__str__``).
+_TEXT_OF = {"__str__": "str({})", "__repr__": "repr({})"}
 
 
 class NotIsolated(Exception):
@@ -147,7 +158,13 @@ class Isolated:
         if self.constructor is not None:
             built = f"{self.constructor}({', '.join(self.constructor_arguments)})"
             method = self.callee.rsplit(".", 1)[-1]
-            return wrapped(self.wrapper, f"{built}.{method}({self.arguments})", self.projection)
+            # the object built (``Bits(4, 2)``), its text (``str(Bits(5))``), a method's value
+            call = (
+                built
+                if method == "__init__"
+                else _TEXT_OF.get(method, "{}.{}({})").format(built, method, self.arguments)
+            )
+            return wrapped(self.wrapper, call, self.projection)
         return wrapped(self.wrapper, f"{self.callee}({self.arguments})", self.projection)
 
     @property
