@@ -381,15 +381,6 @@ class _Context:
         )
         # ``str(Bits(5))``: the class's ``__str__``; ``Bits(4, 2)`` expected to raise
         isolated = objects.routed(isolated, record.names)
-        # ``t = Table([[]])`` once, then ``with pytest.raises(E): t.add(1)``
-        isolated = objects.raised_method(
-            isolated,
-            record.names,
-            self.source,
-            self.test,
-            record.indices,
-            (record.crash or {}).get("locals"),
-        )
         resolved = record.names.get(isolated.callee)
         built = record.names.get(isolated.constructor or "") or {}
         if built.get("kind") == "function":

@@ -31,7 +31,6 @@ from typing import Any
 
 from tree_sitter import Node
 
-from referee.checks.arbitration.bindings import Bindings
 from referee.checks.arbitration.sites import (
     Isolated,
     NotIsolated,
@@ -39,7 +38,6 @@ from referee.checks.arbitration.sites import (
     assignments,
     dotted,
     find_test,
-    identifiers,
     wrapped_call,
 )
 from referee.checks.nodes import binding_counts, excerpt, statements, unwrap
@@ -176,58 +174,6 @@ def routed(isolated: Isolated, names: dict[str, dict[str, Any]]) -> Isolated:
         constructor_arguments=split_arguments(isolated.arguments),
         forms=tuple(forms),
     )
-
-
-def raised_method(
-    isolated: Isolated,
-    names: dict[str, dict[str, Any]],
-    source: SourceFile,
-    test: TestRef,
-    indices: dict[str, int] | None = None,
-    frame_locals: dict[str, str] | None = None,
-) -> Isolated:
-    """``t = Table([[]])`` once, then ``with pytest.raises(ValueError): t.add(1)``: the
-    method of an object the test builds from a class and literals and leaves alone, as an
-    ``assert`` takes it apart (``method-of-assigned-object``); anything else itself.
-    Raises :class:`NotIsolated` for a constructor's argument that is not a literal."""
-    head, dot, method = isolated.callee.partition(".")
-    if isolated.op != "raises" or isolated.constructor is not None or not dot or "." in method:
-        return isolated
-    module = PythonModule(source, is_test_file=True)
-    fn = find_test(module, test)
-    built = _left_alone(source, fn, head, isolated.assertion_start)
-    constructor = dotted(source, built.child_by_field_name("function")) if built else None
-    if built is None or constructor is None or not is_class(names.get(constructor)):
-        return isolated
-    bindings = Bindings(source, module, fn, indices or {}, isolated.line - 1, frame_locals)
-    parts = tuple(bindings.argument_parts(built))
-    forms = [*isolated.forms, *(f for f in bindings.forms if f not in isolated.forms)]
-    return dataclasses.replace(
-        isolated,
-        callee=f"{constructor}.{method}",
-        constructor=constructor,
-        constructor_arguments=parts,
-        forms=(*forms, "method-of-assigned-object"),
-    )
-
-
-def _left_alone(source: SourceFile, fn: Function, name: str, at: int) -> Node | None:
-    """The call of the one ``name = Cls(...)`` of the test's body before the statement at
-    byte ``at``, when nothing else binds ``name`` and nothing between mentions it (a
-    method call on it could have changed the object); else None."""
-    body = statements(fn.body)
-    position = next((i for i, s in enumerate(body) if s.start_byte <= at < s.end_byte), None)
-    if position is None:
-        return None
-    found = [(i, value) for i, value in assignments(source, body, name) if i < position]
-    if len(found) != 1 or found[0][1].type != "call":
-        return None
-    if binding_counts(source, fn.node, [name])[name] != 1:
-        return None
-    index, call = found[0]
-    if any(name in identifiers(source, stmt) for stmt in body[index + 1 : position]):
-        return None
-    return call
 
 
 def split_arguments(arguments: str) -> tuple[str, ...]:
