@@ -95,7 +95,7 @@ def _never_the_failing_case(text: str) -> None:
 # ------------------------------------------------------------------ reading the suite
 
 
-def test_assertions_are_read_by_the_name_the_module_imported_and_the_failing_test_is_skipped():
+def test_assertions_are_read_by_the_name_the_module_imported_and_the_failing_tests_marked():
     text = """import pytest
 import pkg.text as tx
 from pkg.text import count_words as cw
@@ -125,14 +125,15 @@ def test_not_literal():
     found, skipped = assertions(
         text, "tests/t.py", "count_words", "pkg.text", ("TestWords", "test_failing")
     )
-    assert [(f.call, f.want) for f in found] == [
-        ("count_words('a b')", "2"),
-        ("count_words(None)", "None"),
-        ("count_words('a')", "1"),
-        ("count_words('a b c')", "3"),
+    assert [(f.call, f.want, f.in_failing_test) for f in found] == [
+        ("count_words('a b')", "2", False),
+        ("count_words(None)", "None", False),
+        ("count_words('x')", "9", True),
+        ("count_words('a')", "1", False),
+        ("count_words('a b c')", "3", False),
     ]
     assert skipped == 1
-    assert found[2].spans[0][0] == found[2].line == 16 and found[2].spans[1] == (18, 18)
+    assert found[3].spans[0][0] == found[3].line == 16 and found[3].spans[1] == (18, 18)
 
 
 @needs_git
@@ -155,6 +156,31 @@ def test_an_assertion_changed_in_the_working_diff_is_not_the_suites_word(tmp_pat
         "the failing call's arguments": 1,
         "changed in the working diff": 2,
     }
+
+
+@needs_git
+def test_the_failing_tests_committed_assertions_are_the_suites_word_its_new_ones_are_not(
+    tmp_path: Path,
+):
+    tests = (
+        "from text import count_words\n\n\n"
+        "def test_words():\n"
+        '    assert count_words("one") == 1\n'
+        '    assert count_words("a b") == 2\n'
+        '    assert count_words("") == 7\n'
+    )
+    root = tmp_path / "repo"
+    commit_repo(root, {"referee.toml": "", "text.py": CORRECT, "tests/test_text.py": tests})
+    failing = ("tests/test_text.py", (None, "test_words"), '""')
+    scan = suite_examples(root, "count_words", "text", failing[0], failing[1], failing[2])
+    assert [f.call for f in scan.found] == ["count_words('one')", "count_words('a b')"]
+    assert scan.excluded == {"the failing call's arguments": 1}
+    # written with the red assertion, in the working diff: not what was committed before
+    added = tests.replace('("") == 7\n', '("") == 7\n    assert count_words("x y z") == 3\n')
+    (root / "tests/test_text.py").write_text(added, encoding="utf-8")
+    scan = suite_examples(root, "count_words", "text", failing[0], failing[1], failing[2])
+    assert [f.call for f in scan.found] == ["count_words('one')", "count_words('a b')"]
+    assert scan.excluded == {"the failing call's arguments": 1, "changed in the working diff": 1}
 
 
 def test_without_git_only_the_failing_test_is_left_out_and_the_scan_says_so(tmp_path: Path):

@@ -10,10 +10,12 @@ with literal arguments and a literal expected value::
     assert f(2) is None              self.assertEqual(f(2), [1])
     @pytest.mark.parametrize("x, want", [(1, 2), (3, 4)])  ... assert f(x) == want
 
-It leaves out the failing test (its whole function), every assertion whose call has the
-failing call's arguments (never the failing assertion or its expected value), and the
-assertions on lines the working diff changed (``git diff HEAD`` and untracked files): a
-specification is what was committed before the red test. :func:`passing_examples` then
+It leaves out the assertions on lines the working diff changed (``git diff HEAD`` and
+untracked files) and every assertion whose call has the failing call's arguments (never
+the failing assertion or its expected value): a specification is what was committed
+before the red test — the failing test's other assertions too (``assertEqual`` after
+``assertEqual`` about one function is how many suites are written), unless there is no
+git repository to say so, when the failing test is left out whole. :func:`passing_examples` then
 keeps only those the current code satisfies, run in the sandbox: an assertion the code
 fails is not committed truth (it may be another red test).
 
@@ -156,12 +158,11 @@ def suite_examples(
     )
     # the failing call's arguments: never the failing assertion, never its expected value
     kept: list[Found] = []
-    for item in candidates:
+    for item in _committed(scan, root, candidates):
         if _same_arguments(item.arguments, failing_arguments, signature):
             scan.leave_out("the failing call's arguments")
         else:
             kept.append(item)
-    kept = _unchanged(scan, root, kept)
     # a call the suite gives two values for says nothing; repeats count once
     by_call: dict[str, list[Found]] = {}
     for item in kept:
@@ -212,34 +213,37 @@ def _read_suite(
             continue
         total += size
         scan.files_read += 1
-        found, skipped = assertions(
+        found, _ = assertions(
             text, relpath, name, module, failing_test if relpath == failing_path else None
         )
-        for _ in range(skipped):
-            scan.leave_out("in the failing test")
         candidates.extend(found)
     return candidates
 
 
-def _unchanged(scan: SuiteScan, root: Path, kept: list[Found]) -> list[Found]:
-    """Of ``kept``, the assertions on lines the working diff did not change (all of them
-    where there is no git repository, noted in ``scan``)."""
-    changed = changed_lines(root) if kept else {}
+def _committed(scan: SuiteScan, root: Path, found: list[Found]) -> list[Found]:
+    """Of ``found``, the assertions on lines the working diff did not change. Without a
+    git repository (noted in ``scan``) nothing tells them apart, and the failing test's
+    own assertions are left out whole."""
+    changed = changed_lines(root) if found else {}
+    kept: list[Found] = []
     if changed is None:
         scan.notes.append(
             "no git repository: assertions changed in the working diff could not be told "
             "apart (only the failing test is left out)"
         )
-    else:
-        fresh: list[Found] = []
-        for item in kept:
-            lines = changed.get(item.path, set())
-            span = {n for first, last in item.spans for n in range(first, last + 1)}
-            if lines is None or span & lines:
-                scan.leave_out("changed in the working diff")
+        for item in found:
+            if item.in_failing_test:
+                scan.leave_out("in the failing test")
             else:
-                fresh.append(item)
-        kept = fresh
+                kept.append(item)
+        return kept
+    for item in found:
+        lines = changed.get(item.path, set())
+        span = {n for first, last in item.spans for n in range(first, last + 1)}
+        if lines is None or span & lines:
+            scan.leave_out("changed in the working diff")
+        else:
+            kept.append(item)
     return kept
 
 

@@ -35,6 +35,9 @@ class Found:
     line: int
     spans: tuple[tuple[int, int], ...]  # (first, last) lines: the assertion, a row
     text: str  # the assertion as written (one line of it), for the evidence
+    # another assertion of the failing test itself: the suite's word only where git says
+    # it was committed before (the failing assertion's own call never is)
+    in_failing_test: bool = False
 
     @property
     def where(self) -> str:
@@ -237,8 +240,9 @@ def _parametrize_rows(
 def assertions(
     text: str, path: str, name: str, module: str, skip: tuple[str | None, str] | None = None
 ) -> tuple[list[Found], int]:
-    """The assertions about ``module.name`` in one test module's text, and how many were
-    in the skipped test function ``skip`` = (class or None, name)."""
+    """The assertions about ``module.name`` in one test module's text, and how many of
+    them are in the failing test function ``skip`` = (class or None, name) — those come
+    back marked ``in_failing_test``."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -266,9 +270,7 @@ def assertions(
                     continue
                 for env, first, last in rows if rows is not None else [({}, 0, 0)]:
                     for call, arguments, want, at in _checks(node, reader, env):
-                        if mine:
-                            skipped += 1
-                            continue
+                        skipped += mine
                         start = at.lineno  # type: ignore[attr-defined]
                         end = getattr(at, "end_lineno", None) or start
                         spans = ((start, end),)
@@ -277,7 +279,9 @@ def assertions(
                             # a parametrized case: its row, and the assertion it feeds
                             spans = ((first, last), (start, end))
                             text = f"{lines[first - 1].strip()[:100]} -> {text}"
-                        found.append(Found(call, arguments, want, path, spans[0][0], spans, text))
+                        found.append(
+                            Found(call, arguments, want, path, spans[0][0], spans, text, mine)
+                        )
 
     def visit(body: Sequence[ast.stmt], cls: str | None) -> None:
         for node in body:
