@@ -1,6 +1,16 @@
 """The suite's assertions about a function, read from a test module's text (nothing
 runs): ``assert f(1, "a") == 3``, ``self.assertEqual(f(2), [1])``, parametrize rows, each
-as a :class:`Found` with its call of the bare name, literal arguments and expected value.
+as a :class:`Found` with its call of the bare name, its arguments and expected value.
+
+Arguments are literals, or — for the arbitration's scan (``known=True``) — values known
+without running the test by :mod:`~referee.checks.arbitration.known`'s rules, the same
+the failing call is isolated by: a built-in's name, a standard-library function the
+module imports, a plain function or lambda of the test module, an object of a
+standard-library value class built from known arguments (``dt.timedelta(seconds=1)``).
+Such an assertion carries its *definitions* (the module's imports of the names it uses,
+the definitions it names), and its expected value may be such an object too
+(``parse("...") == datetime(2019, 3, 29)``): that one is compared by the repr the
+sandbox gives it, never evaluated here.
 
 What both the arbitration's suite scan (:mod:`referee.checks.arbitration.suite`) and the
 differential check's inputs (:func:`static_examples`) read; it imports neither.
@@ -11,15 +21,32 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from referee.checks.arbitration.examples import dotted_name
-from referee.checks.arbitration.sites import WRAPPERS
+from referee.checks.arbitration.known import Known, ModuleNames, _bound_names
+from referee.checks.arbitration.sites import WRAPPERS, NotIsolated
 
 _EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
                   "assertDictEqual", "assertSetEqual", "assertIs"}  # fmt: skip
 _NONE_METHODS = {"assertIsNone"}
 
-Example = tuple[str, str, str]  # (call, want, where)
+
+class Example(tuple[str, str, str]):
+    """(call, want, where) as the assertion writes them — what an oracle's prompt shows —
+    with what running it needs: ``definitions`` (:func:`~referee.checks.arbitration.known.
+    with_definitions`) and ``compared``, the repr the sandbox gave an expected value
+    written as a construction (``datetime(2019, 3, 29)``), which results are compared to."""
+
+    definitions: str
+    compared: str
+
+    def __new__(
+        cls, call: str, want: str, where: str, definitions: str = "", compared: str = ""
+    ) -> Example:
+        self = super().__new__(cls, (call, want, where))
+        self.definitions, self.compared = definitions, compared
+        return self
 
 
 @dataclass(frozen=True)
@@ -38,6 +65,11 @@ class Found:
     # another assertion of the failing test itself: the suite's word only where git says
     # it was committed before (the failing assertion's own call never is)
     in_failing_test: bool = False
+    # what known arguments (or expected value) need in the sandbox: imports, definitions
+    definitions: str = ""
+    known: bool = False  # an argument or the expected value is no literal
+    want_built: bool = False  # the expected value is a construction, compared by its repr
+    compared: str = ""  # that repr, as the sandbox gave it (:func:`suite.passing_examples`)
 
     @property
     def where(self) -> str:
@@ -45,7 +77,7 @@ class Found:
 
     @property
     def example(self) -> Example:
-        return (self.call, self.want, self.where)
+        return Example(self.call, self.want, self.where, self.definitions, self.compared)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -85,8 +117,18 @@ def literal_of(node: ast.expr) -> object:
 
 
 class _Reader:
-    def __init__(self, name: str, functions: set[str], modules: set[str]) -> None:
+    """Reads one module's assertions about the function. With ``names`` (the module's
+    imports and definitions) an argument may be a value known without running the test
+    (:class:`~referee.checks.arbitration.known.Known`), read afresh for each call."""
+
+    def __init__(
+        self, name: str, functions: set[str], modules: set[str], names: ModuleNames | None
+    ) -> None:
         self.name, self.functions, self.modules = name, functions, modules
+        self.names = names
+        self.scope: frozenset[str] = frozenset()  # every name the test function binds
+        self.known: Known | None = None  # the current call's reading
+        self.is_known = False  # the current call or value read a known expression
 
     def ours(self, func: ast.expr) -> bool:
         if isinstance(func, ast.Name):
@@ -97,8 +139,8 @@ class _Reader:
 
     def call_of(self, node: ast.expr, env: dict[str, object]) -> tuple[str, str] | None:
         """(call of the bare name, its arguments) when ``node`` calls the function with
-        literal arguments (names bound by ``env``: a parametrize row), perhaps under one
-        wrapper (``sorted(f(x))``)."""
+        literal or known arguments (names bound by ``env``: a parametrize row), perhaps
+        under one wrapper (``sorted(f(x))``)."""
         wrapper = None
         if (
             isinstance(node, ast.Call)
@@ -111,18 +153,24 @@ class _Reader:
             wrapper, node = node.func.id, node.args[0]
         if not isinstance(node, ast.Call) or not self.ours(node.func):
             return None
+        self.known = Known(self.names, {}, self.scope) if self.names is not None else None
+        self.is_known = False
         try:
-            args = [self.value(a, env) for a in node.args]
+            args = [self.text(a, env) for a in node.args]
             kwargs = []
             for keyword in node.keywords:
                 if keyword.arg is None:
                     return None
-                kwargs.append(f"{keyword.arg}={self.value(keyword.value, env)!r}")
+                kwargs.append(f"{keyword.arg}={self.text(keyword.value, env)}")
         except ValueError:
             return None
-        arguments = ", ".join([*(repr(a) for a in args), *kwargs])
+        arguments = ", ".join([*args, *kwargs])
         call = f"{self.name}({arguments})"
         return (f"{wrapper}({call})" if wrapper else call), arguments
+
+    @property
+    def definitions(self) -> str:
+        return self.known.text() if self.known is not None else ""
 
     def value(self, node: ast.expr, env: dict[str, object]) -> object:
         if isinstance(node, ast.Starred):
@@ -134,11 +182,70 @@ class _Reader:
             raise ValueError("not a literal that reads back")
         return value
 
-    def want(self, node: ast.expr, env: dict[str, object]) -> str | None:
+    def text(self, node: ast.expr, env: dict[str, object], *, want: bool = False) -> str:
+        """A literal's repr, or a known expression as written (:meth:`known_text`)."""
         try:
             return repr(self.value(node, env))
         except ValueError:
+            if self.known is None or isinstance(node, ast.Starred):
+                raise
+        text = self.known_text(node, env, want=want)
+        self.is_known = True
+        return text
+
+    def known_text(self, node: ast.expr, env: dict[str, object], *, want: bool) -> str:
+        """``node`` as written when it is known by :class:`Known`'s rules — a name, a
+        lambda (an argument only) or an object of a value class built from known
+        arguments — its definitions added; ValueError for anything else, and for a name
+        the test function binds (what it holds is not read here)."""
+        assert self.known is not None
+        shown = ast.unparse(node)
+        try:
+            if isinstance(node, ast.Call):
+                name = dotted_name(node.func)
+                if (
+                    name is None
+                    or name.partition(".")[0] in self.scope
+                    or not self.known.constructor(name, shown)
+                ):
+                    raise ValueError("no value class")
+                parts = [self.text(a, env) for a in node.args]
+                for keyword in node.keywords:
+                    if keyword.arg is None:
+                        raise ValueError("a ** argument")
+                    parts.append(f"{keyword.arg}={self.text(keyword.value, env)}")
+                return f"{name}({', '.join(parts)})"
+            if want:
+                raise ValueError("an expected value is a literal or a construction")
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                name = dotted_name(node)
+                if (
+                    name is None
+                    or name.partition(".")[0] in self.scope
+                    or self.known.name(name, shown, local=False) is None
+                ):
+                    raise ValueError("not a known name")
+                return name
+            if isinstance(node, ast.Lambda):
+                self.known.lambda_(shown)
+                return shown
+        except NotIsolated as exc:
+            raise ValueError(str(exc)) from None
+        raise ValueError("not a known value")
+
+    def want(self, node: ast.expr, env: dict[str, object]) -> tuple[str, bool] | None:
+        """(the expected value's text, whether it is a construction) or None."""
+        try:
+            return repr(self.value(node, env)), False
+        except ValueError:
+            if self.known is None or not isinstance(node, ast.Call):
+                return None
+        try:
+            text = self.known_text(node, env, want=True)
+        except ValueError:
             return None
+        self.is_known = True
+        return text, True
 
 
 def _round_trips(value: object) -> bool:
@@ -148,10 +255,22 @@ def _round_trips(value: object) -> bool:
         return False
 
 
-def _checks(
-    statement: ast.stmt, reader: _Reader, env: dict[str, object]
-) -> Iterable[tuple[str, str, str, ast.AST]]:
-    """(call, arguments, want, node) of an assertion about the function."""
+class _Check(NamedTuple):
+    call: str
+    arguments: str
+    want: str
+    node: ast.stmt
+    definitions: str  # what the known arguments and value need
+    known: bool  # an argument or the value is no literal
+    want_built: bool  # the value is a construction, compared by the sandbox's repr
+
+
+def _checks(statement: ast.stmt, reader: _Reader, env: dict[str, object]) -> Iterable[_Check]:
+    """The assertion about the function ``statement`` makes, if it makes one."""
+
+    def check(call: tuple[str, str], want: tuple[str, bool]) -> _Check:
+        return _Check(*call, want[0], statement, reader.definitions, reader.is_known, want[1])
+
     if isinstance(statement, ast.Assert):
         test = statement.test
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -161,7 +280,7 @@ def _checks(
                     call = reader.call_of(call_side, env)
                     want = reader.want(value_side, env) if call else None
                     if call and want is not None:
-                        yield call[0], call[1], want, statement
+                        yield check(call, want)
                         return
             elif (
                 isinstance(op, ast.Is)
@@ -170,7 +289,7 @@ def _checks(
             ):
                 call = reader.call_of(left, env)
                 if call:
-                    yield call[0], call[1], repr(right.value), statement
+                    yield check(call, (repr(right.value), False))
         return
     if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
         return
@@ -182,14 +301,14 @@ def _checks(
             call = reader.call_of(call_side, env)
             want = reader.want(value_side, env) if call else None
             if call and want is not None:
-                if name == "assertIs" and want not in ("None", "True", "False"):
+                if name == "assertIs" and want[0] not in ("None", "True", "False"):
                     return
-                yield call[0], call[1], want, statement
+                yield check(call, want)
                 return
     elif name in _NONE_METHODS and len(method.args) >= 1:
         call = reader.call_of(method.args[0], env)
         if call:
-            yield call[0], call[1], "None", statement
+            yield check(call, ("None", False))
 
 
 def _parametrize_rows(
@@ -238,11 +357,18 @@ def _parametrize_rows(
 
 
 def assertions(
-    text: str, path: str, name: str, module: str, skip: tuple[str | None, str] | None = None
+    text: str,
+    path: str,
+    name: str,
+    module: str,
+    skip: tuple[str | None, str] | None = None,
+    *,
+    known: bool = False,
 ) -> tuple[list[Found], int]:
     """The assertions about ``module.name`` in one test module's text, and how many of
     them are in the failing test function ``skip`` = (class or None, name) — those come
-    back marked ``in_failing_test``."""
+    back marked ``in_failing_test``. With ``known``, arguments and expected values known
+    without running the test are read too (see the module's docstring)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -250,7 +376,7 @@ def assertions(
     functions, modules = local_names(tree, name, module)
     if not functions and not modules:
         return [], 0
-    reader = _Reader(name, functions, modules)
+    reader = _Reader(name, functions, modules, ModuleNames(text) if known else None)
     lines = text.splitlines()
     found: list[Found] = []
     skipped = 0
@@ -269,9 +395,10 @@ def assertions(
                 if not isinstance(node, ast.stmt):
                     continue
                 for env, first, last in rows if rows is not None else [({}, 0, 0)]:
-                    for call, arguments, want, at in _checks(node, reader, env):
+                    for check in _checks(node, reader, env):
                         skipped += mine
-                        start = at.lineno  # type: ignore[attr-defined]
+                        at = check.node
+                        start = at.lineno
                         end = getattr(at, "end_lineno", None) or start
                         spans = ((start, end),)
                         text = shown(at)
@@ -280,7 +407,19 @@ def assertions(
                             spans = ((first, last), (start, end))
                             text = f"{lines[first - 1].strip()[:100]} -> {text}"
                         found.append(
-                            Found(call, arguments, want, path, spans[0][0], spans, text, mine)
+                            Found(
+                                check.call,
+                                check.arguments,
+                                check.want,
+                                path,
+                                spans[0][0],
+                                spans,
+                                text,
+                                mine,
+                                check.definitions,
+                                check.known,
+                                check.want_built,
+                            )
                         )
 
     def visit(body: Sequence[ast.stmt], cls: str | None) -> None:
@@ -292,6 +431,7 @@ def assertions(
                 rows = _parametrize_rows(node)
                 if rows == []:
                     continue
+                reader.scope = frozenset(_bound_names(node))
                 read(node.body, rows, mine)
 
     visit(tree.body, None)
