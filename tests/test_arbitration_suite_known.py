@@ -308,3 +308,46 @@ def test_cli_apply_fixes_the_source_from_a_suite_of_known_arguments(tmp_path: Pa
     )
     assert "ago(dt.timedelta(minutes=2)) == '2 min ago'" in oracle_text
     assert "seconds=60" not in oracle_text and "1 min ago" not in oracle_text
+
+
+# the failing call's value written another way, in a committed test that agrees with the
+# buggy code: pinning the oracles to it would blame the test for a real bug
+SAME_VALUE = SUITE.replace(
+    "def test_one_minute",
+    'def test_old_value():\n    assert ago(timedelta(minutes=1)) == "60 s ago"\n\n\n'
+    "def test_one_minute",
+)
+
+
+def test_the_failing_calls_values_built_another_way_are_left_out_in_the_sandbox(tmp_path):
+    root = project(tmp_path / "p", BUGGY, SAME_VALUE)
+    failing = ("dt.timedelta(seconds=60)", "import datetime as dt\n")
+    scan = suite_examples(
+        root, "ago", "text", "tests/test_text.py", (None, "test_one_minute"), failing[0]
+    )
+    assert "ago(timedelta(minutes=1))" in [f.call for f in scan.found]  # the text differs
+    kept = passing_examples(scan, "ago", "text.py", {"text.py": BUGGY}, _limits(), failing)
+    assert [f.call for f in kept] == [
+        "ago(dt.timedelta(seconds=5))",
+        "ago(dt.timedelta(minutes=2))",
+        "ago(timedelta(seconds=30))",
+    ]
+    assert scan.excluded == {"in the failing test": 1, "the failing call's arguments": 1}
+    # without the failing call it is kept: it passes on the current code
+    scan = suite_examples(
+        root, "ago", "text", "tests/test_text.py", (None, "test_one_minute"), failing[0]
+    )
+    kept = passing_examples(scan, "ago", "text.py", {"text.py": BUGGY}, _limits())
+    assert "ago(timedelta(minutes=1))" in [f.call for f in kept]
+
+
+def test_through_the_engine_the_same_value_written_another_way_never_pins_the_oracles(
+    tmp_path: Path,
+):
+    root = project(tmp_path / "p", BUGGY, SAME_VALUE)
+    model = Recorder([ORACLE], [PATCH])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.truth == "'1 min ago'"
+    assert "1 the failing call's arguments" in " ".join(verdict.spec_examples)
+    assert "minutes=1" not in model.oracle_text()

@@ -375,6 +375,7 @@ def passing_examples(
     relpath: str,
     files: dict[str, str],
     limits: sandbox.Limits,
+    failing: tuple[str, str] | None = None,
 ) -> list[Found]:
     """Of ``scan``'s assertions, those the current code satisfies, run in the sandbox with
     the project's files (as a probe: every call in one run, each caught on its own), each
@@ -383,7 +384,10 @@ def passing_examples(
     too, and compared — then and by the oracles — by the repr it gives (kept in
     ``Found.compared``); one whose repr names an address is no value. The others are left
     out (and counted in ``scan.excluded``); when the module does not run at all, none is
-    kept."""
+    kept. ``failing``: the failing call's (arguments, definitions) — where they are no
+    literals, an assertion whose known arguments build the same values there
+    (``timedelta(minutes=1)`` for ``dt.timedelta(seconds=60)``) is left out too, as
+    :func:`suite_examples` leaves out the same text."""
     from referee.checks.execution.running import MODULE_IMPORT as _IMPORT
     from referee.checks.execution.running import module_of as _module_of
 
@@ -392,11 +396,14 @@ def passing_examples(
     entry, module = _module_of(relpath)
     code = _IMPORT.format(entry=entry, module=module, relpath=relpath)
     code += f"{name} = _referee_m.{name}\n"
-    probes = []
+    same = _same_values(scan.found, failing)
+    probes = [] if same is None else [same[0]]
     for item in scan.found:
         probes.append(with_definitions(item.call, item.definitions))
         if item.want_built:
             probes.append(with_definitions(item.want, item.definitions))
+        if same is not None and item.known:
+            probes.append(with_definitions(_ARGUMENTS.format(item.arguments), item.definitions))
     cap = probe_cap(limits, len(probes))
     expression = "[" + ", ".join(f"_referee_probe(lambda: {p})" for p in probes) + "]"
     result = sandbox.evaluate(code + PROBE.format(cap=cap), expression, limits=limits, files=files)
@@ -411,20 +418,44 @@ def passing_examples(
         return []
     kept = []
     answers = iter(values)
+    theirs = next(answers) if same is not None else None
+    if theirs is not None and (theirs[0] != "ok" or " at 0x" in theirs[1]):
+        theirs = None  # no value to compare: the text alone decided
     for item in scan.found:
         status, text = next(answers)
-        if item.want_built:
-            built, want = next(answers)
-            if built != "ok" or " at 0x" in want:
+        built = next(answers) if item.want_built else None
+        values = next(answers) if same is not None and item.known else None
+        if built is not None:
+            if built[0] != "ok" or " at 0x" in built[1]:
                 scan.leave_out("its expected value could not be built to compare")
                 continue
-            item = replace(item, compared=want)
-        if status == "ok" and sandbox.values_equal(text, item.compared or item.want):
+            item = replace(item, compared=built[1])
+        if theirs is not None and values == theirs:
+            scan.leave_out("the failing call's arguments")
+        elif status == "ok" and sandbox.values_equal(text, item.compared or item.want):
             kept.append(item)
         else:
             scan.leave_out("fails on the current code")
     scan.found = kept
     return kept
+
+
+# a call's arguments as the values they build: (positional, keyword)
+_ARGUMENTS = "(lambda *a, **k: (a, k))({})"
+
+
+def _same_values(found: list[Found], failing: tuple[str, str] | None) -> tuple[str] | None:
+    """The probe of the failing call's arguments as values, when they are no literals
+    and some assertion's arguments are known expressions too; else None."""
+    if failing is None or not any(item.known for item in found):
+        return None
+    arguments, definitions = failing
+    parts = _call_parts(arguments)
+    if parts is not None and not any(
+        isinstance(v, _Expression) for v in [*parts[0], *parts[1].values()]
+    ):
+        return None  # literals: matched by value already (:func:`_same_arguments`)
+    return (with_definitions(_ARGUMENTS.format(arguments), definitions),)
 
 
 __all__ = [
