@@ -351,3 +351,68 @@ def test_through_the_engine_the_same_value_written_another_way_never_pins_the_or
     assert verdict.truth == "'1 min ago'"
     assert "1 the failing call's arguments" in " ".join(verdict.spec_examples)
     assert "minutes=1" not in model.oracle_text()
+
+
+TABLE = """import datetime as dt
+
+import pytest
+
+from pkg.human import ago
+
+
+@pytest.mark.parametrize(
+    "delta, want",
+    [
+        (dt.timedelta(seconds=5), "5 s ago"),
+        (dt.timedelta(minutes=2), "2 min ago"),
+        (1, "1 s ago"),
+        pytest.param(dt.timedelta(days=1), "1 d ago", id="a param"),
+        (dt.timedelta(seconds=int("3")), "3 s ago"),
+        (dt.datetime.now(), "now"),
+    ],
+)
+def test_table(delta, want):
+    assert ago(delta) == want
+
+
+@pytest.mark.parametrize("when", [dt.date(2019, 3, 29), lambda: 1])
+def test_one_name(when):
+    assert ago(when) == "a date"
+"""
+
+
+def test_a_parametrize_tables_known_values_are_read_as_written():
+    found, _ = assertions(TABLE, "tests/test_t.py", "ago", "pkg.human", known=True)
+    # by known.py's rules: a built-in value class (``int("3")``) and a lambda are known;
+    # a clock (``dt.datetime.now()``) and ``pytest.param`` (not the standard library) not
+    assert [(f.call, f.want, f.definitions, f.spans[0]) for f in found] == [
+        ("ago(dt.timedelta(seconds=5))", "'5 s ago'", "import datetime as dt\n", (11, 11)),
+        ("ago(dt.timedelta(minutes=2))", "'2 min ago'", "import datetime as dt\n", (12, 12)),
+        ("ago(1)", "'1 s ago'", "", (13, 13)),
+        ("ago(dt.timedelta(seconds=int('3')))", "'3 s ago'", "import datetime as dt\n", (15, 15)),
+        ("ago(dt.date(2019, 3, 29))", "'a date'", "import datetime as dt\n", (23, 23)),
+        ("ago(lambda: 1)", "'a date'", "", (23, 23)),
+    ]
+    # the differential check's inputs: the literal row only
+    assert [f.call for f in static_examples("ago", "pkg.human", {"t.py": TABLE})] == ["ago(1)"]
+
+
+def test_through_the_engine_a_table_of_timedeltas_is_the_spec(tmp_path: Path):
+    tests = (
+        "import datetime as dt\n\nimport pytest\n\nfrom text import ago\n\n\n"
+        '@pytest.mark.parametrize("delta, want", [\n'
+        '    (dt.timedelta(seconds=5), "5 s ago"),\n'
+        '    (dt.timedelta(minutes=2), "2 min ago"),\n'
+        '    (dt.timedelta(hours=1), "60 min ago"),\n'
+        "])\n"
+        "def test_table(delta, want):\n    assert ago(delta) == want\n\n\n"
+        'def test_one_minute():\n    assert ago(dt.timedelta(seconds=60)) == "1 min ago"\n'
+    )
+    root = project(tmp_path / "p", BUGGY, tests)
+    model = Recorder([MISREAD, ORACLE, ORACLE, ORACLE, ORACLE], [PATCH])
+    result = run(root, NODE, model.backend())
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.truth_source == "oracles (spec from suite: 3 examples)"
+    assert verdict.fix is not None and verdict.fix.side == "source"
+    assert "assert ago(dt.timedelta(hours=1)) == '60 min ago'" in model.oracle_text()

@@ -176,6 +176,8 @@ class _Reader:
         if isinstance(node, ast.Starred):
             raise ValueError("starred")
         if isinstance(node, ast.Name) and node.id in env:
+            if isinstance(env[node.id], _Written):
+                raise ValueError("a row's value that is no literal")
             return env[node.id]
         value = literal_of(node)
         if not _round_trips(value):
@@ -199,6 +201,10 @@ class _Reader:
         arguments — its definitions added; ValueError for anything else, and for a name
         the test function binds (what it holds is not read here)."""
         assert self.known is not None
+        if isinstance(node, ast.Name) and isinstance(env.get(node.id), _Written):
+            written = env[node.id]
+            assert isinstance(written, _Written)
+            return self.known_text(written.node, {}, want=want)  # the row's, as written
         shown = ast.unparse(node)
         try:
             if isinstance(node, ast.Call):
@@ -238,7 +244,8 @@ class _Reader:
         try:
             return repr(self.value(node, env)), False
         except ValueError:
-            if self.known is None or not isinstance(node, ast.Call):
+            row = isinstance(node, ast.Name) and isinstance(env.get(node.id), _Written)
+            if self.known is None or not (isinstance(node, ast.Call) or row):
                 return None
         try:
             text = self.known_text(node, env, want=True)
@@ -347,13 +354,39 @@ def _parametrize_rows(
             try:
                 value = literal_of(row)
             except ValueError:
-                continue  # pytest.param(...), a computed row: not read
+                value = _written_row(row, len(names))
+                if value is None:
+                    continue  # pytest.param(...), a computed row: not read
             values = [value] if len(names) == 1 else value
             if not isinstance(values, (list, tuple)) or len(values) != len(names):
                 continue
             end = getattr(row, "end_lineno", None) or row.lineno
             rows.append((dict(zip(names, values, strict=True)), row.lineno, end))
     return rows
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A parametrize row's value that is no literal (``dt.timedelta(seconds=1)``): read
+    where the test uses it, by :meth:`_Reader.known_text`'s rules, or not at all."""
+
+    node: ast.expr
+
+
+def _written_row(row: ast.expr, count: int) -> object:
+    """A row that is no literal, each value a literal's or a :class:`_Written`; None for
+    a row of another shape (``pytest.param(...)``, a computed table)."""
+    if count == 1:
+        return _Written(row)
+    if not isinstance(row, (ast.Tuple, ast.List)) or len(row.elts) != count:
+        return None
+    values: list[object] = []
+    for item in row.elts:
+        try:
+            values.append(literal_of(item))
+        except ValueError:
+            values.append(_Written(item))
+    return tuple(values)
 
 
 def assertions(
