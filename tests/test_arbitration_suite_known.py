@@ -416,3 +416,35 @@ def test_through_the_engine_a_table_of_timedeltas_is_the_spec(tmp_path: Path):
     assert verdict.truth_source == "oracles (spec from suite: 3 examples)"
     assert verdict.fix is not None and verdict.fix.side == "source"
     assert "assert ago(dt.timedelta(hours=1)) == '60 min ago'" in model.oracle_text()
+
+
+def test_functions_and_lambdas_as_arguments_travel_with_their_definitions(tmp_path: Path):
+    module = (
+        "def total(fn, xs):\n    out = xs[0]\n"
+        "    for x in xs[1:]:\n        out = fn(out, x)\n    return out\n"
+    )
+    tests = (
+        "import math\nfrom operator import add\n\nfrom text import total\n\n\n"
+        "def both(a, b):\n    return math.floor(a) + math.floor(b)\n\n\n"
+        "def test_total():\n"
+        "    assert total(add, [1, 2, 3]) == 6\n"
+        "    assert total(both, [1.5, 2.5]) == 3\n"
+        "    assert total(lambda a, b: a * b, [2, 3]) == 6\n"
+        "    assert total(max, [2, 7, 3]) == 7\n"
+    )
+    root = project(tmp_path / "p", module, tests)
+    scan = suite_examples(root, "total", "text", "tests/test_text.py", (None, "x"), "'0'")
+    assert [f.definitions for f in scan.found] == [
+        "from operator import add\n",
+        "import math\ndef both(a, b):\n    return math.floor(a) + math.floor(b)\n",
+        "",
+        "",
+    ]
+    kept = passing_examples(scan, "total", "text.py", {"text.py": module}, _limits())
+    assert len(kept) == 4, scan.excluded
+    sums = "def total(fn, xs):\n    return sum(xs)\n"
+    why = contradicted_example(sums, [f.example for f in kept], _limits(), "the suite")
+    assert why is not None and why.startswith(
+        "contradicts the suite's example: total(both, [1.5, 2.5]) returned 4.0"
+    )
+    assert contradicted_example(module, [f.example for f in kept], _limits()) is None
