@@ -448,3 +448,44 @@ def test_functions_and_lambdas_as_arguments_travel_with_their_definitions(tmp_pa
         "contradicts the suite's example: total(both, [1.5, 2.5]) returned 4.0"
     )
     assert contradicted_example(module, [f.example for f in kept], _limits()) is None
+
+
+NESTED = """import math
+
+from pkg.human import ago
+
+
+def test_nested():
+    def triple(x):
+        return math.floor(x) * 3
+
+    limit = 3
+
+    def capped(x):
+        return min(x, limit)
+
+    assert ago(triple) == "triple"
+    assert ago(lambda x: triple(x) + 1) == "lambda over a definition"
+    assert ago(capped) == "uses a local"
+    assert ago(later) == "defined after"
+
+    def later(x):
+        return x
+
+    def twice(x):
+        return x
+
+    twice = None
+    assert ago(twice) == "bound twice"
+"""
+
+
+def test_a_function_the_test_defines_once_before_the_assertion_travels_as_isolation_reads_it():
+    found, _ = assertions(NESTED, "tests/test_n.py", "ago", "pkg.human", known=True)
+    assert [(f.call, f.definitions) for f in found] == [
+        ("ago(triple)", "import math\ndef triple(x):\n    return math.floor(x) * 3\n"),
+        (
+            "ago(lambda x: triple(x) + 1)",
+            "import math\ndef triple(x):\n    return math.floor(x) * 3\n",
+        ),
+    ]

@@ -19,6 +19,8 @@ differential check's inputs (:func:`static_examples`) read; it imports neither.
 from __future__ import annotations
 
 import ast
+import textwrap
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -127,6 +129,9 @@ class _Reader:
         self.name, self.functions, self.modules = name, functions, modules
         self.names = names
         self.scope: frozenset[str] = frozenset()  # every name the test function binds
+        # the functions and classes it defines once, plainly: (line, text as top-level)
+        self.defined: dict[str, tuple[int, str]] = {}
+        self.line = 0  # the assertion's
         self.known: Known | None = None  # the current call's reading
         self.is_known = False  # the current call or value read a known expression
 
@@ -153,7 +158,11 @@ class _Reader:
             wrapper, node = node.func.id, node.args[0]
         if not isinstance(node, ast.Call) or not self.ours(node.func):
             return None
-        self.known = Known(self.names, {}, self.scope) if self.names is not None else None
+        self.known = None
+        if self.names is not None:
+            # as the failing call's: what the test defined once before the assertion
+            nested = {n: text for n, (line, text) in self.defined.items() if line < self.line}
+            self.known = Known(self.names, nested, self.scope - nested.keys())
         self.is_known = False
         try:
             args = [self.text(a, env) for a in node.args]
@@ -209,11 +218,7 @@ class _Reader:
         try:
             if isinstance(node, ast.Call):
                 name = dotted_name(node.func)
-                if (
-                    name is None
-                    or name.partition(".")[0] in self.scope
-                    or not self.known.constructor(name, shown)
-                ):
+                if name is None or self._local(name) or not self.known.constructor(name, shown):
                     raise ValueError("no value class")
                 parts = [self.text(a, env) for a in node.args]
                 for keyword in node.keywords:
@@ -225,11 +230,7 @@ class _Reader:
                 raise ValueError("an expected value is a literal or a construction")
             if isinstance(node, (ast.Name, ast.Attribute)):
                 name = dotted_name(node)
-                if (
-                    name is None
-                    or name.partition(".")[0] in self.scope
-                    or self.known.name(name, shown, local=False) is None
-                ):
+                if name is None or self._local(name) or self.known.name(name, shown) is None:
                     raise ValueError("not a known name")
                 return name
             if isinstance(node, ast.Lambda):
@@ -238,6 +239,13 @@ class _Reader:
         except NotIsolated as exc:
             raise ValueError(str(exc)) from None
         raise ValueError("not a known value")
+
+    def _local(self, dotted: str) -> bool:
+        """Whether ``dotted``'s head is a local of the test (a definition of it read by
+        :class:`Known` is not)."""
+        assert self.known is not None
+        head = dotted.partition(".")[0]
+        return head in self.scope and head not in self.known.nested
 
     def want(self, node: ast.expr, env: dict[str, object]) -> tuple[str, bool] | None:
         """(the expected value's text, whether it is a construction) or None."""
@@ -271,9 +279,25 @@ class _Check(NamedTuple):
     known: bool  # an argument or the value is no literal
     want_built: bool  # the value is a construction, compared by the sandbox's repr
 
+    def found(self, path: str, spans: tuple[tuple[int, int], ...], text: str, mine: bool) -> Found:
+        return Found(
+            self.call,
+            self.arguments,
+            self.want,
+            path,
+            spans[0][0],
+            spans,
+            text,
+            mine,
+            self.definitions,
+            self.known,
+            self.want_built,
+        )
+
 
 def _checks(statement: ast.stmt, reader: _Reader, env: dict[str, object]) -> Iterable[_Check]:
     """The assertion about the function ``statement`` makes, if it makes one."""
+    reader.line = statement.lineno
 
     def check(call: tuple[str, str], want: tuple[str, bool]) -> _Check:
         return _Check(*call, want[0], statement, reader.definitions, reader.is_known, want[1])
@@ -365,6 +389,40 @@ def _parametrize_rows(
     return rows
 
 
+def _defined_once(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, text: str
+) -> dict[str, tuple[int, str]]:
+    """The undecorated functions and classes a test defines in its body, each once (no
+    other binding of its name in the test), with their line and text as a top-level
+    definition — what :class:`Known` carries to the sandbox for one used as an
+    argument (the same rule as the failing call's, ``bindings.Bindings._reader``)."""
+    counts: Counter[str] = Counter()
+    for node in ast.walk(function):
+        if node is function:
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] += 1
+        elif isinstance(node, ast.arg):
+            counts[node.arg] += 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            counts[node.name] += 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            counts.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            counts[node.name] += 1
+    found: dict[str, tuple[int, str]] = {}
+    for stmt in function.body:
+        if (
+            isinstance(stmt, (ast.FunctionDef, ast.ClassDef))
+            and not stmt.decorator_list
+            and counts[stmt.name] == 1
+        ):
+            segment = ast.get_source_segment(text, stmt, padded=True)
+            if segment is not None:
+                found[stmt.name] = (stmt.lineno, textwrap.dedent(segment))
+    return found
+
+
 @dataclass(frozen=True)
 class _Written:
     """A parametrize row's value that is no literal (``dt.timedelta(seconds=1)``): read
@@ -439,21 +497,7 @@ def assertions(
                             # a parametrized case: its row, and the assertion it feeds
                             spans = ((first, last), (start, end))
                             text = f"{lines[first - 1].strip()[:100]} -> {text}"
-                        found.append(
-                            Found(
-                                check.call,
-                                check.arguments,
-                                check.want,
-                                path,
-                                spans[0][0],
-                                spans,
-                                text,
-                                mine,
-                                check.definitions,
-                                check.known,
-                                check.want_built,
-                            )
-                        )
+                        found.append(check.found(path, spans, text, mine))
 
     def visit(body: Sequence[ast.stmt], cls: str | None) -> None:
         for node in body:
@@ -465,6 +509,7 @@ def assertions(
                 if rows == []:
                     continue
                 reader.scope = frozenset(_bound_names(node))
+                reader.defined = _defined_once(node, text)
                 read(node.body, rows, mine)
 
     visit(tree.body, None)
