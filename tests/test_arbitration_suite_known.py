@@ -489,3 +489,23 @@ def test_a_function_the_test_defines_once_before_the_assertion_travels_as_isolat
             "import math\ndef triple(x):\n    return math.floor(x) * 3\n",
         ),
     ]
+
+
+def test_the_package_that_re_exports_the_function_names_it_too():
+    # unittest style, the function called through the package that re-exports it
+    text = (
+        "import datetime as dt\nimport unittest\n\nimport human\nimport human as hu\n"
+        "from human import ago as when\n\n\n"
+        "class TestAgo(unittest.TestCase):\n"
+        "    def test_seconds(self):\n"
+        '        self.assertEqual(human.ago(dt.timedelta(seconds=1)), "1 s ago")\n'
+        '        self.assertEqual(hu.ago(dt.timedelta(seconds=2)), "2 s ago")\n'
+        '        self.assertEqual(when(dt.timedelta(seconds=3)), "3 s ago")\n'
+        '        self.assertEqual(human.other.ago(4), "another module")\n'
+    )
+    found, _ = assertions(text, "tests/test_h.py", "ago", "human.time", known=True)
+    assert [f.call for f in found] == [
+        "ago(dt.timedelta(seconds=1))",
+        "ago(dt.timedelta(seconds=2))",
+        "ago(dt.timedelta(seconds=3))",
+    ]
