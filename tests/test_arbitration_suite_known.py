@@ -509,3 +509,16 @@ def test_the_package_that_re_exports_the_function_names_it_too():
         "ago(dt.timedelta(seconds=2))",
         "ago(dt.timedelta(seconds=3))",
     ]
+
+
+def test_a_known_argument_that_builds_the_failing_calls_literal_is_left_out(tmp_path: Path):
+    module = "def inc(x):\n    return x + 2\n"
+    tests = (
+        "from text import inc\n\n\ndef test_inc():\n"
+        "    assert inc(int('1')) == 3\n    assert inc(int('5')) == 7\n    assert inc(2) == 4\n"
+    )
+    root = project(tmp_path / "p", module, tests)
+    scan = suite_examples(root, "inc", "text", "tests/test_text.py", (None, "x"), "1")
+    kept = passing_examples(scan, "inc", "text.py", {"text.py": module}, _limits(), ("1", ""))
+    assert [f.call for f in kept] == ["inc(int('5'))", "inc(2)"]
+    assert scan.excluded == {"the failing call's arguments": 1}

@@ -384,9 +384,9 @@ def passing_examples(
     too, and compared — then and by the oracles — by the repr it gives (kept in
     ``Found.compared``); one whose repr names an address is no value. The others are left
     out (and counted in ``scan.excluded``); when the module does not run at all, none is
-    kept. ``failing``: the failing call's (arguments, definitions) — where they are no
-    literals, an assertion whose known arguments build the same values there
-    (``timedelta(minutes=1)`` for ``dt.timedelta(seconds=60)``) is left out too, as
+    kept. ``failing``: the failing call's (arguments, definitions) — an assertion whose
+    known arguments build the same values there (``timedelta(minutes=1)`` for
+    ``dt.timedelta(seconds=60)``, ``int("1")`` for ``1``) is left out too, as
     :func:`suite_examples` leaves out the same text."""
     from referee.checks.execution.running import MODULE_IMPORT as _IMPORT
     from referee.checks.execution.running import module_of as _module_of
@@ -445,16 +445,12 @@ _ARGUMENTS = "(lambda *a, **k: (a, k))({})"
 
 
 def _same_values(found: list[Found], failing: tuple[str, str] | None) -> tuple[str] | None:
-    """The probe of the failing call's arguments as values, when they are no literals
-    and some assertion's arguments are known expressions too; else None."""
+    """The probe of the failing call's arguments as values, when some assertion's
+    arguments are known expressions (``int("1")`` builds the failing ``1`` too); else
+    None."""
     if failing is None or not any(item.known for item in found):
         return None
     arguments, definitions = failing
-    parts = _call_parts(arguments)
-    if parts is not None and not any(
-        isinstance(v, _Expression) for v in [*parts[0], *parts[1].values()]
-    ):
-        return None  # literals: matched by value already (:func:`_same_arguments`)
     return (with_definitions(_ARGUMENTS.format(arguments), definitions),)
 
 
