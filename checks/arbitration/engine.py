@@ -491,7 +491,9 @@ class _Context:
         if not spec.docstring_value:
             # The specification its author committed to: the suite's passing
             # assertions about it (never the failing one, nor one changed now).
-            scan = self._suite_scan(spec, arguments, function_relpath, fixing.files, fixing.work)
+            scan = self._suite_scan(
+                spec, arguments, function_relpath, fixing.files, fixing.work, isolated.definitions
+            )
             needed = self.config.suite_examples
             if not needed or len(scan.found) < needed:
                 return self.unclear(
@@ -599,6 +601,7 @@ class _Context:
         function_relpath: str | None,
         files: _LazyFiles,
         work: Work,
+        definitions: str = "",
     ) -> SuiteScan:
         """The project's passing assertions about ``spec``'s function that the working
         diff did not change, the failing test and the failing call's arguments left out
@@ -623,7 +626,12 @@ class _Context:
         elif len(scan.found) >= needed:
             work.say(f"running {len(scan.found)} of the suite's assertions on the current code")
             passing_examples(
-                scan, spec.name, function_relpath, files.get(), pytest_run_limits(self.config)
+                scan,
+                spec.name,
+                function_relpath,
+                files.get(),
+                pytest_run_limits(self.config),
+                failing=(arguments, definitions),
             )
         left_out = ", ".join(f"{n} {why}" for why, n in scan.excluded.items())
         self.suite_evidence = (

@@ -17,6 +17,7 @@ from typing import Any
 
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.methods import oracle_example
 from referee.checks.arbitration.projection import projected_literal
 from referee.checks.arbitration.sites import WRAPPERS
@@ -374,13 +375,19 @@ def contradicted_example(
     if not examples:
         return None
     cap = probe_cap(limits, len(examples))
-    expression = "[" + ", ".join(f"_referee_probe(lambda: {c})" for c, _, _ in examples) + "]"
+    # a suite's example may carry what its known arguments need, and the repr its
+    # constructed expected value has (:class:`~referee.checks.arbitration.suite_reading.Example`)
+    calls = [with_definitions(e[0], getattr(e, "definitions", "")) for e in examples]
+    expression = "[" + ", ".join(f"_referee_probe(lambda: {c})" for c in calls) + "]"
     result = sandbox.evaluate(program + PROBE.format(cap=cap), expression, limits=limits)
     values = probe_values(result, len(examples), cap)
     if values is None:
         return f"contradicts {origin}'s examples: running them gave {result.message or 'no values'}"
-    for (call, want, _), (status, text) in zip(examples, values, strict=True):
-        if status != "ok" or not sandbox.values_equal(text, want):
+    for example, (status, text) in zip(examples, values, strict=True):
+        call, want = example[0], example[1]
+        if status != "ok" or not sandbox.values_equal(
+            text, getattr(example, "compared", "") or want
+        ):
             got = f"raised {text}" if status != "ok" else f"returned {text}"
             return f"contradicts {origin}'s example: {call} {got}, {origin} says {want}"
     return None

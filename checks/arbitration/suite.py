@@ -32,11 +32,18 @@ import re
 import subprocess
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from referee.checks import sandbox
-from referee.checks.arbitration.examples import PROBE, identical, probe_cap, probe_values
+from referee.checks.arbitration.examples import (
+    PROBE,
+    dotted_name,
+    identical,
+    probe_cap,
+    probe_values,
+)
+from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.suite_reading import Example, Found, assertions, literal_of
 from referee.checks.config import Settings, walk
 
@@ -214,7 +221,12 @@ def _read_suite(
         total += size
         scan.files_read += 1
         found, _ = assertions(
-            text, relpath, name, module, failing_test if relpath == failing_path else None
+            text,
+            relpath,
+            name,
+            module,
+            failing_test if relpath == failing_path else None,
+            known=True,
         )
         candidates.extend(found)
     return candidates
@@ -247,19 +259,44 @@ def _committed(scan: SuiteScan, root: Path, found: list[Found]) -> list[Found]:
     return kept
 
 
+@dataclass(frozen=True)
+class _Expression:
+    """An argument that is no literal (``dt.timedelta(seconds=1)``), by its normalized
+    tree with every dotted name read by its last part: ``datetime.timedelta(seconds=1)``
+    is the same argument (a module's alias is not the value's business)."""
+
+    tree: str
+
+
+class _LastParts(ast.NodeTransformer):
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if dotted_name(node) is not None:
+            return ast.Name(id=node.attr, ctx=ast.Load())
+        return self.generic_visit(node)
+
+
+def _argument(node: ast.expr) -> object:
+    try:
+        return literal_of(node)
+    except ValueError:
+        return _Expression(ast.dump(_LastParts().visit(node), annotate_fields=False))
+
+
 def _call_parts(arguments: str) -> tuple[list[object], dict[str, object]] | None:
-    """The literal values of a call's arguments (positional, keyword), or None."""
+    """The values of a call's arguments (positional, keyword) — a literal's value, or an
+    :class:`_Expression` for one that is no literal — or None when they do not read."""
     try:
         call = ast.parse(f"f({arguments})", mode="eval").body
-        assert isinstance(call, ast.Call)
-        if any(k.arg is None for k in call.keywords):
-            return None
-        return (
-            [literal_of(a) for a in call.args],
-            {str(k.arg): literal_of(k.value) for k in call.keywords},
-        )
-    except (ValueError, SyntaxError, AssertionError):
+    except (SyntaxError, ValueError, RecursionError):
         return None
+    if not isinstance(call, ast.Call) or any(k.arg is None for k in call.keywords):
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    return (
+        [_argument(a) for a in call.args],
+        {str(k.arg): _argument(k.value) for k in call.keywords},
+    )
 
 
 def parameters(signature: str) -> list[tuple[str, object]] | None:
@@ -313,8 +350,9 @@ def _same_arguments(
 ) -> bool:
     """Whether an assertion's call has the failing call's arguments: the same values of
     the same types, matched by parameter (``f(1)`` is ``f(x=1)`` and ``f(1, k=2)`` where
-    2 is ``k``'s default) when the signature is known; the same text where the failing
-    call's arguments are no literals."""
+    2 is ``k``'s default) when the signature is known; an argument that is no literal
+    (``dt.timedelta(seconds=1)``) by its normalized tree (:class:`_Expression`), and
+    where the arguments do not read, the same text."""
     ours, theirs = _call_parts(arguments), _call_parts(failing)
     if theirs is None or ours is None:
         return arguments.replace(" ", "") == failing.replace(" ", "")
@@ -337,11 +375,19 @@ def passing_examples(
     relpath: str,
     files: dict[str, str],
     limits: sandbox.Limits,
+    failing: tuple[str, str] | None = None,
 ) -> list[Found]:
     """Of ``scan``'s assertions, those the current code satisfies, run in the sandbox with
-    the project's files (as a probe: every call in one run, each caught on its own). The
-    others are left out (and counted in ``scan.excluded``); when the module does not run
-    at all, none is kept."""
+    the project's files (as a probe: every call in one run, each caught on its own), each
+    with its definitions (:func:`~referee.checks.arbitration.known.with_definitions`). An
+    expected value written as a construction (``datetime(2019, 3, 29)``) is built there
+    too, and compared — then and by the oracles — by the repr it gives (kept in
+    ``Found.compared``); one whose repr names an address is no value. The others are left
+    out (and counted in ``scan.excluded``); when the module does not run at all, none is
+    kept. ``failing``: the failing call's (arguments, definitions) — an assertion whose
+    known arguments build the same values there (``timedelta(minutes=1)`` for
+    ``dt.timedelta(seconds=60)``, ``int("1")`` for ``1``) is left out too, as
+    :func:`suite_examples` leaves out the same text."""
     from referee.checks.execution.running import MODULE_IMPORT as _IMPORT
     from referee.checks.execution.running import module_of as _module_of
 
@@ -350,10 +396,18 @@ def passing_examples(
     entry, module = _module_of(relpath)
     code = _IMPORT.format(entry=entry, module=module, relpath=relpath)
     code += f"{name} = _referee_m.{name}\n"
-    cap = probe_cap(limits, len(scan.found))
-    expression = "[" + ", ".join(f"_referee_probe(lambda: {f.call})" for f in scan.found) + "]"
+    same = _same_values(scan.found, failing)
+    probes = [] if same is None else [same[0]]
+    for item in scan.found:
+        probes.append(with_definitions(item.call, item.definitions))
+        if item.want_built:
+            probes.append(with_definitions(item.want, item.definitions))
+        if same is not None and item.known:
+            probes.append(with_definitions(_ARGUMENTS.format(item.arguments), item.definitions))
+    cap = probe_cap(limits, len(probes))
+    expression = "[" + ", ".join(f"_referee_probe(lambda: {p})" for p in probes) + "]"
     result = sandbox.evaluate(code + PROBE.format(cap=cap), expression, limits=limits, files=files)
-    values = probe_values(result, len(scan.found), cap)
+    values = probe_values(result, len(probes), cap)
     if values is None:
         scan.notes.append(
             f"the current code did not run in the sandbox ({result.message or result.status})"
@@ -363,13 +417,41 @@ def passing_examples(
         scan.found = []
         return []
     kept = []
-    for item, (status, text) in zip(scan.found, values, strict=True):
-        if status == "ok" and sandbox.values_equal(text, item.want):
+    answers = iter(values)
+    theirs = next(answers) if same is not None else None
+    if theirs is not None and (theirs[0] != "ok" or " at 0x" in theirs[1]):
+        theirs = None  # no value to compare: the text alone decided
+    for item in scan.found:
+        status, text = next(answers)
+        built = next(answers) if item.want_built else None
+        values = next(answers) if same is not None and item.known else None
+        if built is not None:
+            if built[0] != "ok" or " at 0x" in built[1]:
+                scan.leave_out("its expected value could not be built to compare")
+                continue
+            item = replace(item, compared=built[1])
+        if theirs is not None and values == theirs:
+            scan.leave_out("the failing call's arguments")
+        elif status == "ok" and sandbox.values_equal(text, item.compared or item.want):
             kept.append(item)
         else:
             scan.leave_out("fails on the current code")
     scan.found = kept
     return kept
+
+
+# a call's arguments as the values they build: (positional, keyword)
+_ARGUMENTS = "(lambda *a, **k: (a, k))({})"
+
+
+def _same_values(found: list[Found], failing: tuple[str, str] | None) -> tuple[str] | None:
+    """The probe of the failing call's arguments as values, when some assertion's
+    arguments are known expressions (``int("1")`` builds the failing ``1`` too); else
+    None."""
+    if failing is None or not any(item.known for item in found):
+        return None
+    arguments, definitions = failing
+    return (with_definitions(_ARGUMENTS.format(arguments), definitions),)
 
 
 __all__ = [

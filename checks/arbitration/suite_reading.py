@@ -1,6 +1,16 @@
 """The suite's assertions about a function, read from a test module's text (nothing
 runs): ``assert f(1, "a") == 3``, ``self.assertEqual(f(2), [1])``, parametrize rows, each
-as a :class:`Found` with its call of the bare name, literal arguments and expected value.
+as a :class:`Found` with its call of the bare name, its arguments and expected value.
+
+Arguments are literals, or — for the arbitration's scan (``known=True``) — values known
+without running the test by :mod:`~referee.checks.arbitration.known`'s rules, the same
+the failing call is isolated by: a built-in's name, a standard-library function the
+module imports, a plain function or lambda of the test module, an object of a
+standard-library value class built from known arguments (``dt.timedelta(seconds=1)``).
+Such an assertion carries its *definitions* (the module's imports of the names it uses,
+the definitions it names), and its expected value may be such an object too
+(``parse("...") == datetime(2019, 3, 29)``): that one is compared by the repr the
+sandbox gives it, never evaluated here.
 
 What both the arbitration's suite scan (:mod:`referee.checks.arbitration.suite`) and the
 differential check's inputs (:func:`static_examples`) read; it imports neither.
@@ -9,17 +19,36 @@ differential check's inputs (:func:`static_examples`) read; it imports neither.
 from __future__ import annotations
 
 import ast
+import textwrap
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from referee.checks.arbitration.examples import dotted_name
-from referee.checks.arbitration.sites import WRAPPERS
+from referee.checks.arbitration.known import Known, ModuleNames, _bound_names
+from referee.checks.arbitration.sites import WRAPPERS, NotIsolated
 
 _EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
                   "assertDictEqual", "assertSetEqual", "assertIs"}  # fmt: skip
 _NONE_METHODS = {"assertIsNone"}
 
-Example = tuple[str, str, str]  # (call, want, where)
+
+class Example(tuple[str, str, str]):
+    """(call, want, where) as the assertion writes them — what an oracle's prompt shows —
+    with what running it needs: ``definitions`` (:func:`~referee.checks.arbitration.known.
+    with_definitions`) and ``compared``, the repr the sandbox gave an expected value
+    written as a construction (``datetime(2019, 3, 29)``), which results are compared to."""
+
+    definitions: str
+    compared: str
+
+    def __new__(
+        cls, call: str, want: str, where: str, definitions: str = "", compared: str = ""
+    ) -> Example:
+        self = super().__new__(cls, (call, want, where))
+        self.definitions, self.compared = definitions, compared
+        return self
 
 
 @dataclass(frozen=True)
@@ -38,6 +67,11 @@ class Found:
     # another assertion of the failing test itself: the suite's word only where git says
     # it was committed before (the failing assertion's own call never is)
     in_failing_test: bool = False
+    # what known arguments (or expected value) need in the sandbox: imports, definitions
+    definitions: str = ""
+    known: bool = False  # an argument or the expected value is no literal
+    want_built: bool = False  # the expected value is a construction, compared by its repr
+    compared: str = ""  # that repr, as the sandbox gave it (:func:`suite.passing_examples`)
 
     @property
     def where(self) -> str:
@@ -45,7 +79,7 @@ class Found:
 
     @property
     def example(self) -> Example:
-        return (self.call, self.want, self.where)
+        return Example(self.call, self.want, self.where, self.definitions, self.compared)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -55,13 +89,24 @@ def local_names(tree: ast.Module, name: str, module: str) -> tuple[set[str], set
     """The names a test module calls ``module.name`` by: (the function's own local names —
     ``from pkg.mod import f`` / ``... import f as g`` —, the local names of its module —
     ``import pkg.mod as m`` / ``from pkg import mod``). A module given by its last part
-    only (``from mod import f`` where the project runs tests from its package dir) counts."""
+    only (``from mod import f`` where the project runs tests from its package dir) counts,
+    and so does a package above it (``import humanize; humanize.naturaltime(...)`` for
+    ``humanize.time.naturaltime``)."""
     last = module.rsplit(".", 1)[-1]
+    parts = module.split(".")
+    # the packages above it, which re-export it (``import humanize`` for ``humanize.time``):
+    # an assertion about another function of the name fails on this one, and is dropped
+    # when the suite is run on the current code (:func:`suite.passing_examples`)
+    packages = {".".join(parts[:n]) for n in range(1, len(parts))}
     functions: set[str] = set()
     modules: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            same = node.module == module or node.module.rsplit(".", 1)[-1] == last
+            same = (
+                node.module == module
+                or node.module.rsplit(".", 1)[-1] == last
+                or node.module in packages
+            )
             for alias in node.names:
                 if same and alias.name == name:
                     functions.add(alias.asname or alias.name)
@@ -69,10 +114,12 @@ def local_names(tree: ast.Module, name: str, module: str) -> tuple[set[str], set
                     modules.add(alias.asname or alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name == module or (alias.asname and alias.name.endswith("." + last)):
+                if (
+                    alias.name in (module, last)
+                    or alias.name in packages
+                    or (alias.asname and alias.name.endswith("." + last))
+                ):
                     modules.add(alias.asname or alias.name)
-                elif alias.name == last:
-                    modules.add(alias.name)
     return functions, modules
 
 
@@ -85,8 +132,21 @@ def literal_of(node: ast.expr) -> object:
 
 
 class _Reader:
-    def __init__(self, name: str, functions: set[str], modules: set[str]) -> None:
+    """Reads one module's assertions about the function. With ``names`` (the module's
+    imports and definitions) an argument may be a value known without running the test
+    (:class:`~referee.checks.arbitration.known.Known`), read afresh for each call."""
+
+    def __init__(
+        self, name: str, functions: set[str], modules: set[str], names: ModuleNames | None
+    ) -> None:
         self.name, self.functions, self.modules = name, functions, modules
+        self.names = names
+        self.scope: frozenset[str] = frozenset()  # every name the test function binds
+        # the functions and classes it defines once, plainly: (line, text as top-level)
+        self.defined: dict[str, tuple[int, str]] = {}
+        self.line = 0  # the assertion's
+        self.known: Known | None = None  # the current call's reading
+        self.is_known = False  # the current call or value read a known expression
 
     def ours(self, func: ast.expr) -> bool:
         if isinstance(func, ast.Name):
@@ -97,8 +157,8 @@ class _Reader:
 
     def call_of(self, node: ast.expr, env: dict[str, object]) -> tuple[str, str] | None:
         """(call of the bare name, its arguments) when ``node`` calls the function with
-        literal arguments (names bound by ``env``: a parametrize row), perhaps under one
-        wrapper (``sorted(f(x))``)."""
+        literal or known arguments (names bound by ``env``: a parametrize row), perhaps
+        under one wrapper (``sorted(f(x))``)."""
         wrapper = None
         if (
             isinstance(node, ast.Call)
@@ -111,34 +171,109 @@ class _Reader:
             wrapper, node = node.func.id, node.args[0]
         if not isinstance(node, ast.Call) or not self.ours(node.func):
             return None
+        self.known = None
+        if self.names is not None:
+            # as the failing call's: what the test defined once before the assertion
+            nested = {n: text for n, (line, text) in self.defined.items() if line < self.line}
+            self.known = Known(self.names, nested, self.scope - nested.keys())
+        self.is_known = False
         try:
-            args = [self.value(a, env) for a in node.args]
+            args = [self.text(a, env) for a in node.args]
             kwargs = []
             for keyword in node.keywords:
                 if keyword.arg is None:
                     return None
-                kwargs.append(f"{keyword.arg}={self.value(keyword.value, env)!r}")
+                kwargs.append(f"{keyword.arg}={self.text(keyword.value, env)}")
         except ValueError:
             return None
-        arguments = ", ".join([*(repr(a) for a in args), *kwargs])
+        arguments = ", ".join([*args, *kwargs])
         call = f"{self.name}({arguments})"
         return (f"{wrapper}({call})" if wrapper else call), arguments
+
+    @property
+    def definitions(self) -> str:
+        return self.known.text() if self.known is not None else ""
 
     def value(self, node: ast.expr, env: dict[str, object]) -> object:
         if isinstance(node, ast.Starred):
             raise ValueError("starred")
         if isinstance(node, ast.Name) and node.id in env:
+            if isinstance(env[node.id], _Written):
+                raise ValueError("a row's value that is no literal")
             return env[node.id]
         value = literal_of(node)
         if not _round_trips(value):
             raise ValueError("not a literal that reads back")
         return value
 
-    def want(self, node: ast.expr, env: dict[str, object]) -> str | None:
+    def text(self, node: ast.expr, env: dict[str, object], *, want: bool = False) -> str:
+        """A literal's repr, or a known expression as written (:meth:`known_text`)."""
         try:
             return repr(self.value(node, env))
         except ValueError:
+            if self.known is None or isinstance(node, ast.Starred):
+                raise
+        text = self.known_text(node, env, want=want)
+        self.is_known = True
+        return text
+
+    def known_text(self, node: ast.expr, env: dict[str, object], *, want: bool) -> str:
+        """``node`` as written when it is known by :class:`Known`'s rules — a name, a
+        lambda (an argument only) or an object of a value class built from known
+        arguments — its definitions added; ValueError for anything else, and for a name
+        the test function binds (what it holds is not read here)."""
+        assert self.known is not None
+        if isinstance(node, ast.Name) and isinstance(env.get(node.id), _Written):
+            written = env[node.id]
+            assert isinstance(written, _Written)
+            return self.known_text(written.node, {}, want=want)  # the row's, as written
+        shown = ast.unparse(node)
+        try:
+            if isinstance(node, ast.Call):
+                name = dotted_name(node.func)
+                if name is None or self._local(name) or not self.known.constructor(name, shown):
+                    raise ValueError("no value class")
+                parts = [self.text(a, env) for a in node.args]
+                for keyword in node.keywords:
+                    if keyword.arg is None:
+                        raise ValueError("a ** argument")
+                    parts.append(f"{keyword.arg}={self.text(keyword.value, env)}")
+                return f"{name}({', '.join(parts)})"
+            if want:
+                raise ValueError("an expected value is a literal or a construction")
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                name = dotted_name(node)
+                if name is None or self._local(name) or self.known.name(name, shown) is None:
+                    raise ValueError("not a known name")
+                return name
+            if isinstance(node, ast.Lambda):
+                self.known.lambda_(shown)
+                return shown
+        except NotIsolated as exc:
+            raise ValueError(str(exc)) from None
+        raise ValueError("not a known value")
+
+    def _local(self, dotted: str) -> bool:
+        """Whether ``dotted``'s head is a local of the test (a definition of it read by
+        :class:`Known` is not)."""
+        assert self.known is not None
+        head = dotted.partition(".")[0]
+        return head in self.scope and head not in self.known.nested
+
+    def want(self, node: ast.expr, env: dict[str, object]) -> tuple[str, bool] | None:
+        """(the expected value's text, whether it is a construction) or None."""
+        try:
+            return repr(self.value(node, env)), False
+        except ValueError:
+            row = isinstance(node, ast.Name) and isinstance(env.get(node.id), _Written)
+            if self.known is None or not (isinstance(node, ast.Call) or row):
+                return None
+        try:
+            text = self.known_text(node, env, want=True)
+        except ValueError:
             return None
+        self.is_known = True
+        return text, True
 
 
 def _round_trips(value: object) -> bool:
@@ -148,10 +283,38 @@ def _round_trips(value: object) -> bool:
         return False
 
 
-def _checks(
-    statement: ast.stmt, reader: _Reader, env: dict[str, object]
-) -> Iterable[tuple[str, str, str, ast.AST]]:
-    """(call, arguments, want, node) of an assertion about the function."""
+class _Check(NamedTuple):
+    call: str
+    arguments: str
+    want: str
+    node: ast.stmt
+    definitions: str  # what the known arguments and value need
+    known: bool  # an argument or the value is no literal
+    want_built: bool  # the value is a construction, compared by the sandbox's repr
+
+    def found(self, path: str, spans: tuple[tuple[int, int], ...], text: str, mine: bool) -> Found:
+        return Found(
+            self.call,
+            self.arguments,
+            self.want,
+            path,
+            spans[0][0],
+            spans,
+            text,
+            mine,
+            self.definitions,
+            self.known,
+            self.want_built,
+        )
+
+
+def _checks(statement: ast.stmt, reader: _Reader, env: dict[str, object]) -> Iterable[_Check]:
+    """The assertion about the function ``statement`` makes, if it makes one."""
+    reader.line = statement.lineno
+
+    def check(call: tuple[str, str], want: tuple[str, bool]) -> _Check:
+        return _Check(*call, want[0], statement, reader.definitions, reader.is_known, want[1])
+
     if isinstance(statement, ast.Assert):
         test = statement.test
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -161,7 +324,7 @@ def _checks(
                     call = reader.call_of(call_side, env)
                     want = reader.want(value_side, env) if call else None
                     if call and want is not None:
-                        yield call[0], call[1], want, statement
+                        yield check(call, want)
                         return
             elif (
                 isinstance(op, ast.Is)
@@ -170,7 +333,7 @@ def _checks(
             ):
                 call = reader.call_of(left, env)
                 if call:
-                    yield call[0], call[1], repr(right.value), statement
+                    yield check(call, (repr(right.value), False))
         return
     if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
         return
@@ -182,14 +345,14 @@ def _checks(
             call = reader.call_of(call_side, env)
             want = reader.want(value_side, env) if call else None
             if call and want is not None:
-                if name == "assertIs" and want not in ("None", "True", "False"):
+                if name == "assertIs" and want[0] not in ("None", "True", "False"):
                     return
-                yield call[0], call[1], want, statement
+                yield check(call, want)
                 return
     elif name in _NONE_METHODS and len(method.args) >= 1:
         call = reader.call_of(method.args[0], env)
         if call:
-            yield call[0], call[1], "None", statement
+            yield check(call, ("None", False))
 
 
 def _parametrize_rows(
@@ -228,7 +391,9 @@ def _parametrize_rows(
             try:
                 value = literal_of(row)
             except ValueError:
-                continue  # pytest.param(...), a computed row: not read
+                value = _written_row(row, len(names))
+                if value is None:
+                    continue  # pytest.param(...), a computed row: not read
             values = [value] if len(names) == 1 else value
             if not isinstance(values, (list, tuple)) or len(values) != len(names):
                 continue
@@ -237,12 +402,77 @@ def _parametrize_rows(
     return rows
 
 
+def _defined_once(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, text: str
+) -> dict[str, tuple[int, str]]:
+    """The undecorated functions and classes a test defines in its body, each once (no
+    other binding of its name in the test), with their line and text as a top-level
+    definition — what :class:`Known` carries to the sandbox for one used as an
+    argument (the same rule as the failing call's, ``bindings.Bindings._reader``)."""
+    counts: Counter[str] = Counter()
+    for node in ast.walk(function):
+        if node is function:
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] += 1
+        elif isinstance(node, ast.arg):
+            counts[node.arg] += 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            counts[node.name] += 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            counts.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            counts[node.name] += 1
+    found: dict[str, tuple[int, str]] = {}
+    for stmt in function.body:
+        if (
+            isinstance(stmt, (ast.FunctionDef, ast.ClassDef))
+            and not stmt.decorator_list
+            and counts[stmt.name] == 1
+        ):
+            segment = ast.get_source_segment(text, stmt, padded=True)
+            if segment is not None:
+                found[stmt.name] = (stmt.lineno, textwrap.dedent(segment))
+    return found
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A parametrize row's value that is no literal (``dt.timedelta(seconds=1)``): read
+    where the test uses it, by :meth:`_Reader.known_text`'s rules, or not at all."""
+
+    node: ast.expr
+
+
+def _written_row(row: ast.expr, count: int) -> object:
+    """A row that is no literal, each value a literal's or a :class:`_Written`; None for
+    a row of another shape (``pytest.param(...)``, a computed table)."""
+    if count == 1:
+        return _Written(row)
+    if not isinstance(row, (ast.Tuple, ast.List)) or len(row.elts) != count:
+        return None
+    values: list[object] = []
+    for item in row.elts:
+        try:
+            values.append(literal_of(item))
+        except ValueError:
+            values.append(_Written(item))
+    return tuple(values)
+
+
 def assertions(
-    text: str, path: str, name: str, module: str, skip: tuple[str | None, str] | None = None
+    text: str,
+    path: str,
+    name: str,
+    module: str,
+    skip: tuple[str | None, str] | None = None,
+    *,
+    known: bool = False,
 ) -> tuple[list[Found], int]:
     """The assertions about ``module.name`` in one test module's text, and how many of
     them are in the failing test function ``skip`` = (class or None, name) — those come
-    back marked ``in_failing_test``."""
+    back marked ``in_failing_test``. With ``known``, arguments and expected values known
+    without running the test are read too (see the module's docstring)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -250,7 +480,7 @@ def assertions(
     functions, modules = local_names(tree, name, module)
     if not functions and not modules:
         return [], 0
-    reader = _Reader(name, functions, modules)
+    reader = _Reader(name, functions, modules, ModuleNames(text) if known else None)
     lines = text.splitlines()
     found: list[Found] = []
     skipped = 0
@@ -269,9 +499,10 @@ def assertions(
                 if not isinstance(node, ast.stmt):
                     continue
                 for env, first, last in rows if rows is not None else [({}, 0, 0)]:
-                    for call, arguments, want, at in _checks(node, reader, env):
+                    for check in _checks(node, reader, env):
                         skipped += mine
-                        start = at.lineno  # type: ignore[attr-defined]
+                        at = check.node
+                        start = at.lineno
                         end = getattr(at, "end_lineno", None) or start
                         spans = ((start, end),)
                         text = shown(at)
@@ -279,9 +510,7 @@ def assertions(
                             # a parametrized case: its row, and the assertion it feeds
                             spans = ((first, last), (start, end))
                             text = f"{lines[first - 1].strip()[:100]} -> {text}"
-                        found.append(
-                            Found(call, arguments, want, path, spans[0][0], spans, text, mine)
-                        )
+                        found.append(check.found(path, spans, text, mine))
 
     def visit(body: Sequence[ast.stmt], cls: str | None) -> None:
         for node in body:
@@ -292,6 +521,8 @@ def assertions(
                 rows = _parametrize_rows(node)
                 if rows == []:
                     continue
+                reader.scope = frozenset(_bound_names(node))
+                reader.defined = _defined_once(node, text)
                 read(node.body, rows, mine)
 
     visit(tree.body, None)
