@@ -43,7 +43,10 @@ TYPES = '''class Command:
 
     def __init__(self, script, output):
         self.script = script
-        self.output = output
+        self.output = self._clean(output)
+
+    def _clean(self, text):
+        return text.strip()
 
     @property
     def parts(self):
@@ -188,8 +191,10 @@ def test_the_oracles_see_the_class_without_its_bodies(tmp_path: Path):
     assert cls is not None
     outline = class_outline(cls)
     assert "def __init__(self, script, output):" in outline
-    assert "A shell command and what it printed." in outline and "The script's words." in outline
+    assert "A shell command and what it printed." in outline and "sets: output, script" in outline
+    # the data, not the behaviour: no body, no method
     assert "self.script = script" not in outline and "import match" not in outline
+    assert "parts" not in outline and "matched" not in outline
 
 
 # ------------------------------------------------------------- never the code under test
@@ -225,10 +230,8 @@ def test_an_honest_program_is_not_refused():
     [
         # through another module of the project that imported it before the guard ran
         "import mypkg.helpers\n\ndef match(c):\n    return mypkg.helpers.through(c)\n",
-        # through a method of the argument's class that imports it as it runs
-        "def match(c):\n    return c.matched()\n",
     ],
-    ids=["another-module", "the-argument's-method"],
+    ids=["another-module"],
 )
 def test_in_the_sandbox_the_function_under_test_is_a_stub_that_raises(tmp_path: Path, program):
     root = _package(tmp_path)
@@ -258,9 +261,16 @@ TYPES_MODULE = '''class Command:
     def __init__(self, script, output):
         self.script = script
         self.output = output
+
+    @property
+    def fixed(self):
+        return self.script + " --set-upstream origin master"
 '''
 ORACLE = """def get_new_command(command):
     return command.script + " --set-upstream origin master"
+"""
+BORROWS = """def get_new_command(command):
+    return command.fixed
 """
 CHEAT = """from text import get_new_command as real
 
@@ -289,7 +299,7 @@ def test_cli_fixes_a_wrong_function_called_on_a_project_object(tmp_path: Path, r
     def answer(kind: str, seed: int | None) -> str:
         if kind != "oracle":
             return PATCH
-        return CHEAT if seed == 1 else ORACLE
+        return {1: CHEAT, 2: BORROWS}.get(seed or 0, ORACLE)
 
     with FakeModel(lambda kind: "", seeded=answer) as model:
         root = cli_project(tmp_path / "p", WRONG, TESTS, model.url)
@@ -312,6 +322,9 @@ def test_cli_fixes_a_wrong_function_called_on_a_project_object(tmp_path: Path, r
     # the oracle that imported the function under test was refused and replaced
     refused = [o for o in verdict["replaced_oracles"] if o["source"] == "oracle-1"]
     assert refused and "reads the code under test" in refused[0]["detail"]
+    # the one that borrowed the class's behaviour (a property) failed to run, replaced
+    borrowed = [o for o in verdict["replaced_oracles"] if o["source"] == "oracle-2"]
+    assert borrowed and "a method of the project's class" in borrowed[0]["detail"]
     # the oracles were shown the class, not its bodies
     assert prompts and all("self.script = script" not in p for p in prompts)
     assert verdict["applied"] is True
@@ -357,3 +370,29 @@ def test_a_plain_literal_call_keeps_the_standard_library_only_sandbox(tmp_path: 
     assert (
         project_objects.project_run("mypkg.rules", "match", "from mypkg import Command\n") is None
     )
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        # a method of the argument's class (which calls the function under test)
+        "def match(c):\n    return c.matched()\n",
+        # a property of it: the class's behaviour is the project's code too
+        "def match(c):\n    return len(c.parts) > 1\n",
+    ],
+    ids=["method", "property"],
+)
+def test_the_arguments_methods_are_sealed_once_they_are_built(tmp_path: Path, program):
+    root = _package(tmp_path)
+    definitions = "from mypkg import Command\n"
+    call = with_definitions("match(Command('git push', ' no upstream '))", definitions)
+    run = project_objects.seal("match", [("mypkg", "Command")])
+    code = guard("mypkg.rules", "match") + program + run
+    sealed = sandbox.evaluate(code, call, files=_files(root))
+    assert sealed.status == "error", sealed
+    assert "the oracle called a method of the project's class" in sealed.message
+    # the construction ran the class's own method (`_clean`) before the seal
+    honest = "def match(c):\n    return c.output\n"
+    code = guard("mypkg.rules", "match") + honest + run
+    ok = sandbox.evaluate(code, call, files=_files(root))
+    assert (ok.status, ok.value) == ("ok", "'no upstream'")

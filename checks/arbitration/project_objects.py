@@ -130,15 +130,32 @@ def _absolute(module: str, path: Path, stmt: ast.ImportFrom, name: str) -> str |
 
 def class_outline(cls: ast.ClassDef) -> str:
     """The class as an oracle sees an argument of it: decorators, bases, docstring,
-    class-level fields, and every method's signature and docstring — no body."""
+    class-level fields, its constructor's signature and docstring — no body — and the
+    attributes the constructor sets (``self.script = ...``): an oracle reads the object's
+    data; its methods are the project's code (:func:`seal`)."""
     body: list[ast.stmt] = []
     for index, stmt in enumerate(cls.body):
         if (index == 0 and _is_docstring(stmt)) or isinstance(stmt, (ast.AnnAssign, ast.Assign)):
             body.append(stmt)
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in (
+            "__init__",
+            "__new__",
+        ):
             stub = copy.copy(stmt)
             kept = [stmt.body[0]] if stmt.body and _is_docstring(stmt.body[0]) else []
-            stub.body = [*kept, ast.Expr(ast.Constant(...))]
+            attributes = sorted(
+                {
+                    t.attr
+                    for t in ast.walk(stmt)
+                    if isinstance(t, ast.Attribute)
+                    and isinstance(t.ctx, ast.Store)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    and not t.attr.startswith("_")
+                }
+            )
+            sets = [ast.Expr(ast.Constant(f"sets: {', '.join(attributes)}"))] if attributes else []
+            stub.body = [*kept, *sets, ast.Expr(ast.Constant(...))]
             body.append(stub)
     outline = copy.copy(cls)
     outline.body = body or [ast.Expr(ast.Constant(...))]
@@ -272,13 +289,58 @@ def guard(module: str, qualname: str) -> str:
     return _GUARD.format(module=module, owner=owner, name=name)
 
 
+_SEAL = """
+def _referee_sealing(function, classes):
+    import functools, importlib
+    done = []
+    def stub(*args, **kwargs):
+        raise RuntimeError("the oracle called a method of the project's class")
+    def seal():
+        for module, name in classes:
+            try:
+                cls = getattr(importlib.import_module(module), name)
+            except BaseException:
+                continue
+            for klass in cls.__mro__[:-1]:
+                for attr, value in list(vars(klass).items()):
+                    if attr.startswith("__") and attr.endswith("__"):
+                        continue
+                    if isinstance(value, (property, functools.cached_property)):
+                        setattr(cls, attr, property(stub))
+                    elif isinstance(value, (staticmethod, classmethod)) or (
+                        callable(value) and not isinstance(value, type)
+                    ):
+                        setattr(cls, attr, stub)
+    def sealed(*args, **kwargs):
+        if not done:
+            done.append(seal())
+        return function(*args, **kwargs)
+    return sealed
+if callable(globals().get({name!r})):
+    {name} = _referee_sealing({name}, {classes!r})
+del _referee_sealing
+"""
+
+
+def seal(name: str, classes: list[tuple[str, str]]) -> str:
+    """The code run after an oracle's program: its function ``name``, once called — the
+    arguments built — finds every method and property of the project's ``classes``
+    (module, name) replaced by a stub that raises. The objects' data is the test's; their
+    behaviour is the project's code, which an oracle must not borrow: a bug there would
+    be in its value as in the code's."""
+    if not name.isidentifier() or not classes:
+        return ""
+    return _SEAL.format(name=name, classes=classes)
+
+
 _FUTURE = re.compile(r"^from __future__ import [^\n]*\n?", re.MULTILINE)
 
 
-def guarded(guard_text: str, program: str) -> str:
-    """``program`` run after ``guard_text``, its ``from __future__`` imports kept first."""
+def guarded(guard_text: str, program: str, seal_text: str = "") -> str:
+    """``program`` run after ``guard_text`` and before ``seal_text``, its ``from
+    __future__`` imports kept first."""
     futures = "".join(m.group(0).rstrip("\n") + "\n" for m in _FUTURE.finditer(program))
-    return futures + guard_text + _FUTURE.sub("", program)
+    return futures + guard_text + _FUTURE.sub("", program) + "\n" + seal_text
 
 
 def project_packages(definitions: str) -> frozenset[str]:
@@ -297,21 +359,23 @@ class ProjectRun:
     the arguments' classes; refused when they import the project."""
 
     guard: str
+    seal: str
     packages: frozenset[str]
     files: dict[str, str]
     python: Any
     outlines: tuple[str, ...]
 
 
-def project_run(module: str, qualname: str, definitions: str) -> ProjectRun | None:
+def project_run(module: str, qualname: str, definitions: str, name: str = "") -> ProjectRun | None:
     """The project's side of the oracles' runs, when the call's definitions import from
     the project and arbitration runs with its view; else None (the standard library
-    only: such a call's oracles fail to run)."""
+    only: such a call's oracles fail to run). ``name``: the oracle's function."""
     view = current()
     if view is None or not needs_project(definitions):
         return None
     return ProjectRun(
         guard=guard(module, qualname),
+        seal=seal(name, _project_imports(definitions)),
         packages=project_packages(definitions),
         files=view.files(),
         python=view.python(),
@@ -329,7 +393,8 @@ def with_outlines(
     shown = "\n\n".join(project.outlines)
     more = (
         "The arguments are objects of these classes of the project (bodies left out); "
-        "the function receives them as built, and must not import the project:\n"
+        "the function receives them as built and reads their attributes; their methods "
+        "and properties are not available, and it must not import the project:\n"
         f"```python\n{shown}\n```"
     )
     *before, last = messages

@@ -504,7 +504,7 @@ def oracle_evidence(
     from_suite = bool(suite) and not spec.docstring_value
     examples = list(suite) if from_suite and suite else example_calls(spec)
     inner = f"{spec.name}({arguments})"
-    project = project_run(spec.module, spec.qualname, definitions)
+    project = project_run(spec.module, spec.qualname, definitions, spec.name)
     writer = _OracleWriter(
         spec=spec,
         backend=backend,
@@ -593,7 +593,7 @@ class _OracleWriter:
                     program=program,
                 )
             result = sandbox.evaluate(
-                guarded(self.project.guard, program),
+                guarded(self.project.guard, program, self.project.seal),
                 self.call,
                 limits=limits(self.config),
                 files=self.project.files,
