@@ -53,6 +53,11 @@ TYPES = '''class Command:
         """The script's words."""
         return self.script.split()
 
+    @property
+    def text(self):
+        """What it printed."""
+        return self.output
+
     def matched(self):
         from mypkg.rules import match
         return match(self)
@@ -195,6 +200,8 @@ def test_the_oracles_see_the_class_without_its_bodies(tmp_path: Path):
     # the data, not the behaviour: no body, no method
     assert "self.script = script" not in outline and "import match" not in outline
     assert "parts" not in outline and "matched" not in outline
+    # a plain accessor (`return self.output`) is the object's data under another name
+    assert "def text(self):" in outline and "What it printed." in outline
 
 
 # ------------------------------------------------------------- never the code under test
@@ -386,13 +393,13 @@ def test_the_arguments_methods_are_sealed_once_they_are_built(tmp_path: Path, pr
     root = _package(tmp_path)
     definitions = "from mypkg import Command\n"
     call = with_definitions("match(Command('git push', ' no upstream '))", definitions)
-    run = project_objects.seal("match", [("mypkg", "Command")])
+    run = project_objects.seal("match", [("mypkg", "Command")], {"mypkg:Command": ["text"]})
     code = guard("mypkg.rules", "match") + program + run
     sealed = sandbox.evaluate(code, call, files=_files(root))
     assert sealed.status == "error", sealed
     assert "the oracle called a method of the project's class" in sealed.message
     # the construction ran the class's own method (`_clean`) before the seal
-    honest = "def match(c):\n    return c.output\n"
+    honest = "def match(c):\n    return c.output + c.text\n"
     code = guard("mypkg.rules", "match") + honest + run
     ok = sandbox.evaluate(code, call, files=_files(root))
-    assert (ok.status, ok.value) == ("ok", "'no upstream'")
+    assert (ok.status, ok.value) == ("ok", "'no upstreamno upstream'")

@@ -137,6 +137,8 @@ def class_outline(cls: ast.ClassDef) -> str:
     for index, stmt in enumerate(cls.body):
         if (index == 0 and _is_docstring(stmt)) or isinstance(stmt, (ast.AnnAssign, ast.Assign)):
             body.append(stmt)
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name in accessors(cls):
+            body.append(_signature(stmt))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in (
             "__init__",
             "__new__",
@@ -160,6 +162,36 @@ def class_outline(cls: ast.ClassDef) -> str:
     outline = copy.copy(cls)
     outline.body = body or [ast.Expr(ast.Constant(...))]
     return ast.unparse(ast.fix_missing_locations(outline))
+
+
+def _signature(function: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
+    stub = copy.copy(function)
+    kept = [function.body[0]] if function.body and _is_docstring(function.body[0]) else []
+    stub.body = [*kept, ast.Expr(ast.Constant(...))]
+    return stub
+
+
+def accessors(cls: ast.ClassDef) -> frozenset[str]:
+    """The class's plain accessors: properties whose whole body (after a docstring) is
+    ``return self.attribute`` — the object's data under another name
+    (``body`` reading ``self._body``), left to the oracles by :func:`seal`."""
+    found = set()
+    for stmt in cls.body:
+        if not isinstance(stmt, ast.FunctionDef) or len(stmt.decorator_list) != 1:
+            continue
+        decorator = stmt.decorator_list[0]
+        body = stmt.body[1:] if stmt.body and _is_docstring(stmt.body[0]) else stmt.body
+        if (
+            isinstance(decorator, ast.Name)
+            and decorator.id == "property"
+            and len(body) == 1
+            and isinstance(body[0], ast.Return)
+            and isinstance(body[0].value, ast.Attribute)
+            and isinstance(body[0].value.value, ast.Name)
+            and body[0].value.value.id == "self"
+        ):
+            found.add(stmt.name)
+    return frozenset(found)
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -193,6 +225,15 @@ def needs_project(definitions: str) -> bool:
     """Whether the call's definitions import from the project: its sources of truth run
     with the project's files."""
     return bool(_project_imports(definitions))
+
+
+def _accessors(definitions: str, root: Path) -> dict[str, list[str]]:
+    kept = {}
+    for module, name in _project_imports(definitions):
+        cls = project_class(root, module, name)
+        if cls is not None:
+            kept[f"{module}:{name}"] = sorted(accessors(cls))
+    return kept
 
 
 def class_outlines(definitions: str, root: Path) -> list[str]:
@@ -290,7 +331,7 @@ def guard(module: str, qualname: str) -> str:
 
 
 _SEAL = """
-def _referee_sealing(function, classes):
+def _referee_sealing(function, classes, keep):
     import functools, importlib
     done = []
     def stub(*args, **kwargs):
@@ -301,9 +342,10 @@ def _referee_sealing(function, classes):
                 cls = getattr(importlib.import_module(module), name)
             except BaseException:
                 continue
+            kept = keep.get(module + ":" + name, ())
             for klass in cls.__mro__[:-1]:
                 for attr, value in list(vars(klass).items()):
-                    if attr.startswith("__") and attr.endswith("__"):
+                    if (attr.startswith("__") and attr.endswith("__")) or attr in kept:
                         continue
                     if isinstance(value, (property, functools.cached_property)):
                         setattr(cls, attr, property(stub))
@@ -317,20 +359,23 @@ def _referee_sealing(function, classes):
         return function(*args, **kwargs)
     return sealed
 if callable(globals().get({name!r})):
-    {name} = _referee_sealing({name}, {classes!r})
+    {name} = _referee_sealing({name}, {classes!r}, {keep!r})
 del _referee_sealing
 """
 
 
-def seal(name: str, classes: list[tuple[str, str]]) -> str:
+def seal(
+    name: str, classes: list[tuple[str, str]], keep: dict[str, list[str]] | None = None
+) -> str:
     """The code run after an oracle's program: its function ``name``, once called — the
     arguments built — finds every method and property of the project's ``classes``
     (module, name) replaced by a stub that raises. The objects' data is the test's; their
     behaviour is the project's code, which an oracle must not borrow: a bug there would
-    be in its value as in the code's."""
+    be in its value as in the code's. ``keep``: each class's (``module:name``) plain
+    accessors (:func:`accessors`), left as they are."""
     if not name.isidentifier() or not classes:
         return ""
-    return _SEAL.format(name=name, classes=classes)
+    return _SEAL.format(name=name, classes=classes, keep=keep or {})
 
 
 _FUTURE = re.compile(r"^from __future__ import [^\n]*\n?", re.MULTILINE)
@@ -375,7 +420,7 @@ def project_run(module: str, qualname: str, definitions: str, name: str = "") ->
         return None
     return ProjectRun(
         guard=guard(module, qualname),
-        seal=seal(name, _project_imports(definitions)),
+        seal=seal(name, _project_imports(definitions), _accessors(definitions, view.root)),
         packages=project_packages(definitions),
         files=view.files(),
         python=view.python(),
