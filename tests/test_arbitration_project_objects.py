@@ -232,6 +232,15 @@ def test_an_honest_program_is_not_refused():
     assert reads_code_under_test(program, "mypkg.rules", frozenset({"mypkg"})) is None
 
 
+def test_the_modules_own_imports_put_in_front_of_a_program_are_not_the_models():
+    preamble = "import sys\n"
+    program = preamble + "def match(command):\n    return len(command.output)\n"
+    assert reads_code_under_test(program, "mypkg.rules", frozenset({"mypkg"}), preamble) is None
+    cheat = preamble + "def match(command):\n    return sys.modules['mypkg.rules']\n"
+    found = reads_code_under_test(cheat, "mypkg.rules", frozenset({"mypkg"}), preamble)
+    assert found == "uses `.modules`"
+
+
 @pytest.mark.parametrize(
     "program",
     [

@@ -264,16 +264,22 @@ _REFUSED_ATTRIBUTES = frozenset(
 )  # fmt: skip
 
 
-def reads_code_under_test(program: str, module: str, packages: frozenset[str]) -> str | None:
+def reads_code_under_test(
+    program: str, module: str, packages: frozenset[str], preamble: str = ""
+) -> str | None:
     """Why an oracle's program may reach the code under test — it imports ``module``
     (the function's), one of the project's ``packages``, a module that loads or inspects
-    code, or uses ``exec``/``eval``/``open``/``__import__`` and the like — or None."""
+    code, or uses ``exec``/``eval``/``open``/``__import__`` and the like — or None. The
+    ``preamble`` put in front of it (the module's standard-library imports) is not the
+    model's: its statements are not read."""
     try:
         tree = ast.parse(program)
+        given = {ast.dump(stmt) for stmt in ast.parse(preamble).body}
     except SyntaxError:
         return None  # it fails to run anyway
     project = packages | {module.partition(".")[0]}
-    for node in ast.walk(tree):
+    own = [stmt for stmt in tree.body if ast.dump(stmt) not in given]
+    for node in (n for stmt in own for n in ast.walk(stmt)):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = (
                 [a.name for a in node.names]
@@ -306,8 +312,10 @@ def _referee_guard(module, owner, name):
         real = holder.__dict__[name] if owner else getattr(holder, name)
     except BaseException:
         return
+    class ReadsTheCodeUnderTest(BaseException):  # no `except Exception` hides it
+        pass
     def _referee_stub(*args, **kwargs):
-        raise RuntimeError("the oracle called the function under test")
+        raise ReadsTheCodeUnderTest("the oracle called the function under test")
     if owner:
         setattr(holder, name, _referee_stub)
     for loaded in list(_referee_sys.modules.values()):
@@ -334,8 +342,10 @@ _SEAL = """
 def _referee_sealing(function, classes, keep):
     import functools, importlib
     done = []
+    class ReadsTheCodeUnderTest(BaseException):  # no `except Exception` hides it
+        pass
     def stub(*args, **kwargs):
-        raise RuntimeError("the oracle called a method of the project's class")
+        raise ReadsTheCodeUnderTest("the oracle called a method of the project's class")
     def seal():
         for module, name in classes:
             try:

@@ -583,7 +583,9 @@ class _OracleWriter:
                 cached=cached,
             )
         if self.project is not None:
-            why = reads_code_under_test(program, self.spec.module, self.project.packages)
+            why = reads_code_under_test(
+                program, self.spec.module, self.project.packages, self.preamble
+            )
             if why is not None:
                 return OracleResult(
                     source=source,
