@@ -161,7 +161,7 @@ class Bindings:
             ):
                 return None
             text = f"{name}({', '.join(self.argument_parts(node))})"
-            form = "constructed-argument"
+            form = known.constructed_form(name)
         if form is None:
             return None
         self._form(form)

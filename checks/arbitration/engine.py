@@ -15,7 +15,7 @@ from typing import Any
 
 from referee import __version__
 from referee.checks import interpreter, ledger, review, sandbox
-from referee.checks.arbitration import methods, objects, outcomes
+from referee.checks.arbitration import methods, objects, outcomes, project_objects
 from referee.checks.arbitration.examples import doctest_evidence
 from referee.checks.arbitration.fix import (
     pytest_run_limits,
@@ -125,7 +125,8 @@ def arbitrate(
         return work.cancelled() or context.out_of_time()
 
     try:
-        return context.decide(backend, replace(work, is_cancelled=stopped), cache_dir)
+        with project_objects.viewing(_project_view(context)):
+            return context.decide(backend, replace(work, is_cancelled=stopped), cache_dir)
     except Cancelled:
         if work.cancelled() or not context.out_of_time():
             raise
@@ -744,6 +745,15 @@ class _LazyFiles:
         if self._files is None:
             self._files = project_files(self.root, self.settings)
         return self._files
+
+
+def _project_view(context: Any) -> project_objects.ProjectView:
+    """The project as a call that builds its objects sees it: its root, files and
+    interpreter (:mod:`~referee.checks.arbitration.project_objects`)."""
+    files = _LazyFiles(context.root, context.settings)
+    return project_objects.ProjectView(
+        context.root, files.get, lambda: interpreter.for_settings(context.settings)
+    )
 
 
 def project_files(root: Path, settings: Settings) -> dict[str, str]:

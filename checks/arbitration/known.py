@@ -3,13 +3,16 @@ built-in or an exception (``f(xs, LookupError)``, ``compose(str, inc)``); a func
 class of the standard library the test module imports, or one it defines itself (at its
 top level, or once in the test) that needs nothing but built-ins and the standard library;
 a lambda of the same kind; an object of a standard-library value class built from known
-arguments (``dt.timedelta(seconds=1)``, ``Decimal("1.0")``, ``Path("a/b")``).
+arguments (``dt.timedelta(seconds=1)``, ``Decimal("1.0")``, ``Path("a/b")``), or of a class
+of the project's the test module imports (``Command("git push", "")``:
+:mod:`~referee.checks.arbitration.project_objects`).
 
 Every source of truth is called with such an argument in the sandbox, with no test module
 beside it: what the argument's text needs — the test module's imports of the names it uses
 and the definitions it names — travels with the call as its *definitions*
-(:func:`with_definitions`). A name the test module imports from the project or another
-distribution cannot travel: the oracles' sandbox holds the standard library only."""
+(:func:`with_definitions`). Any other name the test module imports from the project or
+another distribution cannot travel: the oracles' sandbox holds the standard library only,
+and the project's files only for a call that builds the project's objects."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import sysconfig
 from collections import Counter
 from functools import cache
 
+from referee.checks.arbitration.project_objects import FORM, current, project_class
 from referee.checks.arbitration.sites import NotIsolated
 from referee.checks.nodes import excerpt
 
@@ -147,6 +151,7 @@ class Known:
         self.test_bound = test_bound  # every name the test binds: a lambda's may be one
         self.definitions: dict[str, None] = {}
         self._visiting: set[str] = set()  # definitions being read: one naming itself
+        self.project_classes: set[str] = set()  # the project's classes arguments build
 
     def text(self) -> str:
         return "".join(f"{d}\n" for d in self.definitions)
@@ -203,6 +208,8 @@ class Known:
         target = self.names.imported[head][0]
         root = target.partition(".")[0]
         project = root not in sys.stdlib_module_names  # refused with its own reason
+        if project and not rest and self._project_class(head):
+            return True
         obj = self._imported(head, rest, shown) if root in VALUE_MODULES or project else None
         if not inspect.isclass(obj):
             raise NotIsolated(
@@ -210,6 +217,25 @@ class Known:
                 f"built by `{dotted}`, which is no value class of the standard library "
                 f"({', '.join(sorted(VALUE_MODULES))})"
             )
+        return True
+
+    def constructed_form(self, dotted: str) -> str:
+        """The form of an argument built by ``dotted`` (:meth:`constructor`)."""
+        return FORM if dotted in self.project_classes else "constructed-argument"
+
+    def _project_class(self, head: str) -> bool:
+        """Whether ``head`` is a class the test module imports from the project, read
+        statically (:func:`~referee.checks.arbitration.project_objects.project_class`):
+        its import joins the definitions, which then run with the project's files."""
+        view = current()
+        target, statement = self.names.imported[head]
+        module, _, name = target.rpartition(".")
+        if view is None or not statement.startswith("from") or not module:
+            return False
+        if project_class(view.root, module, name) is None:
+            return False
+        self.project_classes.add(head)
+        self.definitions.setdefault(statement)
         return True
 
     def _imported(self, head: str, rest: str, shown: str) -> object:

@@ -30,6 +30,13 @@ from referee.checks.arbitration.examples import contradicted_example, example_ca
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.programs import module_imports, program_from
+from referee.checks.arbitration.project_objects import (
+    ProjectRun,
+    guarded,
+    project_run,
+    reads_code_under_test,
+    with_outlines,
+)
 from referee.checks.arbitration.sites import wrapped
 from referee.checks.cache import DiskCache
 from referee.checks.config import tomllib
@@ -497,17 +504,19 @@ def oracle_evidence(
     from_suite = bool(suite) and not spec.docstring_value
     examples = list(suite) if from_suite and suite else example_calls(spec)
     inner = f"{spec.name}({arguments})"
+    project = project_run(spec.module, spec.qualname, definitions, spec.name)
     writer = _OracleWriter(
         spec=spec,
         backend=backend,
         config=config,
         cache=cache,
         work=work,
-        messages=oracle_messages(spec, suite if from_suite else None),
+        messages=with_outlines(oracle_messages(spec, suite if from_suite else None), project),
         examples=examples,
         origin="the suite" if from_suite else "the docstring",
         preamble=module_imports(spec.text),
         call=with_definitions(wrapped(wrapper, inner, projection), definitions),
+        project=project,
     )
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     more = "" if seeds[0] == 1 else " more"
@@ -537,6 +546,7 @@ class _OracleWriter:
     preamble: str  # the module's standard-library imports
     call: str  # the call every oracle program is run on
     written: dict[str, str] = field(default_factory=dict)  # oracle -> answer, for a repair
+    project: ProjectRun | None = None  # the call builds the project's objects
 
     def round(
         self, seeds: list[int], conversations: list[list[dict[str, str]]] | None = None
@@ -572,7 +582,27 @@ class _OracleWriter:
                 detail=f"the model's program {problem}",
                 cached=cached,
             )
-        result = sandbox.evaluate(program, self.call, limits=limits(self.config))
+        if self.project is not None:
+            why = reads_code_under_test(
+                program, self.spec.module, self.project.packages, self.preamble
+            )
+            if why is not None:
+                return OracleResult(
+                    source=source,
+                    status="error",
+                    detail=f"the model's program reads the code under test: it {why}",
+                    cached=cached,
+                    program=program,
+                )
+            result = sandbox.evaluate(
+                guarded(self.project.guard, program, self.project.seal),
+                self.call,
+                limits=limits(self.config),
+                files=self.project.files,
+                python=self.project.python,
+            )
+        else:
+            result = sandbox.evaluate(program, self.call, limits=limits(self.config))
         if result.status == "ok":
             why = contradicted_example(program, self.examples, limits(self.config), self.origin)
             if why is not None:
@@ -604,7 +634,7 @@ def _replace_failed(
     """Replace, in ``results``, the oracles that failed to run, while the budget lasts
     (see :func:`oracle_evidence`)."""
     spec, work = writer.spec, writer.work
-    fresh_messages = examples_messages(spec, writer.examples)
+    fresh_messages = with_outlines(examples_messages(spec, writer.examples), writer.project)
     while replacements.budget > 0:
         failed = [i for i, r in enumerate(results) if failed_to_run(r, named)]
         if not failed:
