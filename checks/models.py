@@ -17,6 +17,19 @@ from pydantic import (
     Field,
 )
 
+# Where an expected value is written (referee.checks.arbitration.sites.Site.kind).
+SiteKind = Literal[
+    "assertion",
+    "parametrize",
+    "assignment",
+    "local",
+    "implicit",
+    "computed",
+    "call-site",
+    "helper",
+    "shared",
+]
+
 
 class Severity(str, Enum):
     """How loudly a finding speaks. Only ``error`` makes ``referee check`` exit 1."""
@@ -263,20 +276,7 @@ class Observation(_Model):
     expected_text: str | None = Field(
         default=None, description="Source text of the expected value, where a fix would go."
     )
-    expected_site: (
-        Literal[
-            "assertion",
-            "parametrize",
-            "assignment",
-            "local",
-            "implicit",
-            "computed",
-            "call-site",
-            "helper",
-            "shared",
-        ]
-        | None
-    ) = Field(
+    expected_site: SiteKind | None = Field(
         default=None,
         description="Where the expected value is written: a literal in the assertion, a "
         "parametrize case or an assignment (a test fix can replace these); local: read from "

@@ -60,15 +60,9 @@ def helper_called_at(
     name: a function of the module, a function nested in the test, or a method of the
     test's class (``self.check(...)``). None for anything else (a fixture, a class's
     method the test does not call itself, the test's own line)."""
-    row = line - 1
-    holding = [
-        f
-        for f in module.functions
-        if f is not fn and f.node.start_point.row <= row <= f.node.end_point.row
-    ]
-    if not holding:
+    helper = _innermost_other(module, fn, line)
+    if helper is None:
         return None
-    helper = max(holding, key=lambda f: f.node.start_byte)  # the innermost
     if helper.is_fixture or helper.is_test:
         return None
     if helper.parent is not None and helper.parent is not fn:
@@ -441,18 +435,24 @@ def reached_code(module: PythonModule, fn: Function, line: int) -> NotIsolated |
     """Why a failing line in a function of the test module the test does not call itself
     (a method of a helper class, a function its call reached) is not arbitrated; None
     when ``line`` is in no function but the test."""
-    row = line - 1
-    holding = [
-        f
-        for f in module.functions
-        if f is not fn and f.node.start_point.row <= row <= f.node.end_point.row
-    ]
-    if not holding:
+    inner = _innermost_other(module, fn, line)
+    if inner is None:
         return None
-    inner = max(holding, key=lambda f: f.node.start_byte)
     name = f"{inner.class_.name}.{inner.name}" if inner.class_ is not None else inner.name
     kind = "a fixture" if inner.is_fixture else "code of the test module"
     return NotIsolated(
         f"cannot isolate the call under test: line {line} is in `{name}`, {kind} that the "
         f"test's calls reached, not an assertion of {fn.name} or of a helper it calls"
     )
+
+
+def _innermost_other(module: PythonModule, fn: Function, line: int) -> Function | None:
+    """The innermost function of the module, other than the test ``fn``, whose lines hold
+    ``line`` (1-based); None when there is none."""
+    row = line - 1
+    holding = [
+        f
+        for f in module.functions
+        if f is not fn and f.node.start_point.row <= row <= f.node.end_point.row
+    ]
+    return max(holding, key=lambda f: f.node.start_byte) if holding else None

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from tree_sitter import Node
 
 from referee.checks.arbitration.projection import checked
+from referee.checks.models import SiteKind
 from referee.checks.nodes import unwrap
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
@@ -87,17 +88,7 @@ class Site:
     # passes (``case``: that call, what a certificate binds); helper, a literal written in
     # the helper, and shared, one at a call the test makes in a loop — each written once
     # for several cases, so never replaced.
-    kind: Literal[
-        "assertion",
-        "parametrize",
-        "assignment",
-        "local",
-        "implicit",
-        "computed",
-        "call-site",
-        "helper",
-        "shared",
-    ]
+    kind: SiteKind
     start_byte: int
     end_byte: int
     text: str
