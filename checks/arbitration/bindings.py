@@ -60,6 +60,19 @@ class Bindings:
         the test module's imports of the names they use, the definitions they name."""
         return self._known.text() if self._known is not None else ""
 
+    def built_object(
+        self, built: tuple[str, Node, str] | None, forms: list[str]
+    ) -> tuple[str | None, tuple[str, ...]]:
+        """(the class as written, its constructor's arguments) of the object a method
+        under test is called on — ``built`` as ``_callee_and_object`` found it: (class,
+        constructor call, form), the form added to ``forms``; (None, ()) for a function."""
+        if built is None:
+            return None, ()
+        constructor, call, form = built
+        parts = tuple(self.argument_parts(call))
+        forms.append(form)
+        return constructor, parts
+
     def arguments(self, call: Node) -> str:
         return ", ".join(self.argument_parts(call))
 

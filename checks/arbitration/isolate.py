@@ -250,12 +250,7 @@ def isolate(
         else Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
     )
     callee, built = _callee_and_object(source, fn, call_node, node)
-    constructor: str | None = None
-    constructor_arguments: tuple[str, ...] = ()
-    if built is not None:
-        constructor, constructor_call, form = built
-        constructor_arguments = tuple(bindings.argument_parts(constructor_call))
-        forms.append(form)
+    constructor, constructor_arguments = bindings.built_object(built, forms)
     arguments = bindings.arguments(call_node)
     expected, op = _expected(source, bindings, node, sides, call_side, implicit, op, callee, forms)
     if op != boolean_op(op, wrapper, expected.text):  # ``bool(f(x)) == False``

@@ -112,12 +112,7 @@ def raises_at(
     callee, arguments, wrapper, built = _called(
         source, fn, found, (call, arguments_of), name, bindings, callee_of
     )
-    constructor: str | None = None
-    constructor_arguments: tuple[str, ...] = ()
-    if built is not None:
-        constructor, constructor_call, form = built
-        constructor_arguments = tuple(bindings.argument_parts(constructor_call))
-        forms.append(form)
+    constructor, constructor_arguments = bindings.built_object(built, forms)
     forms.extend(f for f in bindings.forms if f not in forms)
     pattern = match_pattern(source, manager, name)
     if pattern is not None:
