@@ -4,6 +4,7 @@ tools and calls them on a temporary git repository with a weakened test."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -24,7 +25,11 @@ WEAKENED = BASIC.replace("assert total([10, 20]) == 30", "assert total([10, 20])
 def _session(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list]:
     async def go() -> tuple[list[str], list]:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "referee", "mcp", "--root", str(root)]
+            command=sys.executable,
+            args=["-m", "referee", "mcp", "--root", str(root)],
+            # the stdio client passes only a few variables by default: without the test's
+            # own, the server's hook wrote to the user's cache and left a warm process
+            env=dict(os.environ),
         )
         async with Client(params, read_timeout_seconds=120) as client:
             listed = await client.list_tools()
