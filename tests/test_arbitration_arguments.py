@@ -15,6 +15,7 @@ module defines, are fixed, and the fixes pass their tests.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from test_arbitration_oracles import cli_project
 
 from referee.checks import sandbox
 from referee.checks.arbitration import known
+from referee.checks.arbitration.fix import fix_test
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
 from referee.checks.arbitration.known import with_definitions
 from referee.checks.models import arbitration_schema
@@ -64,10 +66,15 @@ def decorated(x):
 """
 
 
+def _isolated_text(lines: str, *, params: str = "", indices: dict[str, int] | None = None):
+    """``lines`` as the body of ``test_x`` after :data:`HEAD`."""
+    text = HEAD + (params + "\n" if params else "") + "def test_x(" + ", ".join(indices or {})
+    return text + "):\n" + "".join(f"    {line}\n" for line in lines.splitlines())
+
+
 def _isolated(lines: str, *, params: str = "", indices: dict[str, int] | None = None):
     """``lines`` as the body of ``test_x`` after :data:`HEAD`, its last line isolated."""
-    text = HEAD + (params + "\n" if params else "") + "def test_x(" + ", ".join(indices or {})
-    text += "):\n" + "".join(f"    {line}\n" for line in lines.splitlines())
+    text = _isolated_text(lines, params=params, indices=indices)
     line = text.rstrip("\n").count("\n") + 1
     return isolate(
         SourceFile("tests/t.py", text), TestRef.parse("tests/t.py::test_x"), line, indices
@@ -149,6 +156,30 @@ def test_a_known_argument_is_isolated_with_what_it_needs(lines, call, forms, def
     assert list(isolated.forms) == forms
     assert isolated.definitions == definitions
     assert isolated.expected.kind == "assertion"  # the expected value stays a literal
+
+
+@pytest.mark.parametrize(
+    ("lines", "kind"),
+    [
+        ('assert f(1) == (\n    "a\\n"\n    "b\\n"\n)', "assertion"),
+        ('expected = (\n    "a\\n"\n    "b\\n"\n)\nassert f(1) == expected', "assignment"),
+        ('assert f(1) == (\n    "a\\n"  # the first line\n    "b\\n"\n)', "assertion"),
+    ],
+    ids=["in-the-assertion", "assigned", "with-a-comment"],
+)
+def test_an_expected_string_written_over_lines_is_one_literal_a_fix_replaces(lines, kind):
+    """Real tests write a long expected output as strings concatenated over lines; it is
+    the expected value (not "not a literal"), and a certified fix replaces all of it."""
+    isolated = _isolated(lines)
+    assert (isolated.call, isolated.expected.kind) == ("f(1)", kind)
+    assert isolated.expected.text == repr("a\nb\n")
+    text = _isolated_text(lines)
+    span = (isolated.assertion_start, isolated.assertion_end)
+    fixed = fix_test(text, "tests/t.py", isolated.expected, repr("a\nc\n"), span)
+    tree = ast.parse(fixed.new_text)
+    (test,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "test_x"]
+    values = [n.value for n in ast.walk(test) if isinstance(n, ast.Constant)]
+    assert "a\nc\n" in values and "a\n" not in values and "b\n" not in values
 
 
 def test_a_parametrize_case_built_from_a_value_class_is_read_as_it_is_written():

@@ -18,7 +18,9 @@ from referee.checks.arbitration.sites import (
     identifiers,
     immutable,
     is_literal,
+    literal_text,
 )
+from referee.checks.models import SiteKind
 from referee.checks.nodes import (
     binding_counts,
     call_arguments,
@@ -103,12 +105,12 @@ class Bindings:
     def site(self, node: Node, what: str, *, argument: bool = False) -> Site:
         node = unwrap(node)
         text = self.source.node_text(node)
-        if is_literal(text):
-            return Site("assertion", node.start_byte, node.end_byte, text, node.start_point.row + 1)
-        if argument and "\n" in text and is_literal(f"({text})"):
-            # a literal over lines, ``"a"\n"b"``: its value, written on one line
-            value = repr(ast.literal_eval(f"({text})"))
-            return Site("computed", node.start_byte, node.end_byte, value, node.start_point.row + 1)
+        literal = literal_text(text)
+        if literal is not None:
+            # a literal over lines, ``"a"\n"b"``, is read (and an expected value replaced)
+            # as one line; an argument over lines is its value, never edited
+            kind: SiteKind = "computed" if argument and literal != text else "assertion"
+            return Site(kind, node.start_byte, node.end_byte, literal, node.start_point.row + 1)
         unreadable: NotIsolated | None = None  # parametrize values written as a name...
         if node.type == "identifier":
             try:
@@ -296,18 +298,14 @@ class Bindings:
             for i, value in assignments(self.source, body, name)
             if body[i].start_point.row < self.row
         ]
-        if len(found) != 1 or not is_literal(self.source.node_text(found[0])):
+        literal = literal_text(self.source.node_text(found[0])) if len(found) == 1 else None
+        if literal is None:
             return None
         if binding_counts(self.source, self.fn.node, [name])[name] != 1:
             return None
         value = found[0]
-        return Site(
-            "assignment",
-            value.start_byte,
-            value.end_byte,
-            self.source.node_text(value),
-            value.start_point.row + 1,
-        )
+        row = value.start_point.row + 1
+        return Site("assignment", value.start_byte, value.end_byte, literal, row)
 
     def _parametrized(self, name: str, argument: bool = False) -> Site | None:
         if name not in self.indices:

@@ -202,6 +202,18 @@ def is_literal(text: str) -> bool:
     return True
 
 
+def literal_text(text: str) -> str | None:
+    """A literal's text on one line: ``text`` itself when it is one, the value's repr when
+    it is one only inside its parentheses — strings concatenated over lines, as real tests
+    write a long expected output (``"a\\n"`` on one line, ``"b\\n"`` on the next) —
+    else None."""
+    if is_literal(text):
+        return text
+    if "\n" in text and is_literal(f"({text})"):
+        return repr(ast.literal_eval(f"({text})"))
+    return None
+
+
 def assignments(source: SourceFile, body: list[Node], name: str) -> list[tuple[int, Node]]:
     """(index in ``body``, assigned value) of each ``name = value`` statement of a block."""
     found = []
