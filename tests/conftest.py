@@ -11,12 +11,19 @@ from pathlib import Path
 import pytest
 
 from referee.checks.judge import models as _models
+from referee.checks.judge.backend import THREADS_ENV
 
 # tests/fixtures holds code that is *meant* to be wrong (placeholder tests, tests without
 # assertions, files that do not compile); pytest must never import or collect it.
 collect_ignore = ["fixtures"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# Under xdist, a model decodes on its worker's share of the cores: on two threads beside
+# another worker's busy process, llama.cpp's spinning threads made a 17-second test take 97.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault(THREADS_ENV, str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 # The user's model directory, read before any test points REFEREE_MODEL_DIR elsewhere.
 USER_MODEL_DIR = _models.model_dir()
@@ -70,9 +77,12 @@ _SPLIT_SCOPES = {
 }
 
 
-# The files that hold the tests marked `model` (checked at collection): each takes minutes,
-# for a handful of tests, so xdist's order (most tests first) handed them out last, and
-# one worker ran the last of them while the other had nothing left to do.
+# The files that hold the tests marked `model` (checked at collection). They are one scope,
+# handed out first: one worker runs them one after another (3.5 minutes of model work on
+# this 2-core machine) while the others run the rest. Handed out as separate files, two
+# workers each ran a model with a thread per core at once, and llama.cpp's threads, which
+# spin while they wait for one another, slowed both about eightfold (a 11-second test took
+# 85); handed out last, one worker ran the last of them while the other had nothing to do.
 MODEL_FILES = (
     "tests/test_lsp_judge.py",
     "tests/test_judge_model.py",
@@ -85,10 +95,12 @@ MODEL_FILES = (
     "tests/test_models.py",
 )
 
+_MODEL_SCOPE = "model files"
+
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """loadfile, with the files of :data:`_SPLIT_SCOPES` cut into several scopes, and the
-    files of :data:`MODEL_FILES` handed out first."""
+    files of :data:`MODEL_FILES` handed out first, as one scope."""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -98,15 +110,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
+            if path in MODEL_FILES:
+                return _MODEL_SCOPE
             split = _SPLIT_SCOPES.get(path)
             return f"{path}::{split(nodeid)}" if split is not None else path
 
         def _assign_work_unit(self, node) -> None:
             if not self._ordered:  # the work queue is whole: the first assignment
                 self._ordered = True
-                for scope in reversed(MODEL_FILES):
-                    if scope in self.workqueue:
-                        self.workqueue.move_to_end(scope, last=False)
+                if _MODEL_SCOPE in self.workqueue:
+                    self.workqueue.move_to_end(_MODEL_SCOPE, last=False)
             super()._assign_work_unit(node)
 
     return _Scheduling(config, log)

@@ -4,6 +4,7 @@ llama.cpp batch — the judge's perspectives and the arbiter's k oracles."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -11,10 +12,13 @@ import pytest
 
 from referee.checks.judge.answer import answer_forcing, answer_grammar
 from referee.checks.judge.backend import (
+    THREADS_ENV,
+    BackendError,
     BatchCancelled,
     ChatRequest,
     LlamaCppBackend,
     chat_batch,
+    default_threads,
 )
 from referee.checks.judge.core import quote_found
 from referee.checks.progress import Work
@@ -34,7 +38,8 @@ def backend(small_model: Path) -> LlamaCppBackend:
     from referee.checks.judge import runtime
 
     mode = runtime.choose("auto", runtime.this_cpu()).mode
-    return LlamaCppBackend(small_model, n_threads=2, extra_buffers=mode == "fast")
+    # the threads the suite's conftest gives each xdist worker ($REFEREE_JUDGE_THREADS)
+    return LlamaCppBackend(small_model, extra_buffers=mode == "fast")
 
 
 def review(perspective: str) -> list[dict[str, str]]:
@@ -135,6 +140,21 @@ def test_the_threads_setting_reaches_the_model(small_model: Path, tmp_path: Path
     requests = [ChatRequest(review("strict"), max_tokens=3)] * 2
     assert [g.completion_tokens for g in chat_batch(opened, requests)] == [3, 3]
     assert opened._batched.ctx  # the batch context got the same thread count
+
+
+def test_the_threads_environment_variable_is_the_default_and_a_bad_value_one_message(
+    small_model: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert default_threads() == 1
+    opened = LlamaCppBackend(small_model, n_ctx=512, extra_buffers=False)
+    assert opened._llm.context_params.n_threads == 1
+    monkeypatch.delenv(THREADS_ENV)
+    assert default_threads() == max(1, os.cpu_count() or 1)
+    for bad in ("two", "0", "-3", "1.5"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(BackendError, match=f"REFEREE_JUDGE_THREADS='{re.escape(bad)}' is not"):
+            LlamaCppBackend(small_model, n_ctx=512, extra_buffers=False)
 
 
 def test_a_batch_too_big_for_its_context_is_a_clear_error_and_the_model_stays_usable(backend):

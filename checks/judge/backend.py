@@ -171,7 +171,7 @@ class LlamaCppBackend(Backend):
                 self._llm = llama_cpp.Llama(
                     model_path=str(self.path),
                     n_ctx=n_ctx,
-                    n_threads=n_threads or max(1, os.cpu_count() or 1),
+                    n_threads=n_threads or default_threads(),
                     verbose=False,
                 )
         except (ValueError, RuntimeError, OSError) as exc:
@@ -339,6 +339,28 @@ def _model_params(*, extra_buffers: bool):
             yield
         finally:
             native.llama_model_default_params = original
+
+
+THREADS_ENV = "REFEREE_JUDGE_THREADS"
+
+
+def default_threads() -> int:
+    """The CPU threads a local model decodes on when ``judge.threads`` is not set: every
+    core, or what :data:`THREADS_ENV` says — for a machine the model shares with other
+    busy processes (a CI that runs tests in parallel), where llama.cpp's threads, which
+    spin while they wait for one another, are slowed many times over by one more
+    runnable process than there are cores. Raises :class:`BackendError` for a value
+    that is not a positive whole number."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return max(1, os.cpu_count() or 1)
+    try:
+        threads = int(raw)
+    except ValueError:
+        threads = 0
+    if not 1 <= threads <= 512:
+        raise BackendError(f"{THREADS_ENV}={raw!r} is not a number of threads from 1 to 512")
+    return threads
 
 
 def _file_identity(path: Path) -> str:
