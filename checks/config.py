@@ -252,20 +252,28 @@ class Settings:
         return dataclasses.replace(self, config=validate(data, None))
 
 
-def walk(root: Path, settings: Settings) -> Iterator[tuple[str, Path]]:
-    """(relative posix path, path) of the project's files, in a stable order, without
-    the directories nobody checks: hidden ones (``.git``), :data:`DEFAULT_EXCLUDE`
-    (virtual environments, build output) and the configuration's ``exclude``."""
+def walk(
+    root: Path, settings: Settings, *, prefix: str = "", for_check: bool = False
+) -> Iterator[tuple[str, Path]]:
+    """(relative posix path, path) of the files under ``root``, in a stable order, without
+    the directories nobody checks: :data:`DEFAULT_EXCLUDE` (virtual environments, build
+    output), the configuration's ``exclude`` and hidden ones. ``for_check``: the walk of
+    `referee check`, which goes into hidden directories too and leaves out the files the
+    exclusions name. Paths are relative to ``root``, after ``prefix`` (``root``'s own path
+    from the project root, ``"pkg/"``, when the exclusions must see the whole path)."""
     for directory, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(directory, root)
-        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        rel_dir = prefix if rel_dir == "." else prefix + rel_dir.replace(os.sep, "/") + "/"
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if not d.startswith(".") and not settings.is_excluded(f"{rel_dir}{d}/")
+            if (for_check or not d.startswith(".")) and not settings.is_excluded(f"{rel_dir}{d}/")
         )
         for name in sorted(filenames):
-            yield f"{rel_dir}{name}", Path(directory, name)
+            relpath = f"{rel_dir}{name}"
+            if for_check and settings.is_excluded(relpath):
+                continue
+            yield relpath, Path(directory, name)
 
 
 _DEFAULT_TEST_FILES = list(DEFAULT_TEST_FILES)

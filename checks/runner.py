@@ -22,7 +22,7 @@ from typing import Any
 from referee import __version__
 from referee.checks.atomic import StaleFileError, sha256_bytes, write_text_atomic
 from referee.checks.cache import DiskCache
-from referee.checks.config import Settings
+from referee.checks.config import Settings, walk
 from referee.checks.engine import check_source
 from referee.checks.fixes import apply_fixes
 from referee.checks.models import CheckReport, Finding, Severity, SkippedFile, Summary
@@ -126,26 +126,17 @@ def collect(paths: Sequence[Path], settings: Settings) -> list[Target]:
 
 
 def _walk(directory: Path, settings: Settings) -> Iterator[Target]:
-    for current, dirnames, filenames in os.walk(directory):
-        base = Path(current)
-        rel_dir = settings.relative(base)
-        rel_dir = "" if rel_dir == "." else rel_dir
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not settings.is_excluded(f"{rel_dir}/{d}/" if rel_dir else f"{d}/")
-        )
-        for name in sorted(filenames):
-            relpath = f"{rel_dir}/{name}" if rel_dir else name
-            if settings.is_excluded(relpath):
-                continue
-            path = base / name
-            if settings.wants(relpath):
-                yield Target(path, _display(path), relpath)
-            elif path.suffix.lower() in DOCUMENT_SUFFIXES:
-                yield Target(path, _display(path), relpath, kind="text", whole_file=True)
-            elif path.suffix.lower() in RUN_LOG_SUFFIXES:
-                yield Target(path, _display(path), relpath, kind="text", run_log=True)
+    """What a check of ``directory`` reads: its Python files (and those the configuration
+    adds), its documents and its run logs, hidden directories included."""
+    prefix = settings.relative(directory)
+    prefix = "" if prefix in ("", ".") else prefix + "/"
+    for relpath, path in walk(directory, settings, prefix=prefix, for_check=True):
+        if settings.wants(relpath):
+            yield Target(path, _display(path), relpath)
+        elif path.suffix.lower() in DOCUMENT_SUFFIXES:
+            yield Target(path, _display(path), relpath, kind="text", whole_file=True)
+        elif path.suffix.lower() in RUN_LOG_SUFFIXES:
+            yield Target(path, _display(path), relpath, kind="text", run_log=True)
 
 
 def indexed_targets(paths: Sequence[Path], folder: Path, settings: Settings) -> list[Target]:
