@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from red_team.fake_openai import FakeModel
 from test_arbitration import (
     BUGGY,
@@ -31,6 +32,7 @@ from test_arbitration import (
     scripted,
 )
 
+from referee.checks.arbitration.programs import value_return
 from referee.checks.arbitration.truth import failed_to_run, prompts
 from referee.checks.models import OracleResult, arbitration_schema
 
@@ -95,6 +97,50 @@ def test_crashing_looping_and_misnamed_oracles_are_replaced_too(tmp_path: Path):
     assert why["oracle-1"][0] == "error" and "TypeError" in why["oracle-1"][1]
     assert why["oracle-2"][0] == "timeout"
     assert "does not define `count_vowels`" in why["oracle-3"][1]
+
+
+PRINTS = '```python\ndef count_vowels(text):\n    print(sum(ch in "aeiou" for ch in text))\n```'
+
+
+def test_an_oracle_that_returns_none_where_the_signature_says_int_is_replaced(tmp_path: Path):
+    """A program that prints its answer (or forgets to return it) gives None: no opinion
+    about an ``-> int`` function's value, so it is replaced, not counted as a
+    disagreement that leaves the case UNCLEAR."""
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    verdict = run(root, NODE, scripted([PRINTS, ORACLE, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [o.source for o in verdict.oracles] == ["oracle-101", "oracle-2", "oracle-3"]
+    # oracle-1, and the spare its repair wrote the same way, set aside for the same reason
+    gone = {o.source: o.detail for o in verdict.replaced_oracles}
+    assert "oracle-1" in gone, gone
+    assert set(gone.values()) == {"the model's program returned None; the signature says int"}
+
+
+def test_none_is_an_opinion_where_the_signature_allows_it(tmp_path: Path):
+    """Without a value type in the signature, None is the oracle's answer: it disagrees."""
+    unannotated = BUGGY.replace("(text: str) -> int:", "(text):")
+    root = project(tmp_path / "p", unannotated, TESTS.format(expected="5"))
+    verdict = run(root, NODE, scripted([PRINTS, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.oracles_replaced == 0
+    assert "oracle-1: None" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("signature", "returns"),
+    [
+        ("def f(x) -> int:", "int"),
+        ("def f(x: str, *, y=1) -> list[str]:", "list[str]"),
+        ("async def f() -> typing.Dict[str, int]:", "typing.Dict[str, int]"),
+        ("def f(x) -> Optional[int]:", None),
+        ("def f(x) -> int | None:", None),
+        ("def f(x) -> Bits:", None),
+        ("def f(x):", None),
+        ("def f(x) -> None:", None),
+        ("def f(x -> int:", None),
+    ],
+)
+def test_value_return_names_only_types_whose_values_are_never_none(signature, returns):
+    assert value_return(signature) == returns
 
 
 def test_a_failed_oracle_gets_a_fresh_sample_and_a_repair_and_the_first_that_runs_stays(

@@ -86,3 +86,32 @@ def program_from(answer: str, name: str, preamble: str = "") -> tuple[str | None
         parts.append(text)
     program = "from __future__ import annotations\n\n" + preamble + "\n".join(parts)
     return program + "\n", ""
+
+
+_VALUE_TYPES = frozenset(
+    {"int", "float", "complex", "str", "bytes", "bool", "list", "dict", "tuple", "set"}
+    | {"frozenset", "List", "Dict", "Tuple", "Set", "FrozenSet"}
+)
+
+
+def value_return(signature: str) -> str | None:
+    """The return annotation of ``signature`` (``def f(x) -> int:``) when it names a type
+    whose values are never None — a built-in value type, bare or parametrised
+    (``list[str]``) — as written; else None (no annotation, ``Optional``, a union, a
+    class of the project's)."""
+    try:
+        tree = ast.parse(signature.strip() + "\n    pass\n")
+    except SyntaxError:
+        return None
+    function = tree.body[0] if tree.body else None
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    returns = function.returns
+    if returns is None:
+        return None
+    base = returns.value if isinstance(returns, ast.Subscript) else returns
+    if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name):
+        name = base.attr if base.value.id in ("typing", "builtins") else None
+    else:
+        name = base.id if isinstance(base, ast.Name) else None
+    return ast.unparse(returns) if name in _VALUE_TYPES else None

@@ -29,7 +29,7 @@ from referee.checks import sandbox
 from referee.checks.arbitration.examples import contradicted_example, example_calls
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.known import with_definitions
-from referee.checks.arbitration.programs import module_imports, program_from
+from referee.checks.arbitration.programs import module_imports, program_from, value_return
 from referee.checks.arbitration.project_objects import (
     ProjectRun,
     guarded,
@@ -517,6 +517,7 @@ def oracle_evidence(
         preamble=module_imports(spec.text),
         call=with_definitions(wrapped(wrapper, inner, projection), definitions),
         project=project,
+        returns=value_return(spec.signature) if wrapper is None and not projection else None,
     )
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     more = "" if seeds[0] == 1 else " more"
@@ -547,6 +548,9 @@ class _OracleWriter:
     call: str  # the call every oracle program is run on
     written: dict[str, str] = field(default_factory=dict)  # oracle -> answer, for a repair
     project: ProjectRun | None = None  # the call builds the project's objects
+    # the type the call's value must have by the signature (``int``), when it is a value
+    # type and the call is the function's own value (no wrapper, no projection)
+    returns: str | None = None
 
     def round(
         self, seeds: list[int], conversations: list[list[dict[str, str]]] | None = None
@@ -603,6 +607,16 @@ class _OracleWriter:
             )
         else:
             result = sandbox.evaluate(program, self.call, limits=limits(self.config))
+        if result.status == "ok" and self.returns is not None and result.value == "None":
+            # a program that prints its answer, or forgets to return it, has no opinion
+            return OracleResult(
+                source=source,
+                status="error",
+                detail=f"the model's program returned None; the signature says {self.returns}",
+                duration_s=result.duration_s,
+                cached=cached,
+                program=program,
+            )
         if result.status == "ok":
             why = contradicted_example(program, self.examples, limits(self.config), self.origin)
             if why is not None:
