@@ -709,7 +709,7 @@ async def test_the_editor_contains_it(
             await client.shutdown_session()
             deadline = time.monotonic() + 30
             while World.report(report_path) is None and time.monotonic() < deadline:
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.05)
         finally:
             await client.stop()
         texts = {
