@@ -78,11 +78,10 @@ _SPLIT_SCOPES = {
 
 
 # The files that hold the tests marked `model` (checked at collection). They are one scope,
-# handed out first: one worker runs them one after another (3.5 minutes of model work on
-# this 2-core machine) while the others run the rest. Handed out as separate files, two
-# workers each ran a model with a thread per core at once, and llama.cpp's threads, which
-# spin while they wait for one another, slowed both about eightfold (a 11-second test took
-# 85); handed out last, one worker ran the last of them while the other had nothing to do.
+# handed out first: one worker runs them one after another while the others run the rest.
+# Handed out as separate files, two workers each ran a model at once and spun each other
+# (see the threads above); handed out last, one worker ran the last of them while the
+# other had nothing left to do.
 MODEL_FILES = (
     "tests/test_lsp_judge.py",
     "tests/test_judge_model.py",

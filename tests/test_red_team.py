@@ -579,13 +579,13 @@ def assert_contained(
 def world_factory(mode_probe: tuple[Mode, Probe], session_dir: Path):
     worlds: list[World] = []
 
-    def make(url: str, name: str) -> World:
+    def make(url: str, attack: Attack, prefix: str = "") -> World:
         mode, _ = mode_probe
-        base = session_dir / f"{mode.name}-{name}-{secrets.token_hex(3)}"
+        base = session_dir / f"{mode.name}-{prefix}{attack.name}-{secrets.token_hex(3)}"
         # The endless loop is every program of its row (oracles, reference, patches): no
         # honest program runs under the oracles' limit there, and being stopped at it is
         # what the row checks, at 3 s as well as at 8 (its rows burnt 18 s of a core each).
-        endless = name.removeprefix("lsp-") == "timeout"
+        endless = attack.name == "timeout"
         world = World.build(base, mode, url, oracle_timeout=3 if endless else 8)
         worlds.append(world)
         return world
@@ -631,7 +631,7 @@ def test_the_command_line_contains_it(
     expect_contained(request, attack, probe)
     hostile = Hostile(attack)
     with FakeModel(hostile) as model:
-        world = world_factory(model.url, attack.name)
+        world = world_factory(model.url, attack)
         targets = world.listen()
         hostile.targets = targets
         args = ["-m", "referee"]
@@ -678,7 +678,7 @@ async def test_the_editor_contains_it(
     expect_contained(request, attack, probe)
     hostile = Hostile(attack)
     with FakeModel(hostile) as model:
-        world = world_factory(model.url, "lsp-" + attack.name)
+        world = world_factory(model.url, attack, "lsp-")
         hostile.targets = world.listen()
         report_path = world.base / "reports" / "server.json"
         command = world.command(["-m", "referee", "serve"], report_path)
