@@ -208,9 +208,28 @@ def run_command(page: Any, title: str, answer: str) -> str:
     toast = page.locator(".notifications-toasts .notification-toast", has_text=answer).first
     toast.wait_for(timeout=WAIT_MS)
     text = " ".join(toast.inner_text().split())
-    toast.hover()
-    toast.locator(".codicon-notifications-clear").first.click()  # close it
+    dismiss(toast)
     return text
+
+
+def dismiss(toast: Any) -> None:
+    """Close a notification so that it hides nothing the next step looks for.
+
+    A toast may hide, re-render or close itself while it is being closed (the workbench
+    hides toasts when another part takes the focus): one that is no longer visible is
+    closed, and a click that misses is tried again on the toast as it is now.
+    """
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while toast.is_visible():
+        if time.monotonic() > deadline:
+            raise StepFailed("a notification did not close")
+        try:
+            toast.hover(timeout=2_000)
+            toast.locator(".codicon-notifications-clear").first.click(timeout=2_000)
+        except PlaywrightError:  # a timeout or a detached element: look again
+            continue
 
 
 def drive(
