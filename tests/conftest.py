@@ -30,6 +30,27 @@ USER_MODEL_DIR = _models.model_dir()
 SMALL_MODEL = "qwen2.5-coder-0.5b"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile referee's own modules once, before any test starts a process that imports
+    them (the controller, before xdist starts its workers).
+
+    The suite starts hundreds of ``python -m referee`` processes. pip compiles an
+    installed package, but not an editable one's source, and where PYTHONDONTWRITEBYTECODE
+    is set (it is on this project's machines) no process writes a ``.pyc``: each of them
+    compiled referee's hundred-odd modules again, 0.2 s a process. A checkout that cannot
+    be written to just goes without.
+    """
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+
+    import referee.checks
+    import referee.server
+
+    for package in (referee.checks, referee.server):
+        compileall.compile_dir(Path(package.__file__).parent, quiet=2, workers=0)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test that takes the real model must be marked ``model``, so that
