@@ -7,6 +7,9 @@ Not a test: a script that writes a corpus for ``bench/arbitration.py --corpus DI
     git clone -q /work/.mirror/pallets+click/repo /tmp/hist-bench/click   # full history
     python bench/mine_arbitration.py /tmp/hist-bench/click /tmp/hist-bench/attrs \\
         --out /tmp/arb-corpus --commits 400 --jobs 2
+    # a saved run's cases again (its commits only, however old):
+    python bench/mine_arbitration.py /tmp/hist-bench/* --out /tmp/arb-corpus \
+        --commits-from bench/results/arbitration-real.json --jobs 2
 
 Two kinds of case, from the newest ``--commits`` non-merge commits of each repository:
 
@@ -341,15 +344,19 @@ class Miner:
         out = git(
             self.repo,
             "log",
-            f"-n{self.args.commits}",
+            # --commit: the whole history (a known case may be older than the newest N)
+            f"-n{self.args.commits if not self.args.only else 10**9}",
             "--no-merges",
             "--format=%H%x00%P%x00%s",
             "HEAD",
         )
         assert isinstance(out, str)
         found = []
+        only = self.args.only
         for line in out.splitlines():
             commit, parents, subject = line.split("\x00", 2)
+            if only and not any(commit.startswith(c) for c in only):
+                continue
             if parents and " " not in parents:
                 found.append((commit, parents, subject))
         return found
@@ -526,8 +533,29 @@ def main(argv: list[str] | None = None) -> int:
         default=str(default_python) if default_python.exists() else sys.executable,
         help="interpreter that runs pytest (default: this repository's .venv)",
     )
+    parser.add_argument(
+        "--commit",
+        dest="only",
+        action="append",
+        default=[],
+        metavar="SHA",
+        help="mine only this commit (a prefix will do; repeatable): rebuilds known cases",
+    )
+    parser.add_argument(
+        "--commits-from",
+        type=Path,
+        metavar="JSON",
+        help="mine only the commits of a saved run (bench/results/arbitration-real.json): "
+        "its corpus again, after /tmp lost it",
+    )
     args = parser.parse_args(argv)
     args.kind = args.kind or ["real-bug", "wrong-test"]
+    if args.commits_from is not None:
+        try:
+            saved = json.loads(args.commits_from.read_text(encoding="utf-8"))
+            args.only += [case["commit"] for case in saved["cases"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"--commits-from {args.commits_from}: not a saved run ({exc})")
     args.out.mkdir(parents=True, exist_ok=True)
     report_path = args.out / "mining-report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
