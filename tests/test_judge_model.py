@@ -201,6 +201,35 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+# llama-cpp-python's own server, loading its model as referee's `safe` runtime does (no
+# repacked weight buffers). Where the CPU has AMX, a llama.cpp built from source crashes
+# on the first decode otherwise (docs/models.md), and `python -m llama_cpp.server` has no
+# option for it: the server closed the connection on referee's first question.
+SAFE_SERVER = """
+import runpy, sys
+import llama_cpp.llama_cpp as native
+defaults = native.llama_model_default_params
+def safe():
+    params = defaults()
+    params.use_extra_bufts = False
+    return params
+native.llama_model_default_params = safe
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+def _server_command() -> list[str]:
+    """``python -m llama_cpp.server``, in safe mode where referee's runtime would load the
+    model in safe mode on this machine."""
+    from referee.checks.judge import runtime
+
+    cpu = runtime.this_cpu()
+    if runtime.choose("auto", cpu, runtime.remembered(cpu)).mode == "safe":
+        return [sys.executable, "-c", SAFE_SERVER]
+    return [sys.executable, "-m", "llama_cpp.server"]
+
+
 @pytest.fixture(scope="module")
 def model_server(model_path, tmp_path_factory):
     port = _free_port()
@@ -208,9 +237,7 @@ def model_server(model_path, tmp_path_factory):
     log = log_path.open("wb")
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
+            *_server_command(),
             "--model",
             str(model_path),
             "--host",
