@@ -409,12 +409,16 @@ def _call_under_test(
                     forms.append("assigned-call")
                     break
     if len(calls) != 1:
-        raise NotIsolated(
-            "cannot isolate the call under test: "
-            + ("neither side" if not calls else "both sides")
-            + " of the comparison is a function call"
-            + (" of the project's" if len(calls) == 2 and project_callees is not None else "")
-        )
+        if not calls:
+            which = "neither side of the comparison is a function call"
+        elif project_callees is not None:
+            which = (
+                "both sides of the comparison are calls of the project's functions "
+                "(which one is under test?)"
+            )
+        else:
+            which = "both sides of the comparison are function calls (which one is under test?)"
+        raise NotIsolated(f"cannot isolate the call under test: {which}")
     call_side = calls[0]
     call_node = assigned if assigned is not None else bases[call_side]
     projection = _projection(source, sides[call_side], peels[call_side], forms)
