@@ -38,11 +38,18 @@ def model_path(small_model: Path) -> Path:
     return small_model
 
 
-def project(tmp_path: Path, judge: str, text: str = CODE, model: Path | None = None) -> Path:
+def project(
+    tmp_path: Path, judge: str, text: str = CODE, model: Path | None = None, execution=False
+) -> Path:
+    """A project whose ``referee check --judge`` reads with the real model. The execution
+    checks that run first (oracles the model writes, proposed inputs: half a minute of
+    this machine's time per check) are off unless the test is about the whole pipeline:
+    tests/test_execution.py runs them with the real model."""
     setting = str(model) if model is not None else MODEL
-    (tmp_path / "referee.toml").write_text(
-        f'[judge]\nmodel = "{setting}"\naudit-rate = 0.0\n{judge}', encoding="utf-8"
-    )
+    config = f'[judge]\nmodel = "{setting}"\naudit-rate = 0.0\n{judge}'
+    if not execution:
+        config = f"[execution]\nenabled = false\n{config}"
+    (tmp_path / "referee.toml").write_text(config, encoding="utf-8")
     (tmp_path / "mathx.py").write_text(text, encoding="utf-8")
     return tmp_path
 
@@ -71,7 +78,7 @@ def cached_verdicts(root: Path) -> list[Path]:
 
 
 def test_l0_stops_the_stub_and_the_model_judges_only_the_residual(tmp_path, model_path) -> None:
-    root = project(tmp_path, "", model=model_path)
+    root = project(tmp_path, "", model=model_path, execution=True)
     first = referee(root, "check", "--judge", "--format", "json", "mathx.py")
     assert first.returncode in (0, 1), first.stderr
     assert "cannot run" not in first.stderr, first.stderr
@@ -85,6 +92,8 @@ def test_l0_stops_the_stub_and_the_model_judges_only_the_residual(tmp_path, mode
         answer = json.loads(verdict["text"])
         assert answer["verdict"] in ("PASS", "REJECT")
         assert all(q.strip() in CODE for q in answer["evidence"])  # grammar: real lines only
+    # the execution checks ran first: `add` beside the oracles the model wrote
+    assert list((root / ".cache" / "differential").rglob("*.json"))
     # an unchanged re-check costs no model call and says the same
     second = referee(root, "check", "--judge", "--format", "json", "mathx.py")
     assert findings(second) == findings(first)
