@@ -215,9 +215,10 @@ def run_command(page: Any, title: str, answer: str) -> str:
 def dismiss(toast: Any) -> None:
     """Close a notification so that it hides nothing the next step looks for.
 
-    A toast may hide, re-render or close itself while it is being closed (the workbench
-    hides toasts when another part takes the focus): one that is no longer visible is
-    closed, and a click that misses is tried again on the toast as it is now.
+    VS Code hides an information toast by itself after some seconds, so on a busy machine
+    the toast may be hiding, re-rendering or gone by the time the close button is
+    clicked: one that is no longer visible is closed, and a click that misses is tried
+    again on the toast as it is now.
     """
     from playwright.sync_api import Error as PlaywrightError
 
