@@ -546,6 +546,51 @@ def test_without_a_passing_patch_a_human_gets_it(tmp_path: Path):
     assert queued.kind == "arbitration" and queued.subject == "tests/test_text.py::test_vowels"
 
 
+SUFFIX = '''def with_suffix(name: str) -> str:
+    """NAME with ".txt" appended."""
+    return name + ".txt"
+'''
+SUFFIX_TESTS = (
+    "from text import with_suffix\n\n\n"
+    'def test_suffix():\n    assert with_suffix("fo\\xff") == "fo.txt"\n'
+)
+
+
+def _oracle_normalizing(form: str) -> str:
+    return (
+        "```python\nimport unicodedata\n\n\ndef with_suffix(name):\n"
+        f"    return unicodedata.normalize({form!r}, name) + '.txt'\n```"
+    )
+
+
+def test_oracles_whose_values_read_the_same_are_shown_escaped(tmp_path: Path):
+    """A precomposed ``ÿ`` and ``y`` with a combining diaeresis print alike: the reason
+    shows where the oracles differ, not the same text three times."""
+    root = project(tmp_path / "p", SUFFIX, SUFFIX_TESTS)
+    oracles = [_oracle_normalizing("NFC"), _oracle_normalizing("NFD")]
+    verdict = run(root, "tests/test_text.py::test_suffix", scripted(oracles)).verdict
+    assert verdict.verdict == "UNCLEAR" and "do not agree" in verdict.reason, verdict.reason
+    assert "'fo\\xff.txt'" in verdict.reason and "'foy\\u0308.txt'" in verdict.reason
+
+
+def test_values_that_differ_visibly_are_shown_as_they_are():
+    from referee.checks.arbitration.outcomes import evidence_lines
+    from referee.checks.models import OracleResult
+
+    def ok(source: str, value: str) -> OracleResult:
+        return OracleResult(source=source, status="ok", value=value)
+
+    assert evidence_lines([ok("oracle-1", "'é'"), ok("oracle-2", "'è'")]) == [
+        "oracle-1: 'é'",
+        "oracle-2: 'è'",
+    ]
+    # an invisible format character (a zero-width space) makes two texts read alike
+    assert evidence_lines([ok("oracle-1", "'ab'"), ok("oracle-2", "'a\u200bb'")]) == [
+        "oracle-1: 'ab'",
+        "oracle-2: 'a\\u200bb'",
+    ]
+
+
 def test_oracles_that_disagree_leave_it_unclear_and_queued(tmp_path: Path):
     root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"))
     result = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE, WRONG_ORACLE]))

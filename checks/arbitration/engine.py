@@ -134,11 +134,7 @@ def arbitrate(
         return context.unclear(
             f"ran out of its time budget ({context.config.time_budget:g} s, "
             "arbitration.time-budget) before a truth was certified"
-            + (
-                ": " + "; ".join(outcomes.evidence_line(r) for r in context.oracles)
-                if context.oracles
-                else ""
-            )
+            + (": " + outcomes.evidence_text(context.oracles) if context.oracles else "")
         )
     except (NotIsolated, ModelCrashed) as exc:
         # ModelCrashed: no truth was computed, the oracles' or patches' model died. A
@@ -308,7 +304,7 @@ class _Context:
             content_sha256=sha256_text(content),
             title=title,
             reasons=[verdict.reason],
-            evidence=[outcomes.evidence_line(r) for r in verdict.oracles]
+            evidence=outcomes.evidence_lines(verdict.oracles)
             # where the suite's assertions the oracles were written from are
             + [f"suite: {e}" for e in verdict.spec_examples]
             + ([f"produced {verdict.produced}", f"asserted {verdict.asserted}"] if obs else [])
@@ -470,8 +466,7 @@ class _Context:
             sandbox.values_equal(values[0], v) for v in values
         ):
             return self.unclear(
-                "the explicit sources do not agree: "
-                + "; ".join(outcomes.evidence_line(s) for s in sources)
+                "the explicit sources do not agree: " + outcomes.evidence_text(sources)
             )
         return values[0], "+".join(s.source for s in sources), None
 
@@ -529,7 +524,7 @@ class _Context:
             return self.unclear(
                 f"the {self.config.oracles} oracles do not agree "
                 f"(certifying needs {self.config.required_agreement}): "
-                + "; ".join(outcomes.evidence_line(r) for r in self.oracles)
+                + outcomes.evidence_text(self.oracles)
                 + (f" ({replaced} that did not run replaced)" if replaced else "")
             )
         truth_source = "oracles"

@@ -10,6 +10,8 @@ import datetime as dt
 import os
 import re
 import subprocess
+import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +62,43 @@ def no_method_truth(spec: FunctionSpec, function_relpath: str | None) -> str:
     )
 
 
-def evidence_line(result: OracleResult) -> str:
+def evidence_line(result: OracleResult, *, escaped: bool = False) -> str:
+    """``oracle-2: 'aa|bb'``, or what went wrong; ``escaped``: the value with its
+    non-ASCII characters as escapes."""
     if result.status == "ok":
-        return f"{result.source}: {result.value}"
+        value = result.value
+        if escaped and value is not None:
+            value = value.encode("ascii", "backslashreplace").decode("ascii")
+        return f"{result.source}: {value}"
     return f"{result.source}: {result.status} ({result.detail})"
+
+
+def evidence_lines(results: Iterable[OracleResult]) -> list[str]:
+    """Each source's :func:`evidence_line`. Where two values differ only in how Unicode
+    spells the same text (a precomposed ``ÿ`` and a ``y`` with a combining diaeresis, an
+    invisible format character), every value is shown escaped: a person reading "the
+    oracles do not agree" sees where they differ, not the same text three times."""
+    results = list(results)
+    values = {r.value for r in results if r.status == "ok" and r.value is not None}
+    return [evidence_line(r, escaped=_look_alike(values)) for r in results]
+
+
+def evidence_text(results: Iterable[OracleResult]) -> str:
+    """:func:`evidence_lines` on one line, as reasons quote them."""
+    return "; ".join(evidence_lines(results))
+
+
+def _look_alike(values: set[str]) -> bool:
+    """Whether two of ``values`` are different texts that read the same on a screen."""
+    seen: set[str] = set()
+    for value in values:
+        shown = "".join(
+            ch for ch in unicodedata.normalize("NFKC", value) if unicodedata.category(ch) != "Cf"
+        )
+        if shown in seen:
+            return True
+        seen.add(shown)
+    return False
 
 
 def history(root: Path, path: str, line: int) -> str | None:

@@ -250,8 +250,7 @@ def confirm_test_edit(
     return ctx.unclear(
         f"the {config.oracles} oracles agree with what the code produced ({truth}), but "
         f"editing the test needs {needed} of {total} oracles to agree and the "
-        f"{total - config.oracles} more do not: "
-        + "; ".join(outcomes.evidence_line(r) for r in extra)
+        f"{total - config.oracles} more do not: " + outcomes.evidence_text(extra)
     )
 
 
