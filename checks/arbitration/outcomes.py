@@ -79,8 +79,8 @@ def evidence_lines(results: Iterable[OracleResult]) -> list[str]:
     invisible format character), every value is shown escaped: a person reading "the
     oracles do not agree" sees where they differ, not the same text three times."""
     results = list(results)
-    values = {r.value for r in results if r.status == "ok" and r.value is not None}
-    return [evidence_line(r, escaped=_look_alike(values)) for r in results]
+    escaped = _look_alike({r.value for r in results if r.status == "ok" and r.value is not None})
+    return [evidence_line(r, escaped=escaped) for r in results]
 
 
 def evidence_text(results: Iterable[OracleResult]) -> str:
