@@ -216,15 +216,10 @@ def _free_port() -> int:
 # option for it: the server closed the connection on referee's first question.
 SAFE_SERVER = """
 import runpy, sys
-import llama_cpp.llama_cpp as native
-defaults = native.llama_model_default_params
-def safe():
-    params = defaults()
-    params.use_extra_bufts = False
-    return params
-native.llama_model_default_params = safe
+from referee.checks.judge.backend import _model_params
 sys.argv[0] = "llama_cpp.server"
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+with _model_params(extra_buffers=False):
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 
 
