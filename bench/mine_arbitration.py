@@ -341,11 +341,12 @@ class Miner:
             self.drops[f"{kind}: {reason}"] += 1
 
     def commits(self) -> list[tuple[str, str, str]]:
+        # --commit: the whole history (a known case may be older than the newest N)
+        newest = [] if self.args.only else [f"-n{self.args.commits}"]
         out = git(
             self.repo,
             "log",
-            # --commit: the whole history (a known case may be older than the newest N)
-            f"-n{self.args.commits if not self.args.only else 10**9}",
+            *newest,
             "--no-merges",
             "--format=%H%x00%P%x00%s",
             "HEAD",
