@@ -283,7 +283,7 @@ class Listeners:
                 sock.setblocking(False)
                 selector.register(sock, selectors.EVENT_READ)
             while not self._stop.is_set():
-                for key, _ in selector.select(timeout=0.1):
+                for key, _ in selector.select(timeout=0.02):  # close() waits for one
                     sock = key.fileobj
                     assert isinstance(sock, socket.socket)
                     try:
