@@ -178,6 +178,9 @@ def session_dir() -> Iterator[Path]:
     base.chmod(0o755)
     yield base
     shutil.rmtree(base, ignore_errors=True)
+    for template in _TEMPLATES.values():
+        shutil.rmtree(template.parent, ignore_errors=True)
+    _TEMPLATES.clear()
 
 
 def _mode(name: str) -> Mode:
@@ -356,6 +359,22 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return out
 
 
+_TEMPLATES: dict[str, Path] = {}
+
+
+def _template_venv(python: str) -> Path:
+    """A venv of ``python`` made once per worker, which each world copies (``python -m
+    venv`` is a process start per row: ~25 worker-seconds of the suite)."""
+    template = _TEMPLATES.get(python)
+    if template is None:
+        template = Path(tempfile.mkdtemp(prefix="referee-red-team-venv-", dir="/tmp")) / "venv"
+        subprocess.run(
+            [python, "-m", "venv", "--without-pip", str(template)], check=True, capture_output=True
+        )
+        _TEMPLATES[python] = template
+    return template
+
+
 @dataclass
 class World:
     """One test's directory: a project, a fake $HOME, secrets, a venv, listeners."""
@@ -413,9 +432,7 @@ class World:
         victim.chmod(0o644)
         # A venv of the test's own: its site-packages is where a .pth would persist.
         venv = base / "venv"
-        subprocess.run(
-            [mode.python, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True
-        )
+        shutil.copytree(_template_venv(mode.python), venv, symlinks=True)
         site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
         site.mkdir(parents=True, exist_ok=True)
         ours = sysconfig.get_paths()["purelib"]  # where referee and its dependencies are
