@@ -402,7 +402,9 @@ class ArbitrationVerdict(_Model):
         "variable), loop-table (a loop over a table of cases), assigned-call (the call's "
         "value assigned once, then compared), computed-expected (an expected value the test "
         "computes, never edited), projection (an attribute or a literal item of the call's "
-        "value compared: parse(s).year, f(x)[0]), method, staticmethod, classmethod.",
+        "value compared: parse(s).year, f(x)[0]), unpacked-argument (f(*args), f(**kwargs) of a "
+        "literal list, tuple or dict), method, staticmethod, classmethod; docs/arbitration.md "
+        "lists them all.",
     )
     applied: bool = Field(default=False, description="Whether --apply wrote the fix.")
     certificate: Certificate | None = None

@@ -212,7 +212,7 @@ def test_a_literal_assigned_once_in_the_test_is_the_expected_site():
         ("for x in [1]:\n        assert f(x) == 2", "argument `x` is not a literal"),
         ("assert f(1) == compute()", "both sides"),
         ("y = other()\n    assert f(1) == y", "the expected value `y` is not a literal"),
-        ("assert f(*args) == 1", "is not a literal argument"),
+        ("assert f(*args) == 1", "the value unpacked by `*args`, `args` is not a literal"),
         ("n = 3\n    n += 1\n    assert f(1) == n", "the expected value `n` is not a literal"),
         ("w = 'ae'\n    w += 'i'\n    assert f(w) == 3", "argument `w` is not a literal"),
         ("n = 3\n    if f(0):\n        n = 4\n    assert f(1) == n", "expected value `n`"),

@@ -6,6 +6,7 @@ are known without running the test (:mod:`~referee.checks.arbitration.known`).""
 from __future__ import annotations
 
 import ast
+import keyword
 
 from tree_sitter import Node
 
@@ -93,7 +94,9 @@ class Bindings:
                 what = f"the value of the keyword argument `{self.source.node_text(name)}`,"
                 site = self.site(value, what, argument=True)
                 parts.append(f"{self.source.node_text(name)}={site.text}")
-            elif arg.type in ("list_splat", "dictionary_splat", "generator_expression"):
+            elif arg.type in ("list_splat", "dictionary_splat"):
+                parts.extend(self._unpacked(arg))
+            elif arg.type == "generator_expression":
                 raise NotIsolated(
                     f"cannot isolate the call under test: `{excerpt(self.source.node_text(arg))}` "
                     "is not a literal argument"
@@ -101,6 +104,46 @@ class Bindings:
             else:
                 parts.append(self.site(arg, "an argument", argument=True).text)
         return parts
+
+    def _unpacked(self, splat: Node) -> list[str]:
+        """The items ``*args`` or ``**kwargs`` gives the call, written out (``1, 'a'``;
+        ``sep='-'``), when the unpacked value is a literal list or tuple, or a literal dict
+        whose keys are identifiers: written in the call, a parametrize case's, a literal
+        assigned once in the test, or a recorded local (form ``unpacked-argument``)."""
+        written = excerpt(self.source.node_text(splat))
+        inner = next((c for c in splat.named_children if c.type != "comment"), None)
+        if inner is None:
+            raise NotIsolated(f"cannot isolate the call under test: cannot read `{written}`")
+        site = self.site(inner, f"the value unpacked by `{written}`,", argument=True)
+        try:
+            value = ast.literal_eval(site.text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = None  # a known value (a name, a construction): not a literal
+        if splat.type == "list_splat":
+            if not isinstance(value, (list, tuple)):
+                raise NotIsolated(
+                    f"cannot isolate the call under test: `{written}` unpacks a value that is "
+                    "no literal list or tuple (a set's or a string's items are not the "
+                    "test's to give in order)"
+                )
+            items = [repr(item) for item in value]
+        else:
+            if not (
+                isinstance(value, dict)
+                and all(isinstance(k, str) and _keyword_name(k) for k in value)
+            ):
+                raise NotIsolated(
+                    f"cannot isolate the call under test: `{written}` unpacks a value that is "
+                    "no literal dict whose keys are names of parameters"
+                )
+            items = [f"{k}={v!r}" for k, v in value.items()]
+        if not all(_reads_back(item) for item in items):
+            raise NotIsolated(
+                f"cannot isolate the call under test: `{written}` holds a value that does "
+                "not read back as a literal"
+            )
+        self._form("unpacked-argument")
+        return items
 
     def site(self, node: Node, what: str, *, argument: bool = False) -> Site:
         node = unwrap(node)
@@ -394,3 +437,18 @@ def _dedented(source: SourceFile, node: Node) -> str:
         [lines[0]]
         + [line[indent:] if line[:indent].isspace() else line.lstrip() for line in lines[1:]]
     )
+
+
+def _keyword_name(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _reads_back(item: str) -> bool:
+    """Whether an item written out (``1.5``, ``sep='-'``) reads back as the literal it is
+    (not ``inf``, ``nan``, an object's repr)."""
+    text = item.split("=", 1)[1] if "=" in item and item.split("=", 1)[0].isidentifier() else item
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True

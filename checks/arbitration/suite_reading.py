@@ -23,6 +23,7 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from keyword import iskeyword
 from typing import NamedTuple
 
 from referee.checks.arbitration.examples import dotted_name
@@ -178,11 +179,25 @@ class _Reader:
             self.known = Known(self.names, nested, self.scope - nested.keys())
         self.is_known = False
         try:
-            args = [self.text(a, env) for a in node.args]
+            args = []
+            for arg in node.args:
+                if isinstance(arg, ast.Starred):  # ``*args``: a literal list or tuple
+                    items = self.value(arg.value, env)
+                    if not isinstance(items, (list, tuple)):
+                        return None
+                    args += [repr(item) for item in items]
+                else:
+                    args.append(self.text(arg, env))
             kwargs = []
             for keyword in node.keywords:
-                if keyword.arg is None:
-                    return None
+                if keyword.arg is None:  # ``**kwargs``: a literal dict of parameter names
+                    named = self.value(keyword.value, env)
+                    if not isinstance(named, dict) or not all(
+                        isinstance(k, str) and k.isidentifier() and not iskeyword(k) for k in named
+                    ):
+                        return None
+                    kwargs += [f"{k}={v!r}" for k, v in named.items()]
+                    continue
                 kwargs.append(f"{keyword.arg}={self.text(keyword.value, env)}")
         except ValueError:
             return None
