@@ -19,6 +19,9 @@ does when given the corpus's path):
 * flake8         ``flake8 -j 2 --exit-zero DIR`` (default plugins; flake8 has no cache)
 * referee, empty ``referee check --no-cache --exit-zero EMPTY`` on an empty temporary
                  directory: start-up alone (imports, configuration), target <= 0.15 s
+* tree-sitter parse + query  ``python bench/_parse_floor.py DIR``: every file parsed and
+                 referee's capture query run, on every core, nothing else — the floor of
+                 any cold check that parses with tree-sitter
 
 and, unless ``--no-concise``, ruff cold and warm once more with ``--output-format
 concise``. Ruff's default ("full") output renders a source snippet and a fix for every
@@ -226,6 +229,15 @@ def build_cases(tmp: Path, target: str, concise: bool, flake8_jobs: int) -> list
                 prime=True,
             ),
         ]
+    python = Path(referee).with_name("python")
+    if python.exists():
+        cases.append(
+            Case(
+                "parse-floor",
+                "tree-sitter parse + query",  # bench/_parse_floor.py: no rule, no output
+                [str(python), str(Path(__file__).with_name("_parse_floor.py")), target],
+            )
+        )
     empty = tmp / "empty"
     empty.mkdir(exist_ok=True)
     cases.append(
@@ -281,6 +293,13 @@ def verdict_lines(by: dict[str, Case]) -> list[str]:
             f"warm vs warm {within(rw, by['ruff-warm-concise'].median)}",
         ]
         lines.append("target within 2x of ruff (--output-format concise): " + "; ".join(parts))
+    if "parse-floor" in by and "ruff-cold-concise" in by:
+        floor = by["parse-floor"].median / by["ruff-cold-concise"].median
+        lines.append(
+            f"floor: tree-sitter's parse and referee's query alone, on every core, take "
+            f"{floor:.1f}x ruff cold, concise: what a cold check that parses with tree-sitter "
+            f"cannot go below here (issue 41's target is 3x)"
+        )
     if "referee-empty" in by:
         empty = by["referee-empty"].median
         met = "MET" if empty <= 0.15 else "not met"
