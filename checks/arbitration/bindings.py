@@ -173,6 +173,10 @@ class Bindings:
                 return found
         if unreadable is not None:
             raise unreadable
+        if argument and node.type == "identifier":
+            found = self._module_constant(node, text)
+            if found is not None:
+                return found
         known = self._known_value(node) if argument else None
         if known is not None:
             return known
@@ -349,6 +353,31 @@ class Bindings:
         value = found[0]
         row = value.start_point.row + 1
         return Site("assignment", value.start_byte, value.end_byte, literal, row)
+
+    def _module_constant(self, node: Node, name: str) -> Site | None:
+        """The literal of ``NAME = <literal>`` at the test module's top level, when the
+        module binds the name there once and nowhere else (no second assignment, loop
+        target, ``global``, import...), the test does not bind it, and its value is
+        immutable (another test could have changed a list before this one ran): an
+        argument only, read as written (form ``module-constant``) and never edited — other
+        tests may use it."""
+        if binding_counts(self.source, self.fn.node, [name])[name]:
+            return None  # a local of the test's, or a parameter
+        root = self.source.tree.root_node
+        found = [value for _, value in assignments(self.source, statements(root), name)]
+        if len(found) != 1 or binding_counts(self.source, root, [name])[name] != 1:
+            return None
+        literal = literal_text(self.source.node_text(found[0]))
+        if literal is None:
+            return None
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        if not immutable(value):
+            return None
+        self._form("module-constant")
+        return Site("computed", node.start_byte, node.end_byte, literal, node.start_point.row + 1)
 
     def _parametrized(self, name: str, argument: bool = False) -> Site | None:
         if name not in self.indices:

@@ -330,8 +330,19 @@ def _checks(statement: ast.stmt, reader: _Reader, env: dict[str, object]) -> Ite
     def check(call: tuple[str, str], want: tuple[str, bool]) -> _Check:
         return _Check(*call, want[0], statement, reader.definitions, reader.is_known, want[1])
 
+    test: ast.expr | None = None
     if isinstance(statement, ast.Assert):
         test = statement.test
+    elif (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and statement.value.func.attr == "assertTrue"
+        and statement.value.args
+        and isinstance(statement.value.args[0], ast.Compare)
+    ):
+        test = statement.value.args[0]  # ``self.assertTrue(f(x) == 3)``: as ``assert`` says it
+    if test is not None:
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             op, left, right = test.ops[0], test.left, test.comparators[0]
             if isinstance(op, ast.Eq):
