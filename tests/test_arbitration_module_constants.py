@@ -58,8 +58,9 @@ def test_an_immutable_module_constant_is_an_argument_as_written():
             "self.assertEqual(f(INPUT), 3)",
         ),
         ("", "self.assertEqual(f(INPUT), 3)"),  # bound nowhere
+        ("INPUT = 1\nfrom mypkg.constants import *\n", "self.assertEqual(f(INPUT), 3)"),
     ],
-    ids=["bound-twice", "mutable", "not-a-literal", "local", "global", "unbound"],
+    ids=["bound-twice", "mutable", "not-a-literal", "local", "global", "unbound", "star-import"],
 )
 def test_a_module_name_that_is_no_constant_is_refused(head, lines):
     with pytest.raises(NotIsolated, match="an argument `INPUT` is not a literal"):

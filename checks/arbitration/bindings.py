@@ -364,7 +364,14 @@ class Bindings:
         if binding_counts(self.source, self.fn.node, [name])[name]:
             return None  # a local of the test's, or a parameter
         root = self.source.tree.root_node
-        found = [value for _, value in assignments(self.source, statements(root), name)]
+        body = statements(root)
+        if any(
+            stmt.type == "import_from_statement"
+            and any(c.type == "wildcard_import" for c in stmt.named_children)
+            for stmt in body
+        ):
+            return None  # ``from m import *`` may bind it again
+        found = [value for _, value in assignments(self.source, body, name)]
         if len(found) != 1 or binding_counts(self.source, root, [name])[name] != 1:
             return None
         literal = literal_text(self.source.node_text(found[0]))
