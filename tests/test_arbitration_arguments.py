@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 from red_team.fake_openai import FakeModel
-from test_arbitration_oracles import cli_project
+from test_arbitration_oracles import assert_tests_pass, cli_project
 
 from referee.checks import sandbox
 from referee.checks.arbitration import known
@@ -417,14 +416,7 @@ def test_cli_fixes_a_wrong_function_called_on_a_known_argument(
     # the test is never edited: its arguments are not literals a fix may replace
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
     # the fix passes the test, run for real
-    passed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_text.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert_tests_pass(root)
 
 
 def test_cli_edits_only_the_expected_literal_of_a_test_called_on_a_known_argument(

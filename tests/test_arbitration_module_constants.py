@@ -11,21 +11,14 @@ one is edited with a certificate the guard honours; the constant is never edited
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
-from guard_catalogue.cases import commit_repo
-from red_team.fake_openai import FakeModel
-from test_arbitration_oracles import cli_project
+from test_arbitration_oracles import arbitrate_with, assert_tests_pass
 
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
 from referee.checks.arbitration.suite_reading import assertions
-from referee.checks.models import arbitration_schema
 from referee.checks.source import SourceFile
 
 
@@ -114,19 +107,11 @@ class TestOrdinal(unittest.TestCase):
 NODE = "tests/test_text.py::TestOrdinal::test_x"
 
 
-def _answer(kind: str) -> str:
-    return ORACLE if kind == "oracle" else PATCH
-
-
 def _arbitrate(tmp_path: Path, referee, module: str, want: str) -> tuple[Path, str, dict]:
     tests = TESTS.format(want=want)
-    with FakeModel(_answer) as model:
-        root = cli_project(tmp_path / "p", module, tests, model.url)
-        commit_repo(root, {})  # the guard reads the edit against this commit
-        done = referee("arbitrate", NODE, "--format", "json", "--apply", cwd=root)
-    assert done.stdout.strip(), (done.returncode, done.stderr)
-    verdict = json.loads(done.stdout)
-    jsonschema.validate(verdict, arbitration_schema())
+    root, verdict = arbitrate_with(
+        tmp_path, referee, module, tests, NODE, ORACLE, PATCH, commit=True
+    )
     return root, tests, verdict
 
 
@@ -139,14 +124,7 @@ def test_cli_fixes_a_wrong_function_called_on_a_module_constant(tmp_path: Path, 
     assert (verdict["produced"], verdict["truth"]) == ("'22th'", "'22nd'")
     assert verdict["applied"] is True
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
-    passed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_text.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert_tests_pass(root)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

@@ -14,10 +14,13 @@ and ``arbitrate_json`` serve the other arbitration test modules too.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
+from guard_catalogue.cases import commit_repo
 from red_team.fake_openai import FakeModel
 from test_arbitration import (
     BUGGY,
@@ -56,12 +59,45 @@ def cli_project(root: Path, module: str, tests: str, url: str, test_timeout: int
     return project(root, module, tests, config)
 
 
-def arbitrate_json(referee, root: Path, *args: str) -> dict:
-    done = referee("arbitrate", NODE, "--format", "json", *args, cwd=root)
+def arbitrate_json(referee, root: Path, *args: str, node: str = NODE) -> dict:
+    done = referee("arbitrate", node, "--format", "json", *args, cwd=root)
     assert done.stdout.strip(), (done.returncode, done.stderr)
     verdict = json.loads(done.stdout)
     jsonschema.validate(verdict, arbitration_schema())
     return verdict
+
+
+def arbitrate_with(
+    tmp_path: Path,
+    referee,
+    module: str,
+    tests: str,
+    node: str,
+    oracle: str,
+    patch: str,
+    *,
+    commit: bool = False,
+) -> tuple[Path, dict]:
+    """``referee arbitrate NODE --apply`` on a project of ``module`` (text.py) and ``tests``
+    (tests/test_text.py), committed to git first with ``commit``, the fake model answering
+    ``oracle`` to every oracle prompt and ``patch`` to every patch prompt."""
+    with FakeModel(lambda kind: oracle if kind == "oracle" else patch) as model:
+        root = cli_project(tmp_path / "p", module, tests, model.url)
+        if commit:
+            commit_repo(root, {})  # what the guard reads an edit against
+        return root, arbitrate_json(referee, root, "--apply", node=node)
+
+
+def assert_tests_pass(root: Path, path: str = "tests/test_text.py") -> None:
+    """The project's tests pass, run for real (after a fix)."""
+    passed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert passed.returncode == 0, passed.stdout + passed.stderr
 
 
 # ------------------------------------------------------------ 1. oracles that do not run

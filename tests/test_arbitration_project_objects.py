@@ -15,14 +15,12 @@ function called on a project object is SOURCE_WRONG, and its fix passes the test
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 from red_team.fake_openai import FakeModel
-from test_arbitration_oracles import cli_project
+from test_arbitration_oracles import assert_tests_pass, cli_project
 
 from referee.checks import sandbox
 from referee.checks.arbitration import project_objects
@@ -345,14 +343,7 @@ def test_cli_fixes_a_wrong_function_called_on_a_project_object(tmp_path: Path, r
     assert prompts and all("self.script = script" not in p for p in prompts)
     assert verdict["applied"] is True
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == TESTS
-    passed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_text.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert_tests_pass(root)
 
 
 def test_cli_edits_only_the_expected_literal_of_a_test_on_a_project_object(tmp_path: Path, referee):

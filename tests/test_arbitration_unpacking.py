@@ -14,19 +14,13 @@ expected value beside one is edited (the unpacked arguments never are).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
-from red_team.fake_openai import FakeModel
-from test_arbitration_oracles import cli_project
+from test_arbitration_oracles import arbitrate_with, assert_tests_pass
 
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
 from referee.checks.arbitration.suite_reading import assertions
-from referee.checks.models import arbitration_schema
 from referee.checks.source import SourceFile
 
 HEAD = "import pytest\nfrom mypkg import f\n\n"
@@ -159,18 +153,11 @@ def test_x(args, want):
 NODE = "tests/test_text.py::test_x[args0-{want}]"
 
 
-def _answer(kind: str) -> str:
-    return ORACLE if kind == "oracle" else PATCH
-
-
 def _arbitrate(tmp_path: Path, referee, module: str, want: str) -> tuple[Path, str, dict]:
     tests = TESTS.format(want=want)
-    with FakeModel(_answer) as model:
-        root = cli_project(tmp_path / "p", module, tests, model.url)
-        done = referee("arbitrate", NODE.format(want=want), "--format", "json", "--apply", cwd=root)
-    assert done.stdout.strip(), (done.returncode, done.stderr)
-    verdict = json.loads(done.stdout)
-    jsonschema.validate(verdict, arbitration_schema())
+    root, verdict = arbitrate_with(
+        tmp_path, referee, module, tests, NODE.format(want=want), ORACLE, PATCH
+    )
     return root, tests, verdict
 
 
@@ -184,14 +171,7 @@ def test_cli_fixes_a_wrong_function_called_with_parametrized_unpacked_arguments(
     assert (verdict["produced"], verdict["truth"]) == ("'a b'", "'a-b'")
     assert verdict["applied"] is True
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
-    passed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_text.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert_tests_pass(root)
 
 
 def test_cli_edits_the_expected_value_beside_unpacked_arguments_never_them(tmp_path: Path, referee):
