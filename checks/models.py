@@ -404,7 +404,8 @@ class ArbitrationVerdict(_Model):
         "computes, never edited), projection (an attribute or a literal item of the call's "
         "value compared: parse(s).year, f(x)[0]), unpacked-argument (f(*args), f(**kwargs) of a "
         "literal list, tuple or dict), module-constant (an argument that is a literal constant "
-        "of the test module), method, staticmethod, classmethod; docs/arbitration.md "
+        "of the test module), comparison-in-boolean (self.assertTrue(f(x) == y): the call's "
+        "value observed by running it), method, staticmethod, classmethod; docs/arbitration.md "
         "lists them all.",
     )
     applied: bool = Field(default=False, description="Whether --apply wrote the fix.")

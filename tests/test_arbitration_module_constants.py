@@ -1,8 +1,7 @@
 """An argument that is a constant of the test module — ``INPUT = 9999`` at its top level,
 bound there once and nowhere else, of an immutable literal value — is read as written
 (form ``module-constant``) and never edited, since other tests may use it. And the suite's
-``self.assertTrue(f(x) == y)`` is one of its examples, as ``assert f(x) == y`` is (the
-failing assertion written so is not arbitrated: unittest records only ``False`` of it).
+``self.assertTrue(f(x) == y)`` is one of its examples, as ``assert f(x) == y`` is.
 
 End to end through ``referee arbitrate --apply`` with the fake OpenAI-compatible model
 server: a wrong function called on a constant is fixed, and a wrong expected value beside

@@ -38,12 +38,14 @@ from referee.checks.arbitration.objects import boolean_op, object_methods, wrapp
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
 from referee.checks.arbitration.sites import (
+    COMPARISON_IN_BOOLEAN,
     WRAPPERS,
     Isolated,
     NotIsolated,
     Site,
     TestRef,
     assignments,
+    comparison,
     dotted,
     find_test,
     identifiers,
@@ -341,14 +343,7 @@ def _compared(
                 "be arbitrated; this assertion is none of them"
             )
         else:
-            operators = " ".join(source.node_text(c) for c in cond.children if not c.is_named)
-            if operators not in ("==", "in", "not in", "is", "is not"):
-                raise NotIsolated(
-                    f"only `==`, `in` and `is` comparisons can be arbitrated; this one is "
-                    f"`{operators}`"
-                )
-            left, right = sides
-            op = operators
+            left, right, op = comparison(source, cond)
     else:
         method = _method(source, node) or ""
         forms.append(_form_of_method(source, node))
@@ -359,7 +354,14 @@ def _compared(
                 f"`{method}` needs {arity} positional argument{'s' * (arity > 1)} to be arbitrated"
             )
         left, right = args[0], (args[1] if arity == 2 else None)
-        if right is None:
+        inner = unwrap(left)
+        if right is None and op in ("truthy", "falsy") and inner.type == "comparison_operator":
+            # ``self.assertTrue(f(x) == 3)``: the comparison, as ``assert f(x) == 3`` says
+            # it (``assertFalse(x in f(y))``: ``not in``). unittest records only ``False``
+            # of it: the engine observes the call by running it (COMPARISON_IN_BOOLEAN).
+            left, right, op = comparison(source, inner, negated=op == "falsy")
+            forms.append(COMPARISON_IN_BOOLEAN)
+        elif right is None:
             implicit = {"truthy": "True", "falsy": "False"}.get(op, "None")
     return left, right, op, implicit
 

@@ -11,16 +11,19 @@ import os
 import re
 import subprocess
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.raises_match import match_failed
-from referee.checks.arbitration.sites import Isolated, NotIsolated
+from referee.checks.arbitration.sites import Isolated, NotIsolated, wrapped
 from referee.checks.arbitration.suite import SuiteScan
+from referee.checks.execution.running import MODULE_IMPORT, module_of
 from referee.checks.models import Observation, OracleResult
 from referee.checks.nodes import excerpt
+from referee.checks.sandbox import SandboxResult
 
 
 def no_truth(
@@ -247,20 +250,14 @@ def observation(
     if isolated.op == "raises":
         produced_error = raises_observed(isolated, crash)
         asserted = raised(isolated.expected.text)
+    elif "comparison-in-boolean" in isolated.forms:
+        asserted = _written_expected(isolated)  # the call's value: observed_by_running
     elif comparison is not None:
         produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
         asserted = comparison["right"] if isolated.call_side == "left" else comparison["left"]
         if isolated.expected.kind == "implicit":
             asserted = isolated.expected.text  # assertTrue's True, assertIsNone's None
-    elif (
-        crash.get("assertion")
-        and crash.get("raised_here")
-        and isolated.op
-        in (
-            "truthy",
-            "falsy",
-        )
-    ):
+    elif crash.get("assertion") and crash.get("raised_here") and isolated.op in ("truthy", "falsy"):
         # ``assert f(x)`` / ``assert not f(x)`` compares nothing: what the call gave is
         # what pytest's rewritten assertion shows ("assert []\n +  where [] = f(3)")
         produced = shown_value(str(crash.get("message", "")), isolated.op)
@@ -311,3 +308,49 @@ def observation(
         expected_site=isolated.expected.kind,
         call_forms=forms,
     )
+
+
+def _written_expected(isolated: Isolated) -> str:
+    """The expected value of ``self.assertTrue(f(x) == 3)``, of which unittest recorded only
+    ``False``: the literal the test writes (a value it computes is not known)."""
+    if isolated.expected.kind == "computed":
+        raise NotIsolated(
+            "cannot isolate the call under test: the expected value "
+            f"`{excerpt(isolated.expected.text)}` is computed by the test, and a comparison "
+            "inside assertTrue records no value of it"
+        )
+    try:
+        return repr(ast.literal_eval(isolated.expected.text))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return isolated.expected.text
+
+
+def observed_by_running(
+    observation: Observation,
+    isolated: Isolated,
+    name: str,
+    relpath: str | None,
+    run: Callable[[str, str], SandboxResult],
+) -> Observation | str:
+    """``observation`` with what the call under test gives, observed by running it on the
+    current code — ``run(code, expression)``, the sandbox with the project's files and
+    interpreter: the user's own code, as the test runs it — where the failing run could
+    not record it (``self.assertTrue(f(x) == 3)``: unittest sees only ``False``); a
+    one-line reason when it cannot be."""
+    if relpath is None or isolated.constructor is not None or "." in isolated.callee:
+        return (
+            "cannot isolate the call under test: a comparison inside assertTrue is observed "
+            "by running its call, which must be a plain function of the project's files"
+        )
+    entry, module = module_of(relpath)
+    code = MODULE_IMPORT.format(entry=entry, module=module, relpath=relpath)
+    code += f"{name} = _referee_m.{name}\n"
+    expression = with_definitions(
+        wrapped(isolated.wrapper, isolated.call, isolated.projection), isolated.definitions
+    )
+    result = run(code, expression)
+    if result.status == "ok" and result.value is not None:
+        return observation.model_copy(update={"produced": result.value})
+    if result.status == "error":
+        return observation.model_copy(update={"produced_error": result.message})
+    return f"could not run {excerpt(isolated.call)} on the current code: {result.message}"

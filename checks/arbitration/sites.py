@@ -279,3 +279,29 @@ def wrapped_call(node: Node) -> Node | None:
         return None
     inner = unwrap(items[0])
     return inner if inner.type == "call" else None
+
+
+COMPARISON_IN_BOOLEAN = "comparison-in-boolean"
+# An operator and the one that says the opposite (``assertFalse(a in b)`` is ``not in``);
+# ``==`` has none here (``!=`` is no comparison arbitration decides).
+_OPPOSITE = {"in": "not in", "not in": "in", "is": "is not", "is not": "is"}
+
+
+def comparison(source: SourceFile, cond: Node, *, negated: bool = False) -> tuple[Node, Node, str]:
+    """(left, right, operator) of a comparison of two values with ``==``, ``in``, ``not
+    in``, ``is`` or ``is not`` — the operator turned around when ``negated``; raises
+    :class:`NotIsolated` for any other."""
+    sides = [c for c in cond.named_children if not c.is_extra]
+    operators = " ".join(source.node_text(c) for c in cond.children if not c.is_named)
+    if len(sides) != 2 or operators not in ("==", "in", "not in", "is", "is not"):
+        raise NotIsolated(
+            f"only `==`, `in` and `is` comparisons can be arbitrated; this one is `{operators}`"
+        )
+    if negated:
+        if operators not in _OPPOSITE:
+            raise NotIsolated(
+                f"`assertFalse(a {operators} b)` asserts that two values differ, and only "
+                "`==`, `in` and `is` comparisons can be arbitrated"
+            )
+        operators = _OPPOSITE[operators]
+    return sides[0], sides[1], operators
