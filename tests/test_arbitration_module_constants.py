@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_arbitration_boolean_comparisons import ORACLE, RIGHT, WRONG
 from test_arbitration_oracles import arbitrate_with, assert_tests_pass
 
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
@@ -76,21 +77,7 @@ class T(unittest.TestCase):
 
 # ------------------------------------------------------------------ end to end, --apply
 
-MODULE = '''def ordinal(n: int) -> str:
-    """N with its English ordinal suffix: ordinal(1) is "1st", ordinal(2) "2nd", ordinal(3)
-    "3rd", ordinal(11) "11th", ordinal(22) "22nd"."""
-    if n % 100 in (11, 12, 13):
-        return f"{{n}}th"
-    return f"{{n}}" + {suffixes}[n % 10]
-'''
-SUFFIXES = '["th", "st", "nd", "rd", "th", "th", "th", "th", "th", "th"]'
-RIGHT = MODULE.format(suffixes=SUFFIXES)
-WRONG = MODULE.format(suffixes=SUFFIXES.replace('"nd"', '"th"'))  # 2nd, 22nd wrong
-ORACLE = """def ordinal(n):
-    if n % 100 in (11, 12, 13):
-        return f"{n}th"
-    return f"{n}" + {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-"""
+# the ordinal module (RIGHT, WRONG) and its ORACLE come from test_arbitration_boolean_comparisons
 PATCH = RIGHT
 TESTS = """import unittest
 
