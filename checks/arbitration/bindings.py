@@ -6,7 +6,6 @@ are known without running the test (:mod:`~referee.checks.arbitration.known`).""
 from __future__ import annotations
 
 import ast
-import keyword
 
 from tree_sitter import Node
 
@@ -20,6 +19,8 @@ from referee.checks.arbitration.sites import (
     immutable,
     is_literal,
     literal_text,
+    parameter_names,
+    round_trips,
 )
 from referee.checks.models import SiteKind
 from referee.checks.nodes import (
@@ -128,16 +129,14 @@ class Bindings:
                 )
             items = [repr(item) for item in value]
         else:
-            if not (
-                isinstance(value, dict)
-                and all(isinstance(k, str) and _keyword_name(k) for k in value)
-            ):
+            if not parameter_names(value):
                 raise NotIsolated(
                     f"cannot isolate the call under test: `{written}` unpacks a value that is "
                     "no literal dict whose keys are names of parameters"
                 )
             items = [f"{k}={v!r}" for k, v in value.items()]
-        if not all(_reads_back(item) for item in items):
+        values = value if isinstance(value, (list, tuple)) else value.values()
+        if not all(round_trips(item) for item in values):
             raise NotIsolated(
                 f"cannot isolate the call under test: `{written}` holds a value that does "
                 "not read back as a literal"
@@ -473,18 +472,3 @@ def _dedented(source: SourceFile, node: Node) -> str:
         [lines[0]]
         + [line[indent:] if line[:indent].isspace() else line.lstrip() for line in lines[1:]]
     )
-
-
-def _keyword_name(name: str) -> bool:
-    return name.isidentifier() and not keyword.iskeyword(name)
-
-
-def _reads_back(item: str) -> bool:
-    """Whether an item written out (``1.5``, ``sep='-'``) reads back as the literal it is
-    (not ``inf``, ``nan``, an object's repr)."""
-    text = item.split("=", 1)[1] if "=" in item and item.split("=", 1)[0].isidentifier() else item
-    try:
-        ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
-    return True

@@ -6,6 +6,7 @@ assignments)."""
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -239,6 +240,22 @@ def identifiers(source: SourceFile, node: Node) -> set[str]:
             found.add(source.node_text(current))
         stack.extend(current.named_children)
     return found
+
+
+def round_trips(value: object) -> bool:
+    """Whether ``repr(value)`` reads back as the literal ``value`` (not ``inf``, an
+    object's repr); NaN counts, as it never equals itself."""
+    try:
+        return ast.literal_eval(repr(value)) == value or value != value  # nan
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def parameter_names(value: object) -> bool:
+    """Whether ``value`` is a dict whose keys could name parameters (``f(**value)``)."""
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k) for k in value
+    )
 
 
 def immutable(value: object) -> bool:

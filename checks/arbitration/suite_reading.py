@@ -23,12 +23,11 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from keyword import iskeyword
 from typing import NamedTuple
 
 from referee.checks.arbitration.examples import dotted_name
 from referee.checks.arbitration.known import Known, ModuleNames, _bound_names
-from referee.checks.arbitration.sites import WRAPPERS, NotIsolated
+from referee.checks.arbitration.sites import WRAPPERS, NotIsolated, parameter_names, round_trips
 
 _EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
                   "assertDictEqual", "assertSetEqual", "assertIs"}  # fmt: skip
@@ -192,9 +191,7 @@ class _Reader:
             for keyword in node.keywords:
                 if keyword.arg is None:  # ``**kwargs``: a literal dict of parameter names
                     named = self.value(keyword.value, env)
-                    if not isinstance(named, dict) or not all(
-                        isinstance(k, str) and k.isidentifier() and not iskeyword(k) for k in named
-                    ):
+                    if not parameter_names(named):
                         return None
                     kwargs += [f"{k}={v!r}" for k, v in named.items()]
                     continue
@@ -217,7 +214,7 @@ class _Reader:
                 raise ValueError("a row's value that is no literal")
             return env[node.id]
         value = literal_of(node)
-        if not _round_trips(value):
+        if not round_trips(value):
             raise ValueError("not a literal that reads back")
         return value
 
@@ -289,13 +286,6 @@ class _Reader:
             return None
         self.is_known = True
         return text, True
-
-
-def _round_trips(value: object) -> bool:
-    try:
-        return ast.literal_eval(repr(value)) == value or value != value  # nan
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
 
 
 class _Check(NamedTuple):
