@@ -18,7 +18,7 @@ from typing import Any
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.raises_match import match_failed
-from referee.checks.arbitration.sites import Isolated, NotIsolated, wrapped
+from referee.checks.arbitration.sites import COMPARISON_IN_BOOLEAN, Isolated, NotIsolated, wrapped
 from referee.checks.arbitration.suite import SuiteScan
 from referee.checks.execution.running import MODULE_IMPORT, module_of
 from referee.checks.models import Observation, OracleResult
@@ -250,7 +250,7 @@ def observation(
     if isolated.op == "raises":
         produced_error = raises_observed(isolated, crash)
         asserted = raised(isolated.expected.text)
-    elif "comparison-in-boolean" in isolated.forms:
+    elif COMPARISON_IN_BOOLEAN in isolated.forms:
         asserted = _written_expected(isolated)  # the call's value: observed_by_running
     elif comparison is not None:
         produced = comparison["left"] if isolated.call_side == "left" else comparison["right"]
