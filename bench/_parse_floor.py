@@ -17,20 +17,11 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
+import _tools  # bench/_tools.py: the scripts run from bench/
 from tree_sitter import QueryCursor
 
 from referee.checks.pymodule import _query
 from referee.checks.source import python_parser
-
-SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv"}
-
-
-def python_files(root: str) -> list[str]:
-    found = []
-    for current, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        found += [os.path.join(current, n) for n in sorted(filenames) if n.endswith(".py")]
-    return found
 
 
 def parse_and_query(paths: list[str]) -> int:
@@ -49,7 +40,7 @@ def main() -> int:
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         print("usage: python bench/_parse_floor.py DIRECTORY", file=sys.stderr)
         return 2
-    paths = python_files(sys.argv[1])
+    paths = _tools.python_files(sys.argv[1])
     jobs = max(1, os.cpu_count() or 1)
     chunks = [paths[i :: jobs * 4] for i in range(jobs * 4)]  # as referee's pool shares work
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")

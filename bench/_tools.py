@@ -8,6 +8,18 @@ import shutil
 import sys
 from pathlib import Path
 
+# Directories a corpus walk leaves out: caches, version control, virtual environments.
+SKIP_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv"})
+
+
+def python_files(root: str | Path) -> list[str]:
+    """Every ``.py`` file under ``root`` (SKIP_DIRS left out), in a stable order."""
+    found = []
+    for current, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        found += [os.path.join(current, n) for n in sorted(filenames) if n.endswith(".py")]
+    return found
+
 
 def default_corpus() -> Path:
     """CPython's own test suite, the corpus the benchmarks default to."""

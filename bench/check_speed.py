@@ -54,7 +54,6 @@ import _tools  # bench/_tools.py: the scripts run from bench/
 
 RUFF_SELECT = "PT,B011,B015,PLW0129"
 INSTALL_HINT = "pip install 'referee[bench]'"
-SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv"}
 
 
 def find_tool(name: str) -> str:
@@ -99,15 +98,12 @@ def finding_counts(cases: list[Case], cwd: Path) -> dict[str, str]:
 
 def corpus_size(root: Path) -> tuple[int, int]:
     """(.py files, lines) under root, skipping caches and VCS directories."""
-    files = lines = 0
-    for current, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        for name in filenames:
-            if name.endswith(".py"):
-                files += 1
-                with open(os.path.join(current, name), "rb") as handle:
-                    lines += handle.read().count(b"\n")
-    return files, lines
+    paths = _tools.python_files(root)
+    lines = 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            lines += handle.read().count(b"\n")
+    return len(paths), lines
 
 
 @dataclass
