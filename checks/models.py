@@ -404,7 +404,9 @@ class ArbitrationVerdict(_Model):
         "computes, never edited), projection (an attribute or a literal item of the call's "
         "value compared: parse(s).year, f(x)[0]), unpacked-argument (f(*args), f(**kwargs) of a "
         "literal list, tuple or dict), module-constant (an argument that is a literal constant "
-        "of the test module), comparison-in-boolean (self.assertTrue(f(x) == y): the call's "
+        "of the test module), set-up-attribute and class-attribute (self.x bound once by the test "
+        "class's setUp or body), method-of-set-up-object (self.x.method() of an object setUp "
+        "builds from literals), comparison-in-boolean (self.assertTrue(f(x) == y): the call's "
         "value observed by running it), method, staticmethod, classmethod; docs/arbitration.md "
         "lists them all.",
     )

@@ -9,6 +9,7 @@ import ast
 
 from tree_sitter import Node
 
+from referee.checks.arbitration import set_up
 from referee.checks.arbitration.known import Known, ModuleNames
 from referee.checks.arbitration.sites import (
     NotIsolated,
@@ -68,7 +69,7 @@ class Bindings:
         self, built: tuple[str, Node, str] | None, forms: list[str]
     ) -> tuple[str | None, tuple[str, ...]]:
         """(the class as written, its constructor's arguments) of the object a method
-        under test is called on — ``built`` as ``_callee_and_object`` found it: (class,
+        under test is called on — ``built`` as ``callee_and_object`` found it: (class,
         constructor call, form), the form added to ``forms``; (None, ()) for a function."""
         if built is None:
             return None, ()
@@ -176,13 +177,18 @@ class Bindings:
             found = self._module_constant(node, text)
             if found is not None:
                 return found
+        if argument and node.type == "attribute":
+            found = self._class_bound(node)
+            if found is not None:
+                return found
         known = self._known_value(node) if argument else None
         if known is not None:
             return known
         raise NotIsolated(
             f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
-            "parametrized value, a literal assigned in the test, a local whose value the "
-            "failing run recorded as a literal, or a value known without running the test "
+            "parametrized value, a literal assigned in the test (or once in its class's "
+            "setUp), a local whose value the failing run recorded as a literal, or a value "
+            "known without running the test "
             "(a built-in, a function, an object of a standard-library value class)"
         )
 
@@ -383,6 +389,19 @@ class Bindings:
         if not immutable(value):
             return None
         self._form("module-constant")
+        return Site("computed", node.start_byte, node.end_byte, literal, node.start_point.row + 1)
+
+    def _class_bound(self, node: Node) -> Site | None:
+        """The literal of ``self.name`` when the test's class binds it once, in its
+        ``setUp`` or its body (:mod:`~referee.checks.arbitration.set_up`), and it is
+        immutable: an argument only, read as written and never edited (forms
+        ``set-up-attribute``, ``class-attribute``)."""
+        name = set_up.attribute_of_self(self.source, node)
+        binding = set_up.class_binding(self.source, self.fn, name) if name else None
+        literal = set_up.literal_of(self.source, binding) if binding is not None else None
+        if binding is None or literal is None:
+            return None
+        self._form(binding.form)
         return Site("computed", node.start_byte, node.end_byte, literal, node.start_point.row + 1)
 
     def _parametrized(self, name: str, argument: bool = False) -> Site | None:

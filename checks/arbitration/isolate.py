@@ -37,6 +37,7 @@ from referee.checks.arbitration.helpers import (
 from referee.checks.arbitration.objects import boolean_op, object_methods, wrapped_local
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
+from referee.checks.arbitration.receivers import assigned_call, built_method, callee_and_object
 from referee.checks.arbitration.sites import (
     COMPARISON_IN_BOOLEAN,
     WRAPPERS,
@@ -44,16 +45,13 @@ from referee.checks.arbitration.sites import (
     NotIsolated,
     Site,
     TestRef,
-    assignments,
     comparison,
     dotted,
     find_test,
-    identifiers,
     is_literal,
     wrapped_call,
 )
 from referee.checks.nodes import (
-    binding_counts,
     call_arguments,
     excerpt,
     innermost_at,
@@ -107,9 +105,9 @@ def callee_names(source: SourceFile, test: TestRef) -> list[str]:
             name = dotted(source, node.child_by_field_name("function"))
             if name and name not in names and not name.startswith("self."):
                 names.append(name)
-            method = _built_method(source, fn, node)
-            if method and method not in names:
-                names.append(method)
+            for name in built_method(source, fn, node):
+                if name not in names:
+                    names.append(name)
             for name in object_methods(source, fn, node):
                 if name not in names:
                     names.append(name)
@@ -119,30 +117,6 @@ def callee_names(source: SourceFile, test: TestRef) -> list[str]:
                 if name and name not in names and not name.startswith("self."):
                     names.append(name)
     return names
-
-
-def _built_method(source: SourceFile, fn: Function, call: Node) -> str | None:
-    """``Table.to_text`` for a call ``Table(...).to_text(...)``, or ``t.to_text(...)``
-    where the test assigns ``t = Table(...)``: what the recorder resolves."""
-    function = call.child_by_field_name("function")
-    if function is None or function.type != "attribute":
-        return None
-    obj = function.child_by_field_name("object")
-    attribute = function.child_by_field_name("attribute")
-    if obj is None or attribute is None:
-        return None
-    obj = unwrap(obj)
-    built: Node | None = obj if obj.type == "call" else None
-    if obj.type == "identifier":
-        body = statements(fn.body)
-        values = [v for _, v in assignments(source, body, source.node_text(obj))]
-        built = values[0] if len(values) == 1 and values[0].type == "call" else None
-    constructor = (
-        dotted(source, built.child_by_field_name("function")) if built is not None else None
-    )
-    if not constructor or constructor.startswith("self."):
-        return None
-    return f"{constructor}.{source.node_text(attribute)}"
 
 
 def _is_approx(source: SourceFile, node: Node) -> bool:
@@ -251,7 +225,7 @@ def isolate(
         if helper is not None
         else Bindings(source, module, fn, indices or {}, node.start_point.row, frame_locals)
     )
-    callee, built = _callee_and_object(source, fn, call_node, node)
+    callee, built = callee_and_object(source, fn, call_node, node)
     constructor, constructor_arguments = bindings.built_object(built, forms)
     arguments = bindings.arguments(call_node)
     expected, op = _expected(source, bindings, node, sides, call_side, implicit, op, callee, forms)
@@ -295,7 +269,7 @@ def _located(
     the assertion of a helper the test calls, else its node."""
     try:
         raising = raises_at(
-            source, module, fn, line, indices or {}, frame_locals, _callee_and_object
+            source, module, fn, line, indices or {}, frame_locals, callee_and_object
         )
     except NotIsolated as exc:
         try:  # an ``assert`` inside the ``with pytest.raises`` block is an assertion
@@ -405,7 +379,7 @@ def _call_under_test(
         # ``result = f(x)`` once, then ``assert result == 3``: the call is the local's.
         for side, n in bases.items():
             if n.type == "identifier" and side not in approx:
-                assigned = _assigned_call(source, fn, source.node_text(n), node)
+                assigned = assigned_call(source, fn, source.node_text(n), node)
                 if assigned is not None:
                     calls = [side]
                     forms.append("assigned-call")
@@ -429,9 +403,7 @@ def _call_under_test(
     inner = wrapped_call(call_node)
     if outer in WRAPPERS and inner is None and assigned is None:
         # ``value = f(x)`` once, then ``assert str(value) == "..."``
-        inner = wrapped_local(
-            source, call_node, lambda name: _assigned_call(source, fn, name, node)
-        )
+        inner = wrapped_local(source, call_node, lambda name: assigned_call(source, fn, name, node))
         forms.append("assigned-call")
     if outer in WRAPPERS and inner is not None:
         wrapper, call_node = outer, inner
@@ -499,54 +471,6 @@ def _expected(
     return expected, op
 
 
-def _callee_and_object(
-    source: SourceFile, fn: Function, call: Node, assertion: Node
-) -> tuple[str, tuple[str, Node, str] | None]:
-    """The dotted name ``call`` calls, and — for a method of an object the test builds
-    from a constructor call (``Table([[]]).to_text()``, or ``table = Table([[]])`` once
-    then ``table.to_text()``) — (the class as written, the constructor call, the call
-    form). The callee of a method is ``Class.method``. Raises :class:`NotIsolated`."""
-    function_node = call.child_by_field_name("function")
-    obj = function_node.child_by_field_name("object") if function_node is not None else None
-    attribute = function_node.child_by_field_name("attribute") if function_node else None
-    if function_node is not None and function_node.type == "attribute" and obj is not None:
-        obj = unwrap(obj)
-        built, form = None, "method-of-literal-object"
-        if obj.type == "call":
-            built = obj
-        elif obj.type == "identifier" and source.node_text(obj) not in ("self", "cls"):
-            name = source.node_text(obj)
-            built = _assigned_call(source, fn, name, assertion)
-            form = "method-of-assigned-object"
-            if built is None and binding_counts(source, fn.node, [name])[name]:
-                raise NotIsolated(
-                    f"cannot isolate the call under test: `{excerpt(name)}` is an object the "
-                    "test does not build once, from a class and literals, and leave alone "
-                    "before the assertion"
-                )
-        constructor = (
-            dotted(source, built.child_by_field_name("function")) if built is not None else None
-        )
-        if built is not None and constructor and not constructor.startswith("self."):
-            method = source.node_text(attribute) if attribute is not None else ""
-            return f"{constructor}.{method}", (constructor, built, form)
-    callee = dotted(source, function_node)
-    if callee is None and function_node is not None and function_node.type == "attribute":
-        raise NotIsolated(
-            "cannot isolate the call under test: "
-            f"`{excerpt(source.node_text(function_node))}` is a method of an object the test "
-            "does not build from a class and literals; arbitration computes truths for "
-            "functions, static and class methods, and methods of objects built from literals"
-        )
-    if callee is None or callee.startswith("self."):
-        raise NotIsolated(
-            "cannot isolate the call under test: "
-            f"`{excerpt(source.node_text(function_node))}` "
-            "is not a plain function name"
-        )
-    return callee, None
-
-
 def _callee_of(source: SourceFile, call: Node) -> str | None:
     """The dotted name a call calls, through a wrapper (``sorted(f(x))``: ``f``)."""
     outer = dotted(source, call.child_by_field_name("function"))
@@ -554,33 +478,6 @@ def _callee_of(source: SourceFile, call: Node) -> str | None:
     if outer in WRAPPERS and inner is not None:
         return dotted(source, inner.child_by_field_name("function"))
     return outer
-
-
-def _assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node) -> Node | None:
-    """The call of the one ``name = f(...)`` statement in the test's body before the
-    assertion, when nothing between them mentions ``name`` (a method call on it, an
-    append, could have changed the value the assertion sees) and nothing else in the test
-    binds it; else None."""
-    body = statements(fn.body)
-    position = next(
-        (
-            i
-            for i, stmt in enumerate(body)
-            if stmt.start_byte <= assertion.start_byte < stmt.end_byte
-        ),
-        None,
-    )
-    if position is None:
-        return None
-    found = [(i, value) for i, value in assignments(source, body, name) if i < position]
-    if len(found) != 1 or found[0][1].type != "call":
-        return None
-    if binding_counts(source, fn.node, [name])[name] != 1:
-        return None
-    index, call = found[0]
-    if any(name in identifiers(source, stmt) for stmt in body[index + 1 : position]):
-        return None
-    return call
 
 
 def _computed(source: SourceFile, node: Node, callee: str) -> Site | None:

@@ -82,7 +82,7 @@ def raises_at(
     None when the line holds no such assertion; NotIsolated when it holds one that says
     nothing about one call. ``callee_of``: the dotted callee of a call and, for a method
     of an object the test builds, (the class, its constructor call, the form) —
-    :func:`referee.checks.arbitration.isolate._callee_and_object`."""
+    :func:`referee.checks.arbitration.receivers.callee_and_object`."""
     found = _raises_node(source, fn, line)
     if found is None:
         return None

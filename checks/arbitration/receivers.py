@@ -1,0 +1,127 @@
+"""What a method under test is called on: an object the test builds from a class and
+literals — in the call (``Table([[]]).to_text()``), once in the test (``table =
+Table([[]])``) or once in its class's ``setUp`` (``self.table = Table([[]])``) — and the
+dotted names the recorder is asked to resolve for it."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from referee.checks.arbitration import set_up
+from referee.checks.arbitration.sites import NotIsolated, assignments, dotted, identifiers
+from referee.checks.nodes import binding_counts, excerpt, statements, unwrap
+from referee.checks.pymodule import Function
+from referee.checks.source import SourceFile
+
+
+def built_method(source: SourceFile, fn: Function, call: Node) -> tuple[str, ...]:
+    """(``Table``, ``Table.to_text``) for a call ``Table(...).to_text(...)``, or
+    ``t.to_text(...)`` where the test assigns ``t = Table(...)``, or ``self.t.to_text(...)``
+    where its class's ``setUp`` does: what the recorder resolves; () for another call."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "attribute":
+        return ()
+    obj = function.child_by_field_name("object")
+    attribute = function.child_by_field_name("attribute")
+    if obj is None or attribute is None:
+        return ()
+    obj = unwrap(obj)
+    built: Node | None = obj if obj.type == "call" else None
+    if obj.type == "identifier":
+        body = statements(fn.body)
+        values = [v for _, v in assignments(source, body, source.node_text(obj))]
+        built = values[0] if len(values) == 1 and values[0].type == "call" else None
+    elif (held := set_up.attribute_of_self(source, obj)) is not None:
+        binding = set_up.class_binding(source, fn, held)
+        built = binding.value if binding is not None and binding.value.type == "call" else None
+    constructor = (
+        dotted(source, built.child_by_field_name("function")) if built is not None else None
+    )
+    if not constructor or constructor.startswith("self."):
+        return ()
+    return constructor, f"{constructor}.{source.node_text(attribute)}"
+
+
+def callee_and_object(
+    source: SourceFile, fn: Function, call: Node, assertion: Node
+) -> tuple[str, tuple[str, Node, str] | None]:
+    """The dotted name ``call`` calls, and — for a method of an object the test builds
+    from a constructor call (``Table([[]]).to_text()``, ``table = Table([[]])`` once
+    then ``table.to_text()``, or ``self.table = Table([[]])`` in the class's ``setUp``
+    then ``self.table.to_text()``) — (the class as written, the constructor call, the call
+    form). The callee of a method is ``Class.method``. Raises :class:`NotIsolated`."""
+    function_node = call.child_by_field_name("function")
+    obj = function_node.child_by_field_name("object") if function_node is not None else None
+    attribute = function_node.child_by_field_name("attribute") if function_node else None
+    if function_node is not None and function_node.type == "attribute" and obj is not None:
+        obj = unwrap(obj)
+        built, form = None, "method-of-literal-object"
+        if obj.type == "call":
+            built = obj
+        elif obj.type == "identifier" and source.node_text(obj) not in ("self", "cls"):
+            name = source.node_text(obj)
+            built = assigned_call(source, fn, name, assertion)
+            form = "method-of-assigned-object"
+            if built is None and binding_counts(source, fn.node, [name])[name]:
+                raise NotIsolated(
+                    f"cannot isolate the call under test: `{excerpt(name)}` is an object the "
+                    "test does not build once, from a class and literals, and leave alone "
+                    "before the assertion"
+                )
+        elif (held := set_up.attribute_of_self(source, obj)) is not None:
+            built = set_up.built_object(source, fn, held, assertion)
+            form = set_up.METHOD_OF_SET_UP_OBJECT
+            if built is None:
+                raise NotIsolated(
+                    f"cannot isolate the call under test: `self.{excerpt(held)}` is an object "
+                    "the test's class does not build once in its setUp, from a class and "
+                    "literals, and leave alone before the assertion"
+                )
+        constructor = (
+            dotted(source, built.child_by_field_name("function")) if built is not None else None
+        )
+        if built is not None and constructor and not constructor.startswith("self."):
+            method = source.node_text(attribute) if attribute is not None else ""
+            return f"{constructor}.{method}", (constructor, built, form)
+    callee = dotted(source, function_node)
+    if callee is None and function_node is not None and function_node.type == "attribute":
+        raise NotIsolated(
+            "cannot isolate the call under test: "
+            f"`{excerpt(source.node_text(function_node))}` is a method of an object the test "
+            "does not build from a class and literals; arbitration computes truths for "
+            "functions, static and class methods, and methods of objects built from literals"
+        )
+    if callee is None or callee.startswith("self."):
+        raise NotIsolated(
+            "cannot isolate the call under test: "
+            f"`{excerpt(source.node_text(function_node))}` "
+            "is not a plain function name"
+        )
+    return callee, None
+
+
+def assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node) -> Node | None:
+    """The call of the one ``name = f(...)`` statement in the test's body before the
+    assertion, when nothing between them mentions ``name`` (a method call on it, an
+    append, could have changed the value the assertion sees) and nothing else in the test
+    binds it; else None."""
+    body = statements(fn.body)
+    position = next(
+        (
+            i
+            for i, stmt in enumerate(body)
+            if stmt.start_byte <= assertion.start_byte < stmt.end_byte
+        ),
+        None,
+    )
+    if position is None:
+        return None
+    found = [(i, value) for i, value in assignments(source, body, name) if i < position]
+    if len(found) != 1 or found[0][1].type != "call":
+        return None
+    if binding_counts(source, fn.node, [name])[name] != 1:
+        return None
+    index, call = found[0]
+    if any(name in identifiers(source, stmt) for stmt in body[index + 1 : position]):
+        return None
+    return call
