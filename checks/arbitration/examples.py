@@ -365,13 +365,18 @@ def contradicted_example(
     examples: Sequence[tuple[str, str, str]],
     limits: sandbox.Limits,
     origin: str = "the docstring",
+    *,
+    files: dict[str, str] | None = None,
+    python: Any = None,
 ) -> str | None:
     """Why an oracle program is set aside — it contradicts one of the docstring's own
     examples (another value, an exception, no answer) — or None when it gives every
     example's value. Programs of one model can share a misreading of the words; the
     example the docstring spells out is the spec, and no number of them outvotes it.
     ``origin`` names where the examples come from in the reason ("the tests" for the
-    suite's assertions: :mod:`referee.checks.arbitration.suite`)."""
+    suite's assertions: :mod:`referee.checks.arbitration.suite`). ``files`` and
+    ``python``: the project's, where the examples build the project's objects (the
+    program is then the guarded one: :mod:`~referee.checks.arbitration.project_objects`)."""
     if not examples:
         return None
     cap = probe_cap(limits, len(examples))
@@ -379,7 +384,9 @@ def contradicted_example(
     # constructed expected value has (:class:`~referee.checks.arbitration.suite_reading.Example`)
     calls = [with_definitions(e[0], getattr(e, "definitions", "")) for e in examples]
     expression = "[" + ", ".join(f"_referee_probe(lambda: {c})" for c in calls) + "]"
-    result = sandbox.evaluate(program + PROBE.format(cap=cap), expression, limits=limits)
+    result = sandbox.evaluate(
+        program + PROBE.format(cap=cap), expression, limits=limits, files=files, python=python
+    )
     values = probe_values(result, len(examples), cap)
     if values is None:
         return f"contradicts {origin}'s examples: running them gave {result.message or 'no values'}"

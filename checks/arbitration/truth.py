@@ -586,6 +586,8 @@ class _OracleWriter:
                 detail=f"the model's program {problem}",
                 cached=cached,
             )
+        runs: dict[str, Any] = {}  # how the program runs: the project's files, its python
+        running = program
         if self.project is not None:
             why = reads_code_under_test(
                 program, self.spec.module, self.project.packages, self.preamble
@@ -598,15 +600,9 @@ class _OracleWriter:
                     cached=cached,
                     program=program,
                 )
-            result = sandbox.evaluate(
-                guarded(self.project.guard, program, self.project.seal),
-                self.call,
-                limits=limits(self.config),
-                files=self.project.files,
-                python=self.project.python,
-            )
-        else:
-            result = sandbox.evaluate(program, self.call, limits=limits(self.config))
+            running = guarded(self.project.guard, program, self.project.seal)
+            runs = {"files": self.project.files, "python": self.project.python}
+        result = sandbox.evaluate(running, self.call, limits=limits(self.config), **runs)
         if result.status == "ok" and self.returns is not None and result.value == "None":
             # a program that prints its answer, or forgets to return it, has no opinion
             return OracleResult(
@@ -618,7 +614,10 @@ class _OracleWriter:
                 program=program,
             )
         if result.status == "ok":
-            why = contradicted_example(program, self.examples, limits(self.config), self.origin)
+            # the examples' arguments may build the project's objects too
+            why = contradicted_example(
+                running, self.examples, limits(self.config), self.origin, **runs
+            )
             if why is not None:
                 return OracleResult(
                     source=source,
