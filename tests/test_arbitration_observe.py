@@ -17,7 +17,7 @@ import pytest
 from test_arbitration import project, run
 
 from referee.checks.arbitration import OUT_ENV
-from referee.checks.arbitration.engine import ArbitrationError, _failing_record
+from referee.checks.arbitration.failing import ArbitrationError, failing_record
 from referee.checks.arbitration.observe import (
     TestRun,
     node_id,
@@ -166,7 +166,7 @@ def test_a_failure_pytest_reports_is_never_ran_no_test(tmp_path: Path):
     )
     ran = TestRun([], proc.returncode, output, reported_failed=reported, recorder_notes=notes)
     with pytest.raises(ArbitrationError) as raised:
-        _failing_record(ran, "./tests/test_text.py::test_x", root / "tests" / "test_text.py")
+        failing_record(ran, "./tests/test_text.py::test_x", root / "tests" / "test_text.py")
     message = str(raised.value)
     assert message.startswith(
         "pytest reports tests/test_text.py::test_x failed but referee's recorder saw nothing: "

@@ -17,3 +17,7 @@ NAMES_ENV = "REFEREE_ARBITRATION_NAMES"
 # stack (faulthandler) to HANG_OUT_ENV's file and ends the run.
 HANG_ENV = "REFEREE_ARBITRATION_HANG_S"
 HANG_OUT_ENV = "REFEREE_ARBITRATION_HANG_OUT"
+# A test module's file and a line of it (JSON: {"file": ..., "line": N}): the plugin records
+# the test frame's locals each time a test reaches that line — what the other cases of a
+# parametrized test gave the failing assertion, read as the suite's examples.
+WATCH_ENV = "REFEREE_ARBITRATION_WATCH"

@@ -449,6 +449,20 @@ class Bindings:
             )
         return None
 
+    def case_lines(self) -> list[tuple[int, int]]:
+        """(first, last) lines, 1-based, of the case ``indices`` names in each parametrize
+        decorator of the test (or of its class): what that case's values are written on."""
+        found = []
+        for decorator in self._parametrize_decorators():
+            names, values = self._parametrize_arguments(decorator)
+            if not names or values is None or values.type not in ("list", "tuple"):
+                continue
+            index = next((self.indices[n] for n in names if n in self.indices), None)
+            cases = [c for c in values.named_children if c.type != "comment"]
+            if index is not None and index < len(cases):
+                found.append((cases[index].start_point.row + 1, cases[index].end_point.row + 1))
+        return found
+
     def _parametrize_decorators(self) -> list[Node]:
         holders = [self.fn.node]
         if self.fn.class_ is not None:

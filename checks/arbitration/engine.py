@@ -17,6 +17,7 @@ from referee import __version__
 from referee.checks import interpreter, ledger, review, sandbox
 from referee.checks.arbitration import methods, objects, outcomes, project_objects
 from referee.checks.arbitration.examples import doctest_evidence
+from referee.checks.arbitration.failing import failing_record, read_test, run_test
 from referee.checks.arbitration.fix import (
     pytest_run_limits,
     sha256_text,
@@ -24,16 +25,13 @@ from referee.checks.arbitration.fix import (
 from referee.checks.arbitration.isolate import (
     FunctionSpec,
     assertion_at,
-    callee_names,
     isolate,
 )
 from referee.checks.arbitration.observe import (
     TestRecord,
-    TestRun,
-    node_id,
     run_tests,
-    same_test,
 )
+from referee.checks.arbitration.siblings import sibling_examples
 from referee.checks.arbitration.sites import (
     COMPARISON_IN_BOOLEAN,
     EQUALITY_OPS,
@@ -44,10 +42,12 @@ from referee.checks.arbitration.sites import (
 )
 from referee.checks.arbitration.suite import (
     SuiteScan,
+    add_examples,
     parameters,
     passing_examples,
     suite_examples,
 )
+from referee.checks.arbitration.suite_reading import Found
 from referee.checks.arbitration.truth import (
     ArbitrationError,
     Cancelled,
@@ -106,10 +106,10 @@ def arbitrate(
     ``work`` is asked to stop."""
     started = time.monotonic()
     root = settings.root.resolve()
-    test, source = _read_test(root, test_id)
-    run = _run_test(root, test_id, test, source, settings, work)
+    test, source = read_test(root, test_id)
+    run = run_test(root, test_id, test, source, settings, work)
     work.raise_if_cancelled()
-    record = _failing_record(run, test_id, root / test.path)
+    record = failing_record(run, test_id, root / test.path)
     context = _Context(
         test_id=record.nodeid,
         test=test,
@@ -141,99 +141,6 @@ def arbitrate(
         # ModelCrashed: no truth was computed, the oracles' or patches' model died. A
         # person decides.
         return context.unclear(str(exc))
-
-
-def _read_test(root: Path, test_id: str) -> tuple[TestRef, SourceFile]:
-    """The test's id taken apart and its module's text."""
-    try:
-        test = TestRef.parse(node_id(test_id))  # ./tests/../tests/t.py is tests/t.py
-    except ValueError as exc:
-        raise ArbitrationError(str(exc)) from None
-    test_path = root / test.path
-    try:
-        test_text = test_path.read_bytes().decode("utf-8")  # no newline translation
-    except FileNotFoundError:
-        raise ArbitrationError(f"{test.path}: no such file under {root}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ArbitrationError(f"{test.path}: cannot read: {exc}") from None
-    return test, SourceFile(test.path, test_text)
-
-
-def _run_test(
-    root: Path,
-    test_id: str,
-    test: TestRef,
-    source: SourceFile,
-    settings: Settings,
-    work: Work,
-) -> TestRun:
-    """Run the test with the recorder, in the project's interpreter."""
-    # the project's interpreter (a bad `python` setting is a ConfigError), with pytest
-    python = interpreter.for_settings(settings)
-    problem = interpreter.pytest_problem(python)
-    if problem is not None:
-        raise ArbitrationError(problem)
-    work.say(f"running {test_id}")
-    test_timeout = settings.config.arbitration.test_timeout
-    run = run_tests(
-        root,
-        [test_id],
-        names=callee_names(source, test),
-        # the test's call may run test-timeout seconds; collection and the rest get a grace
-        timeout=test_timeout + max(10.0, test_timeout / 2),
-        hang_after=test_timeout,
-        python=python,
-    )
-    return run
-
-
-def _failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
-    # pytest's node id may be spelled differently from the one asked for (an escaped
-    # parameter id, ``./`` or ``tests/../`` in the path): matched as pytest spells ids
-    matching = [r for r in run.records if same_test(r.nodeid, test_id)]
-    if not any(r.failed for r in matching) and run.hung is not None:
-        hung = run.hung
-        if same_test(hung.nodeid, test_id):
-            # A call that never returns is a red test too: observed as what it did not do,
-            # at the innermost line of the test module on its stack.
-            test_file = str(test_path.resolve())
-            line = next((n for f, n in run.hung_frames if outcomes.same_file(f, test_file)), None)
-            return replace(
-                hung,
-                when="call",
-                outcome="failed",
-                crash={
-                    "type": "Timeout",
-                    "message": f"did not return within {_seconds(run.hung_after or 0)} s",
-                    "assertion": False,
-                    "file": test_file,
-                    "line": line,
-                    "hung": run.hung_after,
-                },
-            )
-    if run.timed_out:
-        raise ArbitrationError(f"{test_id} did not finish in time (arbitration.test-timeout)")
-    failed = [r for r in matching if r.failed]
-    reported = run.reported(test_id)
-    if reported and not failed:
-        # pytest's own summary is the authority on what failed: never "ran no test"
-        noted = "; ".join(run.recorder_notes) or (
-            "it wrote no record of it (a fixture that replaced what the recorder uses, or a "
-            "plugin that ended the run?)"
-            if not matching
-            else f"it recorded the test as {matching[0].outcome or 'not failed'}"
-        )
-        raise ArbitrationError(
-            f"pytest reports {reported[0]} failed but referee's recorder saw nothing: "
-            f"{noted}\n{run.tail()}"
-        )
-    if not matching:
-        raise ArbitrationError(
-            f"pytest ran no test {test_id} (exit status {run.returncode}):\n{run.tail()}"
-        )
-    if not failed:
-        raise ArbitrationError(f"{test_id} passes: there is nothing to arbitrate")
-    return failed[0]
 
 
 @dataclass
@@ -505,9 +412,7 @@ class _Context:
         if not spec.docstring_value:
             # The specification its author committed to: the suite's passing
             # assertions about it (never the failing one, nor one changed now).
-            scan = self._suite_scan(
-                spec, arguments, function_relpath, fixing.files, fixing.work, isolated.definitions
-            )
+            scan = self._suite_scan(spec, isolated, function_relpath, fixing.files, fixing.work)
             needed = self.config.suite_examples
             if not needed or len(scan.found) < needed:
                 return self.unclear(
@@ -611,19 +516,22 @@ class _Context:
     def _suite_scan(
         self,
         spec: FunctionSpec,
-        arguments: str,
+        isolated: Isolated,
         function_relpath: str | None,
         files: _LazyFiles,
         work: Work,
-        definitions: str = "",
     ) -> SuiteScan:
         """The project's passing assertions about ``spec``'s function that the working
         diff did not change, the failing test and the failing call's arguments left out
-        (:mod:`referee.checks.arbitration.suite`); recorded as the verdict's evidence."""
+        (:mod:`referee.checks.arbitration.suite`) — and, when they are too few, what the
+        test's other cases gave the failing assertion (:mod:`.siblings`); recorded as the
+        verdict's evidence."""
         needed = self.config.suite_examples
         if not needed:
             return SuiteScan()
+        arguments, definitions = isolated.oracle_arguments, isolated.definitions
         work.say(f"reading the suite's assertions about {spec.name}")
+        signature = parameters(spec.signature)
         scan = suite_examples(
             self.root,
             spec.name,
@@ -632,8 +540,12 @@ class _Context:
             (self.test.cls, self.test.name),
             arguments,
             settings=self.settings,
-            signature=parameters(spec.signature),
+            signature=signature,
         )
+        if len(scan.found) < needed and function_relpath is not None:
+            cases = self._sibling_cases(spec, isolated, work)
+            if cases:
+                add_examples(scan, self.root, cases, arguments, signature)
         if function_relpath is None:
             scan.notes.append(f"{spec.name} is outside the project: its assertions were not run")
             scan.found = []
@@ -654,6 +566,32 @@ class _Context:
             *scan.notes,
         )
         return scan
+
+    def _sibling_cases(self, spec: FunctionSpec, isolated: Isolated, work: Work) -> list[Found]:
+        """What the test's cases (all of a parametrized test's, or the failing test's
+        earlier loop iterations) gave the failing assertion, run again with the recorder
+        watching its line (:mod:`~referee.checks.arbitration.siblings`)."""
+        if isolated.constructor is not None or isolated.projection:
+            return []  # the suite's examples are of functions' own values
+        target = self.test.function_id if self.test.param_id else self.test_id
+        work.say(f"running {target} to read what its cases gave line {isolated.line}")
+        test_timeout = self.settings.config.arbitration.test_timeout
+        run = run_tests(
+            self.root,
+            [target],
+            timeout=test_timeout + max(10.0, test_timeout / 2),
+            python=interpreter.for_settings(self.settings),
+            watch=((self.root / self.test.path).resolve(), isolated.line),
+        )
+        return sibling_examples(
+            self.source,
+            self.test,
+            self.test_id,
+            isolated,
+            spec.name,
+            run,
+            self._project_callees(),
+        )
 
     def _failing_line(self) -> tuple[int, dict[str, Any] | None]:
         """The line of the failing assertion in the test file, and its comparison."""
@@ -786,7 +724,3 @@ def project_files(root: Path, settings: Settings) -> dict[str, str]:
             continue
         total += size
     return files
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g}"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV
+from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV, WATCH_ENV
 from referee.checks.interpreter import Interpreter
 from referee.checks.process import run_in_own_group
 
@@ -29,7 +29,7 @@ PLUGIN = "referee_arbitration_plugin"
 PLUGIN_FILE = Path(__file__).resolve().parent / "plugin.py"
 METHODS_FILE = PLUGIN_FILE.with_name("assertion_methods.py")  # the plugin imports it
 _FRAME = re.compile(r'^\s*File "(.*)", line (\d+)', re.MULTILINE)
-_SCRUBBED = ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER")
+_SCRUBBED = ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", WATCH_ENV)
 # pytest's short summary (``-rfE``): ``FAILED tests/t.py::test_x[1] - AssertionError: ...``
 _SUMMARY = re.compile(r"^(FAILED|ERROR) (.+)$", re.MULTILINE)
 _NOTE = re.compile(r"^referee-recorder: (.+)$", re.MULTILINE)
@@ -84,6 +84,8 @@ class TestRecord:
     params: dict[str, str] = field(default_factory=dict)
     indices: dict[str, int] = field(default_factory=dict)
     names: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the test frame's locals each time the test reached the watched line (``watch``)
+    watched: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -137,12 +139,15 @@ def run_tests(
     extra_args: list[str] | None = None,
     hang_after: float | None = None,
     python: Interpreter | None = None,
+    watch: tuple[Path, int] | None = None,
 ) -> TestRun:
     """Run pytest on ``targets`` (node ids or paths relative to ``root``) with the plugin,
     in ``python`` (the project's interpreter, :func:`referee.checks.interpreter.find`;
     None: referee's own). With ``hang_after``, a test's call still running after that
     many seconds is taken as hung: its stack is dumped and the run ends
-    (``TestRun.hung``)."""
+    (``TestRun.hung``). With ``watch`` (a test module's file, a line of it), each record
+    holds the test frame's locals every time the test reached that line
+    (``TestRecord.watched``)."""
     with tempfile.TemporaryDirectory(prefix="referee-observe-") as scratch:
         out = Path(scratch) / "records.jsonl"
         hang_out = Path(scratch) / "hang.txt"
@@ -151,6 +156,8 @@ def run_tests(
         shutil.copyfile(PLUGIN_FILE, plugin_dir / PLUGIN / "__init__.py")
         shutil.copyfile(METHODS_FILE, plugin_dir / PLUGIN / "assertion_methods.py")
         env = _environment(plugin_dir, out, hang_out, names, hang_after)
+        if watch is not None:
+            env[WATCH_ENV] = json.dumps({"file": str(watch[0]), "line": watch[1]})
         command = [
             python.path if python is not None else sys.executable,
             "-m",
@@ -247,6 +254,7 @@ def _records(out: Path) -> tuple[list[TestRecord], list[TestRecord]]:
                 params=data.get("params") or {},
                 indices=data.get("indices") or {},
                 names=data.get("names") or {},
+                watched=[w for w in data.get("watched") or [] if isinstance(w, dict)],
             )
         )
     return records, started

@@ -12,7 +12,10 @@ JSON-lines file named by ``$REFEREE_ARBITRATION_OUT``: one record per test that 
   raised it, and the ``repr`` of that frame's locals (capped: a loop's case, a local);
 - its parametrized arguments and their indices in the parametrize lists;
 - where the names in ``$REFEREE_ARBITRATION_NAMES`` (a JSON list of dotted names the
-  failing assertion calls) resolve to in the test's module: module, qualified name, file.
+  failing assertion calls) resolve to in the test's module: module, qualified name, file;
+- with ``$REFEREE_ARBITRATION_WATCH`` (``{"file": ..., "line": N}``), the ``repr`` of the
+  test frame's locals each time a test of that file reaches line N (capped), passing or
+  not: what the other cases of a parametrized test gave the assertion there.
 
 It runs inside the user's test process, in the project's interpreter, and uses only the
 standard library and pytest: referee itself need not be importable there. What it needs
@@ -44,12 +47,15 @@ OUT_ENV = "REFEREE_ARBITRATION_OUT"
 NAMES_ENV = "REFEREE_ARBITRATION_NAMES"
 HANG_ENV = "REFEREE_ARBITRATION_HANG_S"
 HANG_OUT_ENV = "REFEREE_ARBITRATION_HANG_OUT"
+WATCH_ENV = "REFEREE_ARBITRATION_WATCH"
 
 # Everything the hooks need is captured here, when pytest loads the plugin: a project's
 # fixtures may replace ``os.environ`` (monkeypatch.setattr("os.environ", {...})), change
 # the directory, or patch ``builtins.open``, ``json.dumps``, ``os.path``, ``print`` or
 # ``time.time`` while its test runs — and the report hook runs before they are undone.
-_ENV = {name: os.environ.get(name) for name in (OUT_ENV, NAMES_ENV, HANG_ENV, HANG_OUT_ENV)}
+_ENV = {
+    name: os.environ.get(name) for name in (OUT_ENV, NAMES_ENV, HANG_ENV, HANG_OUT_ENV, WATCH_ENV)
+}
 _OPEN = io.open
 _DUMPS = json.dumps
 _LOADS = json.loads
@@ -60,6 +66,8 @@ _ISABS = os.path.isabs
 _CWD = os.getcwd()
 _SEP = os.sep
 _GETFRAME = sys._getframe
+_SETTRACE = sys.settrace
+_GETTRACE = sys.gettrace
 _REPR = builtins.repr
 _ISINSTANCE = builtins.isinstance
 
@@ -67,7 +75,10 @@ _REPR_LIMIT = 20_000
 _LOCALS_LIMIT = 40  # names recorded from the failing frame
 _LOCAL_REPR_LIMIT = 4_000
 
+_WATCH_LIMIT = 20  # times one test's locals are recorded at the watched line
+
 _comparisons: list[dict[str, Any]] = []
+_watched: list[dict[str, str]] = []  # the locals at the watched line, this test's
 _notes: list[str] = []  # what the recorder could not do, said in the terminal summary
 
 
@@ -82,8 +93,11 @@ def _abs(path: str) -> str:
 _skip_files = {_abs(__file__)}
 
 
-def _note(where: str, exc: BaseException) -> None:
+def _note(where: str, exc: BaseException | None) -> None:
     try:
+        if exc is None:
+            _notes.append(where)
+            return
         _notes.append(f"{where}: {type(exc).__name__}: {_text(exc)[:300]}")
     except Exception:
         _notes.append(f"{where}: failed")
@@ -189,6 +203,66 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _comparisons.clear()
+    _watched.clear()
+
+
+def _watch() -> tuple[str, int] | None:
+    """(the test module's file, the line) ``$REFEREE_ARBITRATION_WATCH`` names."""
+    try:
+        data = _LOADS(_ENV[WATCH_ENV] or "null")
+        if _ISINSTANCE(data, dict) and data.get("file") and int(data.get("line", 0)) > 0:
+            return _abs(str(data["file"])), int(data["line"])
+    except Exception as exc:
+        _note("reading the watched line", exc)
+    return None
+
+
+_WATCH = _watch()
+
+
+def _watcher(filename: str, line: int):
+    """A trace function that records the locals of frames of ``filename`` at ``line``:
+    frames of other files are not traced at all."""
+    ours: dict[str, bool] = {}
+
+    def local(frame: Any, event: str, arg: Any):
+        if event == "line" and frame.f_lineno == line and len(_watched) < _WATCH_LIMIT:
+            try:
+                _watched.append(_locals(frame.f_locals))
+            except Exception as exc:
+                _note("reading the locals at the watched line", exc)
+        return local
+
+    def calls(frame: Any, event: str, arg: Any):
+        name = frame.f_code.co_filename
+        if name not in ours:
+            ours[name] = _abs(name) == filename
+        return local if ours[name] else None
+
+    return calls
+
+
+@contextlib.contextmanager
+def _watching(item: pytest.Item):
+    """Within the block, the watched line's locals are recorded — unless another tracer
+    (coverage, a debugger) is installed: it is left alone, and nothing is recorded."""
+    tracer = None
+    try:
+        if _WATCH is not None and _abs(str(getattr(item, "path", "") or "")) == _WATCH[0]:
+            if _GETTRACE() is None:
+                tracer = _watcher(*_WATCH)
+                _SETTRACE(tracer)
+            else:
+                _note(f"{item.nodeid}: another tracer is installed; the line was not watched", None)
+    except Exception as exc:
+        _note(f"{item.nodeid}: watching the line", exc)
+    try:
+        yield
+    finally:
+        if tracer is not None:
+            with contextlib.suppress(Exception):
+                if _GETTRACE() is tracer:
+                    _SETTRACE(None)
 
 
 def _resolve(item: pytest.Item, names: list[str]) -> dict[str, Any]:
@@ -325,7 +399,8 @@ def pytest_runtest_call(item: pytest.Item):
     except Exception as exc:
         _note(f"{item.nodeid}: recording the call's start", exc)
     try:
-        yield
+        with _watching(item):
+            yield
     finally:
         if handle is not None:
             try:
@@ -353,6 +428,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
                 "params": params,
                 "indices": indices,
                 "names": _resolve(item, _names()) if report.failed else {},
+                "watched": list(_watched) if call.when == "call" else [],
             }
         )
     except Exception as exc:  # a record lost is said, never a broken run

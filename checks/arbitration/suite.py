@@ -163,8 +163,22 @@ def suite_examples(
         max_bytes,
         seconds,
     )
+    add_examples(scan, root, candidates, failing_arguments, signature)
+    return scan
+
+
+def add_examples(
+    scan: SuiteScan,
+    root: Path,
+    candidates: list[Found],
+    failing_arguments: str,
+    signature: list[tuple[str, object]] | None = None,
+) -> None:
+    """Add to ``scan`` those of ``candidates`` the suite committed to: on lines the
+    working diff did not change, not of the failing call's arguments, not a call the suite
+    (``scan``'s assertions and these) gives two values; at most :data:`MAX_EXAMPLES`."""
     # the failing call's arguments: never the failing assertion, never its expected value
-    kept: list[Found] = []
+    kept: list[Found] = list(scan.found)
     for item in _committed(scan, root, candidates):
         if _same_arguments(item.arguments, failing_arguments, signature):
             scan.leave_out("the failing call's arguments")
@@ -174,6 +188,7 @@ def suite_examples(
     by_call: dict[str, list[Found]] = {}
     for item in kept:
         by_call.setdefault(item.call, []).append(item)
+    scan.found = []
     for items in by_call.values():
         if any(not sandbox.values_equal(items[0].want, i.want) for i in items[1:]):
             for _ in items:
@@ -183,7 +198,6 @@ def suite_examples(
     if len(scan.found) > MAX_EXAMPLES:
         scan.notes.append(f"kept the first {MAX_EXAMPLES} of {len(scan.found)} assertions")
         del scan.found[MAX_EXAMPLES:]
-    return scan
 
 
 def _read_suite(
@@ -457,6 +471,7 @@ def _same_values(found: list[Found], failing: tuple[str, str] | None) -> tuple[s
 __all__ = [
     "Found",
     "SuiteScan",
+    "add_examples",
     "assertions",
     "changed_lines",
     "passing_examples",

@@ -1,0 +1,151 @@
+"""The failing assertion as the test's other cases ran it: the suite's examples that no
+static reading finds.
+
+A parametrized test whose values come from a fixture (``output`` built from the case's
+``branch_name``), a helper or a computation passes for its other cases, and each of them
+is an assertion about the function its author committed to — as ``assert f(1) == 2``
+written out is. They are read from a second run of the test's cases with the recorder
+watching the failing assertion's line (:data:`~referee.checks.arbitration.WATCH_ENV`): the
+test frame's locals there, each time a case reached it, are taken apart as the failing
+assertion was (:func:`~referee.checks.arbitration.isolate.isolate`, with those locals as
+the recorded ones), and each call of the same function with a literal expected value is
+one example. Likewise the iterations of a loop that reached the assertion before the
+failing one, in the failing test itself.
+
+Kept only as the suite's other examples are (:mod:`~referee.checks.arbitration.suite`):
+the lines they are written on — the assertion, the case's rows in the parametrize lists,
+a fixture the test module defines and the test takes — not changed in the working diff;
+never the failing call's arguments; and only those the current code passes, run again in
+the sandbox.
+"""
+
+from __future__ import annotations
+
+from referee.checks.arbitration.bindings import Bindings
+from referee.checks.arbitration.isolate import isolate
+from referee.checks.arbitration.observe import TestRecord, TestRun, same_test
+from referee.checks.arbitration.sites import Isolated, NotIsolated, TestRef, find_test, is_literal
+from referee.checks.arbitration.suite_reading import Found
+from referee.checks.pymodule import Function, PythonModule
+from referee.checks.source import SourceFile
+
+MAX_PER_CASE = 20  # iterations of one case read
+_OPS = frozenset({"==", "is"})  # what an example states: the call's value
+# a test that collects its failures and goes on (unittest's subTest, pytest-subtests)
+_COLLECTS = ("subTest", "subtests")
+
+
+def sibling_examples(
+    source: SourceFile,
+    test: TestRef,
+    failing_id: str,
+    isolated: Isolated,
+    name: str,
+    run: TestRun,
+    project_callees: frozenset[str] | None = None,
+) -> list[Found]:
+    """The examples the cases in ``run`` (a run of ``test``'s cases watching
+    ``isolated.line``) give ``name``, the function under test: see the module's
+    docstring. The failing case gives those of its iterations before the failing one."""
+    module = PythonModule(source, is_test_file=True)
+    found: list[Found] = []
+    for record in run.records:
+        if record.when != "call" or not record.watched:
+            continue
+        try:
+            ref = TestRef.parse(record.nodeid)
+            fn = find_test(module, ref)
+        except (ValueError, NotIsolated):
+            continue
+        if any(word in source.node_text(fn.node) for word in _COLLECTS):
+            continue  # its failures are collected and it goes on: no hit is told passing
+        hits = _passing_hits(record, failing_id, isolated.line)
+        spans = [
+            (isolated.line, isolated.end_line),
+            *Bindings(source, module, fn, record.indices, isolated.line - 1).case_lines(),
+            *_fixture_lines(source, module, fn, record.indices),
+        ]
+        for hit in hits[:MAX_PER_CASE]:
+            try:
+                other = isolate(source, ref, isolated.line, record.indices, hit, project_callees)
+            except NotIsolated:
+                continue
+            example = _example(other, isolated, name, test.path, spans, record, failing_id)
+            if example is not None:
+                found.append(example)
+    return found
+
+
+def _passing_hits(record: TestRecord, failing_id: str, line: int) -> list[dict[str, str]]:
+    """The locals of the times ``record``'s test reached the watched line and went on: a
+    passing test's every one; a failing test's all but the last. None where a comparison
+    failed there and the test went on (a failure something caught)."""
+    failures = [c for c in record.comparisons if c.get("line") == line]
+    if record.outcome == "passed":
+        return [] if failures else list(record.watched)
+    if record.outcome != "failed" or not same_test(record.nodeid, failing_id):
+        return []
+    return [] if len(failures) > 1 else list(record.watched[:-1])
+
+
+def _example(
+    other: Isolated,
+    failing: Isolated,
+    name: str,
+    path: str,
+    spans: list[tuple[int, int]],
+    record: TestRecord,
+    failing_id: str,
+) -> Found | None:
+    """``other`` as an example of ``name``: a call of the same function (no method, no
+    projection) compared with a literal, else None."""
+    if (
+        other.callee != failing.callee
+        or other.constructor is not None
+        or other.projection
+        or other.op not in _OPS
+        or (other.op == "is" and other.expected.text.strip() not in ("None", "True", "False"))
+        or not is_literal(other.expected.text)
+    ):
+        return None
+    call = f"{name}({other.arguments})"
+    if other.wrapper:
+        call = f"{other.wrapper}({call})"
+    case = record.nodeid.partition("[")[2].rstrip("]")
+    where = "this case's earlier iteration" if same_test(record.nodeid, failing_id) else case
+    return Found(
+        call=call,
+        arguments=other.arguments,
+        want=other.expected.text.strip(),
+        path=path,
+        line=other.line,
+        spans=tuple(spans),
+        text=f"{other.assertion.splitlines()[0].strip()}  [{where}]",
+        in_failing_test=True,
+        definitions=other.definitions,
+        known=bool(other.definitions),
+    )
+
+
+def _fixture_lines(
+    source: SourceFile, module: PythonModule, fn: Function, indices: dict[str, int]
+) -> list[tuple[int, int]]:
+    """The lines of each function of the test module that the test takes as a parameter
+    and no parametrize list gives: a fixture whose value the case used."""
+    parameters = fn.node.child_by_field_name("parameters")
+    if parameters is None:
+        return []
+    names = (
+        {
+            source.node_text(p if p.type == "identifier" else p.named_children[0])
+            for p in parameters.named_children
+            if p.type == "identifier" or p.named_children
+        }
+        - set(indices)
+        - {"self"}
+    )
+    return [
+        (f.node.start_point.row + 1, f.node.end_point.row + 1)
+        for f in module.functions
+        if f.name in names and f.parent is None and f.class_ is None
+    ]
