@@ -88,6 +88,25 @@ def arbitrate_with(
         return root, arbitrate_json(referee, root, "--apply", node=node)
 
 
+def arbitrate_template(
+    tmp_path: Path,
+    referee,
+    module: str,
+    template: str,
+    want: str,
+    node: str,
+    oracle: str,
+    patch: str,
+) -> tuple[Path, str, dict]:
+    """:func:`arbitrate_with` on the tests ``template`` with its ``{want}`` filled in,
+    committed first: (the project, the tests as written, the verdict)."""
+    tests = template.format(want=want)
+    root, verdict = arbitrate_with(
+        tmp_path, referee, module, tests, node, oracle, patch, commit=True
+    )
+    return root, tests, verdict
+
+
 def assert_tests_pass(root: Path, path: str = "tests/test_text.py") -> None:
     """The project's tests pass, run for real (after a fix)."""
     passed = subprocess.run(

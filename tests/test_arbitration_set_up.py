@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_arbitration_oracles import arbitrate_with, assert_tests_pass
+from test_arbitration_oracles import arbitrate_template, assert_tests_pass
 
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
 from referee.checks.source import SourceFile
@@ -171,11 +171,7 @@ NODE = "tests/test_text.py::TestScale::test_x"
 
 
 def _arbitrate(tmp_path: Path, referee, module: str, want: str) -> tuple[Path, str, dict]:
-    tests = TESTS.format(want=want)
-    root, verdict = arbitrate_with(
-        tmp_path, referee, module, tests, NODE, ORACLE, PATCH, commit=True
-    )
-    return root, tests, verdict
+    return arbitrate_template(tmp_path, referee, module, TESTS, want, NODE, ORACLE, PATCH)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

@@ -85,9 +85,10 @@ def _project(root: Path, module: str = WRONG, tests: str = TESTS) -> Path:
     return root
 
 
-def _watched_run(root: Path, target: str = NODE.partition("[")[0]):
+def _watched_run(root: Path, target: str = NODE.partition("[")[0], line: int = LINE):
+    """The test module's ``target`` run with the recorder watching ``line``."""
     return run_tests(
-        root, [target], python=None, watch=((root / "tests" / "test_text.py").resolve(), LINE)
+        root, [target], python=None, watch=((root / "tests" / "test_text.py").resolve(), line)
     )
 
 
@@ -179,12 +180,7 @@ def test_the_iterations_a_loop_passed_before_the_failing_one_are_examples(tmp_pa
     loop_line = tests.count("\n")
     source = SourceFile("tests/test_text.py", tests)
     test = TestRef.parse("tests/test_text.py::test_loop")
-    run = run_tests(
-        root,
-        [test.function_id],
-        python=None,
-        watch=((root / "tests" / "test_text.py").resolve(), loop_line),
-    )
+    run = _watched_run(root, test.function_id, loop_line)
     (failing,) = [r for r in run.records if r.when == "call"]
     assert failing.outcome == "failed" and len(failing.watched) == 3
     with viewing(ProjectView(root, dict, lambda: None)):
@@ -212,12 +208,7 @@ def test_a_test_whose_failures_are_collected_gives_no_iteration(tmp_path: Path):
     line = tests.count("\n")
     source = SourceFile("tests/test_text.py", tests)
     test = TestRef.parse("tests/test_text.py::T::test_x")
-    run = run_tests(
-        root,
-        [test.function_id],
-        python=None,
-        watch=((root / "tests" / "test_text.py").resolve(), line),
-    )
+    run = _watched_run(root, test.function_id, line)
     failing = [r for r in run.records if r.when == "call" and r.outcome == "failed"]
     assert failing and max(len(r.watched) for r in failing) == 3, run.tail()
     with viewing(ProjectView(root, dict, lambda: None)):

@@ -26,6 +26,7 @@ called on.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -197,26 +198,29 @@ def _holds(stmt: Node, node: Node) -> bool:
 
 def _calls_up(source: SourceFile, stmt: Node) -> bool:
     """Whether ``stmt`` calls ``super()``, a base class's method or a method of ``self``."""
-    stack = [stmt]
-    while stack:
-        node = stack.pop()
-        if node.type == "call":
-            function = node.child_by_field_name("function")
-            text = source.node_text(function) if function is not None else ""
-            up = text.rsplit(".", 1)[-1] in SET_UP_METHODS  # Base.setUp(self)
-            if text == "super" or text.startswith(("self.", "super(")) or up:
-                return True
-        stack.extend(node.named_children)
-    return False
+
+    def up(text: str) -> bool:
+        return (
+            text == "super"
+            or text.startswith(("self.", "super("))
+            or text.rsplit(".", 1)[-1] in SET_UP_METHODS  # Base.setUp(self)
+        )
+
+    return _calls(source, stmt, up)
 
 
 def _calls_setattr(source: SourceFile, root: Node) -> bool:
+    return _calls(source, root, lambda text: text in ("setattr", "vars"))
+
+
+def _calls(source: SourceFile, root: Node, named: Callable[[str], bool]) -> bool:
+    """Whether a call under ``root`` calls a function whose text ``named`` takes."""
     stack = [root]
     while stack:
         node = stack.pop()
         if node.type == "call":
             function = node.child_by_field_name("function")
-            if function is not None and source.node_text(function) in ("setattr", "vars"):
+            if function is not None and named(source.node_text(function)):
                 return True
         stack.extend(node.named_children)
     return False
