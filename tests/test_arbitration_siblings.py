@@ -24,7 +24,7 @@ from test_arbitration_oracles import arbitrate_json, assert_tests_pass, cli_proj
 from referee.checks.arbitration.isolate import isolate
 from referee.checks.arbitration.observe import run_tests
 from referee.checks.arbitration.project_objects import ProjectView, viewing
-from referee.checks.arbitration.siblings import sibling_examples
+from referee.checks.arbitration.siblings import sibling_examples, worth_running
 from referee.checks.arbitration.sites import TestRef
 from referee.checks.source import SourceFile
 
@@ -291,3 +291,25 @@ def test_the_recorder_runs_in_the_projects_interpreter_without_referee(tmp_path:
     assert sys.executable  # the suite's interpreter stands in for the project's here
     run = _watched_run(root)
     assert not run.recorder_notes, run.recorder_notes
+
+
+@pytest.mark.parametrize(
+    ("node", "body", "worth"),
+    [
+        ("tests/t.py::test_x[1-2]", "    assert f(x) == y\n", True),  # a parametrized case
+        ("tests/t.py::test_x", "    for x in XS:\n        assert f(x) == 1\n", True),
+        ("tests/t.py::test_x", "    while XS:\n        assert f(XS.pop()) == 1\n", True),
+        ("tests/t.py::test_x", "    x = g()\n    assert f(x) == 1\n", False),  # once
+        # a loop in a helper the test defines is not the test's own loop
+        (
+            "tests/t.py::test_x",
+            "    def h():\n        for _ in XS:\n            pass\n    assert f(h()) == 1\n",
+            False,
+        ),
+    ],
+    ids=["parametrized", "for", "while", "once", "nested-definition"],
+)
+def test_the_cases_are_run_again_only_where_they_can_give_other_values(node, body, worth):
+    text = "from m import f\n\n\ndef test_x(x=1, y=2):\n" + body
+    line = text.rstrip("\n").count("\n") + 1
+    assert worth_running(SourceFile("tests/t.py", text), TestRef.parse(node), line) is worth

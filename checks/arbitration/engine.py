@@ -31,7 +31,7 @@ from referee.checks.arbitration.observe import (
     TestRecord,
     run_tests,
 )
-from referee.checks.arbitration.siblings import sibling_examples
+from referee.checks.arbitration.siblings import sibling_examples, worth_running
 from referee.checks.arbitration.sites import (
     COMPARISON_IN_BOOLEAN,
     EQUALITY_OPS,
@@ -573,6 +573,8 @@ class _Context:
         watching its line (:mod:`~referee.checks.arbitration.siblings`)."""
         if isolated.constructor is not None or isolated.projection:
             return []  # the suite's examples are of functions' own values
+        if not worth_running(self.source, self.test, isolated.line):
+            return []  # one case, reaching the line once: nothing else to read
         target = self.test.function_id if self.test.param_id else self.test_id
         work.say(f"running {target} to read what its cases gave line {isolated.line}")
         test_timeout = self.settings.config.arbitration.test_timeout

@@ -30,6 +30,7 @@ from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
 MAX_PER_CASE = 20  # iterations of one case read
+MAX_FOUND = 36  # examples read in all (the suite keeps 12): a table of hundreds of cases
 _OPS = frozenset({"==", "is"})  # what an example states: the call's value
 # a test that collects its failures and goes on (unittest's subTest, pytest-subtests)
 _COLLECTS = ("subTest", "subtests")
@@ -73,7 +74,31 @@ def sibling_examples(
             example = _example(other, isolated, name, test.path, spans, record, failing_id)
             if example is not None:
                 found.append(example)
+            if len(found) >= MAX_FOUND:
+                return found
     return found
+
+
+def worth_running(source: SourceFile, test: TestRef, line: int) -> bool:
+    """Whether the test's cases can give the assertion on ``line`` other values: the
+    test is a case of a parametrized one, or the assertion is in a loop of the test."""
+    if test.param_id is not None:
+        return True
+    try:
+        fn = find_test(PythonModule(source, is_test_file=True), test)
+    except NotIsolated:
+        return False
+    row = line - 1
+    stack = [fn.body]
+    while stack:
+        node = stack.pop()
+        if not (node.start_point.row <= row <= node.end_point.row):
+            continue
+        if node.type in ("for_statement", "while_statement"):
+            return True
+        if node.type not in ("function_definition", "class_definition", "lambda"):
+            stack.extend(node.named_children)
+    return False
 
 
 def _passing_hits(record: TestRecord, failing_id: str, line: int) -> list[dict[str, str]]:
