@@ -140,7 +140,7 @@ def _examples(root: Path, target: str = NODE.partition("[")[0], node: str = NODE
     # the project's classes are read as arbitration reads them, with the project in view
     with viewing(ProjectView(root, dict, lambda: None)):
         isolated = isolate(source, test, LINE, failing.indices, failing.crash["locals"])
-        found = sibling_examples(source, test, node, isolated, "get_new_command", run)
+        found = sibling_examples(source, test, node, isolated, "get_new_command", run).found
     return isolated, found
 
 
@@ -185,12 +185,43 @@ def test_the_iterations_a_loop_passed_before_the_failing_one_are_examples(tmp_pa
     assert failing.outcome == "failed" and len(failing.watched) == 3
     with viewing(ProjectView(root, dict, lambda: None)):
         isolated = isolate(source, test, loop_line, {}, failing.crash["locals"])
-        found = sibling_examples(source, test, test.function_id, isolated, "get_new_command", run)
+        cases = sibling_examples(source, test, test.function_id, isolated, "get_new_command", run)
+        found = cases.found
     # the two iterations before the failing one; the failing one never
     assert [f.want for f in found] == [
         "'git push --set-upstream origin main'",
         "'git push --set-upstream origin dev'",
     ]
+    assert cases.no_example == 0
+
+
+def test_an_iteration_that_compares_no_literal_is_counted_not_kept(tmp_path: Path):
+    tests = TESTS + (
+        "\n\ndef test_loop():\n"
+        "    for branch in ['main', 'dev', 'Feature']:\n"
+        "        out = 'origin ' + branch\n"
+        "        assert get_new_command(Command('git push', out)) == (\n"
+        "            'git push --set-upstream ' + out\n"
+        "        )\n"
+    )
+    root = _project(tmp_path / "p", tests=tests)
+    loop_line = tests.count("\n") - 2  # the assertion's first line, of three
+    source = SourceFile("tests/test_text.py", tests)
+    test = TestRef.parse("tests/test_text.py::test_loop")
+    run = run_tests(
+        root,
+        [test.function_id],
+        python=None,
+        watch=((root / "tests" / "test_text.py").resolve(), loop_line, loop_line + 2),
+    )
+    (failing,) = [r for r in run.records if r.when == "call"]
+    # the statement is reached once an iteration, though its evaluation goes from line to line
+    assert len(failing.watched) == 3
+    with viewing(ProjectView(root, dict, lambda: None)):
+        isolated = isolate(source, test, loop_line, {}, failing.crash["locals"])
+        cases = sibling_examples(source, test, test.function_id, isolated, "get_new_command", run)
+    # the expected value is computed in the assertion: no case says what the call gives
+    assert (cases.found, cases.no_example) == ([], 2)
 
 
 def test_a_test_whose_failures_are_collected_gives_no_iteration(tmp_path: Path):
@@ -223,7 +254,8 @@ def test_a_test_whose_failures_are_collected_gives_no_iteration(tmp_path: Path):
                 "want": "'git push --set-upstream origin Feature'",
             },
         )
-        found = sibling_examples(source, test, test.function_id, isolated, "get_new_command", run)
+        cases = sibling_examples(source, test, test.function_id, isolated, "get_new_command", run)
+        found = cases.found
     # 'dev' passed between two failures: subTest went on after the first, so no
     # iteration can be told passing
     assert found == []

@@ -31,7 +31,7 @@ from referee.checks.arbitration.observe import (
     TestRecord,
     run_tests,
 )
-from referee.checks.arbitration.siblings import sibling_examples, worth_running
+from referee.checks.arbitration.siblings import Cases, sibling_examples, worth_running
 from referee.checks.arbitration.sites import (
     COMPARISON_IN_BOOLEAN,
     EQUALITY_OPS,
@@ -47,7 +47,6 @@ from referee.checks.arbitration.suite import (
     passing_examples,
     suite_examples,
 )
-from referee.checks.arbitration.suite_reading import Found
 from referee.checks.arbitration.truth import (
     ArbitrationError,
     Cancelled,
@@ -544,8 +543,9 @@ class _Context:
         )
         if len(scan.found) < needed and function_relpath is not None:
             cases = self._sibling_cases(spec, isolated, work)
-            if cases:
-                add_examples(scan, self.root, cases, arguments, signature)
+            for _ in range(cases.no_example):
+                scan.leave_out("a case of the test that compares no literal with its value")
+            add_examples(scan, self.root, cases.found, arguments, signature)
         if function_relpath is None:
             scan.notes.append(f"{spec.name} is outside the project: its assertions were not run")
             scan.found = []
@@ -567,14 +567,14 @@ class _Context:
         )
         return scan
 
-    def _sibling_cases(self, spec: FunctionSpec, isolated: Isolated, work: Work) -> list[Found]:
+    def _sibling_cases(self, spec: FunctionSpec, isolated: Isolated, work: Work) -> Cases:
         """What the test's cases (all of a parametrized test's, or the failing test's
         earlier loop iterations) gave the failing assertion, run again with the recorder
         watching its line (:mod:`~referee.checks.arbitration.siblings`)."""
         if isolated.constructor is not None or isolated.projection:
-            return []  # the suite's examples are of functions' own values
+            return Cases()  # the suite's examples are of functions' own values
         if not worth_running(self.source, self.test, isolated.line):
-            return []  # one case, reaching the line once: nothing else to read
+            return Cases()  # one case, reaching the line once: nothing else to read
         target = self.test.function_id if self.test.param_id else self.test_id
         work.say(f"running {target} to read what its cases gave line {isolated.line}")
         test_timeout = self.settings.config.arbitration.test_timeout
@@ -583,7 +583,7 @@ class _Context:
             [target],
             timeout=test_timeout + max(10.0, test_timeout / 2),
             python=interpreter.for_settings(self.settings),
-            watch=((self.root / self.test.path).resolve(), isolated.line),
+            watch=((self.root / self.test.path).resolve(), isolated.line, isolated.end_line),
         )
         return sibling_examples(
             self.source,

@@ -139,15 +139,15 @@ def run_tests(
     extra_args: list[str] | None = None,
     hang_after: float | None = None,
     python: Interpreter | None = None,
-    watch: tuple[Path, int] | None = None,
+    watch: tuple[Path, int] | tuple[Path, int, int] | None = None,
 ) -> TestRun:
     """Run pytest on ``targets`` (node ids or paths relative to ``root``) with the plugin,
     in ``python`` (the project's interpreter, :func:`referee.checks.interpreter.find`;
     None: referee's own). With ``hang_after``, a test's call still running after that
     many seconds is taken as hung: its stack is dumped and the run ends
-    (``TestRun.hung``). With ``watch`` (a test module's file, a line of it), each record
-    holds the test frame's locals every time the test reached that line
-    (``TestRecord.watched``)."""
+    (``TestRun.hung``). With ``watch`` (a test module's file, a statement's first line and
+    perhaps its last), each record holds the test frame's locals every time the test came
+    to that statement (``TestRecord.watched``)."""
     with tempfile.TemporaryDirectory(prefix="referee-observe-") as scratch:
         out = Path(scratch) / "records.jsonl"
         hang_out = Path(scratch) / "hang.txt"
@@ -157,7 +157,10 @@ def run_tests(
         shutil.copyfile(METHODS_FILE, plugin_dir / PLUGIN / "assertion_methods.py")
         env = _environment(plugin_dir, out, hang_out, names, hang_after)
         if watch is not None:
-            env[WATCH_ENV] = json.dumps({"file": str(watch[0]), "line": watch[1]})
+            file, first, *last = watch
+            env[WATCH_ENV] = json.dumps(
+                {"file": str(file), "line": first, "end": last[0] if last else first}
+            )
         command = [
             python.path if python is not None else sys.executable,
             "-m",

@@ -13,9 +13,10 @@ JSON-lines file named by ``$REFEREE_ARBITRATION_OUT``: one record per test that 
 - its parametrized arguments and their indices in the parametrize lists;
 - where the names in ``$REFEREE_ARBITRATION_NAMES`` (a JSON list of dotted names the
   failing assertion calls) resolve to in the test's module: module, qualified name, file;
-- with ``$REFEREE_ARBITRATION_WATCH`` (``{"file": ..., "line": N}``), the ``repr`` of the
-  test frame's locals each time a test of that file reaches line N (capped), passing or
-  not: what the other cases of a parametrized test gave the assertion there.
+- with ``$REFEREE_ARBITRATION_WATCH`` (``{"file": ..., "line": N, "end": M}``), the
+  ``repr`` of the test frame's locals each time a test of that file comes to the
+  statement on lines N-M (capped), passing or not: what the other cases of a
+  parametrized test gave the assertion there.
 
 It runs inside the user's test process, in the project's interpreter, and uses only the
 standard library and pytest: referee itself need not be importable there. What it needs
@@ -206,12 +207,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     _watched.clear()
 
 
-def _watch() -> tuple[str, int] | None:
-    """(the test module's file, the line) ``$REFEREE_ARBITRATION_WATCH`` names."""
+def _watch() -> tuple[str, int, int] | None:
+    """(the test module's file, the statement's first line, its last)
+    ``$REFEREE_ARBITRATION_WATCH`` names."""
     try:
         data = _LOADS(_ENV[WATCH_ENV] or "null")
         if _ISINSTANCE(data, dict) and data.get("file") and int(data.get("line", 0)) > 0:
-            return _abs(str(data["file"])), int(data["line"])
+            first = int(data["line"])
+            return _abs(str(data["file"])), first, max(first, int(data.get("end") or first))
     except Exception as exc:
         _note("reading the watched line", exc)
     return None
@@ -220,24 +223,35 @@ def _watch() -> tuple[str, int] | None:
 _WATCH = _watch()
 
 
-def _watcher(filename: str, line: int):
-    """A trace function that records the locals of frames of ``filename`` at ``line``:
-    frames of other files are not traced at all."""
+def _watcher(filename: str, first: int, last: int):
+    """A trace function that records the locals of frames of ``filename`` each time one
+    comes to the statement on lines ``first``-``last`` (its first line, from outside it:
+    a statement over lines is reached once however often its evaluation moves between
+    them); frames of other files are not traced at all."""
     ours: dict[str, bool] = {}
 
-    def local(frame: Any, event: str, arg: Any):
-        if event == "line" and frame.f_lineno == line and len(_watched) < _WATCH_LIMIT:
-            try:
-                _watched.append(_locals(frame.f_locals))
-            except Exception as exc:
-                _note("reading the locals at the watched line", exc)
+    def frame_tracer():
+        before = [0]  # the frame's last line event
+
+        def local(frame: Any, event: str, arg: Any):
+            if event == "line":
+                now = frame.f_lineno
+                entered = now == first and not (first <= before[0] <= last)
+                before[0] = now
+                if entered and len(_watched) < _WATCH_LIMIT:
+                    try:
+                        _watched.append(_locals(frame.f_locals))
+                    except Exception as exc:
+                        _note("reading the locals at the watched line", exc)
+            return local
+
         return local
 
     def calls(frame: Any, event: str, arg: Any):
         name = frame.f_code.co_filename
         if name not in ours:
             ours[name] = _abs(name) == filename
-        return local if ours[name] else None
+        return frame_tracer() if ours[name] else None
 
     return calls
 

@@ -21,6 +21,8 @@ the sandbox.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from referee.checks.arbitration.bindings import Bindings
 from referee.checks.arbitration.isolate import isolate
 from referee.checks.arbitration.observe import TestRecord, TestRun, same_test
@@ -36,6 +38,15 @@ _OPS = frozenset({"==", "is"})  # what an example states: the call's value
 _COLLECTS = ("subTest", "subtests")
 
 
+@dataclass
+class Cases:
+    """What the test's cases gave: the examples, and how many times a passing case
+    reached the line without giving one (another call, a value that is no literal)."""
+
+    found: list[Found] = field(default_factory=list)
+    no_example: int = 0
+
+
 def sibling_examples(
     source: SourceFile,
     test: TestRef,
@@ -44,12 +55,12 @@ def sibling_examples(
     name: str,
     run: TestRun,
     project_callees: frozenset[str] | None = None,
-) -> list[Found]:
+) -> Cases:
     """The examples the cases in ``run`` (a run of ``test``'s cases watching
     ``isolated.line``) give ``name``, the function under test: see the module's
     docstring. The failing case gives those of its iterations before the failing one."""
     module = PythonModule(source, is_test_file=True)
-    found: list[Found] = []
+    cases = Cases()
     for record in run.records:
         if record.when != "call" or not record.watched:
             continue
@@ -70,13 +81,19 @@ def sibling_examples(
             try:
                 other = isolate(source, ref, isolated.line, record.indices, hit, project_callees)
             except NotIsolated:
+                other = None
+            example = (
+                _example(other, isolated, name, test.path, spans, record, failing_id)
+                if other is not None
+                else None
+            )
+            if example is None:
+                cases.no_example += 1
                 continue
-            example = _example(other, isolated, name, test.path, spans, record, failing_id)
-            if example is not None:
-                found.append(example)
-            if len(found) >= MAX_FOUND:
-                return found
-    return found
+            cases.found.append(example)
+            if len(cases.found) >= MAX_FOUND:
+                return cases
+    return cases
 
 
 def worth_running(source: SourceFile, test: TestRef, line: int) -> bool:
