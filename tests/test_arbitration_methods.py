@@ -174,6 +174,11 @@ def test_a_method_docstring_example_is_the_truth(tmp_path: Path, body, forms, tr
     [
         # something between the assignment and the assertion may change the object
         ('c = Counter()\nc.vowels = "a"\nassert c.count("aeiou") == 5', "does not build once"),
+        # ...also inside the block that holds the assertion
+        (
+            'c = Counter()\nif True:\n    c.vowels = "a"\n    assert c.count("aeiou") == 5',
+            "does not build once",
+        ),
         # an object the test does not build from literals
         ('c = Counter(input())\nassert c.count("aeiou") == 5', "not a literal"),
     ],

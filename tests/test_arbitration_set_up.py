@@ -111,6 +111,7 @@ def test_a_class_attribute_beside_a_base_that_may_set_it_is_refused():
     [
         # touched before the assertion: the object may no longer be what setUp built
         (SET_UP, 'self.p.reset()\nself.assertEqual(self.p.parse("x"), 1)'),
+        (SET_UP, 'if True:\n    self.p.reset()\n    self.assertEqual(self.p.parse("x"), 1)'),
         (
             "def setUp(self):\n    self.p = Parser('en')\n    self.p.load()",
             'self.assertEqual(self.p.parse("x"), 1)',
@@ -126,7 +127,13 @@ def test_a_class_attribute_beside_a_base_that_may_set_it_is_refused():
             'self.assertEqual(self.p.parse("x"), 1)',
         ),
     ],
-    ids=["touched-in-the-test", "touched-in-set-up", "built-from-a-local", "bound-twice"],
+    ids=[
+        "touched-in-the-test",
+        "touched-in-the-block",
+        "touched-in-set-up",
+        "built-from-a-local",
+        "bound-twice",
+    ],
 )
 def test_an_object_set_up_does_not_build_once_and_leave_alone_is_refused(set_up, lines):
     with pytest.raises(

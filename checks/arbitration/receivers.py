@@ -8,7 +8,12 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from referee.checks.arbitration import set_up
-from referee.checks.arbitration.sites import NotIsolated, assignments, dotted, identifiers
+from referee.checks.arbitration.sites import (
+    NotIsolated,
+    assignments,
+    dotted,
+    mentioned_between,
+)
 from referee.checks.nodes import binding_counts, excerpt, statements, unwrap
 from referee.checks.pymodule import Function
 from referee.checks.source import SourceFile
@@ -122,6 +127,7 @@ def assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node) 
     if binding_counts(source, fn.node, [name])[name] != 1:
         return None
     index, call = found[0]
-    if any(name in identifiers(source, stmt) for stmt in body[index + 1 : position]):
+    # anywhere before the assertion: also inside the block that holds it
+    if mentioned_between(source, fn.body, name, body[index].end_byte, assertion.start_byte):
         return None
     return call

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from referee.checks.arbitration.sites import immutable, literal_text
+from referee.checks.arbitration.sites import immutable, literal_text, mentioned_between
 from referee.checks.nodes import binds, call_arguments, statements, unwrap
 from referee.checks.pymodule import Function
 from referee.checks.source import SourceFile
@@ -132,9 +132,10 @@ def built_object(source: SourceFile, fn: Function, name: str, assertion: Node) -
         if value is None or literal_text(source.node_text(value)) is None:
             return None
     mention = f"self.{name}"
-    before = [stmt for stmt in statements(fn.body) if stmt.end_byte <= assertion.start_byte]
-    if any(mention in source.node_text(stmt) for stmt in [*binding.after, *before]):
-        return None
+    if any(mention in source.node_text(stmt) for stmt in binding.after) or mentioned_between(
+        source, fn.body, mention, fn.body.start_byte, assertion.start_byte
+    ):
+        return None  # anywhere before the assertion: also inside the block that holds it
     return call
 
 

@@ -242,6 +242,22 @@ def identifiers(source: SourceFile, node: Node) -> set[str]:
     return found
 
 
+def mentioned_between(source: SourceFile, root: Node, name: str, start: int, end: int) -> bool:
+    """Whether the name or dotted name ``name`` (``t``, ``self.t``) is written under
+    ``root`` between the bytes ``start`` and ``end`` — at any depth: a statement inside
+    the ``with`` or ``for`` that holds an assertion comes before it too."""
+    kind = "attribute" if "." in name else "identifier"
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= start or node.start_byte >= end:
+            continue
+        if node.type == kind and start <= node.start_byte and source.node_text(node) == name:
+            return True
+        stack.extend(node.named_children)
+    return False
+
+
 def round_trips(value: object) -> bool:
     """Whether ``repr(value)`` reads back as the literal ``value`` (not ``inf``, an
     object's repr); NaN counts, as it never equals itself."""
