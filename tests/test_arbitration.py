@@ -218,6 +218,13 @@ def test_a_literal_assigned_once_in_the_test_is_the_expected_site():
         ("n = 3\n    if f(0):\n        n = 4\n    assert f(1) == n", "expected value `n`"),
         ("n = 3\n    [n := 4]\n    assert f(1) == n", "expected value `n`"),
         ("n = 3\n    for n in [4]:\n        pass\n    assert f(1) == n", "expected value `n`"),
+        # a mutable literal changed before the assertion is not the literal any more
+        ("xs = [1]\n    xs.append(2)\n    assert f(xs) == 3", "argument `xs` is not a literal"),
+        (
+            "xs = [1]\n    if xs:\n        xs.append(2)\n        assert f(xs) == 3",
+            "argument `xs` is not a literal",
+        ),
+        ("w = [1]\n    w.append(2)\n    assert f(1) == w", "the expected value `w` is not"),
         (
             "for p in [1]:\n        assert f(path=p) == 2",
             "the value of the keyword argument `path`, `p` is not a literal",
@@ -236,6 +243,9 @@ def test_a_literal_assigned_once_in_the_test_is_the_expected_site():
         "rebound-in-a-branch",
         "walrus",
         "loop-target",
+        "mutated-argument",
+        "mutated-in-the-block",
+        "mutated-expected",
         "keyword-argument",
     ],
 )

@@ -20,6 +20,7 @@ from referee.checks.arbitration.sites import (
     immutable,
     is_literal,
     literal_text,
+    mentioned_between,
     parameter_names,
     round_trips,
 )
@@ -356,8 +357,16 @@ class Bindings:
         if binding_counts(self.source, self.fn.node, [name])[name] != 1:
             return None
         value = found[0]
+        if not _immutable_literal(literal) and mentioned_between(
+            self.source, self.fn.body, name, value.end_byte, self._statement_start()
+        ):
+            return None  # ``xs.append(3)`` before the assertion: not the literal any more
         row = value.start_point.row + 1
         return Site("assignment", value.start_byte, value.end_byte, literal, row)
+
+    def _statement_start(self) -> int:
+        """The first byte of the line the assertion starts on."""
+        return sum(len(line) + 1 for line in self.source.data.split(b"\n")[: self.row])
 
     def _module_constant(self, node: Node, name: str) -> Site | None:
         """The literal of ``NAME = <literal>`` at the test module's top level, when the
@@ -494,6 +503,13 @@ class Bindings:
         else:
             return None, None
         return names, unwrap(values) if values is not None else None
+
+
+def _immutable_literal(text: str) -> bool:
+    try:
+        return immutable(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
 
 
 def _dedented(source: SourceFile, node: Node) -> str:
