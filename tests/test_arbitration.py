@@ -131,8 +131,8 @@ def run(root: Path, test_id: str, model: ScriptedBackend | None = None, **kw) ->
 # ------------------------------------------------------------------ isolation
 
 
-def iso(text: str, line: int, test: str = "tests/t.py::test_x", indices=None):
-    return isolate(SourceFile("tests/t.py", text), TestRef.parse(test), line, indices)
+def iso(text: str, line: int, test: str = "tests/t.py::test_x", indices=None, frame_locals=None):
+    return isolate(SourceFile("tests/t.py", text), TestRef.parse(test), line, indices, frame_locals)
 
 
 def test_node_ids_are_taken_apart_into_file_class_name_and_case():
@@ -194,6 +194,28 @@ def test_parametrized_case_values_come_from_the_parametrize_list_entry():
         indices={"n": 1},
     )
     assert (single.expected.kind, single.expected.text) == ("parametrize", "2")
+
+
+def test_a_cases_list_the_test_changes_is_read_as_it_ran_or_refused():
+    text = (
+        '@pytest.mark.parametrize("xs, want", [([1, 2], [3])])\ndef test_x(xs, want):\n'
+        "    xs.append(3)\n    want.append(4)\n    assert f(xs) == want\n"
+    )
+    # the argument as it ran is not known (a list recorded after the call)...
+    with pytest.raises(NotIsolated, match="argument `xs` is a list the recorder saw after"):
+        iso(text, 5, indices={"xs": 0, "want": 0}, frame_locals={"xs": "[1, 2, 3]"})
+    # ...the expected value is, and is never edited then
+    found = iso(
+        text.replace("xs.append(3)", "pass"),
+        5,
+        indices={"xs": 0, "want": 0},
+        frame_locals={"want": "[3, 4]"},
+    )
+    assert (found.call, found.expected.kind, found.expected.text) == (
+        "f([1, 2])",
+        "local",
+        "[3, 4]",
+    )
 
 
 def test_a_literal_assigned_once_in_the_test_is_the_expected_site():

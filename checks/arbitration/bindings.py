@@ -161,6 +161,10 @@ class Bindings:
                 found = self._parametrized(text, argument)
             except NotIsolated as exc:
                 found, unreadable = None, exc
+            if found is not None and self._changed_before(
+                text, found.text, self.fn.body.start_byte
+            ):
+                found = None  # ``xs.append(3)`` on a case's list: read as it ran, below
             if found is not None:
                 self._form("parametrize")
                 return found
@@ -357,12 +361,18 @@ class Bindings:
         if binding_counts(self.source, self.fn.node, [name])[name] != 1:
             return None
         value = found[0]
-        if not _immutable_literal(literal) and mentioned_between(
-            self.source, self.fn.body, name, value.end_byte, self._statement_start()
-        ):
+        if self._changed_before(name, literal, value.end_byte):
             return None  # ``xs.append(3)`` before the assertion: not the literal any more
         row = value.start_point.row + 1
         return Site("assignment", value.start_byte, value.end_byte, literal, row)
+
+    def _changed_before(self, name: str, literal: str, start: int) -> bool:
+        """Whether ``name``, bound to the mutable ``literal``, is mentioned between the byte
+        ``start`` and the assertion (a method call on it may have changed it); an
+        immutable literal cannot change."""
+        return not _immutable_literal(literal) and mentioned_between(
+            self.source, self.fn.body, name, start, self._statement_start()
+        )
 
     def _statement_start(self) -> int:
         """The first byte of the line the assertion starts on."""
