@@ -137,6 +137,30 @@ def test_not_literal():
 
 
 @needs_git
+def test_a_rows_list_the_test_changes_before_the_assertion_is_no_example():
+    text = """import pytest
+from pkg.text import count_words
+
+
+@pytest.mark.parametrize("words, n", [(["a b"], 2), (("c d e",), 3)])
+def test_grown(words, n):
+    words.append("f")
+    assert count_words(words) == n
+
+
+@pytest.mark.parametrize("words, n", [(["a b"], 2), (("c d e",), 3)])
+def test_as_written(words, n):
+    assert count_words(words) == n
+"""
+    found, _ = assertions(text, "tests/t.py", "count_words", "pkg.text")
+    # test_grown's list row ran as ["a b", "f"]; its tuple row cannot have changed
+    assert [(f.call, f.want, f.line) for f in found] == [
+        ("count_words(('c d e',))", "3", 5),
+        ("count_words(['a b'])", "2", 11),
+        ("count_words(('c d e',))", "3", 11),
+    ]
+
+
 def test_an_assertion_changed_in_the_working_diff_is_not_the_suites_word(tmp_path: Path):
     root = tmp_path / "repo"
     commit_repo(root, {"referee.toml": "", "text.py": CORRECT, "tests/test_text.py": SUITE})

@@ -27,7 +27,13 @@ from typing import NamedTuple
 
 from referee.checks.arbitration.examples import dotted_name
 from referee.checks.arbitration.known import Known, ModuleNames, _bound_names
-from referee.checks.arbitration.sites import WRAPPERS, NotIsolated, parameter_names, round_trips
+from referee.checks.arbitration.sites import (
+    WRAPPERS,
+    NotIsolated,
+    immutable,
+    parameter_names,
+    round_trips,
+)
 
 _EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
                   "assertDictEqual", "assertSetEqual", "assertIs"}  # fmt: skip
@@ -145,6 +151,9 @@ class _Reader:
         # the functions and classes it defines once, plainly: (line, text as top-level)
         self.defined: dict[str, tuple[int, str]] = {}
         self.line = 0  # the assertion's
+        # the line each name of the test function is first read on (a row's list the test
+        # changes before the assertion, ``xs.append(3)``, is not the row's literal there)
+        self.mentions: dict[str, int] = {}
         self.known: Known | None = None  # the current call's reading
         self.is_known = False  # the current call or value read a known expression
 
@@ -212,6 +221,8 @@ class _Reader:
         if isinstance(node, ast.Name) and node.id in env:
             if isinstance(env[node.id], _Written):
                 raise ValueError("a row's value that is no literal")
+            if not immutable(env[node.id]) and self.mentions.get(node.id, self.line) < self.line:
+                raise ValueError("a row's list the test may change before the assertion")
             return env[node.id]
         value = literal_of(node)
         if not round_trips(value):
@@ -418,6 +429,16 @@ def _parametrize_rows(
     return rows
 
 
+def _first_mentions(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, int]:
+    """The first line each name is read on in the body of ``fn``."""
+    first: dict[str, int] = {}
+    for statement in fn.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                first[node.id] = min(first.get(node.id, node.lineno), node.lineno)
+    return first
+
+
 def _defined_once(
     function: ast.FunctionDef | ast.AsyncFunctionDef, text: str
 ) -> dict[str, tuple[int, str]]:
@@ -539,6 +560,7 @@ def assertions(
                     continue
                 reader.scope = frozenset(_bound_names(node))
                 reader.defined = _defined_once(node, text)
+                reader.mentions = _first_mentions(node)
                 read(node.body, rows, mine)
 
     visit(tree.body, None)
