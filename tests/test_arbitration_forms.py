@@ -157,6 +157,28 @@ def test_boolean_identity_and_membership_expectations_blame_a_wrong_source(
 
 
 @pytest.mark.parametrize(
+    ("body", "call"),
+    [
+        ('self.assertSetEqual(set(vowels("apple")), {"a", "e"})', 'set(vowels("apple"))'),
+        (
+            'self.assertMultiLineEqual(str(count_vowels("aeiou")), "5")',
+            'str(count_vowels("aeiou"))',
+        ),
+        # assertEqual hands two strings to assertMultiLineEqual: one failure, one comparison
+        ('self.assertEqual(str(count_vowels("aeiou")), "5")', 'str(count_vowels("aeiou"))'),
+        ('self.assertEqual(vowels("apple"), ["a", "e"])', 'vowels("apple")'),
+    ],
+    ids=["set-equal", "multi-line-equal", "equal-of-strings", "equal-of-lists"],
+)
+def test_unittests_typed_equalities_blame_a_wrong_source(tmp_path: Path, body: str, call: str):
+    result, _ = arbitrated(tmp_path, WRONG, body, unit=True)
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == call and verdict.call_forms == ("unittest-method",)
+    assert verdict.truth_source == "doctest"
+
+
+@pytest.mark.parametrize(
     "body",
     [
         'assert not has_vowel("ab")',

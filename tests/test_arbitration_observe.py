@@ -180,3 +180,27 @@ def test_a_summary_line_whose_parameter_id_holds_a_dash_is_matched():
     assert ran.reported("tests/t.py::test_x[a - b]") == ["tests/t.py::test_x[a - b]"]
     assert ran.reported("tests/t.py::test_x") == ["tests/t.py::test_x[a - b]"]
     assert ran.reported("tests/t.py::test_y") == []
+
+
+def test_one_failing_unittest_equality_is_one_comparison(tmp_path: Path):
+    """assertEqual hands two strings to assertMultiLineEqual and two lists to
+    assertListEqual, all three wrapped: the failure is recorded once, by the outermost."""
+    root = tmp_path / "p"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_x.py").write_text(
+        "import unittest\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_text(self):\n        self.assertEqual('a\\nb', 'a\\nc')\n\n"
+        "    def test_list(self):\n        self.assertEqual([1], [2])\n\n"
+        "    def test_direct(self):\n        self.assertMultiLineEqual('a', 'b')\n",
+        encoding="utf-8",
+    )
+    ran = run_tests(root, ["tests/test_x.py"], python=None)
+    calls = {r.nodeid.rsplit("::", 1)[1]: r for r in ran.records if r.when == "call"}
+    assert {name: len(r.comparisons) for name, r in calls.items()} == {
+        "test_text": 1,
+        "test_list": 1,
+        "test_direct": 1,
+    }, ran.tail()
+    text, listed = calls["test_text"].comparisons[0], calls["test_list"].comparisons[0]
+    assert (text["op"], text["left"], text["right"]) == ("==", repr("a\nb"), repr("a\nc"))
+    assert (listed["left"], listed["right"]) == ("[1]", "[2]")

@@ -15,6 +15,8 @@ METHODS = {
     "assertListEqual": ("==", 2),
     "assertTupleEqual": ("==", 2),
     "assertDictEqual": ("==", 2),
+    "assertSetEqual": ("==", 2),
+    "assertMultiLineEqual": ("==", 2),
     "assertAlmostEqual": ("approx", 2),
     "assertTrue": ("truthy", 1),
     "assertFalse": ("falsy", 1),

@@ -165,18 +165,26 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: 
     return None  # an observer: pytest's own explanation is still shown
 
 
+_depth = [0]  # wrapped assertions running, one inside another
+
+
 def _wrap(name: str, op: str, arity: int) -> None:
     original = getattr(unittest.TestCase, name, None)
     if original is None or getattr(original, "_referee_wrapped", False):
         return
 
     def wrapped(self: unittest.TestCase, *args: Any, **kwargs: Any):
+        _depth[0] += 1
         try:
             return original(self, *args, **kwargs)
         except self.failureException:
-            if len(args) >= arity:
+            # the outermost assertion only: assertEqual hands two strings to
+            # assertMultiLineEqual, and one failure is one comparison
+            if _depth[0] == 1 and len(args) >= arity:
                 _record(op, args[0], args[1] if arity == 2 else None)
             raise
+        finally:
+            _depth[0] -= 1
 
     wrapped._referee_wrapped = True  # type: ignore[attr-defined]
     wrapped.__name__ = original.__name__

@@ -36,7 +36,8 @@ from referee.checks.arbitration.sites import (
 )
 
 _EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
-                  "assertDictEqual", "assertSetEqual", "assertIs"}  # fmt: skip
+                  "assertDictEqual", "assertSetEqual", "assertMultiLineEqual",
+                  "assertIs"}  # fmt: skip
 _NONE_METHODS = {"assertIsNone"}
 
 
