@@ -17,7 +17,12 @@ from referee import __version__
 from referee.checks import interpreter, ledger, review, sandbox
 from referee.checks.arbitration import methods, objects, outcomes, project_objects
 from referee.checks.arbitration.examples import doctest_evidence
-from referee.checks.arbitration.failing import failing_record, read_test, run_test
+from referee.checks.arbitration.failing import (
+    failing_record,
+    read_test,
+    recorded_run,
+    run_test,
+)
 from referee.checks.arbitration.fix import (
     pytest_run_limits,
     sha256_text,
@@ -29,7 +34,6 @@ from referee.checks.arbitration.isolate import (
 )
 from referee.checks.arbitration.observe import (
     TestRecord,
-    run_tests,
 )
 from referee.checks.arbitration.siblings import Cases, sibling_examples, worth_running
 from referee.checks.arbitration.sites import (
@@ -577,14 +581,8 @@ class _Context:
             return Cases()  # one case, reaching the line once: nothing else to read
         target = self.test.function_id if self.test.param_id else self.test_id
         work.say(f"running {target} to read what its cases gave line {isolated.line}")
-        test_timeout = self.settings.config.arbitration.test_timeout
-        run = run_tests(
-            self.root,
-            [target],
-            timeout=test_timeout + max(10.0, test_timeout / 2),
-            python=interpreter.for_settings(self.settings),
-            watch=((self.root / self.test.path).resolve(), isolated.line, isolated.end_line),
-        )
+        watched = ((self.root / self.test.path).resolve(), isolated.line, isolated.end_line)
+        run = recorded_run(self.root, self.settings, target, watch=watched)
         return sibling_examples(
             self.source,
             self.test,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from referee.checks import interpreter
 from referee.checks.arbitration import outcomes
@@ -56,16 +57,23 @@ def run_test(
         raise ArbitrationError(problem)
     work.say(f"running {test_id}")
     test_timeout = settings.config.arbitration.test_timeout
-    run = run_tests(
+    return recorded_run(
         root,
-        [test_id],
+        settings,
+        test_id,
         names=callee_names(source, test),
-        # the test's call may run test-timeout seconds; collection and the rest get a grace
-        timeout=test_timeout + max(10.0, test_timeout / 2),
         hang_after=test_timeout,
         python=python,
     )
-    return run
+
+
+def recorded_run(root: Path, settings: Settings, target: str, **options: Any) -> TestRun:
+    """pytest on ``target`` with the recorder (``options``: :func:`run_tests`'), in the
+    project's interpreter unless ``python`` says otherwise, within the test's time."""
+    test_timeout = settings.config.arbitration.test_timeout
+    options.setdefault("python", interpreter.for_settings(settings))
+    # the test's call may run test-timeout seconds; collection and the rest get a grace
+    return run_tests(root, [target], timeout=test_timeout + max(10.0, test_timeout / 2), **options)
 
 
 def failing_record(run: TestRun, test_id: str, test_path: Path) -> TestRecord:
