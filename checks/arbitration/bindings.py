@@ -18,6 +18,7 @@ from referee.checks.arbitration.sites import (
     dotted,
     identifiers,
     immutable,
+    immutable_literal,
     is_literal,
     literal_text,
     mentioned_between,
@@ -370,7 +371,7 @@ class Bindings:
         """Whether ``name``, bound to the mutable ``literal``, is mentioned between the byte
         ``start`` and the assertion (a method call on it may have changed it); an
         immutable literal cannot change."""
-        return not _immutable_literal(literal) and mentioned_between(
+        return immutable_literal(literal) is None and mentioned_between(
             self.source, self.fn.body, name, start, self._statement_start()
         )
 
@@ -398,14 +399,8 @@ class Bindings:
         found = [value for _, value in assignments(self.source, body, name)]
         if len(found) != 1 or binding_counts(self.source, root, [name])[name] != 1:
             return None
-        literal = literal_text(self.source.node_text(found[0]))
+        literal = immutable_literal(self.source.node_text(found[0]))
         if literal is None:
-            return None
-        try:
-            value = ast.literal_eval(literal)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            return None
-        if not immutable(value):
             return None
         self._form("module-constant")
         return Site("computed", node.start_byte, node.end_byte, literal, node.start_point.row + 1)
@@ -513,13 +508,6 @@ class Bindings:
         else:
             return None, None
         return names, unwrap(values) if values is not None else None
-
-
-def _immutable_literal(text: str) -> bool:
-    try:
-        return immutable(ast.literal_eval(text))
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
 
 
 def _dedented(source: SourceFile, node: Node) -> str:

@@ -25,13 +25,12 @@ called on.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from referee.checks.arbitration.sites import immutable, literal_text, mentioned_between
+from referee.checks.arbitration.sites import immutable_literal, literal_text, mentioned_between
 from referee.checks.nodes import binds, call_arguments, statements, unwrap
 from referee.checks.pymodule import Function
 from referee.checks.source import SourceFile
@@ -109,14 +108,7 @@ def class_binding(source: SourceFile, fn: Function, name: str) -> ClassBinding |
 
 def literal_of(source: SourceFile, binding: ClassBinding) -> str | None:
     """The binding's value when it is an immutable literal, as one line."""
-    text = literal_text(source.node_text(binding.value))
-    if text is None:
-        return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return text if immutable(value) else None
+    return immutable_literal(source.node_text(binding.value))
 
 
 def built_object(source: SourceFile, fn: Function, name: str, assertion: Node) -> Node | None:

@@ -215,6 +215,19 @@ def literal_text(text: str) -> str | None:
     return None
 
 
+def immutable_literal(text: str) -> str | None:
+    """:func:`literal_text` of ``text`` when its value is immutable (a number, a string, a
+    tuple of them...: nothing a test can have changed since it was written), else None."""
+    literal = literal_text(text)
+    if literal is None:
+        return None
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return literal if immutable(value) else None
+
+
 def assignments(source: SourceFile, body: list[Node], name: str) -> list[tuple[int, Node]]:
     """(index in ``body``, assigned value) of each ``name = value`` statement of a block."""
     found = []
