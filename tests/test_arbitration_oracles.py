@@ -171,13 +171,44 @@ def test_an_oracle_that_returns_none_where_the_signature_says_int_is_replaced(tm
     assert set(gone.values()) == {"the model's program returned None; the signature says int"}
 
 
+# A program with a value return that gives None: its answer, where nothing says otherwise.
+RETURNS_NONE = "```python\ndef count_vowels(text):\n    return None if text else 0\n```"
+# The stub as a method's prompt shows it, copied: its ``...`` body gave the None.
+COPIES_STUB = (
+    '```python\ndef helper(text):\n    """Counts."""\n    ...\n\n\n'
+    "def count_vowels(text):\n    return helper(text)\n```"
+)
+
+
 def test_none_is_an_opinion_where_the_signature_allows_it(tmp_path: Path):
-    """Without a value type in the signature, None is the oracle's answer: it disagrees."""
+    """Without a value type in the signature, None that a program returns is its answer:
+    it disagrees."""
     unannotated = BUGGY.replace("(text: str) -> int:", "(text):")
     root = project(tmp_path / "p", unannotated, TESTS.format(expected="5"))
-    verdict = run(root, NODE, scripted([PRINTS, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    verdict = run(root, NODE, scripted([RETURNS_NONE, ORACLE, ORACLE], [GOOD_PATCH])).verdict
     assert verdict.verdict == "UNCLEAR" and verdict.oracles_replaced == 0
     assert "oracle-1: None" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("program", "why"),
+    [
+        (PRINTS, "`count_vowels` never returns a value, and the call gave None"),
+        (COPIES_STUB, "copies a stub (`helper` has the body `...`), and the call gave None"),
+    ],
+    ids=["prints", "copies-a-stub"],
+)
+def test_a_none_from_a_program_that_never_returns_or_runs_a_stub_is_replaced(
+    tmp_path: Path, program: str, why: str
+):
+    """Whatever the signature, a None from a program that prints its answer (no value
+    return anywhere in its function) or runs a stub's ``...`` body is no opinion."""
+    unannotated = BUGGY.replace("(text: str) -> int:", "(text):")
+    root = project(tmp_path / "p", unannotated, TESTS.format(expected="5"))
+    verdict = run(root, NODE, scripted([program, ORACLE, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    gone = {o.source: o.detail for o in verdict.replaced_oracles}
+    assert gone.get("oracle-1") == f"the model's program {why}", gone
 
 
 @pytest.mark.parametrize(

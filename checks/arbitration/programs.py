@@ -115,3 +115,64 @@ def value_return(signature: str) -> str | None:
     else:
         name = base.id if isinstance(base, ast.Name) else None
     return ast.unparse(returns) if name in _VALUE_TYPES else None
+
+
+def _is_stub(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A body of ``...`` alone (after a docstring, perhaps): a stub, not an implementation."""
+    body = function.body
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        body = body[1:]
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and body[0].value.value is Ellipsis
+    )
+
+
+def _gives_values(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``function``'s own body (not a function or class defined in it) has a
+    ``return`` of something other than None, or a ``yield``."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if (
+            isinstance(node, ast.Return)
+            and node.value is not None
+            and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def none_without_opinion(program: str, name: str) -> str | None:
+    """Why a program's None is no opinion about the value, or None where it may be one:
+    the function ``name`` never returns a value (it prints its answer, or forgets the
+    ``return``), or the program copies a stub (``def sub(self, text): ...``, as the
+    oracle prompt shows a class) whose empty body is what gave the None. Where neither
+    holds, a None is the program's answer like any other value."""
+    try:
+        tree = ast.parse(program)
+    except SyntaxError:
+        return None
+    functions = [
+        node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    stubs = [f.name for f in functions if _is_stub(f)]
+    if stubs:
+        return f"copies a stub (`{stubs[0]}` has the body `...`), and the call gave None"
+    own = [f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    mine = next((f for f in reversed(own) if f.name == name), None)
+    if mine is not None and not _gives_values(mine):
+        return f"`{name}` never returns a value, and the call gave None"
+    return None

@@ -29,7 +29,12 @@ from referee.checks import sandbox
 from referee.checks.arbitration.examples import contradicted_example, example_calls
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.known import with_definitions
-from referee.checks.arbitration.programs import module_imports, program_from, value_return
+from referee.checks.arbitration.programs import (
+    module_imports,
+    none_without_opinion,
+    program_from,
+    value_return,
+)
 from referee.checks.arbitration.project_objects import (
     ProjectRun,
     guarded,
@@ -603,16 +608,21 @@ class _OracleWriter:
             running = guarded(self.project.guard, program, self.project.seal)
             runs = {"files": self.project.files, "python": self.project.python}
         result = sandbox.evaluate(running, self.call, limits=limits(self.config), **runs)
-        if result.status == "ok" and self.returns is not None and result.value == "None":
-            # a program that prints its answer, or forgets to return it, has no opinion
-            return OracleResult(
-                source=source,
-                status="error",
-                detail=f"the model's program returned None; the signature says {self.returns}",
-                duration_s=result.duration_s,
-                cached=cached,
-                program=program,
-            )
+        if result.status == "ok" and result.value == "None":
+            # a program that prints its answer, forgets to return it or runs a copied
+            # stub has no opinion
+            why = none_without_opinion(program, self.spec.name)
+            if self.returns is not None:
+                why = f"returned None; the signature says {self.returns}"
+            if why is not None:
+                return OracleResult(
+                    source=source,
+                    status="error",
+                    detail=f"the model's program {why}",
+                    duration_s=result.duration_s,
+                    cached=cached,
+                    program=program,
+                )
         if result.status == "ok":
             # the examples' arguments may build the project's objects too
             why = contradicted_example(
