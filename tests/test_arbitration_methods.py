@@ -149,6 +149,86 @@ def test_cli_fixes_a_wrong_class_method(tmp_path: Path, referee):
     assert "        return len(line.split())\n" in fixed and "split()) + 1" not in fixed
 
 
+# The usage example is in the class's docstring, on an object the session names first.
+REPLACER = '''class Replacer:
+    """Replaces words in one pass: a replacement is never replaced again.
+
+    >>> r = Replacer({"a": "b", "b": "c"})
+    >>> r.sub("a b")
+    'b c'
+    """
+
+    def __init__(self, table: dict) -> None:
+        self.table = table
+
+    def sub(self, text: str) -> str:
+        """TEXT with each of its words the table holds replaced."""
+        {body}
+'''
+ONE_PASS = 'return " ".join(self.table.get(w, w) for w in text.split())'
+CHAINED = (
+    "for old, new in self.table.items():\n"
+    "            text = text.replace(old, new)\n"
+    "        return text"
+)
+# Oracles of ``sub``: replacing in one pass, and replacing key after key (which the
+# docstring's example contradicts: "a b" -> "c c").
+ONE_PASS_ORACLE = """def sub(init_args: tuple, init_kwargs: dict, text: str) -> str:
+    (table,) = init_args
+    return " ".join(table.get(w, w) for w in text.split())
+"""
+CHAINED_ORACLE = """def sub(init_args: tuple, init_kwargs: dict, text: str) -> str:
+    (table,) = init_args
+    for old, new in table.items():
+        text = text.replace(old, new)
+    return text
+"""
+REPLACER_PATCH = f"def sub(self, text: str) -> str:\n    {ONE_PASS}\n"
+
+
+def test_cli_an_example_on_an_object_the_class_docstring_names_sets_an_oracle_aside(
+    tmp_path: Path, referee
+):
+    """``>>> r = Replacer(...)`` then ``>>> r.sub("a b")`` in the class's docstring is an
+    example of ``sub``: the oracle that replaces key after key contradicts it and is
+    replaced; the others certify the truth, and the method is fixed."""
+    tests = (
+        "from text import Replacer\n\n\ndef test_x():\n"
+        '    assert Replacer({"x": "y", "y": "z"}).sub("x y") == "y z"\n'
+    )
+
+    def answer(kind: str, seed: int | None) -> str:
+        if kind != "oracle":
+            return REPLACER_PATCH
+        return CHAINED_ORACLE if seed == 1 else ONE_PASS_ORACLE
+
+    with FakeModel(answer=lambda kind: "", seeded=answer) as model:
+        root = cli_project(tmp_path / "p", REPLACER.replace("{body}", CHAINED), tests, model.url)
+        verdict = _cli(referee, root)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert (verdict["produced"], verdict["truth"]) == ("'z z'", "'y z'")
+    gone = {o["source"]: o["detail"] for o in verdict["replaced_oracles"]}
+    assert "returned 'c c', the docstring says 'b c'" in gone.get("oracle-1", ""), gone
+    assert verdict["applied"] is True
+    assert ONE_PASS in (root / "text.py").read_text(encoding="utf-8")
+
+
+def test_an_object_the_docstring_uses_before_is_no_example():
+    """Only the first use of a name the session built: a call may have changed it."""
+    text = REPLACER.replace("{body}", ONE_PASS).replace(
+        "    >>> r.sub(\"a b\")\n    'b c'\n",
+        '    >>> r.table["a"] = "z"\n    >>> r.sub("a b")\n    \'z c\'\n'
+        '    >>> s = Replacer({"a": "b"})\n    >>> print(s.sub("a"))\n    b\n'
+        '    >>> t = Replacer({"a": "b"})\n    >>> list(t.sub("a"))\n    [\'b\']\n'
+        "    >>> t.sub(\"a\")\n    'b'\n",
+    )
+    spec = method_spec(text, "text.py", "text", "Replacer.sub", "method")
+    assert "Replaces words" in (spec.docstring_value or "")  # the class's docstring too
+    assert [(call, want) for call, want, _ in example_calls(spec)] == [
+        ("list(sub(({'a': 'b'},), {}, 'a'))", "['b']")
+    ]
+
+
 # ------------------------------------------------------------------ the engine, no model
 
 

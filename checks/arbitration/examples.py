@@ -18,7 +18,7 @@ from typing import Any
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.known import with_definitions
-from referee.checks.arbitration.methods import oracle_example
+from referee.checks.arbitration.methods import object_uses, oracle_example
 from referee.checks.arbitration.projection import projected_literal
 from referee.checks.arbitration.sites import WRAPPERS
 from referee.checks.models import OracleResult
@@ -270,8 +270,10 @@ def _examples(spec: FunctionSpec) -> list[tuple[str, str, str]]:
     oracle's function is called (a method's ``Table(x).to_text()`` is
     ``to_text((x,), {})``: :func:`~referee.checks.arbitration.methods.oracle_example`)."""
     found = []
-    for source, want, line in docstring_examples(spec.docstring_value or "", spec.name):
-        call = oracle_example(spec, source)
+    docstring = spec.docstring_value or ""
+    built = object_uses(docstring, spec.owner) if spec.form == "method" else {}
+    for source, want, line in docstring_examples(docstring, spec.name):
+        call = oracle_example(spec, built.get(source, source))
         if call is not None:
             found.append((call, want, line))
     return found

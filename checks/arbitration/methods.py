@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import doctest
 import inspect
 from typing import Any
 
@@ -68,7 +69,11 @@ def method_spec(text: str, path: str, module: str, qualname: str, form: str) -> 
         and n.lineno == definition.start_point.row + 1
     )
     signature, call = oracle_function(owner, method, form)
-    value = method_doc or _cleaned(ast.get_docstring(cls, clean=False))
+    # the method's docstring, and its class's (where usage examples often are)
+    value = (
+        "\n\n".join(filter(None, [method_doc, _cleaned(ast.get_docstring(cls, clean=False))]))
+        or None
+    )
     spec = located_spec(
         module,
         qualname,
@@ -261,6 +266,93 @@ def oracle_example(spec: FunctionSpec, source: str) -> str | None:
     if wrapper is not None:
         call = ast.Call(ast.Name(wrapper, ast.Load()), [call], [])
     return ast.unparse(call)
+
+
+def object_uses(docstring: str, owner: str) -> dict[str, str]:
+    """A docstring's doctest examples that use an object the session built once from the
+    class and literals, written with the building in place of the name: after
+    ``>>> m = MultiReplace({'a': 'b'})``, the example ``>>> m.sub('a')`` is
+    ``MultiReplace({'a': 'b'}).sub('a')`` (which :func:`oracle_example` then writes as
+    the oracle's call). Only the first example that mentions the name after it was
+    built: a call may change the object, and what a later one gives depends on it. An
+    example written twice in the docstring (its value may differ each time) is left
+    out. Keys are the examples' sources as doctest reads them."""
+    try:
+        examples = doctest.DocTestParser().get_examples(docstring)
+    except ValueError:
+        return {}
+    sources = [example.source.strip() for example in examples]
+    built: dict[str, ast.expr] = {}
+    uses: dict[str, str] = {}
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            built.clear()
+            continue
+        statement = tree.body[0] if len(tree.body) == 1 else None
+        made = _built_once(statement, owner)
+        if made is not None:
+            built[made[0]] = made[1]
+            continue
+        if isinstance(statement, ast.Expr) and sources.count(source) == 1:
+            written = _with_building(statement.value, built)
+            if written is not None:
+                uses[source] = written
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                built.pop(node.id, None)  # used (or bound again): no longer as built
+    return uses
+
+
+def _built_once(statement: ast.stmt | None, owner: str) -> tuple[str, ast.expr] | None:
+    """(name, building) for ``name = Owner(literals)``."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, ast.Call)
+        and _dotted(statement.value.func).rsplit(".", 1)[-1] == owner
+    ):
+        return None
+    call = statement.value
+    values = [*call.args, *(k.value for k in call.keywords)]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return None
+    try:
+        for value in values:
+            ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return statement.targets[0].id, call
+
+
+def _with_building(node: ast.expr, built: dict[str, ast.expr]) -> str | None:
+    """``m.sub(x)`` (under one wrapper too) with ``m``'s building in its place, when
+    ``m`` is built and used nowhere else in the example."""
+    node = copy.deepcopy(node)
+    inner = node
+    if (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Name)
+        and inner.func.id in WRAPPERS
+        and len(inner.args) == 1
+    ):
+        inner = inner.args[0]
+    if not (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Attribute)
+        and isinstance(inner.func.value, ast.Name)
+        and inner.func.value.id in built
+    ):
+        return None
+    name = inner.func.value.id
+    if sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)) != 1:
+        return None
+    inner.func.value = copy.deepcopy(built[name])
+    return ast.unparse(node)
 
 
 def _dotted(node: ast.expr) -> str:
