@@ -24,6 +24,7 @@ from test_arbitration_oracles import cli_project
 from referee.checks.arbitration.examples import doctest_evidence, example_calls
 from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
 from referee.checks.arbitration.methods import method_spec, oracle_example
+from referee.checks.arbitration.suite_reading import assertions
 from referee.checks.arbitration.truth import oracle_messages
 from referee.checks.models import arbitration_schema
 from referee.checks.source import SourceFile
@@ -229,6 +230,75 @@ def test_an_object_the_docstring_uses_before_is_no_example():
     ]
 
 
+# No docstring on the method nor on its class: the suite's assertions are its spec.
+PLAIN_REPLACER = """class Replacer:
+    def __init__(self, table: dict) -> None:
+        self.table = table
+
+    def sub(self, text: str) -> str:
+        {body}
+"""
+SUITE_TESTS = """from text import Replacer
+
+
+def test_known():
+    assert Replacer({"a": "b"}).sub("a c") == "b c"
+    r = Replacer({"k": "v"})
+    assert r.sub("k k") == "v v"
+    assert r.sub("k") == "v"  # not the object as built: no example
+    assert Replacer({"a": "b", "b": "c"}).sub("a b") == "b c"  # the code fails it
+
+
+def test_x():
+    assert Replacer({"x": "y", "y": "z"}).sub("x y") == "y z"
+"""
+
+
+def test_cli_a_method_without_docstrings_takes_its_spec_from_the_suite(tmp_path: Path, referee):
+    """The suite's passing assertions about ``Replacer(...).sub(...)`` are written in the
+    oracle contract and shown to the oracles; the oracle that replaces key after key
+    contradicts none of them that pass on the chained code either, so the verdict rests
+    on the oracles' agreement, and the prompt never holds the failing assertion."""
+
+    def answer(kind: str, seed: int | None) -> str:
+        return ONE_PASS_ORACLE if kind == "oracle" else REPLACER_PATCH
+
+    with FakeModel(answer=lambda kind: "", seeded=answer) as model:
+        root = cli_project(
+            tmp_path / "p", PLAIN_REPLACER.replace("{body}", CHAINED), SUITE_TESTS, model.url
+        )
+        verdict = _cli(referee, root)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["truth_source"] == "oracles (spec from suite: 2 examples)"
+    assert (verdict["produced"], verdict["truth"]) == ("'z z'", "'y z'")
+    assert verdict["applied"] is True
+    assert ONE_PASS in (root / "text.py").read_text(encoding="utf-8")
+    prompts = [json.dumps(r["messages"]) for r in model.requests if "init_args" in json.dumps(r)]
+    assert prompts
+    for prompt in prompts:
+        assert "assert sub(({'a': 'b'},), {}, 'a c') == 'b c'" in prompt
+        assert "assert sub(({'k': 'v'},), {}, 'k k') == 'v v'" in prompt
+        assert "'k')" not in prompt and "x y" not in prompt and "y z" not in prompt
+
+
+def test_cli_a_method_without_docstrings_or_suite_says_what_to_add(tmp_path: Path, referee):
+    tests = (
+        SUITE_TESTS.split("def test_known")[0] + "def test_x" + SUITE_TESTS.split("def test_x")[1]
+    )
+    with FakeModel(lambda kind: ONE_PASS_ORACLE) as model:
+        root = cli_project(
+            tmp_path / "p", PLAIN_REPLACER.replace("{body}", CHAINED), tests, model.url
+        )
+        verdict = _cli(referee, root)
+    assert verdict["verdict"] == "UNCLEAR"
+    assert verdict["reason"].startswith("no independent truth for `Replacer.sub`"), verdict[
+        "reason"
+    ]
+    assert "no passing assertion about it in the suite (2 needed)" in verdict["reason"]
+    assert "`assert Replacer(...).sub(...) == value`" in verdict["reason"]
+    assert not [r for r in model.requests if "init_args" in json.dumps(r)]
+
+
 # ------------------------------------------------------------------ the engine, no model
 
 
@@ -309,3 +379,36 @@ def test_an_example_of_another_object_is_no_example_of_the_method():
     assert oracle_example(spec, "sorted(Table([1]).to_text())") == "sorted(to_text(([1],), {}))"
     with pytest.raises(NotIsolated, match="no method `width`"):
         method_spec(RIGHT_TABLE, "text.py", "text", "Table.width", "method")
+
+
+def test_the_suite_reads_a_methods_calls_in_the_oracle_contract():
+    """``Cls(...).m(...)``, ``o = Cls(...)`` then ``o.m(...)`` at its first read, and a
+    class method ``Cls.m(...)``, each written as the oracle's function is called; the
+    building's lines are the example's too (an edit there makes it no spec)."""
+    text = (
+        "import unittest\nfrom text import Replacer\nimport text as tx\n\n\n"
+        "def test_a():\n"
+        '    assert Replacer({"a": "b"}).sub("a") == "b"\n'
+        '    r = Replacer({"x": "y"}, sep=",")\n'
+        '    assert r.sub("x x") == "y y"\n'
+        '    assert r.sub("x") == "y"\n'
+        '    assert tx.Replacer([]).sub("q") == "q"\n'
+        '    assert Replacer.parse("a=b") == {"a": "b"}\n'
+        '    assert sub("a") == "b"\n\n\n'
+        "class T(unittest.TestCase):\n"
+        "    def test_b(self):\n"
+        "        o = Replacer({1: 2})\n"
+        '        self.assertEqual(\n            o.sub("1"),\n            "2",\n        )\n'
+        "        o = Replacer({3: 4})\n"
+        '        self.assertEqual(o.sub("3"), "4")\n'
+    )
+    found, _ = assertions(text, "tests/test_x.py", "sub", "text", owner=("Replacer", "method"))
+    assert [(f.call, f.want, f.spans) for f in found] == [
+        ("sub(({'a': 'b'},), {}, 'a')", "'b'", ((7, 7),)),
+        ("sub(({'x': 'y'},), {'sep': ','}, 'x x')", "'y y'", ((9, 9), (8, 8))),
+        ("sub(([],), {}, 'q')", "'q'", ((11, 11),)),
+    ]
+    (parsed,) = assertions(
+        text, "tests/test_x.py", "parse", "text", owner=("Replacer", "classmethod")
+    )[0]
+    assert (parsed.call, parsed.want) == ("parse('a=b')", "{'a': 'b'}")

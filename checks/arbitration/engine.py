@@ -410,7 +410,11 @@ class _Context:
         spec = self.spec
         function_relpath, backend = fixing.function_relpath, fixing.backend
         arguments = isolated.oracle_arguments
-        if not spec.docstring_value and spec.class_stub is not None:
+        if (
+            not spec.docstring_value
+            and spec.class_stub is not None
+            and methods.suite_owner(spec) is None
+        ):
             return self.unclear(outcomes.no_method_truth(spec, function_relpath))
         if not spec.docstring_value:
             # The specification its author committed to: the suite's passing
@@ -535,6 +539,7 @@ class _Context:
         arguments, definitions = isolated.oracle_arguments, isolated.definitions
         work.say(f"reading the suite's assertions about {spec.name}")
         signature = parameters(spec.signature)
+        owner = methods.suite_owner(spec)
         scan = suite_examples(
             self.root,
             spec.name,
@@ -544,6 +549,7 @@ class _Context:
             arguments,
             settings=self.settings,
             signature=signature,
+            owner=owner,
         )
         if len(scan.found) < needed and function_relpath is not None:
             cases = self._sibling_cases(spec, isolated, work)
@@ -562,6 +568,7 @@ class _Context:
                 files.get(),
                 pytest_run_limits(self.config),
                 failing=(arguments, definitions),
+                owner=owner,
             )
         left_out = ", ".join(f"{n} {why}" for why, n in scan.excluded.items())
         self.suite_evidence = (

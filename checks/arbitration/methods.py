@@ -268,6 +268,18 @@ def oracle_example(spec: FunctionSpec, source: str) -> str | None:
     return ast.unparse(call)
 
 
+def suite_owner(spec: FunctionSpec) -> tuple[str, str] | None:
+    """(class, form) of a method whose calls the suite's assertions are read for
+    (:func:`~referee.checks.arbitration.suite_reading.assertions`): a method of an object
+    (``Table([1]).to_text()``) or a class method, not the building itself nor a dunder
+    the test reaches through a built-in (``str(b)``)."""
+    if spec.class_stub is None or spec.form not in ("method", "classmethod"):
+        return None
+    if spec.name == CONSTRUCTION or spec.name.startswith("__"):
+        return None
+    return spec.owner, spec.form
+
+
 def object_uses(docstring: str, owner: str) -> dict[str, str]:
     """A docstring's doctest examples that use an object the session built once from the
     class and literals, written with the building in place of the name: after

@@ -26,6 +26,21 @@ from referee.checks.nodes import excerpt
 from referee.checks.sandbox import SandboxResult
 
 
+def _suite_words(scan: SuiteScan, needed: int) -> str:
+    """What the suite gave: ``and only 1 passing assertion about it in the suite (2
+    needed) — left out: ...``."""
+    count = len(scan.found)
+    if not needed:
+        return "and the suite's assertions are not used (arbitration.suite-examples = 0)"
+    noun = "assertion" if count == 1 else "assertions"
+    suite = f"and only {count} passing {noun} about it in the suite ({needed} needed)"
+    if count == 0:
+        suite = f"and no passing assertion about it in the suite ({needed} needed)"
+    if scan.excluded:
+        suite += " — left out: " + ", ".join(f"{n} {w}" for w, n in scan.excluded.items())
+    return suite
+
+
 def no_truth(
     spec: FunctionSpec,
     arguments: str,
@@ -34,16 +49,9 @@ def no_truth(
     function_relpath: str | None,
 ) -> str:
     """One line: what truth was missing for an UNCLEAR verdict, and what the user can add."""
-    count = len(scan.found)
-    if not needed:
-        suite = "and the suite's assertions are not used (arbitration.suite-examples = 0)"
-    else:
-        noun = "assertion" if count == 1 else "assertions"
-        suite = f"and only {count} passing {noun} about it in the suite ({needed} needed)"
-        if count == 0:
-            suite = f"and no passing assertion about it in the suite ({needed} needed)"
-        if scan.excluded:
-            suite += " — left out: " + ", ".join(f"{n} {w}" for w, n in scan.excluded.items())
+    if spec.class_stub is not None:
+        return no_method_truth(spec, function_relpath, _suite_words(scan, needed))
+    suite = _suite_words(scan, needed)
     key = f"{spec.module}:{spec.name}" if spec.module else f"{function_relpath}:{spec.name}"
     return (
         f"no independent truth for `{spec.name}`: no docstring, no doctest for this call, no "
@@ -53,15 +61,22 @@ def no_truth(
     )
 
 
-def no_method_truth(spec: FunctionSpec, function_relpath: str | None) -> str:
-    """One line: why a method (or class method) with no docstring has no truth."""
+def no_method_truth(
+    spec: FunctionSpec, function_relpath: str | None, suite: str | None = None
+) -> str:
+    """One line: why a method (or class method) with no docstring has no truth —
+    ``suite``, what the suite's assertions about it gave (None: they are not read for
+    this form)."""
     key = f"{spec.module}:{spec.qualname}" if spec.module else f"{function_relpath}:{spec.qualname}"
+    receiver = f"{spec.owner}(...)" if spec.form == "method" else spec.owner
+    if suite is None:
+        suite = f"and the suite's assertions are not read for `{spec.qualname}`"
     return (
         f"no independent truth for `{spec.qualname}`: neither the method nor its class "
-        "has a docstring, no reference, and the suite's assertions are read for functions "
-        f"only — add a docstring example (`>>> {spec.owner}(...).{spec.name}(...)`) or a "
-        f'reference (`[arbitration.references]` "{key}" = ..., a function of '
-        f"{spec.signature.removeprefix('def ').rstrip(':')})"
+        f"has a docstring, no reference, {suite} — add a docstring example "
+        f"(`>>> {receiver}.{spec.name}(...)`), a reference (`[arbitration.references]` "
+        f'"{key}" = ..., a function of {spec.signature.removeprefix("def ").rstrip(":")}), '
+        f"or a literal case (`assert {receiver}.{spec.name}(...) == value`) to a committed test"
     )
 
 

@@ -141,6 +141,7 @@ def suite_examples(
     *,
     settings: Settings | None = None,
     signature: list[tuple[str, object]] | None = None,
+    owner: tuple[str, str] | None = None,
     max_files: int = MAX_FILES,
     max_bytes: int = MAX_BYTES,
     seconds: float = MAX_SECONDS,
@@ -149,13 +150,13 @@ def suite_examples(
     module's docstring), the failing test's module read first, bounded by ``max_files``,
     ``max_bytes`` and ``seconds``; without the failing test, the failing call's
     arguments (matched by parameter with ``signature``: :func:`parameters`) and the
-    lines the working diff changed."""
+    lines the working diff changed. ``owner``: for a method, (its class, its form), whose
+    calls are read in the oracle contract (``Table([1]).m(2)`` is ``m(([1],), {}, 2)``)."""
     scan = SuiteScan()
     candidates = _read_suite(
         scan,
         root,
-        name,
-        module,
+        (name, module, owner),
         failing_path,
         failing_test,
         settings or Settings(root=root),
@@ -203,8 +204,7 @@ def add_examples(
 def _read_suite(
     scan: SuiteScan,
     root: Path,
-    name: str,
-    module: str,
+    subject: tuple[str, str, tuple[str, str] | None],
     failing_path: str,
     failing_test: tuple[str | None, str],
     settings: Settings,
@@ -213,7 +213,9 @@ def _read_suite(
     seconds: float,
 ) -> list[Found]:
     """The assertions about ``module.name`` in the project's test modules, the failing
-    test's module first, within the bounds (what was left out is noted in ``scan``)."""
+    test's module first, within the bounds (what was left out is noted in ``scan``).
+    ``subject``: (name, module, owner) as :func:`suite_examples` takes them."""
+    name, module, owner = subject
     started = time.monotonic()
     total = 0
     candidates: list[Found] = []
@@ -241,6 +243,7 @@ def _read_suite(
             module,
             failing_test if relpath == failing_path else None,
             known=True,
+            owner=owner,
         )
         candidates.extend(found)
     return candidates
@@ -390,6 +393,7 @@ def passing_examples(
     files: dict[str, str],
     limits: sandbox.Limits,
     failing: tuple[str, str] | None = None,
+    owner: tuple[str, str] | None = None,
 ) -> list[Found]:
     """Of ``scan``'s assertions, those the current code satisfies, run in the sandbox with
     the project's files (as a probe: every call in one run, each caught on its own), each
@@ -401,7 +405,8 @@ def passing_examples(
     kept. ``failing``: the failing call's (arguments, definitions) — an assertion whose
     known arguments build the same values there (``timedelta(minutes=1)`` for
     ``dt.timedelta(seconds=60)``, ``int("1")`` for ``1``) is left out too, as
-    :func:`suite_examples` leaves out the same text."""
+    :func:`suite_examples` leaves out the same text. ``owner``: a method's (class, form),
+    whose examples call the oracle contract, run on the class."""
     from referee.checks.execution.running import MODULE_IMPORT as _IMPORT
     from referee.checks.execution.running import module_of as _module_of
 
@@ -409,7 +414,16 @@ def passing_examples(
         return []
     entry, module = _module_of(relpath)
     code = _IMPORT.format(entry=entry, module=module, relpath=relpath)
-    code += f"{name} = _referee_m.{name}\n"
+    if owner is None:
+        code += f"{name} = _referee_m.{name}\n"
+    elif owner[1] == "classmethod":
+        code += f"{name} = _referee_m.{owner[0]}.{name}\n"
+    else:  # the oracle contract: the object's building's arguments, then the call's
+        code += (
+            f"def {name}(_referee_args, _referee_kwargs, /, *args, **kwargs):\n"
+            f"    made = _referee_m.{owner[0]}(*_referee_args, **_referee_kwargs)\n"
+            f"    return made.{name}(*args, **kwargs)\n"
+        )
     same = _same_values(scan.found, failing)
     probes = [] if same is None else [same[0]]
     for item in scan.found:

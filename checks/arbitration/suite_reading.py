@@ -138,20 +138,75 @@ def literal_of(node: ast.expr) -> object:
         raise ValueError(str(exc)) from None
 
 
+class Owner(NamedTuple):
+    """The class of a method whose assertions are read: its name, the names a test module
+    calls it by, and the method's form (``method``: on an object built from the class,
+    read as the oracle's ``m(init_args, init_kwargs, ...)``; ``classmethod``)."""
+
+    name: str
+    names: frozenset[str]
+    form: str
+
+
+def _built_objects(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, reader: _Reader
+) -> dict[str, tuple[ast.Call, int, int]]:
+    """The names ``function`` binds once, at its top level, to a building of the method's
+    class (``t = Table([[1]])``): each with the building, its line, and the line the name
+    is next read on — the one assertion that may take the object as built."""
+    stores: Counter[str] = Counter(
+        n.id
+        for n in ast.walk(function)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    )
+    found: dict[str, tuple[ast.Call, int, int]] = {}
+    for stmt in function.body:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call)
+            and reader._is_class(stmt.value.func)
+            and stores[stmt.targets[0].id] == 1
+        ):
+            continue
+        name = stmt.targets[0].id
+        end = getattr(stmt, "end_lineno", None) or stmt.lineno
+        reads = [
+            n.lineno
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id == name
+        ]
+        later = [line for line in reads if line > end]
+        if later and len(reads) == len(later):
+            found[name] = (stmt.value, stmt.lineno, min(later))
+    return found
+
+
 class _Reader:
     """Reads one module's assertions about the function. With ``names`` (the module's
     imports and definitions) an argument may be a value known without running the test
     (:class:`~referee.checks.arbitration.known.Known`), read afresh for each call."""
 
     def __init__(
-        self, name: str, functions: set[str], modules: set[str], names: ModuleNames | None
+        self,
+        name: str,
+        functions: set[str],
+        modules: set[str],
+        names: ModuleNames | None,
+        owner: Owner | None = None,
     ) -> None:
         self.name, self.functions, self.modules = name, functions, modules
         self.names = names
+        self.owner = owner  # a method's class: its calls are read in the oracle contract
+        # names the test binds once to ``Owner(...)``: (the building, its line, the line
+        # the name is next read on)
+        self.objects: dict[str, tuple[ast.Call, int, int]] = {}
+        self.building: tuple[int, int] | None = None  # the current call's object's lines
         self.scope: frozenset[str] = frozenset()  # every name the test function binds
         # the functions and classes it defines once, plainly: (line, text as top-level)
         self.defined: dict[str, tuple[int, str]] = {}
-        self.line = 0  # the assertion's
+        self.line = self.end_line = 0  # the assertion's first and last
         # the line each name of the test function is first read on (a row's list the test
         # changes before the assertion, ``xs.append(3)``, is not the row's literal there)
         self.mentions: dict[str, int] = {}
@@ -159,11 +214,59 @@ class _Reader:
         self.is_known = False  # the current call or value read a known expression
 
     def ours(self, func: ast.expr) -> bool:
+        if self.owner is not None:
+            return self._method(func) is not None
         if isinstance(func, ast.Name):
             return func.id in self.functions
         if isinstance(func, ast.Attribute) and func.attr == self.name:
             return dotted_name(func.value) in self.modules
         return False
+
+    def _is_class(self, node: ast.expr) -> bool:
+        assert self.owner is not None
+        if isinstance(node, ast.Name):
+            return node.id in self.owner.names
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == self.owner.name
+            and dotted_name(node.value) in self.modules
+        )
+
+    def _method(self, func: ast.expr) -> ast.Call | bool | None:
+        """For a method's reading: the building ``Owner(...)`` the called method ``func``
+        is taken from (``Owner(1).m``, or ``o.m`` for ``o`` built once and not read since);
+        True for the class method ``Owner.m``; None for any other call."""
+        owner = self.owner
+        if owner is None or not (isinstance(func, ast.Attribute) and func.attr == self.name):
+            return None
+        receiver = func.value
+        if owner.form == "classmethod":
+            return True if self._is_class(receiver) else None
+        if isinstance(receiver, ast.Call) and self._is_class(receiver.func):
+            return receiver
+        if isinstance(receiver, ast.Name) and receiver.id in self.objects:
+            building, _, next_read = self.objects[receiver.id]
+            return building if self.line <= next_read <= self.end_line else None
+        return None
+
+    def _receiver(self, func: ast.expr, env: dict[str, object]) -> list[str]:
+        """A method's call's first arguments in the oracle contract: the building's
+        positional arguments as a tuple, its keyword arguments as a dict (raises
+        ValueError for one that is not read)."""
+        building = self._method(func)
+        if not isinstance(building, ast.Call):
+            return []
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            _, line, _ = self.objects[func.value.id]
+            self.building = (line, getattr(building, "end_lineno", None) or line)
+        if any(isinstance(a, ast.Starred) for a in building.args) or any(
+            k.arg is None for k in building.keywords
+        ):
+            raise ValueError("a building with *args or **kwargs")
+        args = [self.text(a, env) for a in building.args]
+        kwargs = [f"{k.arg!r}: {self.text(k.value, env)}" for k in building.keywords]
+        init = "(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")"
+        return [init, "{" + ", ".join(kwargs) + "}"]
 
     def call_of(self, node: ast.expr, env: dict[str, object]) -> tuple[str, str] | None:
         """(call of the bare name, its arguments) when ``node`` calls the function with
@@ -187,8 +290,9 @@ class _Reader:
             nested = {n: text for n, (line, text) in self.defined.items() if line < self.line}
             self.known = Known(self.names, nested, self.scope - nested.keys())
         self.is_known = False
+        self.building = None
         try:
-            args = []
+            args = self._receiver(node.func, env)
             for arg in node.args:
                 if isinstance(arg, ast.Starred):  # ``*args``: a literal list or tuple
                     items = self.value(arg.value, env)
@@ -308,8 +412,11 @@ class _Check(NamedTuple):
     definitions: str  # what the known arguments and value need
     known: bool  # an argument or the value is no literal
     want_built: bool  # the value is a construction, compared by the sandbox's repr
+    building: tuple[int, int] | None  # the lines of the method's object's building
 
     def found(self, path: str, spans: tuple[tuple[int, int], ...], text: str, mine: bool) -> Found:
+        if self.building is not None:
+            spans = (*spans, self.building)
         return Found(
             self.call,
             self.arguments,
@@ -328,9 +435,12 @@ class _Check(NamedTuple):
 def _checks(statement: ast.stmt, reader: _Reader, env: dict[str, object]) -> Iterable[_Check]:
     """The assertion about the function ``statement`` makes, if it makes one."""
     reader.line = statement.lineno
+    reader.end_line = getattr(statement, "end_lineno", None) or statement.lineno
 
     def check(call: tuple[str, str], want: tuple[str, bool]) -> _Check:
-        return _Check(*call, want[0], statement, reader.definitions, reader.is_known, want[1])
+        return _Check(
+            *call, want[0], statement, reader.definitions, reader.is_known, want[1], reader.building
+        )
 
     test: ast.expr | None = None
     if isinstance(statement, ast.Assert):
@@ -506,6 +616,7 @@ def assertions(
     skip: tuple[str | None, str] | None = None,
     *,
     known: bool = False,
+    owner: tuple[str, str] | None = None,
 ) -> tuple[list[Found], int]:
     """The assertions about ``module.name`` in one test module's text, and how many of
     them are in the failing test function ``skip`` = (class or None, name) — those come
@@ -515,10 +626,20 @@ def assertions(
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return [], 0
-    functions, modules = local_names(tree, name, module)
-    if not functions and not modules:
-        return [], 0
-    reader = _Reader(name, functions, modules, ModuleNames(text) if known else None)
+    reading: Owner | None = None
+    if owner is not None:
+        # a method, ``owner`` = (its class, its form): the test module's names of the class
+        classes, modules = local_names(tree, owner[0], module)
+        functions = set()
+        if not classes and not modules:
+            return [], 0
+        reading = Owner(owner[0], frozenset(classes), owner[1])
+    else:
+        functions, modules = local_names(tree, name, module)
+        if not functions and not modules:
+            return [], 0
+    names = ModuleNames(text) if known else None
+    reader = _Reader(name, functions, modules, names, reading)
     lines = text.splitlines()
     found: list[Found] = []
     skipped = 0
@@ -562,6 +683,7 @@ def assertions(
                 reader.scope = frozenset(_bound_names(node))
                 reader.defined = _defined_once(node, text)
                 reader.mentions = _first_mentions(node)
+                reader.objects = _built_objects(node, reader) if reading is not None else {}
                 read(node.body, rows, mine)
 
     visit(tree.body, None)

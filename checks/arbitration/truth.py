@@ -149,6 +149,7 @@ class Prompts:
     oracle_examples: str
     oracle_suite: str
     oracle_method: str
+    oracle_method_suite: str
     oracle_repair: str
     patch_system: str
     patch: str
@@ -167,6 +168,7 @@ def prompts() -> Prompts:
         oracle_examples=data["oracle_examples"],
         oracle_suite=data["oracle_suite"],
         oracle_method=data["oracle_method"],
+        oracle_method_suite=data["oracle_method_suite"],
         oracle_repair=data["oracle_repair"],
         patch_system=data["patch_system"],
         patch=data["patch"],
@@ -254,18 +256,20 @@ def oracle_messages(
     p = prompts()
     if spec.class_stub is not None:
         # a method that takes the object or its class: the class without its bodies, and
-        # the function the oracle writes for it (referee.checks.arbitration.methods)
+        # the function the oracle writes for it (referee.checks.arbitration.methods) —
+        # with no docstring, the suite's assertions about it in the contract's calls
+        content = p.oracle_method.format(
+            class_stub=spec.class_stub,
+            signature=spec.signature,
+            call=spec.oracle_call,
+            name=spec.name,
+        )
+        if suite and not spec.docstring_value:
+            lines = "\n".join(f"assert {call} == {want}" for call, want, _ in suite)
+            content += "\n\n" + p.oracle_method_suite.format(examples=lines, name=spec.name)
         return [
             {"role": "system", "content": p.oracle_system},
-            {
-                "role": "user",
-                "content": p.oracle_method.format(
-                    class_stub=spec.class_stub,
-                    signature=spec.signature,
-                    call=spec.oracle_call,
-                    name=spec.name,
-                ),
-            },
+            {"role": "user", "content": content},
         ]
     if suite and not spec.docstring_value:
         lines = "\n".join(f"assert {call} == {want}" for call, want, _ in suite)
