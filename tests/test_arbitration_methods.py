@@ -412,3 +412,40 @@ def test_the_suite_reads_a_methods_calls_in_the_oracle_contract():
         text, "tests/test_x.py", "parse", "text", owner=("Replacer", "classmethod")
     )[0]
     assert (parsed.call, parsed.want) == ("parse('a=b')", "{'a': 'b'}")
+
+
+def test_the_suite_reads_a_method_of_an_object_set_up_once_at_its_first_use_in_a_test():
+    """``self.r = Replacer(...)`` in ``setUp``, bound nowhere else and left alone there
+    after, is the object as built at the first line a test mentions ``self.r``: not after
+    the test touched it, not when setUp changes it, binds it twice or calls a method of
+    ``self`` after it."""
+    text = (
+        "import unittest\nfrom text import Replacer\n\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def setUp(self):\n"
+        "        super().setUp()\n"
+        '        self.r = Replacer({"a": "b"})\n'
+        '        self.q = Replacer({"c": "d"})\n'
+        '        self.q.table["c"] = "e"\n'
+        '        self.s = Replacer({"x": "y"})\n'
+        '        self.s = Replacer({"x": "z"})\n\n'
+        "    def test_a(self):\n"
+        '        self.assertEqual(self.r.sub("a a"), "b b")\n'
+        '        self.assertEqual(self.r.sub("a"), "b")\n\n'
+        "    def test_b(self):\n"
+        '        self.r.table["a"] = "q"\n'
+        '        self.assertEqual(self.r.sub("a"), "q")\n\n'
+        "    def test_c(self):\n"
+        '        self.assertEqual(self.q.sub("c"), "e")\n'
+        '        self.assertEqual(self.s.sub("x"), "z")\n\n\n'
+        "class U:\n"
+        "    def setup_method(self):\n"
+        '        self.r = Replacer({"m": "n"})\n'
+        "        self.helper()\n\n"
+        "    def test_d(self):\n"
+        '        assert self.r.sub("m") == "n"\n'
+    )
+    found, _ = assertions(text, "tests/test_x.py", "sub", "text", owner=("Replacer", "method"))
+    assert [(f.call, f.want, f.spans) for f in found] == [
+        ("sub(({'a': 'b'},), {}, 'a a')", "'b b'", ((15, 15), (8, 8)))
+    ]

@@ -183,6 +183,80 @@ def _built_objects(
     return found
 
 
+def _self_attribute(node: ast.AST, name: str | None = None) -> str | None:
+    """``x`` for ``self.x`` (or ``cls.x``), when ``name`` is None or ``x``."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("self", "cls")
+        and (name is None or node.attr == name)
+    ):
+        return node.attr
+    return None
+
+
+def _set_up_objects(cls: ast.ClassDef, reader: _Reader) -> dict[str, tuple[ast.Call, int]]:
+    """The attributes a test class's ``setUp`` (or ``setup_method``) binds to a building of
+    the method's class, as :mod:`~referee.checks.arbitration.set_up` reads them for the
+    failing call: bound once in the whole class (no other assignment, ``del`` or
+    ``setattr``), by a statement of ``setUp``'s own body after which nothing mentions it,
+    calls ``super()`` or a method of ``self``. Each with the building and its line."""
+    stored: Counter[str] = Counter()
+    for node in ast.walk(cls):
+        name = _self_attribute(node)
+        if name is not None and not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            stored[name] += 1
+        if isinstance(node, ast.Call) and dotted_name(node.func) == "setattr":
+            return {}
+    set_up = next(
+        (
+            n
+            for n in cls.body
+            if isinstance(n, ast.FunctionDef) and n.name in ("setUp", "setup_method")
+        ),
+        None,
+    )
+    if set_up is None:
+        return {}
+    found: dict[str, tuple[ast.Call, int]] = {}
+    for index, stmt in enumerate(set_up.body):
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.value, ast.Call)
+            and reader._is_class(stmt.value.func)
+        ):
+            continue
+        name = _self_attribute(stmt.targets[0])
+        if name is None or stored[name] != 1:
+            continue
+        after = [n for later in set_up.body[index + 1 :] for n in ast.walk(later)]
+        if any(
+            _self_attribute(n, name)
+            or (
+                isinstance(n, ast.Call)
+                and (dotted_name(n.func, calls=True) or "").startswith(("super", "self."))
+            )
+            for n in after
+        ):
+            continue
+        found[name] = (stmt.value, stmt.lineno)
+    return found
+
+
+def _first_reads(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, built: dict[str, tuple[ast.Call, int]]
+) -> dict[str, tuple[ast.Call, int, int]]:
+    """Of the set-up objects ``built``, those ``function`` mentions: each with the line of
+    its first mention there (the one assertion that may take it as built)."""
+    found: dict[str, tuple[ast.Call, int, int]] = {}
+    for name, (building, line) in built.items():
+        mentions = [n.lineno for n in ast.walk(function) if _self_attribute(n, name)]
+        if mentions:
+            found[name] = (building, line, min(mentions))
+    return found
+
+
 class _Reader:
     """Reads one module's assertions about the function. With ``names`` (the module's
     imports and definitions) an argument may be a value known without running the test
@@ -202,6 +276,9 @@ class _Reader:
         # names the test binds once to ``Owner(...)``: (the building, its line, the line
         # the name is next read on)
         self.objects: dict[str, tuple[ast.Call, int, int]] = {}
+        # attributes the test's class's setUp binds once to one: the same, the line of
+        # the first mention in the test
+        self.set_up: dict[str, tuple[ast.Call, int, int]] = {}
         self.building: tuple[int, int] | None = None  # the current call's object's lines
         self.scope: frozenset[str] = frozenset()  # every name the test function binds
         # the functions and classes it defines once, plainly: (line, text as top-level)
@@ -247,6 +324,10 @@ class _Reader:
         if isinstance(receiver, ast.Name) and receiver.id in self.objects:
             building, _, next_read = self.objects[receiver.id]
             return building if self.line <= next_read <= self.end_line else None
+        attribute = _self_attribute(receiver)
+        if attribute is not None and attribute in self.set_up:
+            building, _, first_read = self.set_up[attribute]
+            return building if self.line <= first_read <= self.end_line else None
         return None
 
     def _receiver(self, func: ast.expr, env: dict[str, object]) -> list[str]:
@@ -256,8 +337,14 @@ class _Reader:
         building = self._method(func)
         if not isinstance(building, ast.Call):
             return []
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            _, line, _ = self.objects[func.value.id]
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        bound = None
+        if isinstance(receiver, ast.Name):
+            bound = self.objects[receiver.id]
+        elif receiver is not None and _self_attribute(receiver) is not None:
+            bound = self.set_up[_self_attribute(receiver) or ""]
+        if bound is not None:
+            line = bound[1]
             self.building = (line, getattr(building, "end_lineno", None) or line)
         if any(isinstance(a, ast.Starred) for a in building.args) or any(
             k.arg is None for k in building.keywords
@@ -671,10 +758,15 @@ def assertions(
                             text = f"{lines[first - 1].strip()[:100]} -> {text}"
                         found.append(check.found(path, spans, text, mine))
 
+    set_up: dict[str, tuple[ast.Call, int]] = {}
+
     def visit(body: Sequence[ast.stmt], cls: str | None) -> None:
+        nonlocal set_up
         for node in body:
             if isinstance(node, ast.ClassDef) and cls is None:
+                set_up = _set_up_objects(node, reader) if reading is not None else {}
                 visit(node.body, node.name)
+                set_up = {}
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 mine = skip is not None and skip == (cls, node.name)
                 rows = _parametrize_rows(node)
@@ -684,6 +776,7 @@ def assertions(
                 reader.defined = _defined_once(node, text)
                 reader.mentions = _first_mentions(node)
                 reader.objects = _built_objects(node, reader) if reading is not None else {}
+                reader.set_up = _first_reads(node, set_up)
                 read(node.body, rows, mine)
 
     visit(tree.body, None)
