@@ -6,6 +6,7 @@ are known without running the test (:mod:`~referee.checks.arbitration.known`).""
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 
 from tree_sitter import Node
 
@@ -372,11 +373,13 @@ class Bindings:
         ``start`` and the assertion (a method call on it may have changed it); an
         immutable literal cannot change."""
         return immutable_literal(literal) is None and mentioned_between(
-            self.source, self.fn.body, name, start, self._statement_start()
+            self.source, self.fn.body, name, start, self._statement_start
         )
 
+    @cached_property
     def _statement_start(self) -> int:
-        """The first byte of the line the assertion starts on."""
+        """The first byte of the line the assertion starts on (read once: every name of
+        the assertion asks)."""
         return sum(len(line) + 1 for line in self.source.data.split(b"\n")[: self.row])
 
     def _module_constant(self, node: Node, name: str) -> Site | None:

@@ -30,7 +30,12 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from referee.checks.arbitration.sites import immutable_literal, literal_text, mentioned_between
+from referee.checks.arbitration.sites import (
+    assignments,
+    immutable_literal,
+    literal_text,
+    mentioned_between,
+)
 from referee.checks.nodes import binds, call_arguments, statements, unwrap
 from referee.checks.pymodule import Function
 from referee.checks.source import SourceFile
@@ -77,12 +82,7 @@ def class_binding(source: SourceFile, fn: Function, name: str) -> ClassBinding |
     if body is None or _calls_setattr(source, cls):
         return None
     targets = [n for n in _attribute_targets(source, cls, name)]
-    class_level = [
-        (i, unwrap(value))
-        for i, stmt in enumerate(statements(body))
-        for value in [_assigned_value(source, stmt, name)]
-        if value is not None
-    ]
+    class_level = assignments(source, statements(body), name)
     if len(targets) + len(class_level) != 1:
         return None
     if class_level:
@@ -97,13 +97,13 @@ def class_binding(source: SourceFile, fn: Function, name: str) -> ClassBinding |
     index = next((i for i, s in enumerate(steps) if _holds(s, target)), None)
     if index is None:
         return None
-    value = _assigned_value(source, steps[index], f"self.{name}")
-    if value is None:
+    assigned = assignments(source, [steps[index]], f"self.{name}")
+    if not assigned:
         return None
     after = tuple(steps[index + 1 :])
     if any(_calls_up(source, stmt) for stmt in after):
         return None
-    return ClassBinding(unwrap(value), SET_UP_ATTRIBUTE, after)
+    return ClassBinding(assigned[0][1], SET_UP_ATTRIBUTE, after)
 
 
 def literal_of(source: SourceFile, binding: ClassBinding) -> str | None:
@@ -150,20 +150,6 @@ def _attribute_targets(source: SourceFile, root: Node, name: str) -> list[Node]:
                 found.append(node)
         stack.extend(node.named_children)
     return found
-
-
-def _assigned_value(source: SourceFile, stmt: Node, target: str) -> Node | None:
-    """The value of the statement ``target = value``, else None."""
-    if stmt.type != "expression_statement" or not stmt.named_children:
-        return None
-    assign = stmt.named_children[0]
-    if assign.type != "assignment":
-        return None
-    left = assign.child_by_field_name("left")
-    right = assign.child_by_field_name("right")
-    if left is None or right is None or source.node_text(left) != target:
-        return None
-    return right
 
 
 def _set_up_method(source: SourceFile, class_body: Node, target: Node) -> Node | None:
