@@ -310,6 +310,38 @@ def test_a_fixture_changed_in_the_working_diff_gives_no_example(tmp_path: Path, 
     assert "changed in the working diff" in verdict["reason"], verdict["reason"]
 
 
+# The fixture in tests/conftest.py, as most suites keep them; the test module without it.
+FIXTURE = TESTS[TESTS.index("@pytest.fixture") : TESTS.index("@pytest.mark.parametrize")]
+CONFTEST = "import pytest\n\n\n" + FIXTURE
+TESTS_BESIDE = TESTS.replace(FIXTURE, "")
+
+
+@needs_git
+@pytest.mark.parametrize("changed", [False, True], ids=["committed", "changed"])
+def test_a_conftest_fixture_the_cases_took_is_part_of_their_examples(
+    tmp_path: Path, referee, changed: bool
+):
+    """The fixture the cases took from ``tests/conftest.py`` is what their examples rest
+    on: committed, the other cases are the spec; changed in the working diff, they are
+    not the suite's word."""
+    with FakeModel(lambda kind: ORACLE if kind == "oracle" else PATCH) as model:
+        root = cli_project(tmp_path / "p", WRONG, TESTS_BESIDE, model.url)
+        (root / "tests" / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+        commit_repo(root, {})
+        if changed:
+            conftest = root / "tests" / "conftest.py"
+            conftest.write_text(
+                CONFTEST.replace("\\n    git push", "\\n  git push"), encoding="utf-8"
+            )
+        verdict = arbitrate_json(referee, root, "--apply", node=NODE)
+    if changed:
+        assert verdict["verdict"] == "UNCLEAR"
+        assert "2 changed in the working diff" in verdict["reason"], verdict["reason"]
+    else:
+        assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+        assert len(verdict["spec_examples"]) == 2
+
+
 def test_without_git_the_failing_tests_own_cases_are_not_the_suites_word(tmp_path: Path, referee):
     _, verdict, _ = _arbitrate(tmp_path, referee, WRONG, commit=False)
     assert verdict["verdict"] == "UNCLEAR"

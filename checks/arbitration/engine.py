@@ -598,6 +598,7 @@ class _Context:
             spec.name,
             run,
             self._project_callees(),
+            self.root,
         )
 
     def _failing_line(self) -> tuple[int, dict[str, Any] | None]:

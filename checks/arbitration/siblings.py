@@ -14,14 +14,17 @@ failing one, in the failing test itself.
 
 Kept only as the suite's other examples are (:mod:`~referee.checks.arbitration.suite`):
 the lines they are written on — the assertion, the case's rows in the parametrize lists,
-a fixture the test module defines and the test takes — not changed in the working diff;
+a fixture the test takes, from the test module or the nearest ``conftest.py`` that
+defines it — not changed in the working diff;
 never the failing call's arguments; and only those the current code passes, run again in
 the sandbox.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import ast
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 
 from referee.checks.arbitration.bindings import Bindings
 from referee.checks.arbitration.isolate import isolate
@@ -55,6 +58,7 @@ def sibling_examples(
     name: str,
     run: TestRun,
     project_callees: frozenset[str] | None = None,
+    root: Path | None = None,
 ) -> Cases:
     """The examples the cases in ``run`` (a run of ``test``'s cases watching
     ``isolated.line``) give ``name``, the function under test: see the module's
@@ -77,6 +81,9 @@ def sibling_examples(
             *Bindings(source, module, fn, record.indices, isolated.line - 1).case_lines(),
             *_fixture_lines(source, module, fn, record.indices),
         ]
+        own = {f.name for f in module.functions if f.parent is None and f.class_ is None}
+        taken = _fixture_names(source, fn, record.indices) - own
+        elsewhere = _conftest_fixtures(root, test.path, taken)
         for hit in hits[:MAX_PER_CASE]:
             try:
                 other = isolate(source, ref, isolated.line, record.indices, hit, project_callees)
@@ -90,7 +97,7 @@ def sibling_examples(
             if example is None:
                 cases.no_example += 1
                 continue
-            cases.found.append(example)
+            cases.found.append(replace(example, elsewhere=elsewhere))
             if len(cases.found) >= MAX_FOUND:
                 return cases
     return cases
@@ -169,15 +176,12 @@ def _example(
     )
 
 
-def _fixture_lines(
-    source: SourceFile, module: PythonModule, fn: Function, indices: dict[str, int]
-) -> list[tuple[int, int]]:
-    """The lines of each function of the test module that the test takes as a parameter
-    and no parametrize list gives: a fixture whose value the case used."""
+def _fixture_names(source: SourceFile, fn: Function, indices: dict[str, int]) -> set[str]:
+    """The parameters the test takes that no parametrize list gives: fixtures."""
     parameters = fn.node.child_by_field_name("parameters")
     if parameters is None:
-        return []
-    names = (
+        return set()
+    return (
         {
             source.node_text(p if p.type == "identifier" else p.named_children[0])
             for p in parameters.named_children
@@ -186,6 +190,42 @@ def _fixture_lines(
         - set(indices)
         - {"self"}
     )
+
+
+def _conftest_fixtures(
+    root: Path | None, test_path: str, names: set[str]
+) -> tuple[tuple[str, int, int], ...]:
+    """(conftest path, first line, last line) of each of ``names`` a ``conftest.py`` from
+    the test's directory up to the project's root defines at its top level — the nearest
+    one, as pytest finds it."""
+    if root is None or not names:
+        return ()
+    found: list[tuple[str, int, int]] = []
+    left = set(names)
+    directory = PurePosixPath(test_path).parent
+    while left:
+        relpath = str(directory / "conftest.py") if str(directory) != "." else "conftest.py"
+        try:
+            tree = ast.parse((root / relpath).read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            tree = None
+        for node in tree.body if tree is not None else []:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in left:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                found.append((relpath, first, node.end_lineno or node.lineno))
+                left.discard(node.name)
+        if str(directory) in (".", "", "/"):
+            break
+        directory = directory.parent
+    return tuple(found)
+
+
+def _fixture_lines(
+    source: SourceFile, module: PythonModule, fn: Function, indices: dict[str, int]
+) -> list[tuple[int, int]]:
+    """The lines of each function of the test module that the test takes as a parameter
+    and no parametrize list gives: a fixture whose value the case used."""
+    names = _fixture_names(source, fn, indices)
     return [
         (f.node.start_point.row + 1, f.node.end_point.row + 1)
         for f in module.functions

@@ -267,13 +267,19 @@ def _committed(scan: SuiteScan, root: Path, found: list[Found]) -> list[Found]:
                 kept.append(item)
         return kept
     for item in found:
-        lines = changed.get(item.path, set())
-        span = {n for first, last in item.spans for n in range(first, last + 1)}
-        if lines is None or span & lines:
+        spans = [(item.path, first, last) for first, last in item.spans] + list(item.elsewhere)
+        if any(_changed(changed, *span) for span in spans):
             scan.leave_out("changed in the working diff")
         else:
             kept.append(item)
     return kept
+
+
+def _changed(changed: dict[str, set[int] | None], path: str, first: int, last: int) -> bool:
+    """Whether the working diff changed a line from ``first`` to ``last`` of ``path``
+    (None for a file git does not track: all of it)."""
+    lines = changed.get(path, set())
+    return lines is None or any(first <= n <= last for n in lines)
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,9 @@ class Found:
     known: bool = False  # an argument or the expected value is no literal
     want_built: bool = False  # the expected value is a construction, compared by its repr
     compared: str = ""  # that repr, as the sandbox gave it (:func:`suite.passing_examples`)
+    # lines of other files it rests on, (path, first, last): a conftest.py fixture the
+    # case took (:mod:`~referee.checks.arbitration.siblings`)
+    elsewhere: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def where(self) -> str:
