@@ -381,6 +381,13 @@ def test_an_example_of_another_object_is_no_example_of_the_method():
         method_spec(RIGHT_TABLE, "text.py", "text", "Table.width", "method")
 
 
+def _read_examples(text: str, name: str = "sub", form: str = "method") -> list[tuple]:
+    """The suite reader's examples of ``Replacer.name`` in a test module: (call, want,
+    spans)."""
+    found, _ = assertions(text, "tests/test_x.py", name, "text", owner=("Replacer", form))
+    return [(f.call, f.want, f.spans) for f in found]
+
+
 def test_the_suite_reads_a_methods_calls_in_the_oracle_contract():
     """``Cls(...).m(...)``, ``o = Cls(...)`` then ``o.m(...)`` at its first read, and a
     class method ``Cls.m(...)``, each written as the oracle's function is called; the
@@ -402,16 +409,14 @@ def test_the_suite_reads_a_methods_calls_in_the_oracle_contract():
         "        o = Replacer({3: 4})\n"
         '        self.assertEqual(o.sub("3"), "4")\n'
     )
-    found, _ = assertions(text, "tests/test_x.py", "sub", "text", owner=("Replacer", "method"))
-    assert [(f.call, f.want, f.spans) for f in found] == [
+    assert _read_examples(text) == [
         ("sub(({'a': 'b'},), {}, 'a')", "'b'", ((7, 7),)),
         ("sub(({'x': 'y'},), {'sep': ','}, 'x x')", "'y y'", ((9, 9), (8, 8))),
         ("sub(([],), {}, 'q')", "'q'", ((11, 11),)),
     ]
-    (parsed,) = assertions(
-        text, "tests/test_x.py", "parse", "text", owner=("Replacer", "classmethod")
-    )[0]
-    assert (parsed.call, parsed.want) == ("parse('a=b')", "{'a': 'b'}")
+    assert _read_examples(text, "parse", "classmethod") == [
+        ("parse('a=b')", "{'a': 'b'}", ((12, 12),))
+    ]
 
 
 def test_the_suite_reads_a_method_of_an_object_set_up_once_at_its_first_use_in_a_test():
@@ -445,7 +450,4 @@ def test_the_suite_reads_a_method_of_an_object_set_up_once_at_its_first_use_in_a
         "    def test_d(self):\n"
         '        assert self.r.sub("m") == "n"\n'
     )
-    found, _ = assertions(text, "tests/test_x.py", "sub", "text", owner=("Replacer", "method"))
-    assert [(f.call, f.want, f.spans) for f in found] == [
-        ("sub(({'a': 'b'},), {}, 'a a')", "'b b'", ((15, 15), (8, 8)))
-    ]
+    assert _read_examples(text) == [("sub(({'a': 'b'},), {}, 'a a')", "'b b'", ((15, 15), (8, 8)))]

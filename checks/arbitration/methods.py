@@ -237,15 +237,7 @@ def oracle_example(spec: FunctionSpec, source: str) -> str | None:
         node = ast.parse(source, mode="eval").body
     except SyntaxError:
         return None
-    wrapper = None
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in WRAPPERS
-        and len(node.args) == 1
-        and not node.keywords
-    ):
-        wrapper, node = node.func.id, node.args[0]
+    wrapper, node = _under_wrapper(node)
     if not (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -345,14 +337,7 @@ def _with_building(node: ast.expr, built: dict[str, ast.expr]) -> str | None:
     """``m.sub(x)`` (under one wrapper too) with ``m``'s building in its place, when
     ``m`` is built and used nowhere else in the example."""
     node = copy.deepcopy(node)
-    inner = node
-    if (
-        isinstance(inner, ast.Call)
-        and isinstance(inner.func, ast.Name)
-        and inner.func.id in WRAPPERS
-        and len(inner.args) == 1
-    ):
-        inner = inner.args[0]
+    _, inner = _under_wrapper(node)
     if not (
         isinstance(inner, ast.Call)
         and isinstance(inner.func, ast.Attribute)
@@ -365,6 +350,20 @@ def _with_building(node: ast.expr, built: dict[str, ast.expr]) -> str | None:
         return None
     inner.func.value = copy.deepcopy(built[name])
     return ast.unparse(node)
+
+
+def _under_wrapper(node: ast.expr) -> tuple[str | None, ast.expr]:
+    """(the wrapper, what it wraps) for ``sorted(x)`` and the like (one argument, no
+    keyword), else (None, the node)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in WRAPPERS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.func.id, node.args[0]
+    return None, node
 
 
 def _dotted(node: ast.expr) -> str:
