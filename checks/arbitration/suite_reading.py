@@ -34,6 +34,13 @@ from referee.checks.arbitration.sites import (
     parameter_names,
     round_trips,
 )
+from referee.checks.arbitration.suite_methods import (
+    Owner,
+    built_objects,
+    first_reads,
+    self_attribute,
+    set_up_objects,
+)
 
 _EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
                   "assertDictEqual", "assertSetEqual", "assertMultiLineEqual",
@@ -141,125 +148,6 @@ def literal_of(node: ast.expr) -> object:
         raise ValueError(str(exc)) from None
 
 
-class Owner(NamedTuple):
-    """The class of a method whose assertions are read: its name, the names a test module
-    calls it by, and the method's form (``method``: on an object built from the class,
-    read as the oracle's ``m(init_args, init_kwargs, ...)``; ``classmethod``)."""
-
-    name: str
-    names: frozenset[str]
-    form: str
-
-
-def _built_objects(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, reader: _Reader
-) -> dict[str, tuple[ast.Call, int, int]]:
-    """The names ``function`` binds once, at its top level, to a building of the method's
-    class (``t = Table([[1]])``): each with the building, its line, and the line the name
-    is next read on — the one assertion that may take the object as built."""
-    stores: Counter[str] = Counter(
-        n.id
-        for n in ast.walk(function)
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-    )
-    found: dict[str, tuple[ast.Call, int, int]] = {}
-    for stmt in function.body:
-        if not (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, ast.Call)
-            and reader._is_class(stmt.value.func)
-            and stores[stmt.targets[0].id] == 1
-        ):
-            continue
-        name = stmt.targets[0].id
-        end = getattr(stmt, "end_lineno", None) or stmt.lineno
-        reads = [
-            n.lineno
-            for n in ast.walk(function)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id == name
-        ]
-        later = [line for line in reads if line > end]
-        if later and len(reads) == len(later):
-            found[name] = (stmt.value, stmt.lineno, min(later))
-    return found
-
-
-def _self_attribute(node: ast.AST, name: str | None = None) -> str | None:
-    """``x`` for ``self.x`` (or ``cls.x``), when ``name`` is None or ``x``."""
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id in ("self", "cls")
-        and (name is None or node.attr == name)
-    ):
-        return node.attr
-    return None
-
-
-def _set_up_objects(cls: ast.ClassDef, reader: _Reader) -> dict[str, tuple[ast.Call, int]]:
-    """The attributes a test class's ``setUp`` (or ``setup_method``) binds to a building of
-    the method's class, as :mod:`~referee.checks.arbitration.set_up` reads them for the
-    failing call: bound once in the whole class (no other assignment, ``del`` or
-    ``setattr``), by a statement of ``setUp``'s own body after which nothing mentions it,
-    calls ``super()`` or a method of ``self``. Each with the building and its line."""
-    stored: Counter[str] = Counter()
-    for node in ast.walk(cls):
-        name = _self_attribute(node)
-        if name is not None and not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
-            stored[name] += 1
-        if isinstance(node, ast.Call) and dotted_name(node.func) == "setattr":
-            return {}
-    set_up = next(
-        (
-            n
-            for n in cls.body
-            if isinstance(n, ast.FunctionDef) and n.name in ("setUp", "setup_method")
-        ),
-        None,
-    )
-    if set_up is None:
-        return {}
-    found: dict[str, tuple[ast.Call, int]] = {}
-    for index, stmt in enumerate(set_up.body):
-        if not (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.value, ast.Call)
-            and reader._is_class(stmt.value.func)
-        ):
-            continue
-        name = _self_attribute(stmt.targets[0])
-        if name is None or stored[name] != 1:
-            continue
-        after = [n for later in set_up.body[index + 1 :] for n in ast.walk(later)]
-        if any(
-            _self_attribute(n, name)
-            or (
-                isinstance(n, ast.Call)
-                and (dotted_name(n.func, calls=True) or "").startswith(("super", "self."))
-            )
-            for n in after
-        ):
-            continue
-        found[name] = (stmt.value, stmt.lineno)
-    return found
-
-
-def _first_reads(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, built: dict[str, tuple[ast.Call, int]]
-) -> dict[str, tuple[ast.Call, int, int]]:
-    """Of the set-up objects ``built``, those ``function`` mentions: each with the line of
-    its first mention there (the one assertion that may take it as built)."""
-    found: dict[str, tuple[ast.Call, int, int]] = {}
-    for name, (building, line) in built.items():
-        mentions = [n.lineno for n in ast.walk(function) if _self_attribute(n, name)]
-        if mentions:
-            found[name] = (building, line, min(mentions))
-    return found
-
-
 class _Reader:
     """Reads one module's assertions about the function. With ``names`` (the module's
     imports and definitions) an argument may be a value known without running the test
@@ -302,6 +190,20 @@ class _Reader:
             return dotted_name(func.value) in self.modules
         return False
 
+    def enter(
+        self,
+        function: ast.FunctionDef | ast.AsyncFunctionDef,
+        text: str,
+        set_up: dict[str, tuple[ast.Call, int]],
+    ) -> None:
+        """Read ``function``'s assertions next: what it binds, defines, reads first, and
+        (for a method's reading) the objects it and its class's setUp build."""
+        self.scope = frozenset(_bound_names(function))
+        self.defined = _defined_once(function, text)
+        self.mentions = _first_mentions(function)
+        self.objects = built_objects(function, self._is_class) if self.owner is not None else {}
+        self.set_up = first_reads(function, set_up)
+
     def _is_class(self, node: ast.expr) -> bool:
         assert self.owner is not None
         if isinstance(node, ast.Name):
@@ -327,7 +229,7 @@ class _Reader:
         if isinstance(receiver, ast.Name) and receiver.id in self.objects:
             building, _, next_read = self.objects[receiver.id]
             return building if self.line <= next_read <= self.end_line else None
-        attribute = _self_attribute(receiver)
+        attribute = self_attribute(receiver)
         if attribute is not None and attribute in self.set_up:
             building, _, first_read = self.set_up[attribute]
             return building if self.line <= first_read <= self.end_line else None
@@ -344,8 +246,8 @@ class _Reader:
         bound = None
         if isinstance(receiver, ast.Name):
             bound = self.objects[receiver.id]
-        elif receiver is not None and _self_attribute(receiver) is not None:
-            bound = self.set_up[_self_attribute(receiver) or ""]
+        elif receiver is not None and self_attribute(receiver) is not None:
+            bound = self.set_up[self_attribute(receiver) or ""]
         if bound is not None:
             line = bound[1]
             self.building = (line, getattr(building, "end_lineno", None) or line)
@@ -698,6 +600,21 @@ def _written_row(row: ast.expr, count: int) -> object:
     return tuple(values)
 
 
+def _subject_names(
+    tree: ast.Module, name: str, module: str, owner: tuple[str, str] | None
+) -> tuple[set[str], set[str], Owner | None] | None:
+    """(the function's local names, its module's, the method's class as read) a test
+    module calls the subject by — for a method, ``owner`` = (its class, its form), the
+    class's names — or None when it names neither."""
+    if owner is None:
+        functions, modules = local_names(tree, name, module)
+        return (functions, modules, None) if functions or modules else None
+    classes, modules = local_names(tree, owner[0], module)
+    if not classes and not modules:
+        return None
+    return set(), modules, Owner(owner[0], frozenset(classes), owner[1])
+
+
 def assertions(
     text: str,
     path: str,
@@ -716,20 +633,11 @@ def assertions(
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return [], 0
-    reading: Owner | None = None
-    if owner is not None:
-        # a method, ``owner`` = (its class, its form): the test module's names of the class
-        classes, modules = local_names(tree, owner[0], module)
-        functions = set()
-        if not classes and not modules:
-            return [], 0
-        reading = Owner(owner[0], frozenset(classes), owner[1])
-    else:
-        functions, modules = local_names(tree, name, module)
-        if not functions and not modules:
-            return [], 0
-    names = ModuleNames(text) if known else None
-    reader = _Reader(name, functions, modules, names, reading)
+    subject = _subject_names(tree, name, module, owner)
+    if subject is None:
+        return [], 0
+    functions, modules, reading = subject
+    reader = _Reader(name, functions, modules, ModuleNames(text) if known else None, reading)
     lines = text.splitlines()
     found: list[Found] = []
     skipped = 0
@@ -767,7 +675,7 @@ def assertions(
         nonlocal set_up
         for node in body:
             if isinstance(node, ast.ClassDef) and cls is None:
-                set_up = _set_up_objects(node, reader) if reading is not None else {}
+                set_up = set_up_objects(node, reader._is_class) if reading is not None else {}
                 visit(node.body, node.name)
                 set_up = {}
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -775,11 +683,7 @@ def assertions(
                 rows = _parametrize_rows(node)
                 if rows == []:
                     continue
-                reader.scope = frozenset(_bound_names(node))
-                reader.defined = _defined_once(node, text)
-                reader.mentions = _first_mentions(node)
-                reader.objects = _built_objects(node, reader) if reading is not None else {}
-                reader.set_up = _first_reads(node, set_up)
+                reader.enter(node, text, set_up)
                 read(node.body, rows, mine)
 
     visit(tree.body, None)

@@ -1,0 +1,134 @@
+"""A method's calls as the suite writes them (:mod:`~referee.checks.arbitration.
+suite_reading`, with an ``owner``): the class the method belongs to, and the objects a test
+builds from it once — bound to a name in the test, or to an attribute in its class's
+``setUp`` — read at the one line that may take them as built."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from collections.abc import Callable
+from typing import NamedTuple
+
+from referee.checks.arbitration.examples import dotted_name
+
+
+class Owner(NamedTuple):
+    """The class of a method whose assertions are read: its name, the names a test module
+    calls it by, and the method's form (``method``: on an object built from the class,
+    read as the oracle's ``m(init_args, init_kwargs, ...)``; ``classmethod``)."""
+
+    name: str
+    names: frozenset[str]
+    form: str
+
+
+def built_objects(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, is_class: Callable[[ast.expr], bool]
+) -> dict[str, tuple[ast.Call, int, int]]:
+    """The names ``function`` binds once, at its top level, to a building of the method's
+    class (``t = Table([[1]])``): each with the building, its line, and the line the name
+    is next read on — the one assertion that may take the object as built."""
+    stores: Counter[str] = Counter(
+        n.id
+        for n in ast.walk(function)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    )
+    found: dict[str, tuple[ast.Call, int, int]] = {}
+    for stmt in function.body:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call)
+            and is_class(stmt.value.func)
+            and stores[stmt.targets[0].id] == 1
+        ):
+            continue
+        name = stmt.targets[0].id
+        end = getattr(stmt, "end_lineno", None) or stmt.lineno
+        reads = [
+            n.lineno
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id == name
+        ]
+        later = [line for line in reads if line > end]
+        if later and len(reads) == len(later):
+            found[name] = (stmt.value, stmt.lineno, min(later))
+    return found
+
+
+def self_attribute(node: ast.AST, name: str | None = None) -> str | None:
+    """``x`` for ``self.x`` (or ``cls.x``), when ``name`` is None or ``x``."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("self", "cls")
+        and (name is None or node.attr == name)
+    ):
+        return node.attr
+    return None
+
+
+def set_up_objects(
+    cls: ast.ClassDef, is_class: Callable[[ast.expr], bool]
+) -> dict[str, tuple[ast.Call, int]]:
+    """The attributes a test class's ``setUp`` (or ``setup_method``) binds to a building of
+    the method's class, as :mod:`~referee.checks.arbitration.set_up` reads them for the
+    failing call: bound once in the whole class (no other assignment, ``del`` or
+    ``setattr``), by a statement of ``setUp``'s own body after which nothing mentions it,
+    calls ``super()`` or a method of ``self``. Each with the building and its line."""
+    stored: Counter[str] = Counter()
+    for node in ast.walk(cls):
+        name = self_attribute(node)
+        if name is not None and not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            stored[name] += 1
+        if isinstance(node, ast.Call) and dotted_name(node.func) == "setattr":
+            return {}
+    set_up = next(
+        (
+            n
+            for n in cls.body
+            if isinstance(n, ast.FunctionDef) and n.name in ("setUp", "setup_method")
+        ),
+        None,
+    )
+    if set_up is None:
+        return {}
+    found: dict[str, tuple[ast.Call, int]] = {}
+    for index, stmt in enumerate(set_up.body):
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.value, ast.Call)
+            and is_class(stmt.value.func)
+        ):
+            continue
+        name = self_attribute(stmt.targets[0])
+        if name is None or stored[name] != 1:
+            continue
+        after = [n for later in set_up.body[index + 1 :] for n in ast.walk(later)]
+        if any(
+            self_attribute(n, name)
+            or (
+                isinstance(n, ast.Call)
+                and (dotted_name(n.func, calls=True) or "").startswith(("super", "self."))
+            )
+            for n in after
+        ):
+            continue
+        found[name] = (stmt.value, stmt.lineno)
+    return found
+
+
+def first_reads(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, built: dict[str, tuple[ast.Call, int]]
+) -> dict[str, tuple[ast.Call, int, int]]:
+    """Of the set-up objects ``built``, those ``function`` mentions: each with the line of
+    its first mention there (the one assertion that may take it as built)."""
+    found: dict[str, tuple[ast.Call, int, int]] = {}
+    for name, (building, line) in built.items():
+        mentions = [n.lineno for n in ast.walk(function) if self_attribute(n, name)]
+        if mentions:
+            found[name] = (building, line, min(mentions))
+    return found
