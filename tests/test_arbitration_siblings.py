@@ -19,6 +19,13 @@ from pathlib import Path
 import pytest
 from guard_catalogue.cases import commit_repo
 from red_team.fake_openai import FakeModel
+from test_arbitration_methods import (
+    CHAINED,
+    ONE_PASS,
+    ONE_PASS_ORACLE,
+    PLAIN_REPLACER,
+    REPLACER_PATCH,
+)
 from test_arbitration_oracles import arbitrate_json, assert_tests_pass, cli_project
 
 from referee.checks.arbitration.isolate import isolate
@@ -340,6 +347,56 @@ def test_a_conftest_fixture_the_cases_took_is_part_of_their_examples(
     else:
         assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
         assert len(verdict["spec_examples"]) == 2
+
+
+# A method with no docstrings, tested through a fixture: its other cases are its spec.
+METHOD_TESTS = """import pytest
+
+from text import Replacer
+
+
+@pytest.fixture
+def text(first, second):
+    return first + " " + second
+
+
+@pytest.mark.parametrize(
+    "first, second, want",
+    [("a", "c", "b d"), ("c", "a", "d b"), ("x", "y", "y z")],
+)
+def test_sub(text, first, second, want):
+    assert Replacer({"a": "b", "c": "d", "x": "y", "y": "z"}).sub(text) == want
+"""
+METHOD_NODE = "tests/test_text.py::test_sub[x-y-y z]"
+
+
+@needs_git
+def test_cli_a_methods_other_cases_are_its_spec(tmp_path: Path, referee):
+    """``Replacer({...}).sub(text)`` with ``text`` from a fixture: no static reading
+    follows it, the cases as they ran are examples in the oracle contract, and the
+    chained replacement (wrong only where a replacement is replaced again: "x y" gives
+    "z z") is fixed from them."""
+
+    def answer(kind: str, seed: int | None) -> str:
+        return ONE_PASS_ORACLE if kind == "oracle" else REPLACER_PATCH
+
+    with FakeModel(answer=lambda kind: "", seeded=answer) as model:
+        root = cli_project(
+            tmp_path / "p", PLAIN_REPLACER.replace("{body}", CHAINED), METHOD_TESTS, model.url
+        )
+        commit_repo(root, {})
+        verdict = arbitrate_json(referee, root, "--apply", node=METHOD_NODE)
+        prompts = [json.dumps(r["messages"]) for r in model.requests]
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["truth_source"] == "oracles (spec from suite: 2 examples)"
+    assert verdict["applied"] is True
+    assert ONE_PASS in (root / "text.py").read_text(encoding="utf-8")
+    oracle_prompts = [p for p in prompts if "init_args" in p]
+    assert oracle_prompts
+    for prompt in oracle_prompts:
+        # the other cases, in the contract: sub(({...}, ), {}, 'a c') == "b d"
+        assert "'a c')" in prompt and "'c a')" in prompt
+        assert "'x y')" not in prompt and "y z" not in prompt
 
 
 def test_without_git_the_failing_tests_own_cases_are_not_the_suites_word(tmp_path: Path, referee):

@@ -582,8 +582,8 @@ class _Context:
         """What the test's cases (all of a parametrized test's, or the failing test's
         earlier loop iterations) gave the failing assertion, run again with the recorder
         watching its line (:mod:`~referee.checks.arbitration.siblings`)."""
-        if isolated.constructor is not None or isolated.projection:
-            return Cases()  # the suite's examples are of functions' own values
+        if isolated.projection or (spec.class_stub is not None and not methods.suite_owner(spec)):
+            return Cases()  # the suite's examples are of a function's or method's own values
         if not worth_running(self.source, self.test, isolated.line):
             return Cases()  # one case, reaching the line once: nothing else to read
         target = self.test.function_id if self.test.param_id else self.test_id

@@ -146,25 +146,27 @@ def _example(
     record: TestRecord,
     failing_id: str,
 ) -> Found | None:
-    """``other`` as an example of ``name``: a call of the same function (no method, no
-    projection) compared with a literal, else None."""
+    """``other`` as an example of ``name``: a call of the same function, or the same
+    method on an object built from the same class (written in the oracle contract:
+    ``m((args,), {kwargs}, ...)``), with no projection, compared with a literal, else
+    None."""
     if (
         other.callee != failing.callee
-        or other.constructor is not None
+        or other.constructor != failing.constructor
         or other.projection
         or other.op not in _OPS
         or (other.op == "is" and other.expected.text.strip() not in ("None", "True", "False"))
         or not is_literal(other.expected.text)
     ):
         return None
-    call = f"{name}({other.arguments})"
+    call = f"{name}({other.oracle_arguments})"
     if other.wrapper:
         call = f"{other.wrapper}({call})"
     case = record.nodeid.partition("[")[2].rstrip("]")
     where = "this case's earlier iteration" if same_test(record.nodeid, failing_id) else case
     return Found(
         call=call,
-        arguments=other.arguments,
+        arguments=other.oracle_arguments,
         want=other.expected.text.strip(),
         path=path,
         line=other.line,
