@@ -64,6 +64,12 @@ def sibling_examples(
     ``isolated.line``) give ``name``, the function under test: see the module's
     docstring. The failing case gives those of its iterations before the failing one."""
     module = PythonModule(source, is_test_file=True)
+    # the test module's own top-level functions: the fixtures it defines itself
+    own = {
+        f.name: (f.node.start_point.row + 1, f.node.end_point.row + 1)
+        for f in module.functions
+        if f.parent is None and f.class_ is None
+    }
     cases = Cases()
     for record in run.records:
         if record.when != "call" or not record.watched:
@@ -76,14 +82,14 @@ def sibling_examples(
         if any(word in source.node_text(fn.node) for word in _COLLECTS):
             continue  # its failures are collected and it goes on: no hit is told passing
         hits = _passing_hits(record, failing_id, isolated.line)
+        # the fixtures the case took: the module's own, or a conftest.py's
+        taken = _fixture_names(source, fn, record.indices)
         spans = [
             (isolated.line, isolated.end_line),
             *Bindings(source, module, fn, record.indices, isolated.line - 1).case_lines(),
-            *_fixture_lines(source, module, fn, record.indices),
+            *(own[name] for name in sorted(taken & own.keys())),
         ]
-        own = {f.name for f in module.functions if f.parent is None and f.class_ is None}
-        taken = _fixture_names(source, fn, record.indices) - own
-        elsewhere = _conftest_fixtures(root, test.path, taken)
+        elsewhere = _conftest_fixtures(root, test.path, taken - own.keys())
         for hit in hits[:MAX_PER_CASE]:
             try:
                 other = isolate(source, ref, isolated.line, record.indices, hit, project_callees)
@@ -220,16 +226,3 @@ def _conftest_fixtures(
             break
         directory = directory.parent
     return tuple(found)
-
-
-def _fixture_lines(
-    source: SourceFile, module: PythonModule, fn: Function, indices: dict[str, int]
-) -> list[tuple[int, int]]:
-    """The lines of each function of the test module that the test takes as a parameter
-    and no parametrize list gives: a fixture whose value the case used."""
-    names = _fixture_names(source, fn, indices)
-    return [
-        (f.node.start_point.row + 1, f.node.end_point.row + 1)
-        for f in module.functions
-        if f.name in names and f.parent is None and f.class_ is None
-    ]
