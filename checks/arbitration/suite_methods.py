@@ -29,11 +29,14 @@ def built_objects(
     """The names ``function`` binds once, at its top level, to a building of the method's
     class (``t = Table([[1]])``): each with the building, its line, and the line the name
     is next read on — the one assertion that may take the object as built."""
-    stores: Counter[str] = Counter(
-        n.id
-        for n in ast.walk(function)
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-    )
+    stores: Counter[str] = Counter()
+    reads: dict[str, list[int]] = {}  # the lines each name is read on
+    for n in ast.walk(function):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load):
+                reads.setdefault(n.id, []).append(n.lineno)
+            else:
+                stores[n.id] += 1
     found: dict[str, tuple[ast.Call, int, int]] = {}
     for stmt in function.body:
         if not (
@@ -47,13 +50,9 @@ def built_objects(
             continue
         name = stmt.targets[0].id
         end = getattr(stmt, "end_lineno", None) or stmt.lineno
-        reads = [
-            n.lineno
-            for n in ast.walk(function)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id == name
-        ]
-        later = [line for line in reads if line > end]
-        if later and len(reads) == len(later):
+        read = reads.get(name, [])
+        later = [line for line in read if line > end]
+        if later and len(read) == len(later):
             found[name] = (stmt.value, stmt.lineno, min(later))
     return found
 
