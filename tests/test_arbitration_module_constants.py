@@ -72,7 +72,11 @@ class T(unittest.TestCase):
         self.assertTrue(ordinal(3))
 """
     found, _ = assertions(text, "tests/t.py", "ordinal", "pkg.words")
-    assert [(f.call, f.want) for f in found] == [("ordinal(1)", "'1st'")]
+    # ``assertTrue(f(x))`` alone states the value's truth: ``bool(f(x))`` is True
+    assert [(f.call, f.want) for f in found] == [
+        ("ordinal(1)", "'1st'"),
+        ("bool(ordinal(3))", "True"),
+    ]
 
 
 # ------------------------------------------------------------------ end to end, --apply

@@ -423,3 +423,168 @@ def test_the_suite_is_read_through_the_projects_one_walk(tmp_path: Path):
     settings = Settings(validate({"exclude": ["gen/"]}, None), tmp_path)
     found = list(test_files(tmp_path, "tests/test_a.py", settings))
     assert found == ["tests/test_a.py", "pkg/test_a.py"]
+
+
+# ------------------------------------------- boolean expectations, module constants, decorators
+
+PREDICATE = """import functools
+
+
+def for_app(*apps):
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(script):
+            return script.split()[:1] == [apps[0]] and fn(script)
+        return wrapper
+    return decorate
+
+
+@for_app("git")
+def is_push(script):
+    return script.split()[-1] == "push"  # BODY-MARKER
+"""
+PREDICATE_SUITE = """import unittest
+
+from text import is_push
+
+STATUS = "git status"
+
+
+def test_push():
+    assert is_push("git push")
+
+
+def test_status():
+    assert not is_push(STATUS)
+
+
+class TestOther(unittest.TestCase):
+    def test_ls(self):
+        self.assertFalse(is_push("ls push"))
+
+
+def test_origin():
+    assert is_push("git push origin")
+"""
+PREDICATE_NODE = "tests/test_text.py::test_origin"
+# the decorator the prompt shows, copied onto the program: dropped before it runs
+PREDICATE_ORACLE = (
+    '```python\n@for_app("git")\ndef is_push(script):\n'
+    '    words = script.split()\n    return words[:1] == ["git"] and "push" in words[1:]\n```'
+)
+ALWAYS = "```python\ndef is_push(script):\n    return True\n```"
+
+
+def test_boolean_expectations_and_module_constants_are_the_suites_examples():
+    text = """import unittest
+from text import f
+NAME = "a b"
+ROWS = ["x"]
+MOVED = 1
+MOVED = 2
+
+
+def test_a():
+    assert f(1)
+    assert not f(NAME)
+    assert bool(f(3))
+    assert not len(f(4))
+    assert f(ROWS) == 1
+    assert f(MOVED) == 1
+
+
+class T(unittest.TestCase):
+    def test_b(self):
+        self.assertTrue(f(5))
+        self.assertFalse(f("c"), "message")
+"""
+    found, _ = assertions(text, "tests/t.py", "f", "text")
+    assert [(a.call, a.want) for a in found] == [
+        ("bool(f(1))", "True"),
+        ("bool(f('a b'))", "False"),
+        ("bool(f(3))", "True"),
+        ("bool(f(5))", "True"),
+        ("bool(f('c'))", "False"),
+    ]
+    # a constant's line is one the example is written on (the working diff may change it)
+    assert found[1].spans == ((11, 11), (3, 3))
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    ["def test_b():\n    LIMIT = 4\n", "from other import *\n", "def test_b(LIMIT):\n    pass\n"],
+    ids=["a-test-binds-it", "star-import", "a-parameter"],
+)
+def test_a_name_the_module_binds_elsewhere_is_no_constant(elsewhere: str):
+    text = "from text import f\nLIMIT = 3\n\n\ndef test_a():\n    assert f(LIMIT) == 1\n"
+    found, _ = assertions(text, "tests/t.py", "f", "text")
+    assert [(a.call, a.want) for a in found] == [("f(3)", "1")]
+    found, _ = assertions(text + elsewhere, "tests/t.py", "f", "text")
+    assert found == []
+
+
+def test_a_predicate_decorated_without_docstring_is_arbitrated_from_its_truth_examples(
+    tmp_path: Path,
+):
+    root = project(tmp_path / "p", PREDICATE, PREDICATE_SUITE)
+    model = Recorder([ALWAYS, PREDICATE_ORACLE, PREDICATE_ORACLE, PREDICATE_ORACLE])
+    result = run(root, PREDICATE_NODE, model.backend())
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert (verdict.truth, verdict.produced) == ("True", "False")
+    assert verdict.spec_examples[:3] == (
+        'tests/test_text.py:9: assert is_push("git push")',
+        "tests/test_text.py:13: assert not is_push(STATUS)",
+        'tests/test_text.py:18: self.assertFalse(is_push("ls push"))',
+    )
+    # the program that says True to everything contradicts `assert not`: replaced (each
+    # time the scripted model gives it again)
+    assert verdict.replaced_oracles and all(
+        "bool(is_push('git status')) returned True, the suite says False" in gone.detail
+        for gone in verdict.replaced_oracles
+    )
+    # each oracle ran with the decorator it copied dropped: it gave the value, no NameError
+    assert [o.value for o in verdict.oracles] == ["True"] * 3
+    text = model.oracle_text()
+    assert "# decorated with @for_app('git')\ndef is_push(script):" in text
+    assert "assert is_push('git push')\nassert not is_push('git status')" in text
+    assert "assert not is_push('ls push')" in text
+    assert "git push origin" not in text and "BODY-MARKER" not in text and "[-1]" not in text
+
+
+@needs_git
+def test_a_parametrized_predicates_other_cases_are_truth_examples_as_they_ran(tmp_path: Path):
+    # the argument is computed (`value = n * 10`): no static reading; the cases that passed give
+    # `bool(is_small(10)) == True` as they ran
+    module = "def is_small(n):\n    return n < 25  # BODY-MARKER\n"
+    tests = """import pytest
+
+from text import is_small
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_small(n):
+    value = n * 10
+    assert is_small(value)
+
+
+def test_large():
+    assert not is_small(100)
+"""
+    oracle = "```python\ndef is_small(n):\n    return n <= 30\n```"
+    root = tmp_path / "p"  # committed: the failing test's other cases are the suite's word
+    commit_repo(root, {"referee.toml": "", "text.py": module, "tests/test_text.py": tests})
+    model = Recorder([oracle])
+    verdict = run(root, "tests/test_text.py::test_small[3]", model.backend()).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert (verdict.truth, verdict.produced) == ("True", "False")
+    assert set(verdict.spec_examples[:3]) == {
+        "tests/test_text.py:9: assert is_small(value)  [1]",
+        "tests/test_text.py:9: assert is_small(value)  [2]",
+        "tests/test_text.py:13: assert not is_small(100)",
+    }
+    text = model.oracle_text()
+    assert "assert is_small(10)\nassert is_small(20)" in text or (
+        "assert is_small(10)" in text and "assert is_small(20)" in text
+    )
+    assert "is_small(30)" not in text and "BODY-MARKER" not in text

@@ -508,6 +508,9 @@ def _computed(source: SourceFile, node: Node, callee: str) -> Site | None:
 # ------------------------------------------------------------------ the function under test
 
 
+_FORM_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "abstractmethod"})
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
     """A function under test, read from its file."""
@@ -530,6 +533,20 @@ class FunctionSpec:
     form: str = "function"
     class_stub: str | None = None
     oracle_call: str | None = None
+
+    @property
+    def decorators(self) -> list[str]:
+        """The decorators written above the ``def`` (``for_app("git")``), each unparsed on
+        one line; the method forms' (``staticmethod``...) left out."""
+        raw = self.text.encode("utf-8")[self.outer_start_byte : self.start_byte]
+        try:
+            lines = [line.strip() for line in raw.decode("utf-8").splitlines()]
+            tree = ast.parse("\n".join([*lines, "def _(): pass\n"]))
+            written = tree.body[0].decorator_list  # type: ignore[attr-defined]
+        except (SyntaxError, ValueError, UnicodeDecodeError, IndexError, AttributeError):
+            return []
+        shown = [ast.unparse(d) for d in written]
+        return [d for d in shown if d not in _FORM_DECORATORS]
 
     @property
     def owner(self) -> str:

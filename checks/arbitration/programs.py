@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from collections.abc import Collection
 
 
 def extract_code(answer: str) -> str:
@@ -53,10 +54,15 @@ def module_imports(text: str) -> str:
     return "".join(f"{line}\n" for line in kept)
 
 
-def program_from(answer: str, name: str, preamble: str = "") -> tuple[str | None, str]:
+def program_from(
+    answer: str, name: str, preamble: str = "", copied: Collection[str] = ()
+) -> tuple[str | None, str]:
     """(program, problem): the definitions of a model's answer — imports, functions,
     classes, constants; examples and prints dropped — or None and why not. ``preamble``
-    (:func:`module_imports`) goes in front of them."""
+    (:func:`module_imports`) goes in front of them. ``copied``: the function's own
+    decorators, which its prompt shows (``for_app("git")``): one the program puts on its
+    ``name`` is dropped — what it says is the program's to do, and the sandbox has not
+    got it."""
     code = extract_code(answer)
     try:
         tree = ast.parse(code)
@@ -77,8 +83,18 @@ def program_from(answer: str, name: str, preamble: str = "") -> tuple[str | None
     lines = code.splitlines()
     parts = []
     for stmt in body:
-        first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
-        text = "\n".join(lines[first - 1 : stmt.end_lineno]).rstrip()
+        decorators = getattr(stmt, "decorator_list", [])
+        kept = decorators
+        if copied and getattr(stmt, "name", None) == name:
+            kept = [d for d in decorators if ast.unparse(d) not in copied]
+        first = min([stmt.lineno] + [d.lineno for d in decorators])
+        if len(kept) < len(decorators):
+            first = stmt.lineno
+            shown = [f"@{ast.unparse(d)}" for d in kept]
+            stmt.decorator_list = kept  # type: ignore[union-attr]
+            text = "\n".join([*shown, *lines[stmt.lineno - 1 : stmt.end_lineno]]).rstrip()
+        else:
+            text = "\n".join(lines[first - 1 : stmt.end_lineno]).rstrip()
         try:
             ast.parse(text)
         except SyntaxError:

@@ -37,6 +37,7 @@ from referee.checks.source import SourceFile
 MAX_PER_CASE = 20  # iterations of one case read
 MAX_FOUND = 36  # examples read in all (the suite keeps 12): a table of hundreds of cases
 _OPS = frozenset({"==", "is"})  # what an example states: the call's value
+_BOOLEAN = frozenset({"truthy", "falsy"})  # ... or its truth
 # a test that collects its failures and goes on (unittest's subTest, pytest-subtests)
 _COLLECTS = ("subTest", "subtests")
 
@@ -155,18 +156,22 @@ def _example(
     """``other`` as an example of ``name``: a call of the same function, or the same
     method on an object built from the same class (written in the oracle contract:
     ``m((args,), {kwargs}, ...)``), with no projection, compared with a literal, else
-    None."""
+    None. A case that asserts its value true (``assert f(x)``, ``assertFalse(f(x))``) is
+    the example ``bool(f(x)) == True`` (``False``), as the suite's are."""
+    boolean = other.op in _BOOLEAN and other.wrapper in (None, "bool")
     if (
         other.callee != failing.callee
         or other.constructor != failing.constructor
         or other.projection
-        or other.op not in _OPS
+        or (other.op not in _OPS and not boolean)
         or (other.op == "is" and other.expected.text.strip() not in ("None", "True", "False"))
         or not is_literal(other.expected.text)
     ):
         return None
     call = f"{name}({other.oracle_arguments})"
-    if other.wrapper:
+    if boolean:
+        call = f"bool({call})"
+    elif other.wrapper:
         call = f"{other.wrapper}({call})"
     case = record.nodeid.partition("[")[2].rstrip("]")
     where = "this case's earlier iteration" if same_test(record.nodeid, failing_id) else case

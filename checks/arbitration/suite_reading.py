@@ -46,6 +46,9 @@ _EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTuple
                   "assertDictEqual", "assertSetEqual", "assertMultiLineEqual",
                   "assertIs"}  # fmt: skip
 _NONE_METHODS = {"assertIsNone"}
+# a boolean expectation: the call's value is true (false), stated as ``bool(f(x)) == True``
+_TRUE_METHODS = {"assertTrue", "assert_", "failUnless"}
+_FALSE_METHODS = {"assertFalse", "failIf"}
 
 
 class Example(tuple[str, str, str]):
@@ -180,6 +183,11 @@ class _Reader:
         self.mentions: dict[str, int] = {}
         self.known: Known | None = None  # the current call's reading
         self.is_known = False  # the current call or value read a known expression
+        # the module's constants (:func:`module_constants`) and the lines of those the
+        # current call and value read: they are written there, and committed to as the
+        # assertion is
+        self.constants: dict[str, tuple[object, int, int]] = {}
+        self.constant_lines: list[tuple[int, int]] = []
 
     def ours(self, func: ast.expr) -> bool:
         if self.owner is not None:
@@ -283,6 +291,7 @@ class _Reader:
             self.known = Known(self.names, nested, self.scope - nested.keys())
         self.is_known = False
         self.building = None
+        self.constant_lines = []
         try:
             args = self._receiver(node.func, env)
             for arg in node.args:
@@ -321,6 +330,10 @@ class _Reader:
             if not immutable(env[node.id]) and self.mentions.get(node.id, self.line) < self.line:
                 raise ValueError("a row's list the test may change before the assertion")
             return env[node.id]
+        if isinstance(node, ast.Name) and node.id in self.constants and node.id not in self.scope:
+            value, first, last = self.constants[node.id]
+            self.constant_lines.append((first, last))
+            return value
         value = literal_of(node)
         if not round_trips(value):
             raise ValueError("not a literal that reads back")
@@ -405,10 +418,12 @@ class _Check(NamedTuple):
     known: bool  # an argument or the value is no literal
     want_built: bool  # the value is a construction, compared by the sandbox's repr
     building: tuple[int, int] | None  # the lines of the method's object's building
+    constants: tuple[tuple[int, int], ...] = ()  # the lines of the module constants read
 
     def found(self, path: str, spans: tuple[tuple[int, int], ...], text: str, mine: bool) -> Found:
         if self.building is not None:
             spans = (*spans, self.building)
+        spans = (*spans, *(c for c in dict.fromkeys(self.constants) if c not in spans))
         return Found(
             self.call,
             self.arguments,
@@ -431,7 +446,14 @@ def _checks(statement: ast.stmt, reader: _Reader, env: dict[str, object]) -> Ite
 
     def check(call: tuple[str, str], want: tuple[str, bool]) -> _Check:
         return _Check(
-            *call, want[0], statement, reader.definitions, reader.is_known, want[1], reader.building
+            *call,
+            want[0],
+            statement,
+            reader.definitions,
+            reader.is_known,
+            want[1],
+            reader.building,
+            tuple(reader.constant_lines),
         )
 
     test: ast.expr | None = None
@@ -447,6 +469,11 @@ def _checks(statement: ast.stmt, reader: _Reader, env: dict[str, object]) -> Ite
     ):
         test = statement.value.args[0]  # ``self.assertTrue(f(x) == 3)``: as ``assert`` says it
     if test is not None:
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        truth = _truth_check(test.operand if negated else test, reader, env)
+        if truth is not None:
+            yield check(truth, (repr(not negated), False))
+            return
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             op, left, right = test.ops[0], test.left, test.comparators[0]
             if isinstance(op, ast.Eq):
@@ -483,6 +510,33 @@ def _checks(statement: ast.stmt, reader: _Reader, env: dict[str, object]) -> Ite
         call = reader.call_of(method.args[0], env)
         if call:
             yield check(call, ("None", False))
+    elif name in _TRUE_METHODS | _FALSE_METHODS and method.args:
+        truth = _truth_check(method.args[0], reader, env)
+        if truth is not None:
+            yield check(truth, (repr(name in _TRUE_METHODS), False))
+
+
+def _truth_check(node: ast.expr, reader: _Reader, env: dict[str, object]) -> tuple[str, str] | None:
+    """``assert f(x)``, ``assert not f(x)``, ``assertTrue(f(x))``: (the call as the example
+    ``bool(f(x))``, its arguments) — what the test states is the truth of the value, which
+    ``bool`` gives every source of truth alike. Only a bare call of the function, or one
+    under ``bool``: a value under another wrapper (``len``) is a comparison in disguise
+    that the example would not show."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in WRAPPERS
+        and node.func.id not in reader.functions
+    ):
+        if node.func.id != "bool":
+            return None
+        node = node.args[0] if len(node.args) == 1 and not node.keywords else node
+    if not isinstance(node, ast.Call):
+        return None
+    call = reader.call_of(node, env)
+    if call is None:
+        return None
+    return f"bool({call[0]})", call[1]
 
 
 def _parametrize_rows(
@@ -615,6 +669,49 @@ def _subject_names(
     return set(), modules, Owner(owner[0], frozenset(classes), owner[1])
 
 
+def module_constants(tree: ast.Module) -> dict[str, tuple[object, int, int]]:
+    """The test module's constants: a name its top level binds once, to an immutable
+    literal (``OUTPUT = "fatal: no upstream"``), and nothing else in the module binds (no
+    second assignment, loop target, parameter, ``global``, import, ``from m import *``) —
+    (its value, the assignment's first and last lines). The rules the failing call's
+    argument is read by (form ``module-constant``: :mod:`~referee.checks.arbitration.
+    bindings`)."""
+    bound: Counter[str] = Counter()  # anywhere in the module, as the failing call's are
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound[node.id] += 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update({n: 2 for n in node.names})
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound[node.name] += 1
+        elif isinstance(node, ast.alias):
+            if node.name == "*":
+                return {}  # ``from m import *`` may bind any of them again
+            bound[(node.asname or node.name).partition(".")[0]] += 1
+        elif isinstance(node, ast.arg):
+            bound[node.arg] += 1
+    found: dict[str, tuple[object, int, int]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        elif isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        else:
+            continue
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            continue
+        name = targets[0].id
+        if bound[name] != 1:
+            continue
+        try:
+            literal = literal_of(value)
+        except ValueError:
+            continue
+        if round_trips(literal) and immutable(literal):
+            found[name] = (literal, stmt.lineno, stmt.end_lineno or stmt.lineno)
+    return found
+
+
 def assertions(
     text: str,
     path: str,
@@ -638,6 +735,7 @@ def assertions(
         return [], 0
     functions, modules, reading = subject
     reader = _Reader(name, functions, modules, ModuleNames(text) if known else None, reading)
+    reader.constants = module_constants(tree)
     lines = text.splitlines()
     found: list[Found] = []
     skipped = 0

@@ -246,6 +246,24 @@ def reference_evidence(
 # -------------------------------------------------------------------------- oracles
 
 
+def assertion_line(call: str, want: str) -> str:
+    """An example as the prompt states it: ``assert f(1) == 2``; a boolean expectation
+    (``bool(f(x))``, ``True`` or ``False``: :mod:`~referee.checks.arbitration.suite_reading`)
+    as a test writes it, ``assert f(x)`` or ``assert not f(x)``."""
+    if want in ("True", "False") and call.startswith("bool(") and call.endswith(")"):
+        inner = call[len("bool(") : -1]
+        return f"assert {inner}" if want == "True" else f"assert not {inner}"
+    return f"assert {call} == {want}"
+
+
+def shown_signature(spec: FunctionSpec) -> str:
+    """The signature as an oracle's prompt shows it: with the function's decorators
+    (``@for_app("git")`` says what it answers for), as a comment — a program that wrote
+    them would name what its sandbox lacks."""
+    notes = [f"# decorated with @{d}" for d in spec.decorators]
+    return "\n".join([*notes, spec.signature])
+
+
 def oracle_messages(
     spec: FunctionSpec, suite: Sequence[tuple[str, str, str]] | None = None
 ) -> list[dict[str, str]]:
@@ -265,20 +283,21 @@ def oracle_messages(
             name=spec.name,
         )
         if suite and not spec.docstring_value:
-            lines = "\n".join(f"assert {call} == {want}" for call, want, _ in suite)
+            lines = "\n".join(assertion_line(call, want) for call, want, _ in suite)
             content += "\n\n" + p.oracle_method_suite.format(examples=lines, name=spec.name)
         return [
             {"role": "system", "content": p.oracle_system},
             {"role": "user", "content": content},
         ]
+    signature = shown_signature(spec)
     if suite and not spec.docstring_value:
-        lines = "\n".join(f"assert {call} == {want}" for call, want, _ in suite)
+        lines = "\n".join(assertion_line(call, want) for call, want, _ in suite)
         return [
             {"role": "system", "content": p.oracle_system},
             {
                 "role": "user",
                 "content": p.oracle_suite.format(
-                    signature=spec.signature, examples=lines, name=spec.name
+                    signature=signature, examples=lines, name=spec.name
                 ),
             },
         ]
@@ -287,7 +306,7 @@ def oracle_messages(
         {
             "role": "user",
             "content": p.oracle.format(
-                signature=spec.signature, docstring=spec.docstring or "", name=spec.name
+                signature=signature, docstring=spec.docstring or "", name=spec.name
             ),
         },
     ]
@@ -305,7 +324,7 @@ def examples_messages(
         return oracle_messages(spec)
     if not spec.docstring_value:
         return oracle_messages(spec, examples)
-    lines = "\n".join(f"assert {call} == {want}" for call, want, _ in examples)
+    lines = "\n".join(assertion_line(call, want) for call, want, _ in examples)
     system, user = oracle_messages(spec)
     more = prompts().oracle_examples.format(examples=lines)
     return [system, {"role": "user", "content": f"{user['content']}\n\n{more}"}]
@@ -587,7 +606,9 @@ class _OracleWriter:
         """The oracle ``source``'s value for the call: its program run in the sandbox,
         set aside when it contradicts one of the examples."""
         self.written[source] = answer
-        program, problem = program_from(answer, self.spec.name, self.preamble)
+        program, problem = program_from(
+            answer, self.spec.name, self.preamble, copied=self.spec.decorators
+        )
         if program is None:
             return OracleResult(
                 source=source,
