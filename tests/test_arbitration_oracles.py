@@ -314,8 +314,69 @@ def test_an_oracle_may_use_what_the_module_imports_from_the_standard_library(tmp
     assert [o.value for o in verdict.oracles] == ["5", "5", "5"]
 
 
+def test_a_sentinel_the_signature_names_is_defined_for_every_oracle(tmp_path: Path):
+    # ``vowels=ALL`` names the module's ``ALL = object()``: an oracle that writes the
+    # signature as shown runs after that definition (not a NameError), and its prompt shows it
+    module = BUGGY.replace(
+        "def count_vowels(text: str) -> int:",
+        "ALL = object()\n\n\ndef count_vowels(text: str, vowels=ALL) -> int:",
+        1,
+    )
+    root = project(tmp_path / "p", module, TESTS.format(expected="5"))
+    sentinel = (
+        "```python\ndef count_vowels(text: str, vowels=ALL) -> int:\n"
+        '    chosen = "aeiouAEIOU" if vowels is ALL else vowels\n'
+        "    return sum(ch in chosen for ch in text)\n```"
+    )
+    asked: list[str] = []
+
+    def answer(messages, schema) -> str:
+        asked.append(messages[-1]["content"])
+        return sentinel if messages[0]["content"] == prompts().oracle_system else GOOD_PATCH
+
+    from referee.checks.judge.backend import ScriptedBackend
+
+    verdict = run(root, NODE, ScriptedBackend(answer=answer)).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [o.value for o in verdict.oracles] == ["5", "5", "5"]
+    assert (
+        "ALL = object()  # defined in its module\n\ndef count_vowels(text: str, vowels=ALL)"
+        in asked[0]
+    )
+
+
+def test_the_constants_a_signature_names_are_read_from_its_module_and_the_project():
+    from referee.checks.arbitration.programs import signature_constants
+
+    text = (
+        "from .utils import no_default\nNO = object()\nLIMIT = 3\nTWICE = 1\nTWICE = 2\n"
+        "FROM_CALL = dict()\n"
+    )
+    signature = "def f(a, b=NO, *, c=LIMIT, d=TWICE, e=FROM_CALL, g=None, h=no_default, i=len):"
+    assert signature_constants(text, signature, "pkg.mod") == "NO = object()\nLIMIT = 3\n"
+    # without the project's root, an imported name is not followed
+    assert "no_default" not in signature_constants(text, signature, "pkg.mod", None)
+
+
+def test_a_sentinel_imported_from_the_project_is_read_from_its_file(tmp_path: Path):
+    from referee.checks.arbitration.programs import signature_constants
+
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "utils.py").write_text(
+        "from pkg._base import no_default\n", encoding="utf-8"
+    )
+    (tmp_path / "src" / "pkg" / "_base.py").write_text(
+        'no_default = "__no__default__"\n', encoding="utf-8"
+    )
+    text = "from .utils import no_default\n"
+    assert (
+        signature_constants(text, "def f(x, d=no_default):", "pkg.mod", tmp_path)
+        == "no_default = '__no__default__'\n"
+    )
+
+
 def test_module_imports_are_the_standard_library_ones_only():
-    from referee.checks.arbitration.truth import module_imports
+    from referee.checks.arbitration.programs import module_imports
 
     text = (
         "from __future__ import annotations\nimport math, os.path\nimport numpy as np\n"

@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 
 from referee.checks.arbitration.isolate import FunctionSpec
+from referee.checks.arbitration.programs import signature_constants
+from referee.checks.arbitration.project_objects import current
 from referee.checks.config import tomllib
 
 PROMPTS = Path(__file__).with_name("prompts") / "arbitration-v1.toml"
@@ -64,10 +66,23 @@ def assertion_line(call: str, want: str) -> str:
 
 
 def shown_signature(spec: FunctionSpec) -> str:
-    """The signature as an oracle's prompt shows it: with the function's decorators
-    (``@for_app("git")`` says what it answers for), as a comment — a program that wrote
+    """The signature as an oracle's prompt shows it: below the constants its defaults name
+    (``no_default = '__no__default__'``), and with the function's decorators
+    (``@for_app("git")`` says what it answers for) as comments — a program that wrote
     them would name what its sandbox lacks."""
     notes = [f"# decorated with @{d}" for d in spec.decorators]
+    view = current()
+    constants = signature_constants(
+        spec.text, spec.signature, spec.module, view.root if view is not None else None
+    )
+    if constants:
+        # the sentinels its defaults name, as its module defines them (every program runs
+        # after them: programs.oracle_preamble)
+        notes = [
+            *(f"{line}  # defined in its module" for line in constants.splitlines()),
+            "",
+            *notes,
+        ]
     return "\n".join([*notes, spec.signature])
 
 

@@ -5,9 +5,13 @@ imports of the module under test it runs after."""
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import sys
 from collections.abc import Collection
+from pathlib import Path
+
+from referee.checks.arbitration.project_objects import current, module_file
 
 
 def extract_code(answer: str) -> str:
@@ -192,3 +196,109 @@ def none_without_opinion(program: str, name: str) -> str | None:
     if mine is not None and not _gives_values(mine):
         return f"`{name}` never returns a value, and the call gave None"
     return None
+
+
+_HOPS = 3  # ``from m import name`` re-exports followed to the name's definition
+
+
+def signature_constants(
+    text: str, signature: str, module: str = "", root: Path | None = None
+) -> str:
+    """The module-level names the signature's defaults use (``initial=no_default``,
+    ``default=NO_DEFAULT``), each as one line that defines it as its module does —
+    ``no_default = '__no__default__'``, ``NO_DEFAULT = object()`` — when the module under
+    test binds it once at its top level to a literal or to a bare ``object()`` (with
+    ``root``, the project's root, also through ``from pkg.m import name`` to the project's
+    file that does). The oracles' prompt shows them above the signature and every oracle
+    program runs after them: a sentinel is part of the interface the signature states,
+    and a program that writes the signature as shown must not die of a NameError."""
+    try:
+        header = ast.parse(signature.strip() + "\n    pass\n").body[-1]
+    except (SyntaxError, ValueError, IndexError):
+        return ""
+    if not isinstance(header, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ""
+    defaults = [*header.args.defaults, *(d for d in header.args.kw_defaults if d is not None)]
+    names = [n.id for d in defaults for n in ast.walk(d) if isinstance(n, ast.Name)]
+    lines = []
+    for name in dict.fromkeys(names):
+        if hasattr(builtins, name):
+            continue
+        value = _module_value(text, module, name, root)
+        if value is not None:
+            lines.append(f"{name} = {value}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _module_value(text: str, module: str, name: str, root: Path | None) -> str | None:
+    """The literal or ``object()`` ``name`` is bound to once at a module's top level,
+    following ``from ... import name`` into the project's files under ``root``."""
+    for _ in range(_HOPS):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
+        values: list[ast.expr] = []
+        source: tuple[str, str] | None = None  # (module, name) it is imported from
+        bound = 0
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+            ):
+                bound += 1
+                values.append(stmt.value)
+            elif isinstance(stmt, ast.AnnAssign) and getattr(stmt.target, "id", None) == name:
+                bound += 1
+                values.extend([stmt.value] if stmt.value is not None else [])
+            elif isinstance(stmt, ast.ImportFrom):
+                for alias in stmt.names:
+                    if (alias.asname or alias.name) == name:
+                        bound += 1
+                        if stmt.module and not stmt.level:
+                            source = (stmt.module, alias.name)
+                        elif stmt.module:
+                            package = module.split(".")[: len(module.split(".")) - stmt.level]
+                            source = (".".join([*package, stmt.module]), alias.name)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound += stmt.name == name
+        if bound != 1:
+            return None
+        if values:
+            return _constant_text(values[0])
+        if source is None or root is None:
+            return None
+        module, name = source
+        path = module_file(root, module)
+        if path is None:
+            return None
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+    return None
+
+
+def _constant_text(value: ast.expr) -> str | None:
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "object"
+        and not value.args
+        and not value.keywords
+    ):
+        return "object()"
+    try:
+        literal = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return repr(literal)
+
+
+def oracle_preamble(text: str, signature: str, module: str) -> str:
+    """What every oracle program of a function runs after: its module's standard-library
+    imports (:func:`module_imports`) and the constants its signature's defaults name
+    (:func:`signature_constants`, through the project's files when the arbitration views
+    them)."""
+    view = current()
+    root = view.root if view is not None else None
+    return module_imports(text) + signature_constants(text, signature, module, root)

@@ -63,7 +63,7 @@ def current() -> ProjectView | None:
 # ------------------------------------------------------------------- the class, statically
 
 
-def _module_file(root: Path, module: str) -> Path | None:
+def module_file(root: Path, module: str) -> Path | None:
     parts = module.split(".")
     for base in _SOURCE_DIRS:
         where = root.joinpath(base, *parts) if base else root.joinpath(*parts)
@@ -78,7 +78,7 @@ def project_class(root: Path, module: str, name: str) -> ast.ClassDef | None:
     project's files under ``root`` — following ``from x import name`` re-exports — or
     None (a function, a module, a name bound by anything else, a file outside it)."""
     for _ in range(_HOPS):
-        path = _module_file(root, module)
+        path = module_file(root, module)
         if path is None:
             return None
         try:

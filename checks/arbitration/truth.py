@@ -34,8 +34,8 @@ from referee.checks.arbitration.oracle_prompts import (
     prompts,
 )
 from referee.checks.arbitration.programs import (
-    module_imports,
     none_without_opinion,
+    oracle_preamble,
     program_from,
     value_return,
 )
@@ -424,7 +424,7 @@ def oracle_evidence(
         messages=with_outlines(oracle_messages(spec, suite if from_suite else None), project),
         examples=examples,
         origin="the suite" if from_suite else "the docstring",
-        preamble=module_imports(spec.text),
+        preamble=oracle_preamble(spec.text, spec.signature, spec.module),
         call=with_definitions(wrapped(wrapper, inner, projection), definitions),
         project=project,
         returns=value_return(spec.signature) if wrapper is None and not projection else None,

@@ -40,7 +40,7 @@ from typing import Any, Literal
 from referee import __version__
 from referee.checks import sandbox
 from referee.checks.arbitration.isolate import FunctionSpec
-from referee.checks.arbitration.programs import module_imports, program_from
+from referee.checks.arbitration.programs import oracle_preamble, program_from
 from referee.checks.arbitration.truth import (
     ProgramCache,
     generate_many,
@@ -357,7 +357,7 @@ class _Check:
             cache=self.program_cache or ProgramCache(None),
             work=self.work,
         )
-        preamble = module_imports(self.spec.text)
+        preamble = oracle_preamble(self.spec.text, self.spec.signature, self.spec.module)
         programs: list[Program] = []
         for seed, (answer, was_cached) in enumerate(answers, start=1):
             program, problem = program_from(answer, self.spec.name, preamble)
