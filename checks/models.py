@@ -406,9 +406,10 @@ class ArbitrationVerdict(_Model):
         "literal list, tuple or dict), module-constant (an argument that is a literal constant "
         "of the test module), set-up-attribute and class-attribute (self.x bound once by the test "
         "class's setUp or body), method-of-set-up-object (self.x.method() of an object setUp "
-        "builds from literals), comparison-in-boolean (self.assertTrue(f(x) == y): the call's "
-        "value observed by running it), method, staticmethod, classmethod; docs/arbitration.md "
-        "lists them all.",
+        "builds from literals), method-of-fixture-object (x.method() of an object a fixture "
+        "the test takes builds from literals), comparison-in-boolean "
+        "(self.assertTrue(f(x) == y): the call's value observed by running it), method, "
+        "staticmethod, classmethod; docs/arbitration.md lists them all.",
     )
     applied: bool = Field(default=False, description="Whether --apply wrote the fix.")
     certificate: Certificate | None = None

@@ -28,7 +28,7 @@ from collections import Counter
 from functools import cache
 
 from referee.checks.arbitration.project_objects import FORM, current, project_class
-from referee.checks.arbitration.sites import NotIsolated
+from referee.checks.arbitration.sites import NotIsolated, immutable, round_trips
 from referee.checks.nodes import excerpt
 
 # Built-ins whose value depends on the run that calls them, or that reach outside it: not
@@ -409,3 +409,53 @@ def _resolve(dotted: str) -> object:
                 return _MISSING
         return obj
     return _MISSING
+
+
+def module_constants(tree: ast.Module) -> dict[str, tuple[object, int, int]]:
+    """The test module's constants: a name its top level binds once, to an immutable
+    literal (``OUTPUT = "fatal: no upstream"``), and nothing else in the module binds (no
+    second assignment, loop target, parameter, ``global``, import, ``from m import *``) —
+    (its value, the assignment's first and last lines). The rules the failing call's
+    argument is read by (form ``module-constant``: :mod:`~referee.checks.arbitration.
+    bindings`)."""
+    bound: Counter[str] = Counter()  # anywhere in the module, as the failing call's are
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound[node.id] += 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update({n: 2 for n in node.names})
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound[node.name] += 1
+        elif isinstance(node, ast.alias):
+            if node.name == "*":
+                return {}  # ``from m import *`` may bind any of them again
+            bound[(node.asname or node.name).partition(".")[0]] += 1
+        elif isinstance(node, ast.arg):
+            bound[node.arg] += 1
+    found: dict[str, tuple[object, int, int]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        elif isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        else:
+            continue
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            continue
+        name = targets[0].id
+        if bound[name] != 1:
+            continue
+        try:
+            literal = _literal_of(value)
+        except ValueError:
+            continue
+        if round_trips(literal) and immutable(literal):
+            found[name] = (literal, stmt.lineno, stmt.end_lineno or stmt.lineno)
+    return found
+
+
+def _literal_of(node: ast.expr) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise ValueError(str(exc)) from None

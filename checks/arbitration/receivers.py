@@ -1,13 +1,14 @@
 """What a method under test is called on: an object the test builds from a class and
 literals — in the call (``Table([[]]).to_text()``), once in the test (``table =
-Table([[]])``) or once in its class's ``setUp`` (``self.table = Table([[]])``) — and the
-dotted names the recorder is asked to resolve for it."""
+Table([[]])``), once in its class's ``setUp`` (``self.table = Table([[]])``) or by a
+fixture it takes (:mod:`~referee.checks.arbitration.fixture_objects`) — and the dotted
+names the recorder is asked to resolve for it."""
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
-from referee.checks.arbitration import set_up
+from referee.checks.arbitration import fixture_objects, set_up
 from referee.checks.arbitration.sites import (
     NotIsolated,
     assignments,
@@ -36,6 +37,8 @@ def built_method(source: SourceFile, fn: Function, call: Node) -> tuple[str, ...
         body = statements(fn.body)
         values = [v for _, v in assignments(source, body, source.node_text(obj))]
         built = values[0] if len(values) == 1 and values[0].type == "call" else None
+        if not values:
+            built = fixture_objects.fixture_call(source, fn, source.node_text(obj))
     elif (held := set_up.attribute_of_self(source, obj)) is not None:
         binding = set_up.class_binding(source, fn, held)
         built = binding.value if binding is not None and binding.value.type == "call" else None
@@ -67,11 +70,15 @@ def callee_and_object(
             name = source.node_text(obj)
             built = assigned_call(source, fn, name, assertion)
             form = "method-of-assigned-object"
+            if built is None:
+                built = fixture_objects.fixture_object(source, fn, name, assertion)
+                form = fixture_objects.FORM
             if built is None and binding_counts(source, fn.node, [name])[name]:
                 raise NotIsolated(
                     f"cannot isolate the call under test: `{excerpt(name)}` is an object the "
                     "test does not build once, from a class and literals, and leave alone "
-                    "before the assertion"
+                    "before the assertion (nor a fixture of its class or module that returns "
+                    "one so built)"
                 )
         elif (held := set_up.attribute_of_self(source, obj)) is not None:
             built = set_up.built_object(source, fn, held, assertion)

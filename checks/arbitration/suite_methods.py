@@ -1,7 +1,8 @@
 """A method's calls as the suite writes them (:mod:`~referee.checks.arbitration.
 suite_reading`, with an ``owner``): the class the method belongs to, and the objects a test
-builds from it once — bound to a name in the test, or to an attribute in its class's
-``setUp`` — read at the one line that may take them as built."""
+builds from it once — bound to a name in the test, to an attribute in its class's
+``setUp``, or returned by a fixture it takes — read at the one line that may take them as
+built."""
 
 from __future__ import annotations
 
@@ -130,4 +131,80 @@ def first_reads(
         mentions = [n.lineno for n in ast.walk(function) if self_attribute(n, name)]
         if mentions:
             found[name] = (building, line, min(mentions))
+    return found
+
+
+_FIXTURE = frozenset({"pytest.fixture", "fixture"})
+
+
+def fixture_buildings(
+    body: list[ast.stmt], is_class: Callable[[ast.expr], bool]
+) -> dict[str, tuple[ast.Call, int]]:
+    """The fixtures defined in ``body`` (a test class's or module's) that build the
+    method's class, as :mod:`~referee.checks.arbitration.fixture_objects` reads them for
+    the failing call: ``@pytest.fixture`` of the function scope, taking no other fixture,
+    whose whole body returns (or yields) ``Owner(...)``. Each with the building and its
+    line; a name defined twice in ``body`` gives none."""
+    named = Counter(
+        n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    )
+    found: dict[str, tuple[ast.Call, int]] = {}
+    for node in body:
+        if not isinstance(node, ast.FunctionDef) or named[node.name] != 1:
+            continue
+        if len(node.decorator_list) != 1 or not _plain_fixture(node.decorator_list[0]):
+            continue
+        arguments = node.args
+        names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+        if set(names) - {"self", "cls"} or arguments.vararg or arguments.kwarg:
+            continue
+        steps = [
+            stmt
+            for stmt in node.body
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+        ]
+        if len(steps) != 1:
+            continue
+        step = steps[0]
+        value = (
+            step.value
+            if isinstance(step, ast.Return)
+            or (isinstance(step, ast.Expr) and isinstance(step.value, ast.Yield))
+            else None
+        )
+        if isinstance(value, ast.Yield):
+            value = value.value
+        if isinstance(value, ast.Call) and is_class(value.func):
+            found[node.name] = (value, value.lineno)
+    return found
+
+
+def _plain_fixture(decorator: ast.expr) -> bool:
+    if not isinstance(decorator, ast.Call):
+        return dotted_name(decorator) in _FIXTURE
+    if dotted_name(decorator.func) not in _FIXTURE or decorator.args:
+        return False
+    return all(
+        k.arg == "autouse"
+        or (k.arg == "scope" and isinstance(k.value, ast.Constant) and k.value.value == "function")
+        for k in decorator.keywords
+    )
+
+
+def fixture_reads(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, fixtures: dict[str, tuple[ast.Call, int]]
+) -> dict[str, tuple[ast.Call, int, int]]:
+    """Of the fixtures' objects, those ``function`` takes as a parameter that nothing else
+    gives it (no decorator of the test names it: a ``parametrize``) and never binds: each
+    with the line of its first read there (the one assertion that may take it as built)."""
+    parameters = {a.arg for a in [*function.args.posonlyargs, *function.args.args]}
+    decorated = " ".join(ast.unparse(d) for d in function.decorator_list)
+    found: dict[str, tuple[ast.Call, int, int]] = {}
+    for name, (building, line) in fixtures.items():
+        if name not in parameters or name in decorated:
+            continue
+        names = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
+        if any(not isinstance(n.ctx, ast.Load) for n in names) or not names:
+            continue
+        found[name] = (building, line, min(n.lineno for n in names))
     return found

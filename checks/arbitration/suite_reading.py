@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from referee.checks.arbitration.examples import dotted_name
-from referee.checks.arbitration.known import Known, ModuleNames, _bound_names
+from referee.checks.arbitration.known import Known, ModuleNames, _bound_names, module_constants
 from referee.checks.arbitration.sites import (
     WRAPPERS,
     NotIsolated,
@@ -38,6 +38,8 @@ from referee.checks.arbitration.suite_methods import (
     Owner,
     built_objects,
     first_reads,
+    fixture_buildings,
+    fixture_reads,
     self_attribute,
     set_up_objects,
 )
@@ -203,13 +205,17 @@ class _Reader:
         function: ast.FunctionDef | ast.AsyncFunctionDef,
         text: str,
         set_up: dict[str, tuple[ast.Call, int]],
+        fixtures: dict[str, tuple[ast.Call, int]] | None = None,
     ) -> None:
         """Read ``function``'s assertions next: what it binds, defines, reads first, and
-        (for a method's reading) the objects it and its class's setUp build."""
+        (for a method's reading) the objects it, its class's setUp and the ``fixtures``
+        it takes build."""
         self.scope = frozenset(_bound_names(function))
         self.defined = _defined_once(function, text)
         self.mentions = _first_mentions(function)
         self.objects = built_objects(function, self._is_class) if self.owner is not None else {}
+        if fixtures:
+            self.objects = {**fixture_reads(function, fixtures), **self.objects}
         self.set_up = first_reads(function, set_up)
 
     def _is_class(self, node: ast.expr) -> bool:
@@ -669,49 +675,6 @@ def _subject_names(
     return set(), modules, Owner(owner[0], frozenset(classes), owner[1])
 
 
-def module_constants(tree: ast.Module) -> dict[str, tuple[object, int, int]]:
-    """The test module's constants: a name its top level binds once, to an immutable
-    literal (``OUTPUT = "fatal: no upstream"``), and nothing else in the module binds (no
-    second assignment, loop target, parameter, ``global``, import, ``from m import *``) —
-    (its value, the assignment's first and last lines). The rules the failing call's
-    argument is read by (form ``module-constant``: :mod:`~referee.checks.arbitration.
-    bindings`)."""
-    bound: Counter[str] = Counter()  # anywhere in the module, as the failing call's are
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            bound[node.id] += 1
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            bound.update({n: 2 for n in node.names})
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound[node.name] += 1
-        elif isinstance(node, ast.alias):
-            if node.name == "*":
-                return {}  # ``from m import *`` may bind any of them again
-            bound[(node.asname or node.name).partition(".")[0]] += 1
-        elif isinstance(node, ast.arg):
-            bound[node.arg] += 1
-    found: dict[str, tuple[object, int, int]] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            targets, value = [stmt.target], stmt.value
-        elif isinstance(stmt, ast.Assign):
-            targets, value = stmt.targets, stmt.value
-        else:
-            continue
-        if len(targets) != 1 or not isinstance(targets[0], ast.Name):
-            continue
-        name = targets[0].id
-        if bound[name] != 1:
-            continue
-        try:
-            literal = literal_of(value)
-        except ValueError:
-            continue
-        if round_trips(literal) and immutable(literal):
-            found[name] = (literal, stmt.lineno, stmt.end_lineno or stmt.lineno)
-    return found
-
-
 def assertions(
     text: str,
     path: str,
@@ -768,20 +731,25 @@ def assertions(
                         found.append(check.found(path, spans, text, mine))
 
     set_up: dict[str, tuple[ast.Call, int]] = {}
+    # the fixtures that build the method's class: the module's, and its class's over them
+    module_fixtures = fixture_buildings(tree.body, reader._is_class) if reading is not None else {}
+    fixtures = module_fixtures
 
     def visit(body: Sequence[ast.stmt], cls: str | None) -> None:
-        nonlocal set_up
+        nonlocal set_up, fixtures
         for node in body:
             if isinstance(node, ast.ClassDef) and cls is None:
                 set_up = set_up_objects(node, reader._is_class) if reading is not None else {}
+                if reading is not None:
+                    fixtures = {**module_fixtures, **fixture_buildings(node.body, reader._is_class)}
                 visit(node.body, node.name)
-                set_up = {}
+                set_up, fixtures = {}, module_fixtures
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 mine = skip is not None and skip == (cls, node.name)
                 rows = _parametrize_rows(node)
                 if rows == []:
                     continue
-                reader.enter(node, text, set_up)
+                reader.enter(node, text, set_up, fixtures)
                 read(node.body, rows, mine)
 
     visit(tree.body, None)
