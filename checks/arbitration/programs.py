@@ -93,7 +93,6 @@ def program_from(
             kept = [d for d in decorators if ast.unparse(d) not in copied]
         first = min([stmt.lineno] + [d.lineno for d in decorators])
         if len(kept) < len(decorators):
-            first = stmt.lineno
             shown = [f"@{ast.unparse(d)}" for d in kept]
             stmt.decorator_list = kept  # type: ignore[union-attr]
             text = "\n".join([*shown, *lines[stmt.lineno - 1 : stmt.end_lineno]]).rstrip()
