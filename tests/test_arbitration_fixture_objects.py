@@ -99,8 +99,32 @@ def test_a_method_of_the_object_a_module_fixture_yields_is_the_call_under_test()
 def test_an_object_a_fixture_may_not_build_fresh_and_untouched_is_refused(before, after):
     text = IN_CLASS.replace(before, after, 1)
     assert text != IN_CLASS
-    with pytest.raises(NotIsolated, match=re.escape("`shell` is an object the test does not")):
+    with pytest.raises(NotIsolated, match=re.escape("`shell` is an object")):
         _isolated(text, "TestFish::test_x")
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        (
+            IN_CLASS.replace("    @pytest.fixture\n    def shell(self):", "    def other(self):"),
+            "from a conftest.py or a plugin",
+        ),
+        (
+            IN_CLASS.replace("def shell(self):", "def shell(self, tmp_path):"),
+            "not a fresh one built from a class and literals",
+        ),
+        (
+            IN_CLASS.replace("        assert shell", "        shell.reset()\n        assert shell"),
+            "uses before the assertion",
+        ),
+    ],
+    ids=["conftest", "other-fixture", "touched"],
+)
+def test_the_reason_a_fixtures_object_is_not_read_is_said_in_one_line(text: str, why: str):
+    with pytest.raises(NotIsolated, match=re.escape(why)) as raised:
+        _isolated(text, "TestFish::test_x")
+    assert str(raised.value).startswith("cannot isolate the call under test: `shell` is an object")
 
 
 def test_a_parametrize_of_the_same_name_overrides_the_fixture():

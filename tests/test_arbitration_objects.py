@@ -337,7 +337,7 @@ def test_arguments_are_split_as_written():
         ),
         (
             "def test_x(tmpl):\n    with pytest.raises(KeyError):\n        tmpl.render()\n",
-            "`tmpl` is an object the test does not build once, from a class and literals",
+            "`tmpl` is an object a fixture gives the test from a conftest.py or a plugin",
         ),
         (
             "def test_x():\n    t = make(1, 2)\n    with pytest.raises(KeyError):\n"

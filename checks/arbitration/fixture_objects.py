@@ -45,18 +45,50 @@ def fixture_object(source: SourceFile, fn: Function, name: str, assertion: Node)
 def fixture_call(source: SourceFile, fn: Function, name: str) -> Node | None:
     """The constructor call of the fixture ``name`` the test ``fn`` takes, with literal
     arguments; None for a name that is no such fixture's."""
+    found = _fixture(source, fn, name)
+    if not found or len(found) > 1:
+        return None  # defined twice: which one pytest sees is not read here
+    return _built(source, *found[0])
+
+
+def why_not(source: SourceFile, fn: Function, name: str, assertion: Node) -> str | None:
+    """Why the object the fixture ``name`` gives the test ``fn`` is not read (the rest of
+    a one-line reason: "`shell` is ..."), or None where ``name`` is no fixture the test
+    takes."""
+    found = _fixture(source, fn, name)
+    if found is None:
+        return None
+    if not found:
+        return (
+            "an object a fixture gives the test from a conftest.py or a plugin; arbitration "
+            "reads the fixtures of the test's class and module only"
+        )
+    if len(found) > 1:
+        return "an object a fixture gives the test that its class or module defines twice"
+    if _built(source, *found[0]) is None:
+        return (
+            "an object a fixture gives the test that is not a fresh one built from a class "
+            "and literals (a function-scope `@pytest.fixture`, taking no other fixture, "
+            "whose whole body returns or yields one constructor call of literals)"
+        )
+    if mentioned_between(source, fn.body, name, fn.body.start_byte, assertion.start_byte):
+        return "an object a fixture builds that the test uses before the assertion"
+    return None
+
+
+def _fixture(source: SourceFile, fn: Function, name: str) -> list[tuple[Node, Node]] | None:
+    """The definitions of ``name`` in the nearest of the test's class and module that has
+    one ([] when neither has), or None where the test takes no fixture ``name``."""
     if name not in _parameters(source, fn.node) or _parametrized(source, fn, name):
         return None
     scopes = [fn.class_.node] if fn.class_ is not None else []
     scopes.append(source.tree.root_node)
     for scope in scopes:
         body = scope.child_by_field_name("body") if scope.type == "class_definition" else scope
-        found = [d for d in _definitions(source, body, name)] if body is not None else []
-        if len(found) > 1:
-            return None  # defined twice: which one pytest sees is not read here
+        found = _definitions(source, body, name) if body is not None else []
         if found:
-            return _built(source, *found[0])
-    return None
+            return found
+    return []
 
 
 def _definitions(source: SourceFile, body: Node, name: str) -> list[tuple[Node, Node]]:

@@ -74,6 +74,11 @@ def callee_and_object(
                 built = fixture_objects.fixture_object(source, fn, name, assertion)
                 form = fixture_objects.FORM
             if built is None and binding_counts(source, fn.node, [name])[name]:
+                reason = fixture_objects.why_not(source, fn, name, assertion)
+                if reason is not None:
+                    raise NotIsolated(
+                        f"cannot isolate the call under test: `{excerpt(name)}` is {reason}"
+                    )
                 raise NotIsolated(
                     f"cannot isolate the call under test: `{excerpt(name)}` is an object the "
                     "test does not build once, from a class and literals, and leave alone "
