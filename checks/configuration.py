@@ -171,7 +171,10 @@ class JudgeConfig(_Config):
         default=None,
         ge=1,
         le=512,
-        description="CPU threads of the in-process model (default: every core).",
+        description=(
+            "CPU threads of the in-process model, for prompts and decoding alike "
+            "(default: every core)."
+        ),
     )
 
 

@@ -136,10 +136,15 @@ def test_the_threads_setting_reaches_the_model(small_model: Path, tmp_path: Path
     opened = open_backend(
         config.backend, model=config.model, threads=config.threads, in_process=True
     )
+    # prompts and batches too: llama-cpp-python gives those every core unless told
     assert opened._llm.context_params.n_threads == 1
+    assert opened._llm.context_params.n_threads_batch == 1
     requests = [ChatRequest(review("strict"), max_tokens=3)] * 2
     assert [g.completion_tokens for g in chat_batch(opened, requests)] == [3, 3]
-    assert opened._batched.ctx  # the batch context got the same thread count
+    import llama_cpp
+
+    ctx = opened._batched.ctx  # the batch context got the same thread counts
+    assert (llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)) == (1, 1)
 
 
 def test_the_threads_environment_variable_is_the_default_and_a_bad_value_one_message(
@@ -149,6 +154,7 @@ def test_the_threads_environment_variable_is_the_default_and_a_bad_value_one_mes
     assert default_threads() == 1
     opened = LlamaCppBackend(small_model, n_ctx=512, extra_buffers=False)
     assert opened._llm.context_params.n_threads == 1
+    assert opened._llm.context_params.n_threads_batch == 1
     monkeypatch.delenv(THREADS_ENV)
     assert default_threads() == max(1, os.cpu_count() or 1)
     for bad in ("two", "0", "-3", "1.5"):

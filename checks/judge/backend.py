@@ -166,12 +166,17 @@ class LlamaCppBackend(Backend):
         self.path = Path(path)
         self._identity = identity or _file_identity(self.path)
         self._lock = threading.Lock()
+        threads = n_threads or default_threads()
         try:
             with _model_params(extra_buffers=extra_buffers):
                 self._llm = llama_cpp.Llama(
                     model_path=str(self.path),
                     n_ctx=n_ctx,
-                    n_threads=n_threads or default_threads(),
+                    n_threads=threads,
+                    # prompts and batches of several sequences decode on these threads;
+                    # left out, llama-cpp-python gives them every core, whatever
+                    # judge.threads says (they spin beside the other processes)
+                    n_threads_batch=threads,
                     verbose=False,
                 )
         except (ValueError, RuntimeError, OSError) as exc:
