@@ -388,7 +388,14 @@ class World:
     targets: Targets | None = None
 
     @classmethod
-    def build(cls, base: Path, mode: Mode, model_url: str, oracle_timeout: float = 8) -> World:
+    def build(
+        cls,
+        base: Path,
+        mode: Mode,
+        model_url: str,
+        oracle_timeout: float = 8,
+        test_timeout: float = 6,
+    ) -> World:
         token, env_token = f"RT-FILE-{secrets.token_hex(8)}", f"RT-ENV-{secrets.token_hex(8)}"
         for sub in (
             "project/tests",
@@ -411,7 +418,7 @@ class World:
             # An endless loop burns a core until this runs out, in every run that meets
             # it (three modes, oracles and patches): 15 s made the two timeout rows about
             # a third of the suite's CPU; the honest runs here take 1-2 s.
-            "test-timeout = 6\n"
+            f"test-timeout = {test_timeout:g}\n"
             # A hostile oracle that fails to run is replaced by another sample of the same
             # program (the default writes up to 24, in rounds of twice the failed ones): one
             # replacement keeps that path under attack; the default's four rounds of endless
@@ -604,7 +611,17 @@ def world_factory(mode_probe: tuple[Mode, Probe], session_dir: Path):
         # what the row checks, at 1 s as well as at 8 (its rows burnt 18 s of a core each
         # at 8, 7 s at 3: three oracles, then the replacement, each run to its limit).
         endless = attack.name == "timeout"
-        world = World.build(base, mode, url, oracle_timeout=1 if endless else 8)
+        # Where the patch loops, each run waits out the test timeout once or twice: 3 s
+        # is still several times what the honest runs of this project take (6 s made the
+        # timeout-in-patch row an eighth of the suite).
+        loops = attack.name in ("timeout", "timeout-in-patch")
+        world = World.build(
+            base,
+            mode,
+            url,
+            oracle_timeout=1 if endless else 8,
+            test_timeout=3 if loops else 6,
+        )
         worlds.append(world)
         return world
 
