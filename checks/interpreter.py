@@ -160,12 +160,13 @@ def forget() -> None:
     _find.cache_clear()
     _describe.cache_clear()
     _has_pytest.cache_clear()
+    _PYTEST_SEEN.clear()
 
 
 # -- what an interpreter is made of ---------------------------------------------------------
 
 _PROBE = r"""
-import json, os, site, sys, sysconfig
+import importlib.util, json, os, site, sys, sysconfig
 paths = sysconfig.get_paths()
 try:
     sites = list(site.getsitepackages())
@@ -181,8 +182,12 @@ print(json.dumps({
     "platstdlib": paths.get("platstdlib"),
     "site": sites + [paths.get("purelib"), paths.get("platlib")],
     "path": sys.path,
+    "pytest": importlib.util.find_spec("pytest") is not None,
 }))
 """
+# (interpreter, the mtimes of its site-packages) -> whether pytest was importable, as the
+# description's probe found it: the first pytest_problem of a process asks no second one.
+_PYTEST_SEEN: dict[tuple[str, tuple[int, ...]], bool] = {}
 
 
 @dataclass(frozen=True)
@@ -252,6 +257,8 @@ def _describe(path: str, _mtime: int, _inode: int) -> Description:
         if entry != "/"
         and not any(entry == top or entry.startswith(top + os.sep) for top in covered)
     )
+    if isinstance(data.get("pytest"), bool):
+        _PYTEST_SEEN[(path, _stamps(site))] = data["pytest"]
     return Description(
         executable=data["executable"],
         version=tuple(data["version"]),  # type: ignore[arg-type]
@@ -270,18 +277,25 @@ def pytest_problem(interpreter: Interpreter) -> str | None:
         description = describe(interpreter)
     except InterpreterError as exc:
         return f"the project's interpreter {exc}"
-    stamps = []
-    for directory in description.site:
-        try:
-            stamps.append(os.stat(directory).st_mtime_ns)
-        except OSError:
-            stamps.append(0)
-    if _has_pytest(interpreter.path, tuple(stamps)):
+    stamps = _stamps(description.site)
+    seen = _PYTEST_SEEN.get((interpreter.path, stamps))
+    if seen if seen is not None else _has_pytest(interpreter.path, stamps):
         return None
     return (
         f"the project's interpreter {interpreter} has no pytest: install it there "
         "or set `python` in [tool.referee]"
     )
+
+
+def _stamps(site: tuple[str, ...]) -> tuple[int, ...]:
+    """The modification times of ``site``'s directories (0 for one that is gone)."""
+    stamps = []
+    for directory in site:
+        try:
+            stamps.append(os.stat(directory).st_mtime_ns)
+        except OSError:
+            stamps.append(0)
+    return tuple(stamps)
 
 
 _HAS_PYTEST = "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytest') is None)"
