@@ -202,6 +202,9 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     # process loaded its own plugins, so it reaches subprocesses only; a test about a
     # project's installed plugins deletes it.
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    # Nor the options this session was given through the environment: `-n 3` there made
+    # every pytest run of a test's project fail on an option its plugin-less pytest lacks.
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     # `referee hook` starts a warm process that outlives the command by 15 idle minutes;
     # no test's should outlive the test (the one test of the warm process asks for it)
     monkeypatch.setenv("REFEREE_HOOK_DAEMON", "0")
