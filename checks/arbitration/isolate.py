@@ -16,6 +16,7 @@ the assertion, a parametrize case or an assignment is a site a test fix can repl
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 from dataclasses import dataclass
@@ -534,19 +535,20 @@ class FunctionSpec:
     class_stub: str | None = None
     oracle_call: str | None = None
 
-    @property
-    def decorators(self) -> list[str]:
+    @functools.cached_property
+    def decorators(self) -> tuple[str, ...]:
         """The decorators written above the ``def`` (``for_app("git")``), each unparsed on
-        one line; the method forms' (``staticmethod``...) left out."""
+        one line; the method forms' (``staticmethod``...) left out. Read once per spec:
+        every oracle program of a round asks."""
         raw = self.text.encode("utf-8")[self.outer_start_byte : self.start_byte]
         try:
             lines = [line.strip() for line in raw.decode("utf-8").splitlines()]
             tree = ast.parse("\n".join([*lines, "def _(): pass\n"]))
             written = tree.body[0].decorator_list  # type: ignore[attr-defined]
         except (SyntaxError, ValueError, UnicodeDecodeError, IndexError, AttributeError):
-            return []
+            return ()
         shown = [ast.unparse(d) for d in written]
-        return [d for d in shown if d not in _FORM_DECORATORS]
+        return tuple(d for d in shown if d not in _FORM_DECORATORS)
 
     @property
     def owner(self) -> str:

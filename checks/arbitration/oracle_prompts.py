@@ -12,8 +12,7 @@ from functools import cache
 from pathlib import Path
 
 from referee.checks.arbitration.isolate import FunctionSpec
-from referee.checks.arbitration.programs import signature_constants
-from referee.checks.arbitration.project_objects import current
+from referee.checks.arbitration.programs import viewed_signature_constants
 from referee.checks.config import tomllib
 
 PROMPTS = Path(__file__).with_name("prompts") / "arbitration-v1.toml"
@@ -71,10 +70,7 @@ def shown_signature(spec: FunctionSpec) -> str:
     (``@for_app("git")`` says what it answers for) as comments — a program that wrote
     them would name what its sandbox lacks."""
     notes = [f"# decorated with @{d}" for d in spec.decorators]
-    view = current()
-    constants = signature_constants(
-        spec.text, spec.signature, spec.module, view.root if view is not None else None
-    )
+    constants = viewed_signature_constants(spec.text, spec.signature, spec.module)
     if constants:
         # the sentinels its defaults name, as its module defines them (every program runs
         # after them: programs.oracle_preamble)

@@ -293,11 +293,16 @@ def _constant_text(value: ast.expr) -> str | None:
     return repr(literal)
 
 
+def viewed_signature_constants(text: str, signature: str, module: str) -> str:
+    """:func:`signature_constants`, through the project's files when the arbitration
+    views them (the root of its current view)."""
+    view = current()
+    root = view.root if view is not None else None
+    return signature_constants(text, signature, module, root)
+
+
 def oracle_preamble(text: str, signature: str, module: str) -> str:
     """What every oracle program of a function runs after: its module's standard-library
     imports (:func:`module_imports`) and the constants its signature's defaults name
-    (:func:`signature_constants`, through the project's files when the arbitration views
-    them)."""
-    view = current()
-    root = view.root if view is not None else None
-    return module_imports(text) + signature_constants(text, signature, module, root)
+    (:func:`viewed_signature_constants`)."""
+    return module_imports(text) + viewed_signature_constants(text, signature, module)
