@@ -629,6 +629,11 @@ def test_oracles_that_disagree_leave_it_unclear_and_queued(tmp_path: Path):
     verdict = result.verdict
     assert verdict.verdict == "UNCLEAR" and verdict.fix is None and result.new_text is None
     assert "do not agree" in verdict.reason
+    # the line ends with what would decide it without the model
+    assert verdict.reason.endswith(
+        ' — a docstring example of the call (`>>> count_vowels("aeiou")`) or a reference '
+        '(`[arbitration.references]` "text:count_vowels" = ...) decides it without the model'
+    ), verdict.reason
     item = review.read(root).items[verdict.review_item or ""]
     assert item.line == 5 and "do not agree" in item.reasons[0]
     again = run(root, "tests/test_text.py::test_vowels", scripted([ORACLE, WRONG_ORACLE]))

@@ -139,6 +139,7 @@ def arbitrate(
             f"ran out of its time budget ({context.config.time_budget:g} s, "
             "arbitration.time-budget) before a truth was certified"
             + (": " + outcomes.evidence_text(context.oracles) if context.oracles else "")
+            + context.to_decide()
         )
     except (NotIsolated, ModelCrashed) as exc:
         # ModelCrashed: no truth was computed, the oracles' or patches' model died. A
@@ -163,6 +164,9 @@ class _Context:
     # the suite's assertions the oracles are written from (a function with no docstring)
     suite: tuple[tuple[str, str, str], ...] | None = None
     suite_evidence: tuple[str, ...] = ()
+    # the call the oracles are asked about, and the function's file, once isolated
+    oracle_arguments: str | None = None
+    function_relpath: str | None = None
 
     @property
     def config(self) -> ArbitrationConfig:
@@ -192,6 +196,13 @@ class _Context:
             "duration_s": round(time.monotonic() - self.started, 3),
         }
         return ArbitrationVerdict(**{**base, **fields})
+
+    def to_decide(self) -> str:
+        """:func:`outcomes.decisive_truth` for the function under test, once it is known
+        (the call's arguments as the oracles were asked them; else ``...``)."""
+        if self.spec is None:
+            return ""
+        return outcomes.decisive_truth(self.spec, self.oracle_arguments, self.function_relpath)
 
     def unclear(self, reason: str, **fields: Any) -> Arbitration:
         verdict = self.verdict(verdict="UNCLEAR", reason=reason, **fields)
@@ -251,6 +262,7 @@ class _Context:
             )
         isolated, function_file = self._subject()
         function_relpath = self._relative(function_file)
+        self.oracle_arguments, self.function_relpath = isolated.oracle_arguments, function_relpath
         files = _LazyFiles(self.root, self.settings)
 
         # Every way on from here runs code in the sandbox (a reference, oracles, the test
@@ -456,6 +468,7 @@ class _Context:
                 f"(certifying needs {self.config.required_agreement}): "
                 + outcomes.evidence_text(self.oracles)
                 + (f" ({replaced} that did not run replaced)" if replaced else "")
+                + outcomes.decisive_truth(spec, arguments, function_relpath)
             )
         truth_source = "oracles"
         if self.suite:

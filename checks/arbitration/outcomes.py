@@ -61,6 +61,22 @@ def no_truth(
     )
 
 
+def decisive_truth(spec: FunctionSpec, arguments: str | None, function_relpath: str | None) -> str:
+    """The end of an UNCLEAR line where the model's oracles did not settle it (they
+    disagree, or the time budget ran out): what the user can add that decides the call
+    without the model — a docstring example of it, or a declared reference."""
+    if spec.class_stub is not None:
+        receiver = f"{spec.owner}(...)" if spec.form == "method" else spec.owner
+        call, key = f"{receiver}.{spec.name}(...)", spec.qualname
+    else:
+        call, key = f"{spec.name}({arguments if arguments is not None else '...'})", spec.name
+    key = f"{spec.module}:{key}" if spec.module else f"{function_relpath}:{key}"
+    return (
+        f" — a docstring example of the call (`>>> {call}`) or a reference "
+        f'(`[arbitration.references]` "{key}" = ...) decides it without the model'
+    )
+
+
 def no_method_truth(
     spec: FunctionSpec, function_relpath: str | None, suite: str | None = None
 ) -> str:
