@@ -662,6 +662,27 @@ def test_a_declared_reference_decides_without_a_model(tmp_path: Path):
     assert verdict.fix is None and "no model" in verdict.reason
 
 
+def test_a_doctest_and_a_reference_that_disagree_leave_it_unclear_saying_which_to_correct(
+    tmp_path: Path,
+):
+    module = CORRECT.replace(
+        'contains."""', 'contains.\n\n    >>> count_vowels("aeiou")\n    5\n    """'
+    )
+    config = '[arbitration]\nreferences = { "text:count_vowels" = "reference:vowels" }\n'
+    root = project(tmp_path / "p", module, TESTS.format(expected="4"), config)
+    (root / "reference.py").write_text(  # counts the consonants
+        "def vowels(s):\n    return sum(c not in 'aeiouAEIOU' for c in s)\n", encoding="utf-8"
+    )
+    model = scripted([ORACLE])
+    verdict = run(root, "tests/test_text.py::test_vowels", model).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None
+    assert verdict.reason == (
+        "the explicit sources do not agree: doctest: 5; reference: 0 — one of them is wrong: "
+        "correct the docstring's example or the reference (`[arbitration.references]`)"
+    )
+    assert model.calls == []  # the oracles are not asked where a declared truth exists
+
+
 def test_a_doctest_for_the_same_call_decides_and_oracles_are_not_asked(tmp_path: Path):
     module = CORRECT.replace(
         'contains."""', 'contains.\n\n    >>> count_vowels("aeiou")\n    5\n    """'

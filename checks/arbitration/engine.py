@@ -406,7 +406,10 @@ class _Context:
             sandbox.values_equal(values[0], v) for v in values
         ):
             return self.unclear(
-                "the explicit sources do not agree: " + outcomes.evidence_text(sources)
+                "the explicit sources do not agree: "
+                + outcomes.evidence_text(sources)
+                + " — one of them is wrong: correct the docstring's example or the "
+                "reference (`[arbitration.references]`)"
             )
         return values[0], "+".join(s.source for s in sources), None
 
