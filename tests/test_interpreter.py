@@ -165,6 +165,33 @@ def test_an_interpreter_without_pytest_is_one_clear_line(tmp_path: Path, project
     assert pytest_problem(python) is None
 
 
+def test_one_interpreter_start_describes_it_and_says_whether_pytest_is_there(
+    tmp_path: Path, project_venv: Path
+):
+    """A process's first ``pytest_problem`` starts the project's interpreter once: the
+    description's probe also answers whether pytest imports (every arbitration and editor
+    session asked twice). A change to its site-packages is asked again."""
+    log = tmp_path / "starts.log"
+    wrapper = tmp_path / "bin" / "python"
+    wrapper.parent.mkdir()
+    real = project_venv / "bin" / "python"
+    wrapper.write_text(f'#!/bin/sh\necho start >> "{log}"\nexec "{real}" "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    python = Interpreter(str(wrapper), "setting")
+    interpreter.forget()
+    assert pytest_problem(python) is None
+    assert interpreter.describe(python).version == tuple(sys.version_info[:3])
+    assert pytest_problem(python) is None
+    assert log.read_text(encoding="utf-8").splitlines() == ["start"]
+    (site,) = project_venv.glob("lib/python*/site-packages")
+    (site / "touched.py").write_text("", encoding="utf-8")  # its mtime moves: ask again
+    try:
+        assert pytest_problem(python) is None
+        assert log.read_text(encoding="utf-8").splitlines() == ["start", "start"]
+    finally:
+        (site / "touched.py").unlink()
+
+
 # ------------------------------------------------------------------ arbitration's test run
 
 DEP_TEST = "import projdep\n\n\ndef test_answer():\n    assert projdep.answer() == 41\n"
