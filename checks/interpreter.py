@@ -185,9 +185,9 @@ print(json.dumps({
     "pytest": importlib.util.find_spec("pytest") is not None,
 }))
 """
-# (interpreter, the mtimes of its site-packages) -> whether pytest was importable, as the
+# interpreter -> (the mtimes of its site-packages, whether pytest was importable), as the
 # description's probe found it: the first pytest_problem of a process asks no second one.
-_PYTEST_SEEN: dict[tuple[str, tuple[int, ...]], bool] = {}
+_PYTEST_SEEN: dict[str, tuple[tuple[int, ...], bool]] = {}
 
 
 @dataclass(frozen=True)
@@ -258,7 +258,7 @@ def _describe(path: str, _mtime: int, _inode: int) -> Description:
         and not any(entry == top or entry.startswith(top + os.sep) for top in covered)
     )
     if isinstance(data.get("pytest"), bool):
-        _PYTEST_SEEN[(path, _stamps(site))] = data["pytest"]
+        _PYTEST_SEEN[path] = (_stamps(site), data["pytest"])
     return Description(
         executable=data["executable"],
         version=tuple(data["version"]),  # type: ignore[arg-type]
@@ -278,8 +278,12 @@ def pytest_problem(interpreter: Interpreter) -> str | None:
     except InterpreterError as exc:
         return f"the project's interpreter {exc}"
     stamps = _stamps(description.site)
-    seen = _PYTEST_SEEN.get((interpreter.path, stamps))
-    if seen if seen is not None else _has_pytest(interpreter.path, stamps):
+    seen = _PYTEST_SEEN.get(interpreter.path)
+    if seen is not None and seen[0] == stamps:
+        has_pytest = seen[1]
+    else:
+        has_pytest = _has_pytest(interpreter.path, stamps)
+    if has_pytest:
         return None
     return (
         f"the project's interpreter {interpreter} has no pytest: install it there "

@@ -52,7 +52,7 @@ def no_truth(
     if spec.class_stub is not None:
         return no_method_truth(spec, function_relpath, _suite_words(scan, needed))
     suite = _suite_words(scan, needed)
-    key = f"{spec.module}:{spec.name}" if spec.module else f"{function_relpath}:{spec.name}"
+    key = _reference_key(spec, spec.name, function_relpath)
     return (
         f"no independent truth for `{spec.name}`: no docstring, no doctest for this call, no "
         f"reference, {suite} — add a docstring example (`>>> {spec.name}({arguments})`), a "
@@ -66,11 +66,10 @@ def decisive_truth(spec: FunctionSpec, arguments: str | None, function_relpath: 
     disagree, or the time budget ran out): what the user can add that decides the call
     without the model — a docstring example of it, or a declared reference."""
     if spec.class_stub is not None:
-        receiver = f"{spec.owner}(...)" if spec.form == "method" else spec.owner
-        call, key = f"{receiver}.{spec.name}(...)", spec.qualname
+        call, key = f"{_receiver(spec)}.{spec.name}(...)", spec.qualname
     else:
         call, key = f"{spec.name}({arguments if arguments is not None else '...'})", spec.name
-    key = f"{spec.module}:{key}" if spec.module else f"{function_relpath}:{key}"
+    key = _reference_key(spec, key, function_relpath)
     return (
         f" — a docstring example of the call (`>>> {call}`) or a reference "
         f'(`[arbitration.references]` "{key}" = ...) decides it without the model'
@@ -83,8 +82,8 @@ def no_method_truth(
     """One line: why a method (or class method) with no docstring has no truth —
     ``suite``, what the suite's assertions about it gave (None: they are not read for
     this form)."""
-    key = f"{spec.module}:{spec.qualname}" if spec.module else f"{function_relpath}:{spec.qualname}"
-    receiver = f"{spec.owner}(...)" if spec.form == "method" else spec.owner
+    key = _reference_key(spec, spec.qualname, function_relpath)
+    receiver = _receiver(spec)
     if suite is None:
         suite = f"and the suite's assertions are not read for `{spec.qualname}`"
     return (
@@ -94,6 +93,17 @@ def no_method_truth(
         f'"{key}" = ..., a function of {spec.signature.removeprefix("def ").rstrip(":")}), '
         f"or a literal case (`assert {receiver}.{spec.name}(...) == value`) to a committed test"
     )
+
+
+def _reference_key(spec: FunctionSpec, name: str, function_relpath: str | None) -> str:
+    """How ``[arbitration.references]`` names ``name`` of the spec's module (or file)."""
+    return f"{spec.module}:{name}" if spec.module else f"{function_relpath}:{name}"
+
+
+def _receiver(spec: FunctionSpec) -> str:
+    """What a method is called on in an example: ``Table(...)``, or the class itself for
+    a class method or static method."""
+    return f"{spec.owner}(...)" if spec.form == "method" else spec.owner
 
 
 def evidence_line(result: OracleResult, *, escaped: bool = False) -> str:
