@@ -332,13 +332,24 @@ def binding_counts(source: SourceFile, root: Node, names: Iterable[str]) -> dict
     """How many places under ``root`` bind each of ``names`` (assignments, ``+=``, loop
     and ``with`` targets, ``:=``, parameters, imports, ``global``, ``del``, patterns…)."""
     counts: dict[str, int] = dict.fromkeys(names, 0)
+    for node in _bindings(source, root, counts.keys()):
+        counts[source.node_text(node)] += 1
+    return counts
+
+
+def bindings_of(source: SourceFile, root: Node, name: str) -> list[Node]:
+    """The identifiers under ``root`` that bind ``name``, as :func:`binding_counts` counts
+    them, in the order they are written."""
+    return sorted(_bindings(source, root, {name}), key=lambda node: node.start_byte)
+
+
+def _bindings(source: SourceFile, root: Node, names: Iterable[str]) -> Iterator[Node]:
+    wanted = set(names)
     stack = [root]
     while stack:
         node = stack.pop()
         if node.type == "identifier":
-            name = source.node_text(node)
-            if name in counts and binds(node):
-                counts[name] += 1
+            if source.node_text(node) in wanted and binds(node):
+                yield node
         else:
             stack.extend(node.children)
-    return counts

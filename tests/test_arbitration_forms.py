@@ -411,6 +411,15 @@ def test_an_assigned_call_mentioned_before_the_assertion_is_not_taken(tmp_path: 
     assert "neither side of the comparison is a function call" in result.verdict.reason
 
 
+def test_a_name_assigned_again_is_read_from_the_assignment_before_the_assertion(tmp_path: Path):
+    # ``r = f(a)``, ``assert r == …``, ``r = f(b)``, ``assert r == …``: as real tests write them
+    body = 'n = count_vowels("xyz")\nassert n == 0\nn = count_vowels("aeiou")\nassert n == 5'
+    result, _ = arbitrated(tmp_path, WRONG, body)
+    verdict = result.verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.call == 'count_vowels("aeiou")' and "assigned-call" in verdict.call_forms
+
+
 @pytest.mark.parametrize(
     ("head", "expected"),
     [
@@ -598,15 +607,21 @@ def test_cli_never_edits_a_table_of_cases_even_when_the_code_is_right(tmp_path: 
 # ------------------------------------------------------------ isolation alone
 
 
-def _iso(body: str, frame_locals=None):
+def _iso(body: str, frame_locals=None, *, failing: str | None = None):
+    """``body`` isolated as the test, failing on its last line (or the first that holds
+    ``failing``)."""
     from referee.checks.arbitration.isolate import TestRef, isolate
     from referee.checks.source import SourceFile
 
     text = f"def test_x():\n    {body}\n"
+    lines = text.splitlines()
+    line = (
+        len(lines) if failing is None else next(i for i, t in enumerate(lines, 1) if failing in t)
+    )
     return isolate(
         SourceFile("tests/t.py", text),
         TestRef.parse("tests/t.py::test_x"),
-        text.count("\n"),
+        line,
         {},
         frame_locals,
     )
@@ -669,6 +684,45 @@ def test_forms_that_say_nothing_about_one_call_are_refused(body, reason):
 
     with pytest.raises(NotIsolated, match=reason):
         _iso(body)
+
+
+@pytest.mark.parametrize(
+    ("body", "failing", "call", "expected"),
+    [
+        ("r = f(1)\n    assert r == 2\n    r = f(3)\n    assert r == 4", "== 4", "f(3)", "4"),
+        ("r = f(1)\n    r = f(3)\n    assert r == 4\n    r = f(5)", "== 4", "f(3)", "4"),
+        # the loop before has its own binding of r; the assignment after it holds
+        ("for r in (1, 2):\n        pass\n    r = f(3)\n    assert r == 4", "== 4", "f(3)", "4"),
+        ("x = 1\n    assert f(x) == 2\n    x = 3\n    assert f(x) == 4", "== 4", "f(3)", "4"),
+        ("want = 1\n    want = 2\n    assert f(0) == want", "assert", "f(0)", "2"),
+    ],
+)
+def test_a_name_the_test_assigns_again_is_read_where_the_assertion_reads_it(
+    body: str, failing: str, call: str, expected: str
+):
+    isolated = _iso(body, failing=failing)
+    assert (isolated.call, isolated.expected.text) == (call, expected)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a loop that holds the assertion goes round to the binding after it
+        "r = f(1)\n    for i in (1, 2):\n        assert r == 2\n        r = f(i)",
+        # a branch between may have bound it again
+        "r = f(1)\n    if FLAG:\n        r = f(2)\n    assert r == 2",
+        "r = f(1)\n    with ctx() as r:\n        pass\n    assert r == 2",
+        # a nested function may bind it whenever it is called
+        "r = f(1)\n    def g():\n        nonlocal r\n        r = 3\n    g()\n    assert r == 2",
+        "global r\n    r = f(1)\n    assert r == 2",
+        "r = f(1)\n    r += 1\n    assert r == 2",
+    ],
+)
+def test_a_name_that_may_be_bound_between_its_assignment_and_the_assertion_is_refused(body: str):
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    with pytest.raises(NotIsolated, match="neither side of the comparison is a function call"):
+        _iso(body, failing="assert")
 
 
 def test_recorded_locals_resolve_names_and_subscripts_and_refuse_mutable_arguments():

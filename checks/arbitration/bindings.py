@@ -1,5 +1,5 @@
-"""What the names in a failing assertion stand for: a parametrize case's values, a literal
-assigned once in the test before the assertion, or a local whose value the recorder saw
+"""What the names in a failing assertion stand for: a parametrize case's values, the literal
+assigned in the test that the assertion reads, or a local whose value the recorder saw
 in the failing frame (a loop's current case); and the arguments that are no literals but
 are known without running the test (:mod:`~referee.checks.arbitration.known`)."""
 
@@ -24,6 +24,7 @@ from referee.checks.arbitration.sites import (
     literal_text,
     mentioned_between,
     parameter_names,
+    reaching_assignment,
     round_trips,
 )
 from referee.checks.models import SiteKind
@@ -41,8 +42,8 @@ from referee.checks.source import SourceFile
 
 
 class Bindings:
-    """What the names in an assertion stand for: a parametrize case's values, or a literal
-    assigned once in the test before the assertion."""
+    """What the names in an assertion stand for: a parametrize case's values, or the literal
+    assigned in the test that the assertion reads."""
 
     def __init__(
         self,
@@ -348,21 +349,27 @@ class Bindings:
         return False
 
     def _assigned(self, name: str) -> Site | None:
-        """The literal of the one ``name = <literal>`` statement in the test's body before
-        the assertion (none if the name is bound anywhere else in the test: a second
-        assignment, ``+=``, a loop or ``with`` target, ``:=``, a parameter…)."""
-        body = statements(self.fn.body)
-        found = [
-            value
-            for i, value in assignments(self.source, body, name)
-            if body[i].start_point.row < self.row
-        ]
-        literal = literal_text(self.source.node_text(found[0])) if len(found) == 1 else None
-        if literal is None:
+        """The literal of the ``name = <literal>`` statement in the test's body whose value
+        the assertion reads (:func:`~referee.checks.arbitration.sites.reaching_assignment`:
+        the last before it, where nothing else — ``+=``, a loop or ``with`` target, ``:=``
+        — can have bound the name in between)."""
+        holder = next(
+            (
+                s
+                for s in statements(self.fn.body)
+                if s.start_point.row <= self.row <= s.end_point.row
+            ),
+            None,
+        )
+        found = (
+            reaching_assignment(self.source, self.fn, name, holder.start_byte)
+            if holder is not None
+            else None
+        )
+        literal = literal_text(self.source.node_text(found[1])) if found is not None else None
+        if found is None or literal is None:
             return None
-        if binding_counts(self.source, self.fn.node, [name])[name] != 1:
-            return None
-        value = found[0]
+        value = found[1]
         if self._changed_before(name, literal, value.end_byte):
             return None  # ``xs.append(3)`` before the assertion: not the literal any more
         row = value.start_point.row + 1

@@ -8,7 +8,8 @@ identity with True/False/None (``is``, ``assertIsNone``, ``assertIs``) and membe
 (``in``, ``assertIn``) expectations; the call's value compared as it is or through a
 projection (``parse(s).year``, ``f(x)[0]``: :mod:`~referee.checks.arbitration.projection`);
 arguments and expected values that are literals,
-parametrize cases, a literal assigned once in the test, or — read from what the recorder
+parametrize cases, a literal assigned in the test (the assignment the assertion reads),
+or — read from what the recorder
 saw in the failing frame — a loop's current case or a local variable. Only a literal in
 the assertion, a parametrize case or an assignment is a site a test fix can replace.
 """

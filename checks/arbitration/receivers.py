@@ -14,6 +14,7 @@ from referee.checks.arbitration.sites import (
     assignments,
     dotted,
     mentioned_between,
+    reaching_assignment,
 )
 from referee.checks.nodes import binding_counts, excerpt, statements, unwrap
 from referee.checks.pymodule import Function
@@ -35,10 +36,14 @@ def built_method(source: SourceFile, fn: Function, call: Node) -> tuple[str, ...
     built: Node | None = obj if obj.type == "call" else None
     if obj.type == "identifier":
         body = statements(fn.body)
-        values = [v for _, v in assignments(source, body, source.node_text(obj))]
+        name = source.node_text(obj)
+        values = [v for _, v in assignments(source, body, name)]
+        if len(values) > 1:  # assigned again: the one the call reads
+            reaching = reaching_assignment(source, fn, name, call.start_byte)
+            values = values if reaching is None else [reaching[1]]
         built = values[0] if len(values) == 1 and values[0].type == "call" else None
         if not values:
-            built = fixture_objects.fixture_call(source, fn, source.node_text(obj))
+            built = fixture_objects.fixture_call(source, fn, name)
     elif (held := set_up.attribute_of_self(source, obj)) is not None:
         binding = set_up.class_binding(source, fn, held)
         built = binding.value if binding is not None and binding.value.type == "call" else None
@@ -118,28 +123,17 @@ def callee_and_object(
 
 
 def assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node) -> Node | None:
-    """The call of the one ``name = f(...)`` statement in the test's body before the
-    assertion, when nothing between them mentions ``name`` (a method call on it, an
-    append, could have changed the value the assertion sees) and nothing else in the test
-    binds it; else None."""
-    body = statements(fn.body)
-    position = next(
-        (
-            i
-            for i, stmt in enumerate(body)
-            if stmt.start_byte <= assertion.start_byte < stmt.end_byte
-        ),
-        None,
-    )
-    if position is None:
+    """The call of the ``name = f(...)`` statement of the test's body whose value the
+    assertion reads (:func:`~referee.checks.arbitration.sites.reaching_assignment`: the
+    last before it, where nothing else can have bound the name in between), when nothing
+    between them mentions ``name`` (a method call on it, an append, could have changed the
+    value the assertion sees); else None."""
+    found = reaching_assignment(source, fn, name, assertion.start_byte)
+    if found is None or found[1].type != "call":
         return None
-    found = [(i, value) for i, value in assignments(source, body, name) if i < position]
-    if len(found) != 1 or found[0][1].type != "call":
-        return None
-    if binding_counts(source, fn.node, [name])[name] != 1:
-        return None
-    index, call = found[0]
+    index, call = found
     # anywhere before the assertion: also inside the block that holds it
-    if mentioned_between(source, fn.body, name, body[index].end_byte, assertion.start_byte):
+    statement = statements(fn.body)[index]
+    if mentioned_between(source, fn.body, name, statement.end_byte, assertion.start_byte):
         return None
     return call

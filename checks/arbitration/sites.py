@@ -16,7 +16,7 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.projection import checked
 from referee.checks.models import SiteKind
-from referee.checks.nodes import unwrap
+from referee.checks.nodes import bindings_of, statements, unwrap
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
@@ -242,6 +242,44 @@ def assignments(source: SourceFile, body: list[Node], name: str) -> list[tuple[i
         if left is not None and source.node_text(left) == name and right is not None:
             found.append((index, unwrap(right)))
     return found
+
+
+_SCOPES = frozenset({"function_definition", "lambda", "class_definition"})
+
+
+def reaching_assignment(
+    source: SourceFile, fn: Function, name: str, at: int
+) -> tuple[int, Node] | None:
+    """(index among the test's own statements, value) of the ``name = value`` statement
+    whose value ``name`` holds at the byte ``at`` of the test ``fn``: the last one at the
+    test's top level before the statement that holds ``at`` — the test may assign the
+    name again before it (``r = parse(a)``, ``assert r == …``, ``r = parse(b)``) or after.
+    None where nothing else is certain to hold it there: another binding of the name
+    between the two statements, inside the one that holds ``at`` (a loop goes round to
+    it), in the assignment's own value (``:=``), in a nested function, lambda or class,
+    or a ``global``/``nonlocal`` of it."""
+    body = statements(fn.body)
+    position = next((i for i, s in enumerate(body) if s.start_byte <= at < s.end_byte), None)
+    found = [(i, value) for i, value in assignments(source, body, name) if i < (position or 0)]
+    if position is None or not found:
+        return None
+    index, value = found[-1]
+    for node in bindings_of(source, fn.node, name):
+        scope = node.parent
+        if scope is not None and scope.type in ("global_statement", "nonlocal_statement"):
+            return None
+        while scope is not None and scope != fn.node and scope.type not in _SCOPES:
+            scope = scope.parent
+        if scope != fn.node:
+            return None  # bound in a nested function, lambda or class
+        held = next(
+            (i for i, s in enumerate(body) if s.start_byte <= node.start_byte < s.end_byte), -1
+        )
+        if held == index and node.end_byte > value.start_byte:
+            return None  # ``r = f(r := …)``
+        if index < held <= position:
+            return None
+    return index, value
 
 
 def identifiers(source: SourceFile, node: Node) -> set[str]:
