@@ -400,7 +400,7 @@ class ArbitrationVerdict(_Model):
         "assertIsNone, assertIs), membership (in, assertIn), raises (pytest.raises, "
         "assertRaises: an expected exception), parametrize, local (a local "
         "variable), loop-table (a loop over a table of cases), assigned-call (the call's "
-        "value assigned once, then compared), computed-expected (an expected value the test "
+        "value assigned, then compared), computed-expected (an expected value the test "
         "computes, never edited), projection (an attribute or a literal item of the call's "
         "value compared: parse(s).year, f(x)[0]), unpacked-argument (f(*args), f(**kwargs) of a "
         "literal list, tuple or dict), module-constant (an argument that is a literal constant "

@@ -347,8 +347,8 @@ def test_arguments_are_split_as_written():
         (
             "def test_x():\n    b = Bits(5, 4)\n    b.flip(1)\n    with pytest.raises(KeyError):\n"
             "        b.flip(9)\n",
-            "`b` is an object the test does not build once, from a class and literals, and "
-            "leave alone",
+            "`b` is an object the test does not build from a class and literals, in the "
+            "assignment the assertion reads, and leave alone",
         ),
     ],
     ids=[

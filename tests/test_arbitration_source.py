@@ -473,7 +473,7 @@ def test_an_arbitration_out_of_time_says_unclear_with_what_it_has(tmp_path: Path
     verdict = run(root, NODE, model).verdict
     assert verdict.verdict == "UNCLEAR" and verdict.fix is None
     assert "ran out of its time budget (0.001 s, arbitration.time-budget)" in verdict.reason
-    assert "`>>> count_vowels(\"aeiou\")`) or a reference" in verdict.reason, verdict.reason
+    assert '`>>> count_vowels("aeiou")`) or a reference' in verdict.reason, verdict.reason
     assert model.calls == []
 
 

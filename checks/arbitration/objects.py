@@ -2,7 +2,7 @@
 
 A test often looks at the call under test through something that is not the callee:
 
-* a built-in wrapper around a value the test assigned once: ``value = string("a")`` then
+* a built-in wrapper around a value the test assigned: ``value = string("a")`` then
   ``assert str(value) == "a"`` — the call under test is ``string("a")``, wrapped in
   ``str`` (:func:`wrapped_local`);
 * the text of an object of a project class: ``str(Bits("101"))``, ``repr(b)`` where the
@@ -87,8 +87,8 @@ def wrapped_local(
     if assigned is None:
         raise NotIsolated(
             f"cannot isolate the call under test: `{excerpt(source.node_text(wrapper))}` "
-            "applies a built-in to a value that is not a call, nor a name the test assigns "
-            "once from a call and leaves alone before the assertion"
+            "applies a built-in to a value that is not a call, nor a name assigned from a call "
+            "that the assertion reads and left alone before it"
         )
     return assigned
 
@@ -211,8 +211,8 @@ def receiver_problem(
         )[head]:
             return (
                 f"cannot isolate the call under test: {subject} an object the test or a "
-                "fixture holds, not one it builds once from a class and literals and leaves "
-                "alone before the assertion"
+                "fixture holds, not one it builds from a class and literals, in the assignment "
+                "the assertion reads, and leaves alone before the assertion"
             )
     if builder is None or is_class(names.get(builder)):
         return None

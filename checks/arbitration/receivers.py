@@ -86,9 +86,9 @@ def callee_and_object(
                     )
                 raise NotIsolated(
                     f"cannot isolate the call under test: `{excerpt(name)}` is an object the "
-                    "test does not build once, from a class and literals, and leave alone "
-                    "before the assertion (nor a fixture of its class or module that returns "
-                    "one so built)"
+                    "test does not build from a class and literals, in the assignment the "
+                    "assertion reads, and leave alone before the assertion (nor a fixture of "
+                    "its class or module that returns one so built)"
                 )
         elif (held := set_up.attribute_of_self(source, obj)) is not None:
             built = set_up.built_object(source, fn, held, assertion)

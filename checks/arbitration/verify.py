@@ -7,7 +7,7 @@ on a patch is read from a process that ran it. Instead:
 
 1. the parent (referee) takes the test module apart — every assertion of the form
    arbitration can isolate (``assert f(args) == literal``, either side, ``approx``,
-   ``assertEqual``, parametrized cases, a literal assigned once) whose call is a function
+   ``assertEqual``, parametrized cases, a literal assigned) whose call is a function
    of the patched module — into (call, expected value) pairs, without running anything;
 2. the patched module runs in the sandbox with only the calls: the test module and
    conftest files are not there, nor is any expected value;
