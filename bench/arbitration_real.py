@@ -220,12 +220,34 @@ def print_tables(data: dict[str, Any]) -> None:
 # ------------------------------------------------------------------ running
 
 
+# Packages pytest imports itself before any conftest.py runs: a case of one of these
+# projects would test the copy in this venv, not the case's (``src_first`` comes too late).
+PYTEST_OWN = ("packaging", "pluggy", "iniconfig", "_pytest", "pytest")
+
+
+def shadowed_by_pytest(tree: Path) -> str | None:
+    """The package of the project in ``tree`` that pytest has imported before the case's
+    tests can put the case's copy first, or None."""
+    for name in PYTEST_OWN:
+        for folder in (tree / name, tree / "src" / name):
+            if (folder / "__init__.py").is_file():
+                return name
+    return None
+
+
 def load_cases(corpus: Path, only: list[str], limit: int | None) -> list[dict[str, Any]]:
     cases = []
     for path in sorted(corpus.glob("*/case.json")):
         case = json.loads(path.read_text(encoding="utf-8"))
         case["dir"] = str(path.parent)
         if only and case["kind"] not in only:
+            continue
+        if (name := shadowed_by_pytest(path.parent / "tree")) is not None:
+            print(
+                f"skipped {case['id']}: pytest imports `{name}` itself, so the run would "
+                "test this venv's copy, not the case's",
+                file=sys.stderr,
+            )
             continue
         cases.append(case)
     if limit is not None:

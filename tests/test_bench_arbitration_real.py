@@ -179,3 +179,14 @@ def test_a_src_layout_case_imports_its_own_package_first(tmp_path: Path) -> None
     assert lines[:2] == ['"""Doc."""', "from __future__ import annotations"]
     assert any("sys.path.insert(0" in line for line in lines[2:6]) and lines[-1] == "X = 1"
     compile(conftest.read_text(), "conftest.py", "exec")  # the future import stays first
+
+
+def test_a_case_of_a_package_pytest_imports_itself_is_left_out(tmp_path: Path) -> None:
+    # pytest has imported `packaging` before any conftest.py can put the case's copy first
+    for name, package in (("pk-1-real-bug", "src/packaging"), ("calc-1-real-bug", "src/calc")):
+        case = tmp_path / name
+        (case / "tree" / package).mkdir(parents=True)
+        (case / "tree" / package / "__init__.py").write_text("", encoding="utf-8")
+        case_json = {"id": name, "kind": "real-bug", "node": "tests/test_x.py::test_x"}
+        (case / "case.json").write_text(json.dumps(case_json), encoding="utf-8")
+    assert [c["id"] for c in arbitration_real.load_cases(tmp_path, [], None)] == ["calc-1-real-bug"]
