@@ -246,3 +246,47 @@ class TestOther:
         ("or_(('fish',), {}, 'a', 'b')", "'a; or b'", ((11, 11), (7, 7))),
         ("or_(('other',), {}, 'x')", "'x'", ((30, 30), (27, 27))),
     ]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "plain"),
+    [
+        ('@pytest.fixture\ndef shell(self):\n    """Doc."""\n    return Fish("a")', True),
+        ("@pytest.fixture()\ndef shell(self):\n    yield Fish('a', strict=True)", True),
+        ('@fixture(scope="function", autouse=True)\ndef shell(cls):\n    return (Fish())', True),
+        ('@pytest.fixture\ndef shell(self):\n    return Fish(\n        """x\ny"""\n    )', True),
+        ('@pytest.fixture(scope="module")\ndef shell(self):\n    return Fish("a")', False),
+        ("@pytest.fixture\ndef shell(self, tmp_path):\n    return Fish(tmp_path)", False),
+        ("@pytest.fixture\ndef shell(self, *args):\n    return Fish()", False),
+        ("@pytest.fixture\nasync def shell(self):\n    return Fish()", False),
+        ("@pytest.fixture\ndef shell(self):\n    f = Fish()\n    return f", False),
+        ("@pytest.fixture\n@other\ndef shell(self):\n    return Fish()", False),
+        ("@pytest.fixture('a')\ndef shell(self):\n    return Fish()", False),
+    ],
+)
+@pytest.mark.parametrize("indent", ["    ", "\t"])
+def test_both_readers_of_a_fixture_apply_one_rule(fixture: str, plain: bool, indent: str):
+    """The failing call's reader (tree-sitter) and the suite's (ast) take the same
+    fixtures: the rule is one (fixture_rule), whatever the class's indentation."""
+    import ast
+
+    from referee.checks.arbitration.fixture_objects import fixture_call
+    from referee.checks.arbitration.suite_methods import fixture_buildings
+    from referee.checks.pymodule import PythonModule
+
+    lines = fixture.splitlines()
+    inside = "\n".join(
+        indent + line if line and not line.startswith("y") else line for line in lines
+    )
+    text = (
+        f"import pytest\nfrom mypkg import Fish\n\n\nclass TestFish:\n{inside}\n\n"
+        f"{indent}def test_x(self, shell):\n{indent}{indent}assert shell.or_('a') == 'a'\n"
+    )
+    source = SourceFile("tests/t.py", text)
+    fn = next(f for f in PythonModule(source, is_test_file=True).functions if f.name == "test_x")
+    call = fixture_call(source, fn, "shell")
+    cls = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef))
+    built = fixture_buildings(cls.body, lambda node: ast.unparse(node) == "Fish")
+    assert (call is not None, "shell" in built) == (plain, plain)
+    if plain:  # the same call, found in each tree
+        assert source.node_text(call) == ast.get_source_segment(text, built["shell"][0])

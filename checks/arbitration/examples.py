@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from referee.checks import sandbox
+from referee.checks.arbitration.ast_names import dotted_name
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.methods import object_uses, oracle_example
@@ -37,19 +38,6 @@ def _literal_value(text: str) -> str | None:
 
 
 _Call = tuple[list[object], dict[str, object]]
-
-
-def dotted_name(node: ast.expr, *, calls: bool = False) -> str | None:
-    """``a.b.c`` for a name or an attribute chain, None for anything else; with ``calls``
-    a call stands for what it calls (``a.b().c`` is ``a.b.c``)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted_name(node.value, calls=calls)
-        return None if base is None else f"{base}.{node.attr}"
-    if calls and isinstance(node, ast.Call):
-        return dotted_name(node.func, calls=True)
-    return None
 
 
 def _calls(func: ast.expr, name: str, module: str | None) -> bool:

@@ -5,10 +5,11 @@ where the test's class (or, if it has none of that name, the test's module) defi
     def shell(self):
         return Fish()
 
-— a fixture whose whole body returns (or yields) one constructor call with literal
-arguments, taking no other fixture, of the default (function) scope, not parametrized:
-each test gets a fresh object built from the class and literals, as if it wrote ``shell =
-Fish()`` itself. The method under test is then arbitrated as a method of that object
+— a plain fixture (:mod:`~referee.checks.arbitration.fixture_rule`: function scope,
+taking no other fixture, its whole body one ``return`` or ``yield``, the rule the suite's
+reader applies too) whose value is one constructor call with literal arguments: each test
+gets a fresh object built from the class and literals, as if it wrote ``shell = Fish()``
+itself. The method under test is then arbitrated as a method of that object
 (form ``method-of-fixture-object``), and so are the suite's other assertions about it.
 
 Read only where nothing else can have given the name another object: the test takes it
@@ -19,16 +20,17 @@ tests' next to it; a conftest's may be overridden in between).
 
 from __future__ import annotations
 
+import ast
+
 from tree_sitter import Node
 
+from referee.checks.arbitration.fixture_rule import RECEIVERS, fixture_value
 from referee.checks.arbitration.sites import dotted, literal_text, mentioned_between
-from referee.checks.nodes import is_docstring, statements, unwrap
+from referee.checks.nodes import statements
 from referee.checks.pymodule import Function
 from referee.checks.source import SourceFile
 
 FORM = "method-of-fixture-object"
-_FIXTURE = frozenset({"pytest.fixture", "fixture"})
-_RECEIVERS = frozenset({"self", "cls"})
 
 
 def fixture_object(source: SourceFile, fn: Function, name: str, assertion: Node) -> Node | None:
@@ -106,29 +108,15 @@ def _definitions(source: SourceFile, body: Node, name: str) -> list[tuple[Node, 
 
 
 def _built(source: SourceFile, stmt: Node, definition: Node) -> Node | None:
+    """The constructor call of literals the plain fixture ``stmt`` returns or yields, or
+    None."""
     if stmt.type != "decorated_definition" or definition.type != "function_definition":
         return None
-    decorators = [d for d in stmt.named_children if d.type == "decorator"]
-    if len(decorators) != 1 or not _plain_fixture(source, decorators[0]):
-        return None
-    if set(_parameters(source, definition)) - _RECEIVERS:
-        return None  # it takes other fixtures (``request``, ``tmp_path``...)
-    body = definition.child_by_field_name("body")
-    steps = [s for s in statements(body) if not is_docstring(s)] if body is not None else []
-    if len(steps) != 1:
-        return None
-    step = steps[0]
-    if step.type == "return_statement":
-        value = next((c for c in step.named_children if not c.is_extra), None)
-    elif step.type == "expression_statement" and step.named_children[0].type == "yield":
-        value = next((c for c in step.named_children[0].named_children if not c.is_extra), None)
-    else:
-        return None
-    value = unwrap(value) if value is not None else None
-    if value is None or value.type != "call":
+    value = _fixture_value(source, stmt)
+    if value is None:
         return None
     constructor = dotted(source, value.child_by_field_name("function"))
-    if not constructor or constructor.partition(".")[0] in _RECEIVERS:
+    if not constructor or constructor.partition(".")[0] in RECEIVERS:
         return None
     for arg in _arguments(value):
         written = arg.child_by_field_name("value") if arg.type == "keyword_argument" else arg
@@ -137,31 +125,31 @@ def _built(source: SourceFile, stmt: Node, definition: Node) -> Node | None:
     return value
 
 
-def _plain_fixture(source: SourceFile, decorator: Node) -> bool:
-    """``@pytest.fixture``, ``@pytest.fixture()`` or ``@pytest.fixture(scope="function")``:
-    a fresh value for each test, under the fixture's own name."""
-    expression = next((c for c in decorator.named_children if not c.is_extra), None)
-    if expression is None:
-        return False
-    if expression.type != "call":
-        return source.node_text(expression) in _FIXTURE
-    if dotted(source, expression.child_by_field_name("function")) not in _FIXTURE:
-        return False
-    for arg in _arguments(expression):
-        if arg.type != "keyword_argument":
-            return False
-        key = arg.child_by_field_name("name")
-        value = arg.child_by_field_name("value")
-        if key is None or value is None:
-            return False
-        if source.node_text(key) == "autouse":
-            continue
-        if source.node_text(key) != "scope" or literal_text(source.node_text(value)) not in (
-            "'function'",
-            '"function"',
-        ):
-            return False
-    return True
+def _fixture_value(source: SourceFile, stmt: Node) -> Node | None:
+    """The call node of the decorated definition ``stmt`` that
+    :func:`~referee.checks.arbitration.fixture_rule.fixture_value` reads as its value: the
+    definition is read with ``ast`` as it stands, at its own indentation (under an ``if``
+    when it has one), and the call found again in the tree at the same place."""
+    row, column = stmt.start_point
+    indent = source.lines[row][:column].decode("utf-8", "replace")
+    head = "if 1:\n" if indent else ""  # a class's fixture: its lines as indented
+    try:
+        tree = ast.parse(head + indent + source.node_text(stmt))
+    except (SyntaxError, ValueError):
+        return None
+    definitions = tree.body[0].body if head and isinstance(tree.body[0], ast.If) else tree.body
+    value = fixture_value(definitions[0]) if len(tree.body) == len(definitions) == 1 else None
+    if value is None or value.end_lineno is None or value.end_col_offset is None:
+        return None
+    first = row - head.count("\n") - 1  # the row of the text's line 1
+    start = (first + value.lineno, value.col_offset)
+    end = (first + value.end_lineno, value.end_col_offset)
+    node = source.tree.root_node.descendant_for_point_range(start, end)
+    while node is not None and node.type != "call" and node.start_point == start:
+        node = node.parent  # the innermost node of the span may be a part of the call
+    if node is None or node.type != "call" or (node.start_point, node.end_point) != (start, end):
+        return None
+    return node
 
 
 def _parameters(source: SourceFile, definition: Node) -> list[str]:

@@ -11,7 +11,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import NamedTuple
 
-from referee.checks.arbitration.examples import dotted_name
+from referee.checks.arbitration.ast_names import dotted_name
+from referee.checks.arbitration.fixture_rule import fixture_value
 
 
 class Owner(NamedTuple):
@@ -134,17 +135,14 @@ def first_reads(
     return found
 
 
-_FIXTURE = frozenset({"pytest.fixture", "fixture"})
-
-
 def fixture_buildings(
     body: list[ast.stmt], is_class: Callable[[ast.expr], bool]
 ) -> dict[str, tuple[ast.Call, int]]:
     """The fixtures defined in ``body`` (a test class's or module's) that build the
     method's class, as :mod:`~referee.checks.arbitration.fixture_objects` reads them for
-    the failing call: ``@pytest.fixture`` of the function scope, taking no other fixture,
-    whose whole body returns (or yields) ``Owner(...)``. Each with the building and its
-    line; a name defined twice in ``body`` gives none."""
+    the failing call: plain fixtures (:func:`~referee.checks.arbitration.fixture_rule.
+    fixture_value`) whose value is ``Owner(...)``. Each with the building and its line; a
+    name defined twice in ``body`` gives none."""
     named = Counter(
         n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     )
@@ -152,43 +150,10 @@ def fixture_buildings(
     for node in body:
         if not isinstance(node, ast.FunctionDef) or named[node.name] != 1:
             continue
-        if len(node.decorator_list) != 1 or not _plain_fixture(node.decorator_list[0]):
-            continue
-        arguments = node.args
-        names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
-        if set(names) - {"self", "cls"} or arguments.vararg or arguments.kwarg:
-            continue
-        steps = [
-            stmt
-            for stmt in node.body
-            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
-        ]
-        if len(steps) != 1:
-            continue
-        step = steps[0]
-        value = (
-            step.value
-            if isinstance(step, ast.Return)
-            or (isinstance(step, ast.Expr) and isinstance(step.value, ast.Yield))
-            else None
-        )
-        if isinstance(value, ast.Yield):
-            value = value.value
-        if isinstance(value, ast.Call) and is_class(value.func):
+        value = fixture_value(node)
+        if value is not None and is_class(value.func):
             found[node.name] = (value, value.lineno)
     return found
-
-
-def _plain_fixture(decorator: ast.expr) -> bool:
-    if not isinstance(decorator, ast.Call):
-        return dotted_name(decorator) in _FIXTURE
-    if dotted_name(decorator.func) not in _FIXTURE or decorator.args:
-        return False
-    return all(
-        k.arg == "autouse"
-        or (k.arg == "scope" and isinstance(k.value, ast.Constant) and k.value.value == "function")
-        for k in decorator.keywords
-    )
 
 
 def fixture_reads(

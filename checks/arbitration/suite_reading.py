@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from referee.checks.arbitration.examples import dotted_name
+from referee.checks.arbitration.ast_names import dotted_name
 from referee.checks.arbitration.known import Known, ModuleNames, _bound_names, module_constants
 from referee.checks.arbitration.sites import (
     WRAPPERS,

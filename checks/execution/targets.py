@@ -14,7 +14,7 @@ import ast
 import json
 from collections.abc import Sequence
 
-from referee.checks.arbitration.examples import dotted_name
+from referee.checks.arbitration.ast_names import dotted_name
 
 PACKAGES = ".referee-packages"  # where a package-dir layout is laid out as imported
 
