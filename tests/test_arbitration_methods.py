@@ -392,9 +392,10 @@ def _read_examples(text: str, name: str = "sub", form: str = "method") -> list[t
 
 
 def test_the_suite_reads_a_methods_calls_in_the_oracle_contract():
-    """``Cls(...).m(...)``, ``o = Cls(...)`` then ``o.m(...)`` at its first read, and a
-    class method ``Cls.m(...)``, each written as the oracle's function is called; the
-    building's lines are the example's too (an edit there makes it no spec)."""
+    """``Cls(...).m(...)``, ``o = Cls(...)`` then ``o.m(...)`` at its first read — each
+    building of a name built again, at the read after it — and a class method
+    ``Cls.m(...)``, each written as the oracle's function is called; the building's lines
+    are the example's too (an edit there makes it no spec)."""
     text = (
         "import unittest\nfrom text import Replacer\nimport text as tx\n\n\n"
         "def test_a():\n"
@@ -416,10 +417,36 @@ def test_the_suite_reads_a_methods_calls_in_the_oracle_contract():
         ("sub(({'a': 'b'},), {}, 'a')", "'b'", ((7, 7),)),
         ("sub(({'x': 'y'},), {'sep': ','}, 'x x')", "'y y'", ((9, 9), (8, 8))),
         ("sub(([],), {}, 'q')", "'q'", ((11, 11),)),
+        ("sub(({1: 2},), {}, '1')", "'2'", ((19, 22), (18, 18))),
+        ("sub(({3: 4},), {}, '3')", "'4'", ((24, 24), (23, 23))),
     ]
     assert _read_examples(text, "parse", "classmethod") == [
         ("parse('a=b')", "{'a': 'b'}", ((12, 12),))
     ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a branch may have built it again
+        "o = Replacer({1: 2})\n    if FLAG:\n        o = Replacer({})\n"
+        '    assert o.sub("1") == "2"',
+        # a nested function reads a name built twice: it may run at any time
+        'o = Replacer({})\n    f = lambda: o.sub("")\n    o = Replacer({1: 2})\n    f()\n'
+        '    assert o.sub("1") == "2"',
+        # read before its first building: another value, a parameter's
+        "o.reset()\n    o = Replacer({1: 2})\n    o = Replacer({1: 2})\n"
+        '    assert o.sub("1") == "2"',
+        'global o\n    o = Replacer({})\n    o = Replacer({1: 2})\n    assert o.sub("1") == "2"',
+        'o = Replacer({1: 2})\n    o += 1\n    assert o.sub("1") == "2"',
+    ],
+    ids=["branch", "nested-read", "read-before", "global", "augmented"],
+)
+def test_an_object_built_again_where_another_binding_may_reach_the_assertion_gives_no_example(
+    body: str,
+):
+    text = f"from text import Replacer\n\n\ndef test_a(o=None):\n    {body}\n"
+    assert _read_examples(text) == []
 
 
 def test_the_suite_reads_a_method_of_an_object_set_up_once_at_its_first_use_in_a_test():

@@ -25,37 +25,61 @@ class Owner(NamedTuple):
     form: str
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
 def built_objects(
     function: ast.FunctionDef | ast.AsyncFunctionDef, is_class: Callable[[ast.expr], bool]
-) -> dict[str, tuple[ast.Call, int, int]]:
-    """The names ``function`` binds once, at its top level, to a building of the method's
-    class (``t = Table([[1]])``): each with the building, its line, and the line the name
-    is next read on — the one assertion that may take the object as built."""
+) -> dict[str, list[tuple[ast.Call, int, int]]]:
+    """The names ``function`` binds at its top level to a building of the method's class
+    (``t = Table([[1]])``): each building with its line and the line the name is next read
+    on — the one assertion that may take the object as built. A name built again (``t =
+    Table(...)`` before each assertion) has a building for each. None for a name read
+    before its first building, or bound anywhere but by such top-level assignments (a
+    loop, ``+=``, a branch); a name built more than once, also none where a nested
+    function, lambda or class reads it or ``global``/``nonlocal`` names it."""
+    # the top-level ``name = value`` statements, each with its name
+    tops = [
+        (stmt.targets[0].id, stmt)
+        for stmt in function.body
+        if isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ]
+    assigned = Counter(name for name, _ in tops)
     stores: Counter[str] = Counter()
     reads: dict[str, list[int]] = {}  # the lines each name is read on
-    for n in ast.walk(function):
-        if isinstance(n, ast.Name):
-            if isinstance(n.ctx, ast.Load):
-                reads.setdefault(n.id, []).append(n.lineno)
-            else:
-                stores[n.id] += 1
-    found: dict[str, tuple[ast.Call, int, int]] = {}
-    for stmt in function.body:
-        if not (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, ast.Call)
-            and is_class(stmt.value.func)
-            and stores[stmt.targets[0].id] == 1
-        ):
+    nested: set[str] = set()  # read in a nested scope, or declared global or nonlocal
+
+    def visit(node: ast.AST, inner: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name):
+                if isinstance(child.ctx, ast.Load):
+                    reads.setdefault(child.id, []).append(child.lineno)
+                    if inner:
+                        nested.add(child.id)
+                else:
+                    stores[child.id] += 1
+            elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                nested.update(child.names)
+            visit(child, inner or isinstance(child, _SCOPES))
+
+    visit(function, False)
+    found: dict[str, list[tuple[ast.Call, int, int]]] = {}
+    for name, stmt in tops:
+        if stores[name] != assigned[name] or (assigned[name] > 1 and name in nested):
             continue
-        name = stmt.targets[0].id
+        if not (isinstance(stmt.value, ast.Call) and is_class(stmt.value.func)):
+            continue
         end = getattr(stmt, "end_lineno", None) or stmt.lineno
+        lines = [other.lineno for other_name, other in tops if other_name == name]
         read = reads.get(name, [])
         later = [line for line in read if line > end]
-        if later and len(read) == len(later):
-            found[name] = (stmt.value, stmt.lineno, min(later))
+        if not later or any(line <= lines[0] for line in read):
+            continue  # never read, or read before it is first built (a parameter, say)
+        if any(end < line <= min(later) for line in lines):
+            continue  # built again before it is read
+        found.setdefault(name, []).append((stmt.value, stmt.lineno, min(later)))
     return found
 
 

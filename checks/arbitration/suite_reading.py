@@ -171,7 +171,7 @@ class _Reader:
         self.owner = owner  # a method's class: its calls are read in the oracle contract
         # names the test binds once to ``Owner(...)``: (the building, its line, the line
         # the name is next read on)
-        self.objects: dict[str, tuple[ast.Call, int, int]] = {}
+        self.objects: dict[str, list[tuple[ast.Call, int, int]]] = {}
         # attributes the test's class's setUp binds once to one: the same, the line of
         # the first mention in the test
         self.set_up: dict[str, tuple[ast.Call, int, int]] = {}
@@ -215,7 +215,8 @@ class _Reader:
         self.mentions = _first_mentions(function)
         self.objects = built_objects(function, self._is_class) if self.owner is not None else {}
         if fixtures:
-            self.objects = {**fixture_reads(function, fixtures), **self.objects}
+            taken = {name: [read] for name, read in fixture_reads(function, fixtures).items()}
+            self.objects = {**taken, **self.objects}
         self.set_up = first_reads(function, set_up)
 
     def _is_class(self, node: ast.expr) -> bool:
@@ -240,14 +241,19 @@ class _Reader:
             return True if self._is_class(receiver) else None
         if isinstance(receiver, ast.Call) and self._is_class(receiver.func):
             return receiver
-        if isinstance(receiver, ast.Name) and receiver.id in self.objects:
-            building, _, next_read = self.objects[receiver.id]
-            return building if self.line <= next_read <= self.end_line else None
+        if isinstance(receiver, ast.Name) and (bound := self._object(receiver.id)) is not None:
+            return bound[0]
         attribute = self_attribute(receiver)
         if attribute is not None and attribute in self.set_up:
             building, _, first_read = self.set_up[attribute]
             return building if self.line <= first_read <= self.end_line else None
         return None
+
+    def _object(self, name: str) -> tuple[ast.Call, int, int] | None:
+        """The building of ``name`` the current assertion is the next read of, if any."""
+        return next(
+            (b for b in self.objects.get(name, ()) if self.line <= b[2] <= self.end_line), None
+        )
 
     def _receiver(self, func: ast.expr, env: dict[str, object]) -> list[str]:
         """A method's call's first arguments in the oracle contract: the building's
@@ -259,7 +265,7 @@ class _Reader:
         receiver = func.value if isinstance(func, ast.Attribute) else None
         bound = None
         if isinstance(receiver, ast.Name):
-            bound = self.objects[receiver.id]
+            bound = self._object(receiver.id)
         elif receiver is not None and self_attribute(receiver) is not None:
             bound = self.set_up[self_attribute(receiver) or ""]
         if bound is not None:
