@@ -136,6 +136,37 @@ def test_not_literal():
     assert found[3].spans[0][0] == found[3].line == 16 and found[3].spans[1] == (18, 18)
 
 
+def test_a_value_the_test_assigns_from_the_call_is_an_example_at_its_next_read():
+    """``n = cw("a b")`` then ``assert n == 2``: the call's example, its assignment's line
+    among its lines; assigned again, each value at the read after it; not a value a branch
+    may have assigned again, nor one read first by something else."""
+    text = """import pytest
+from pkg.text import count_words as cw
+
+
+def test_values():
+    n = cw("a b")
+    assert n == 2
+    n = cw("a b c")
+    assert n == 3
+    m = cw("x")
+    print(m)
+    assert m == 1
+
+
+def test_branch(flag):
+    k = cw("y")
+    if flag:
+        k = cw("y z")
+    assert k == 1
+"""
+    found, _ = assertions(text, "tests/t.py", "count_words", "pkg.text")
+    assert [(f.call, f.want, f.spans) for f in found] == [
+        ("count_words('a b')", "2", ((7, 7), (6, 6))),
+        ("count_words('a b c')", "3", ((9, 9), (8, 8))),
+    ]
+
+
 @needs_git
 def test_a_rows_list_the_test_changes_before_the_assertion_is_no_example():
     text = """import pytest

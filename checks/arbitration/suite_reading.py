@@ -172,6 +172,7 @@ class _Reader:
         # names the test binds once to ``Owner(...)``: (the building, its line, the line
         # the name is next read on)
         self.objects: dict[str, list[tuple[ast.Call, int, int]]] = {}
+        self.values: dict[str, list[tuple[ast.Call, int, int]]] = {}
         # attributes the test's class's setUp binds once to one: the same, the line of
         # the first mention in the test
         self.set_up: dict[str, tuple[ast.Call, int, int]] = {}
@@ -214,6 +215,8 @@ class _Reader:
         self.defined = _defined_once(function, text)
         self.mentions = _first_mentions(function)
         self.objects = built_objects(function, self._is_class) if self.owner is not None else {}
+        # a function's values the test assigns (``r = f(1)``), read at the name's next read
+        self.values = built_objects(function, self.ours) if self.owner is None else {}
         if fixtures:
             taken = {name: [read] for name, read in fixture_reads(function, fixtures).items()}
             self.objects = {**taken, **self.objects}
@@ -294,6 +297,13 @@ class _Reader:
             and not node.keywords
         ):
             wrapper, node = node.func.id, node.args[0]
+        assigned = None
+        if isinstance(node, ast.Name):  # ``r = f(1)`` before: ``assert r == 2``
+            assigned = next(
+                (v for v in self.values.get(node.id, ()) if self.line <= v[2] <= self.end_line),
+                None,
+            )
+            node = assigned[0] if assigned is not None else node
         if not isinstance(node, ast.Call) or not self.ours(node.func):
             return None
         self.known = None
@@ -303,6 +313,8 @@ class _Reader:
             self.known = Known(self.names, nested, self.scope - nested.keys())
         self.is_known = False
         self.building = None
+        if assigned is not None:  # the assignment's lines are the example's too
+            self.building = (assigned[1], getattr(node, "end_lineno", None) or assigned[1])
         self.constant_lines = []
         try:
             args = self._receiver(node.func, env)
