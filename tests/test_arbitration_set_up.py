@@ -60,6 +60,39 @@ def test_a_method_of_an_object_set_up_builds_from_literals_is_the_call_under_tes
 
 
 @pytest.mark.parametrize(
+    "lines",
+    [
+        'p = self.parser_class("en")\nself.assertEqual(p.parse("x"), 1)',
+        'self.assertEqual(self.parser_class("en").parse("x"), 1)',
+    ],
+)
+def test_a_class_the_test_class_names_in_an_attribute_builds_the_object(lines: str):
+    # ``parser_class = Parser`` in the class body, as werkzeug's and scrapy's suites write it
+    isolated = _isolated("parser_class = Parser", lines)
+    assert (isolated.callee, isolated.constructor) == ("Parser.parse", "Parser")
+    assert isolated.constructor_arguments == ('"en"',) and "class-attribute" in isolated.forms
+
+
+@pytest.mark.parametrize(
+    ("set_up", "base"),
+    [
+        # setUp may bind it on the instance; a base class's setUp too; bound twice
+        ("def setUp(self):\n    self.parser_class = Parser", "unittest.TestCase"),
+        ("parser_class = Parser", "BaseCase"),
+        ("parser_class = Parser\nparser_class = Other", "unittest.TestCase"),
+        ("parser_class = make_parser()", "unittest.TestCase"),
+    ],
+)
+def test_a_class_named_through_an_attribute_the_class_may_bind_otherwise_is_not_read(
+    set_up: str, base: str
+):
+    # no class: the call stays a method of an unknown object, which the run's names refuse
+    lines = 'p = self.parser_class("en")\nself.assertEqual(p.parse("x"), 1)'
+    isolated = _isolated(set_up, lines, base=base)
+    assert isolated.constructor is None and "class-attribute" not in isolated.forms
+
+
+@pytest.mark.parametrize(
     ("set_up", "lines"),
     [
         (SET_UP, "self.big = 2\nself.assertEqual(f(self.big), 3)"),  # the test binds it again

@@ -70,16 +70,17 @@ class Bindings:
         return self._known.text() if self._known is not None else ""
 
     def built_object(
-        self, built: tuple[str, Node, str] | None, forms: list[str]
+        self, built: tuple[str, Node, tuple[str, ...]] | None, forms: list[str]
     ) -> tuple[str | None, tuple[str, ...]]:
         """(the class as written, its constructor's arguments) of the object a method
         under test is called on — ``built`` as ``callee_and_object`` found it: (class,
-        constructor call, form), the form added to ``forms``; (None, ()) for a function."""
+        constructor call, forms), the forms added to ``forms``; (None, ()) for a
+        function."""
         if built is None:
             return None, ()
-        constructor, call, form = built
+        constructor, call, built_forms = built
         parts = tuple(self.argument_parts(call))
-        forms.append(form)
+        forms.extend(built_forms)
         return constructor, parts
 
     def arguments(self, call: Node) -> str:

@@ -33,7 +33,9 @@ from referee.checks.source import SourceFile
 # and their callable forms ``self.assertRaises(E, f, *args)``, ``pytest.raises(E, f, x)``;
 # the value is how many positional arguments come before the callable.
 # what finds the callee of a call (and the object a method is of): isolate's
-CalleeOf = Callable[[SourceFile, Function, Node, Node], "tuple[str, tuple[str, Node, str] | None]"]
+CalleeOf = Callable[
+    [SourceFile, Function, Node, Node], "tuple[str, tuple[str, Node, tuple[str, ...]] | None]"
+]
 _RAISES = {"raises": 1, "assertRaises": 1, "assertRaisesRegex": 2, "assertRaisesRegexp": 2}
 
 
@@ -148,13 +150,13 @@ def _called(
     name: str,
     bindings: Bindings,
     callee_of: CalleeOf | None,
-) -> tuple[str, str, str | None, tuple[str, Node, str] | None]:
+) -> tuple[str, str, str | None, tuple[str, Node, tuple[str, ...]] | None]:
     """(the callee, the arguments, the wrapper, the object a method is of) of the call
     that should raise: ``handed`` is the call (or the callable handed over) and the
     assertion call whose arguments it is called with (None for a call)."""
     call, arguments_of = handed
     wrapper = None
-    built: tuple[str, Node, str] | None = None
+    built: tuple[str, Node, tuple[str, ...]] | None = None
     if call.type == "call":
         outer = dotted(source, call.child_by_field_name("function"))
         inner_call = wrapped_call(call)

@@ -50,25 +50,30 @@ def built_method(source: SourceFile, fn: Function, call: Node) -> tuple[str, ...
     constructor = (
         dotted(source, built.child_by_field_name("function")) if built is not None else None
     )
-    if not constructor or constructor.startswith("self."):
+    if constructor and constructor.startswith("self."):
+        constructor = set_up.named_class(source, fn, constructor)
+    if not constructor:
         return ()
     return constructor, f"{constructor}.{source.node_text(attribute)}"
 
 
 def callee_and_object(
     source: SourceFile, fn: Function, call: Node, assertion: Node
-) -> tuple[str, tuple[str, Node, str] | None]:
+) -> tuple[str, tuple[str, Node, tuple[str, ...]] | None]:
     """The dotted name ``call`` calls, and — for a method of an object the test builds
     from a constructor call (``Table([[]]).to_text()``, ``table = Table([[]])`` once
     then ``table.to_text()``, or ``self.table = Table([[]])`` in the class's ``setUp``
-    then ``self.table.to_text()``) — (the class as written, the constructor call, the call
-    form). The callee of a method is ``Class.method``. Raises :class:`NotIsolated`."""
+    then ``self.table.to_text()``; the class written ``self.storage_class`` where the test's
+    class binds ``storage_class = Table``) — (the class as written, the constructor call,
+    the call's forms). The callee of a method is ``Class.method``. Raises
+    :class:`NotIsolated`."""
     function_node = call.child_by_field_name("function")
     obj = function_node.child_by_field_name("object") if function_node is not None else None
     attribute = function_node.child_by_field_name("attribute") if function_node else None
     if function_node is not None and function_node.type == "attribute" and obj is not None:
         obj = unwrap(obj)
         built, form = None, "method-of-literal-object"
+        named: tuple[str, ...] = ()
         if obj.type == "call":
             built = obj
         elif obj.type == "identifier" and source.node_text(obj) not in ("self", "cls"):
@@ -102,9 +107,13 @@ def callee_and_object(
         constructor = (
             dotted(source, built.child_by_field_name("function")) if built is not None else None
         )
+        if constructor and constructor.startswith("self."):
+            # ``self.storage_class(...)``: the class the test's class names so
+            constructor = set_up.named_class(source, fn, constructor)
+            named = (set_up.CLASS_ATTRIBUTE,) if constructor else ()
         if built is not None and constructor and not constructor.startswith("self."):
             method = source.node_text(attribute) if attribute is not None else ""
-            return f"{constructor}.{method}", (constructor, built, form)
+            return f"{constructor}.{method}", (constructor, built, (form, *named))
     callee = dotted(source, function_node)
     if callee is None and function_node is not None and function_node.type == "attribute":
         raise NotIsolated(

@@ -32,6 +32,7 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.sites import (
     assignments,
+    dotted,
     immutable_literal,
     literal_text,
     mentioned_between,
@@ -104,6 +105,24 @@ def class_binding(source: SourceFile, fn: Function, name: str) -> ClassBinding |
     if any(_calls_up(source, stmt) for stmt in after):
         return None
     return ClassBinding(assigned[0][1], SET_UP_ATTRIBUTE, after)
+
+
+def named_class(source: SourceFile, fn: Function, constructor: str) -> str | None:
+    """The class a constructor written ``self.storage_class`` names, where the test's
+    class binds that attribute once, in its own body, to a dotted name (``storage_class =
+    ds.LanguageAccept``): ``ds.LanguageAccept``, the name as the test module imports it —
+    else None. The test method is the node's own (an inherited one is not arbitrated), so
+    its class's binding is the one the run saw."""
+    receiver, dot, name = constructor.partition(".")
+    if receiver not in _RECEIVERS or not dot or "." in name:
+        return None
+    binding = class_binding(source, fn, name)
+    if binding is None or binding.form != CLASS_ATTRIBUTE:
+        return None
+    if binding.value.type not in ("identifier", "attribute"):
+        return None
+    named = dotted(source, binding.value)
+    return named if named and named.partition(".")[0] not in _RECEIVERS else None
 
 
 def literal_of(source: SourceFile, binding: ClassBinding) -> str | None:
