@@ -337,12 +337,6 @@ def binding_counts(source: SourceFile, root: Node, names: Iterable[str]) -> dict
     return counts
 
 
-def bindings_of(source: SourceFile, root: Node, name: str) -> list[Node]:
-    """The identifiers under ``root`` that bind ``name``, as :func:`binding_counts` counts
-    them, in the order they are written."""
-    return sorted(_bindings(source, root, {name}), key=lambda node: node.start_byte)
-
-
 def _bindings(source: SourceFile, root: Node, names: Iterable[str]) -> Iterator[Node]:
     wanted = set(names)
     stack = [root]

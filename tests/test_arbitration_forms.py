@@ -716,6 +716,8 @@ def test_a_name_the_test_assigns_again_is_read_where_the_assertion_reads_it(
         "r = f(1)\n    def g():\n        nonlocal r\n        r = 3\n    g()\n    assert r == 2",
         "global r\n    r = f(1)\n    assert r == 2",
         "r = f(1)\n    r += 1\n    assert r == 2",
+        # a closure reads it: it may run between the assignment and the assertion
+        "push = lambda: r.append(0)\n    r = f(1)\n    push()\n    assert r == 2",
     ],
 )
 def test_a_name_that_may_be_bound_between_its_assignment_and_the_assertion_is_refused(body: str):
@@ -751,3 +753,48 @@ def test_a_class_under_test_is_named_as_one(text: str, reason: str):
 
     with pytest.raises(NotIsolated, match=reason):
         function_spec(text, "m.py", "m", "Bits")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("r = f(1)\n{i}assert r == 2", 0),
+        ("r = f(1)\n{i}r = f(2)\n{i}assert r == 2\n{i}r = f(3)", 1),
+        ("for r in ():\n{i}    pass\n{i}r = f(1)  # a comment\n{i}x = 1; assert r == 2", 1),
+        ("r: int = f(1)\n{i}assert r == 2", 0),
+        ("r = f(1)\n{i}r = f(r)\n{i}assert r == 2", 1),
+        ("r = f(1)\n{i}if r:\n{i}    r = 2\n{i}assert r == 2", None),
+        ("g = lambda: r\n{i}r = f(1)\n{i}assert r == 2", None),
+        ("r = f(r := 1)\n{i}assert r == 2", None),
+    ],
+)
+@pytest.mark.parametrize("where", ["module", "class"])
+def test_the_failing_calls_reader_and_the_suites_read_a_reassigned_name_by_one_rule(
+    body: str, expected: int | None, where: str
+):
+    """The failing call's reader (tree-sitter) reads a test's text with ast to ask the one
+    rule of ``reaching``: at a function's indentation and a method's, it names the same
+    statement the suite's reader (ast) does, or refuses where that does."""
+    import ast
+
+    from referee.checks.arbitration.reaching import reaching
+    from referee.checks.arbitration.sites import reaching_assignment
+    from referee.checks.pymodule import PythonModule
+    from referee.checks.source import SourceFile
+
+    indent = "        " if where == "class" else "    "
+    head = "class TestX:\n    def test_x(self):\n" if where == "class" else "def test_x():\n"
+    text = head + indent + body.format(i=indent) + "\n"
+    source = SourceFile("tests/t.py", text)
+    fn = next(f for f in PythonModule(source, is_test_file=True).functions if f.name == "test_x")
+    at = text.index("assert r")
+    found = reaching_assignment(source, fn, "r", at)
+    tree = ast.parse(text)
+    function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    position = next(
+        i for i, s in enumerate(function.body) if s.lineno == text[:at].count("\n") + 1
+    )
+    index = reaching(function, "r", position)
+    assert (found[0] if found else None) == index == expected
+    if index is not None:
+        assert source.node_text(found[1]) == ast.unparse(function.body[index].value)

@@ -434,19 +434,35 @@ def test_the_suite_reads_a_methods_calls_in_the_oracle_contract():
         # a nested function reads a name built twice: it may run at any time
         'o = Replacer({})\n    f = lambda: o.sub("")\n    o = Replacer({1: 2})\n    f()\n'
         '    assert o.sub("1") == "2"',
-        # read before its first building: another value, a parameter's
-        "o.reset()\n    o = Replacer({1: 2})\n    o = Replacer({1: 2})\n"
-        '    assert o.sub("1") == "2"',
+        # a closure reads it: it may run between the building and the assertion
+        'f = lambda: o.reset()\n    o = Replacer({1: 2})\n    f()\n    assert o.sub("1") == "2"',
         'global o\n    o = Replacer({})\n    o = Replacer({1: 2})\n    assert o.sub("1") == "2"',
         'o = Replacer({1: 2})\n    o += 1\n    assert o.sub("1") == "2"',
     ],
-    ids=["branch", "nested-read", "read-before", "global", "augmented"],
+    ids=["branch", "nested-read", "closure", "global", "augmented"],
 )
 def test_an_object_built_again_where_another_binding_may_reach_the_assertion_gives_no_example(
     body: str,
 ):
     text = f"from text import Replacer\n\n\ndef test_a(o=None):\n    {body}\n"
     assert _read_examples(text) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # what the name held before (a parameter's value) is not what the assertion reads
+        'o.reset()\n    o = Replacer({1: 2})\n    assert o.sub("1") == "2"',
+        # bound again after the assertion, by a loop: the assertion has read it by then
+        'o = Replacer({1: 2})\n    assert o.sub("1") == "2"\n    for o in []:\n        pass',
+    ],
+    ids=["read-before", "bound-after"],
+)
+def test_the_building_an_assertion_reads_is_its_example_whatever_the_name_held_before_or_after(
+    body: str,
+):
+    text = f"from text import Replacer\n\n\ndef test_a(o=None):\n    {body}\n"
+    assert [example[:2] for example in _read_examples(text)] == [("sub(({1: 2},), {}, '1')", "'2'")]
 
 
 def test_the_suite_reads_a_method_of_an_object_set_up_once_at_its_first_use_in_a_test():

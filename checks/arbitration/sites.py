@@ -10,13 +10,15 @@ import keyword
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from tree_sitter import Node
 
 from referee.checks.arbitration.projection import checked
+from referee.checks.arbitration.reaching import FunctionAst, reaching
 from referee.checks.models import SiteKind
-from referee.checks.nodes import bindings_of, statements, unwrap
+from referee.checks.nodes import statements, unwrap
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
@@ -244,42 +246,46 @@ def assignments(source: SourceFile, body: list[Node], name: str) -> list[tuple[i
     return found
 
 
-_SCOPES = frozenset({"function_definition", "lambda", "class_definition"})
-
-
 def reaching_assignment(
     source: SourceFile, fn: Function, name: str, at: int
 ) -> tuple[int, Node] | None:
     """(index among the test's own statements, value) of the ``name = value`` statement
-    whose value ``name`` holds at the byte ``at`` of the test ``fn``: the last one at the
-    test's top level before the statement that holds ``at`` — the test may assign the
-    name again before it (``r = parse(a)``, ``assert r == …``, ``r = parse(b)``) or after.
-    None where nothing else is certain to hold it there: another binding of the name
-    between the two statements, inside the one that holds ``at`` (a loop goes round to
-    it), in the assignment's own value (``:=``), in a nested function, lambda or class,
-    or a ``global``/``nonlocal`` of it."""
+    whose value ``name`` holds at the byte ``at`` of the test ``fn``, by the one rule of
+    :mod:`~referee.checks.arbitration.reaching` (the suite's reader applies it too): the
+    test's text is read with ``ast`` at its own indentation, and the statement found
+    again among tree-sitter's. None where that rule gives no answer, or where the two
+    trees do not list the same statements (a text ``ast`` cannot read)."""
     body = statements(fn.body)
     position = next((i for i, s in enumerate(body) if s.start_byte <= at < s.end_byte), None)
-    found = [(i, value) for i, value in assignments(source, body, name) if i < (position or 0)]
-    if position is None or not found:
+    function = _parsed_function(source, fn)
+    if position is None or function is None or len(function.body) != len(body):
         return None
-    index, value = found[-1]
-    for node in bindings_of(source, fn.node, name):
-        scope = node.parent
-        if scope is not None and scope.type in ("global_statement", "nonlocal_statement"):
-            return None
-        while scope is not None and scope != fn.node and scope.type not in _SCOPES:
-            scope = scope.parent
-        if scope != fn.node:
-            return None  # bound in a nested function, lambda or class
-        held = next(
-            (i for i, s in enumerate(body) if s.start_byte <= node.start_byte < s.end_byte), -1
-        )
-        if held == index and node.end_byte > value.start_byte:
-            return None  # ``r = f(r := …)``
-        if index < held <= position:
-            return None
-    return index, value
+    index = reaching(function, name, position)
+    found = dict(assignments(source, body, name))
+    if index is None or index not in found:
+        return None
+    return index, found[index]
+
+
+def _parsed_function(source: SourceFile, fn: Function) -> FunctionAst | None:
+    """The test ``fn`` as ``ast`` reads it (its text at its own indentation, under an
+    ``if`` when it has one), or None where ``ast`` cannot read it."""
+    node = fn.node
+    row, column = node.start_point
+    indent = source.lines[row][:column].decode("utf-8", "replace")
+    return _parsed(indent, source.node_text(node))
+
+
+@lru_cache(maxsize=64)
+def _parsed(indent: str, text: str) -> FunctionAst | None:
+    head = "if 1:\n" if indent else ""
+    try:
+        tree = ast.parse(head + indent + text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    body = tree.body[0].body if head and isinstance(tree.body[0], ast.If) else tree.body
+    found = body[0] if len(body) == 1 else None
+    return found if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def identifiers(source: SourceFile, node: Node) -> set[str]:

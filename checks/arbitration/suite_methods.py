@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from referee.checks.arbitration.ast_names import dotted_name
 from referee.checks.arbitration.fixture_rule import fixture_value
+from referee.checks.arbitration.reaching import SCOPES, assigned_value, reaching
 
 
 class Owner(NamedTuple):
@@ -25,62 +26,59 @@ class Owner(NamedTuple):
     form: str
 
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-
-
 def built_objects(
     function: ast.FunctionDef | ast.AsyncFunctionDef, is_class: Callable[[ast.expr], bool]
 ) -> dict[str, list[tuple[ast.Call, int, int]]]:
     """The names ``function`` binds at its top level to a building of the method's class
     (``t = Table([[1]])``): each building with its line and the line the name is next read
-    on — the one assertion that may take the object as built. A name built again (``t =
-    Table(...)`` before each assertion) has a building for each. None for a name read
-    before its first building, or bound anywhere but by such top-level assignments (a
-    loop, ``+=``, a branch); a name built more than once, also none where a nested
-    function, lambda or class reads it or ``global``/``nonlocal`` names it."""
-    # the top-level ``name = value`` statements, each with its name
-    tops = [
-        (stmt.targets[0].id, stmt)
-        for stmt in function.body
-        if isinstance(stmt, ast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
-    ]
-    assigned = Counter(name for name, _ in tops)
-    stores: Counter[str] = Counter()
-    reads: dict[str, list[int]] = {}  # the lines each name is read on
-    nested: set[str] = set()  # read in a nested scope, or declared global or nonlocal
-
-    def visit(node: ast.AST, inner: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Name):
-                if isinstance(child.ctx, ast.Load):
-                    reads.setdefault(child.id, []).append(child.lineno)
-                    if inner:
-                        nested.add(child.id)
-                else:
-                    stores[child.id] += 1
-            elif isinstance(child, (ast.Global, ast.Nonlocal)):
-                nested.update(child.names)
-            visit(child, inner or isinstance(child, _SCOPES))
-
-    visit(function, False)
+    on — the one assertion that may take the object as built. A building counts only where
+    that next read takes its value from it by the one rule of
+    :mod:`~referee.checks.arbitration.reaching` (the failing call's reader applies it too),
+    and is the test's own (not in a nested function, lambda or class). A name built again
+    (``t = Table(...)`` before each assertion) has a building for each."""
     found: dict[str, list[tuple[ast.Call, int, int]]] = {}
-    for name, stmt in tops:
-        if stores[name] != assigned[name] or (assigned[name] > 1 and name in nested):
+    for index, stmt in enumerate(function.body):
+        names = [t.id for t in _targets(stmt)]
+        value = assigned_value(stmt, names[0]) if len(names) == 1 else None
+        if not (isinstance(value, ast.Call) and is_class(value.func)):
             continue
-        if not (isinstance(stmt.value, ast.Call) and is_class(stmt.value.func)):
+        name = names[0]
+        read = _next_read(function, name, index)
+        if read is None or reaching(function, name, read[0]) != index:
             continue
-        end = getattr(stmt, "end_lineno", None) or stmt.lineno
-        lines = [other.lineno for other_name, other in tops if other_name == name]
-        read = reads.get(name, [])
-        later = [line for line in read if line > end]
-        if not later or any(line <= lines[0] for line in read):
-            continue  # never read, or read before it is first built (a parameter, say)
-        if any(end < line <= min(later) for line in lines):
-            continue  # built again before it is read
-        found.setdefault(name, []).append((stmt.value, stmt.lineno, min(later)))
+        found.setdefault(name, []).append((value, stmt.lineno, read[1]))
     return found
+
+
+def _targets(stmt: ast.stmt) -> list[ast.Name]:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+    elif isinstance(stmt, ast.AnnAssign):
+        target = stmt.target
+    else:
+        return []
+    return [target] if isinstance(target, ast.Name) else []
+
+
+def _next_read(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, index: int
+) -> tuple[int, int] | None:
+    """(the top-level statement, the line) of the first read of ``name`` after the
+    statement ``index``; None where there is none, or where it is in a nested function,
+    lambda or class (which may run later, when the name holds something else)."""
+    for position, stmt in enumerate(function.body[index + 1 :], index + 1):
+        reads: list[tuple[int, int, bool]] = []
+        stack: list[tuple[ast.AST, bool]] = [(stmt, False)]
+        while stack:
+            node, nested = stack.pop()
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+                reads.append((node.lineno, node.col_offset, nested))
+            inner = nested or isinstance(node, SCOPES)
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        if reads:
+            line, _, nested = min(reads)
+            return None if nested else (position, line)
+    return None
 
 
 def self_attribute(node: ast.AST, name: str | None = None) -> str | None:
