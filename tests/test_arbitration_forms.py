@@ -798,3 +798,42 @@ def test_the_failing_calls_reader_and_the_suites_read_a_reassigned_name_by_one_r
     assert (found[0] if found else None) == index == expected
     if index is not None:
         assert source.node_text(found[1]) == ast.unparse(function.body[index].value)
+
+
+@pytest.mark.parametrize(
+    "looks",
+    [
+        "assert len(r) == 2",
+        'assert r[0] == "a" and r.kind is None',
+        "self.assertEqual(len(r), 2)\n    self.assertIsNotNone(r)",
+    ],
+)
+def test_a_value_earlier_assertions_only_looked_at_is_read_as_the_call(looks: str):
+    """``stmts = split(s)``, ``assert len(stmts) == 2``, then ``assert stmts[1] == …``: the
+    assertions between only looked at the value, so the failing one reads it as the call
+    left it (one rule with the suite's reader: ``reaching.readers``)."""
+    isolated = _iso(f'r = f("a;b")\n    {looks}\n    assert r[1] == "b"', failing='r[1] ==')
+    assert (isolated.call, isolated.projection, isolated.expected.text) == (
+        'f("a;b")[1]',
+        "[1]",
+        '"b"',
+    )
+    assert "assigned-call" in isolated.forms
+
+
+@pytest.mark.parametrize(
+    "touches",
+    [
+        "assert r.pop() == 1",  # a method call may change it
+        "assert check(r)",  # so may a function given it
+        'assert "a" in r',  # the container is iterated
+        "assert list(r) == [1]",  # so is a built-in's argument
+        "n = len(r)",  # not an assertion
+        "with ctx():\n        assert r[0] == 1",  # the same, inside a block
+    ],
+)
+def test_a_value_an_earlier_statement_may_have_changed_is_refused(touches: str):
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    with pytest.raises(NotIsolated, match="neither side of the comparison is a function call"):
+        _iso(f'r = f("a;b")\n    {touches}\n    assert r[1] == "b"', failing='r[1] ==')

@@ -497,3 +497,28 @@ def test_the_suite_reads_a_method_of_an_object_set_up_once_at_its_first_use_in_a
         '        assert self.r.sub("m") == "n"\n'
     )
     assert _read_examples(text) == [("sub(({'a': 'b'},), {}, 'a a')", "'b b'", ((15, 15), (8, 8)))]
+
+
+@pytest.mark.parametrize(
+    ("looks", "taken"),
+    [
+        ('assert o.size == 1\n    assert len(o) == 1\n    assert o["k"].v is None', True),
+        ("self.assertIsNotNone(o)\n    assert isinstance(o, Replacer)", True),
+        ('assert o.reset() is None', False),  # a method call may change it
+        ("assert check(o)", False),  # a function given it may change it
+        ('assert "a" in o', False),  # the container is iterated
+        ("assert sorted(o) == [1]", False),  # so is a built-in's argument
+        ("print(o)", False),  # not an assertion
+    ],
+)
+def test_an_object_read_by_assertions_that_only_looked_at_it_is_taken_as_built(
+    looks: str, taken: bool
+):
+    """The suite's reader takes a building at each assertion after it while the ones
+    before only looked at the object — the rule the failing call's reader applies."""
+    text = (
+        f"from text import Replacer\n\n\ndef test_a(self):\n    o = Replacer({{1: 2}})\n"
+        f'    {looks}\n    assert o.sub("1") == "2"\n'
+    )
+    examples = [example[:2] for example in _read_examples(text)]
+    assert examples == ([("sub(({1: 2},), {}, '1')", "'2'")] if taken else [])

@@ -19,13 +19,15 @@ nor where a nested function, lambda or class reads it: it may run at any later t
 the name holds another value, or between the assignment and the read, changing the object
 the read takes as built.
 
-A leaf module: it imports nothing of referee's.
+A leaf module: it imports nothing of referee's but unittest's table of assertion methods.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+
+from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 FunctionAst = ast.FunctionDef | ast.AsyncFunctionDef
@@ -112,3 +114,121 @@ def _binds(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.MatchMapping):
         return node.rest == name
     return False
+
+
+# Built-ins an assertion may apply to the value without changing it or using it up: not
+# ``list``, ``sorted`` or ``sum``, which exhaust an iterator a later read would find empty.
+_LOOKING = frozenset({"len", "isinstance", "type", "repr", "str", "bool", "id"})
+
+
+def readers(function: FunctionAst, name: str, index: int) -> list[tuple[int, int, int]]:
+    """The top-level statements after the assignment ``index`` of ``name`` that read the
+    value it left: (statement, line, column) of each one's first read of ``name``. The
+    first that reads it takes it as built; so does each after it while every one before
+    only looked at it — an assertion that compares it, its attributes or items under
+    literal keys, or its ``len`` (:func:`only_looks`: ``assert len(stmts) == 2``, then
+    ``assert stmts[0] == 'select foo;'``). A call of one of its methods, an argument to
+    another function, anything but such an assertion, may have changed it: the statement
+    reads it, the ones after it do not take it as built."""
+    found: list[tuple[int, int, int]] = []
+    for position in range(index + 1, len(function.body)):
+        stmt = function.body[position]
+        reads = [
+            (node.lineno, node.col_offset)
+            for node in ast.walk(stmt)
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+        ]
+        if not reads:
+            continue
+        if reaching(function, name, position) != index:
+            break
+        found.append((position, *min(reads)))
+        if not only_looks(stmt, name):
+            break
+    return found
+
+
+def only_looks(stmt: ast.stmt, name: str) -> bool:
+    """Whether ``stmt`` is an assertion (``assert``, or a unittest assertion method other
+    than ``assertIn``'s container) that mentions ``name`` only to look at it: compared, or
+    its attribute read, or its item under a literal key, or given to a built-in that
+    looks (``len``, ``isinstance``)."""
+    if isinstance(stmt, ast.Assert):
+        roots: list[ast.AST] = [stmt.test, *([stmt.msg] if stmt.msg is not None else [])]
+    elif _assertion_method(stmt) is not None:
+        call = stmt.value  # type: ignore[attr-defined]
+        method = _assertion_method(stmt)
+        arguments = list(call.args)
+        container = arguments[1] if len(arguments) > 1 else None
+        if method in ("assertIn", "assertNotIn") and container and _mentions(container, name):
+            return False  # the container is iterated
+        roots = [*arguments, *(k.value for k in call.keywords)]
+    else:
+        return False
+    return all(_looks(root, name) for root in roots)
+
+
+def _assertion_method(stmt: ast.stmt) -> str | None:
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    func = stmt.value.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None
+    if func.value.id != "self":
+        return None
+    method = ALIASES.get(func.attr, func.attr)
+    return method if method in METHODS else None
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _looks(node: ast.AST, name: str) -> bool:
+    """Whether every mention of ``name`` under ``node`` only looks at its value."""
+    if not _mentions(node, name):
+        return True
+    if isinstance(node, (ast.Attribute, ast.Subscript)) or (
+        isinstance(node, ast.Name) and node.id == name
+    ):
+        return _looked_at(node, name)
+    if isinstance(node, ast.Compare):
+        sides = [node.left, *node.comparators]
+        containers = {i + 1 for i, op in enumerate(node.ops) if isinstance(op, (ast.In, ast.NotIn))}
+        return all(
+            _looks(side, name) and not (i in containers and _mentions(side, name))
+            for i, side in enumerate(sides)
+        )
+    if isinstance(node, ast.BoolOp):
+        return all(_looks(value, name) for value in node.values)
+    if isinstance(node, ast.UnaryOp):
+        return _looks(node.operand, name)
+    if isinstance(node, ast.Call):
+        looking = isinstance(node.func, ast.Name) and node.func.id in _LOOKING
+        return looking and not node.keywords and all(_looks(a, name) for a in node.args)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_looks(element, name) for element in node.elts)
+    return False
+
+
+def _looked_at(node: ast.AST, name: str) -> bool:
+    """``name``, ``name.attr``, ``name[0]``, ``name["k"].attr[1:2]``: a chain of attribute
+    reads and literal subscripts down to the name itself."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Subscript) and _mentions(node.slice, name):
+            return False
+        if isinstance(node, ast.Subscript) and not _literal_key(node.slice):
+            return False
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _literal_key(node: ast.expr) -> bool:
+    if isinstance(node, ast.Slice):
+        parts = (node.lower, node.upper, node.step)
+        return all(p is None or _literal_key(p) for p in parts)
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True

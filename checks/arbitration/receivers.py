@@ -11,9 +11,9 @@ from tree_sitter import Node
 from referee.checks.arbitration import fixture_objects, set_up
 from referee.checks.arbitration.sites import (
     NotIsolated,
+    assertion_reads,
     assignments,
     dotted,
-    mentioned_between,
     reaching_assignment,
 )
 from referee.checks.nodes import binding_counts, excerpt, statements, unwrap
@@ -133,16 +133,14 @@ def callee_and_object(
 
 def assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node) -> Node | None:
     """The call of the ``name = f(...)`` statement of the test's body whose value the
-    assertion reads (:func:`~referee.checks.arbitration.sites.reaching_assignment`: the
-    last before it, where nothing else can have bound the name in between), when nothing
-    between them mentions ``name`` (a method call on it, an append, could have changed the
-    value the assertion sees); else None."""
+    assertion takes as built, by the one rule the suite's reader applies too
+    (:func:`~referee.checks.arbitration.sites.assertion_readers`): the last assignment
+    before it, where nothing else can have bound the name in between, and nothing between
+    them but assertions that only look at the value (``assert len(stmts) == 2``, then
+    ``assert stmts[0] == 'select foo;'``) — a method call on it, an append, could have
+    changed the value the assertion sees; else None."""
     found = reaching_assignment(source, fn, name, assertion.start_byte)
     if found is None or found[1].type != "call":
         return None
     index, call = found
-    # anywhere before the assertion: also inside the block that holds it
-    statement = statements(fn.body)[index]
-    if mentioned_between(source, fn.body, name, statement.end_byte, assertion.start_byte):
-        return None
-    return call
+    return call if assertion_reads(source, fn, name, index, assertion) else None

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from tree_sitter import Node
 
 from referee.checks.arbitration.projection import checked
-from referee.checks.arbitration.reaching import FunctionAst, reaching
+from referee.checks.arbitration.reaching import FunctionAst, reaching, readers
 from referee.checks.models import SiteKind
 from referee.checks.nodes import statements, unwrap
 from referee.checks.pymodule import Function, PythonModule
@@ -265,6 +265,31 @@ def reaching_assignment(
     if index is None or index not in found:
         return None
     return index, found[index]
+
+
+def assertion_reads(
+    source: SourceFile, fn: Function, name: str, index: int, assertion: Node
+) -> bool:
+    """Whether ``assertion`` takes the value the assignment ``index`` of ``name`` left as
+    built, by the rule of :func:`~referee.checks.arbitration.reaching.readers`: its
+    statement is one of the assignment's readers, and the assertion itself holds that
+    statement's first read of the name (nothing before it in a ``with`` or ``for`` that
+    holds it mentions the name)."""
+    function = _parsed_function(source, fn)
+    body = statements(fn.body)
+    position = next(
+        (i for i, s in enumerate(body) if s.start_byte <= assertion.start_byte < s.end_byte),
+        None,
+    )
+    if function is None or position is None or len(function.body) != len(body):
+        return False
+    shift = 1 if source.lines[fn.node.start_point.row][: fn.node.start_point.column] else 0
+    line = assertion.start_point.row - fn.node.start_point.row + 1 + shift
+    start = (line, assertion.start_point.column)
+    return any(
+        held == position and (read_line, column) >= start
+        for held, read_line, column in readers(function, name, index)
+    )
 
 
 def _parsed_function(source: SourceFile, fn: Function) -> FunctionAst | None:

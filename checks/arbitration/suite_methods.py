@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from referee.checks.arbitration.ast_names import dotted_name
 from referee.checks.arbitration.fixture_rule import fixture_value
-from referee.checks.arbitration.reaching import SCOPES, assigned_value, reaching
+from referee.checks.arbitration.reaching import assigned_value, readers
 
 
 class Owner(NamedTuple):
@@ -28,25 +28,23 @@ class Owner(NamedTuple):
 
 def built_objects(
     function: ast.FunctionDef | ast.AsyncFunctionDef, is_class: Callable[[ast.expr], bool]
-) -> dict[str, list[tuple[ast.Call, int, int]]]:
+) -> dict[str, list[tuple[ast.Call, int, tuple[int, ...]]]]:
     """The names ``function`` binds at its top level to a building of the method's class
-    (``t = Table([[1]])``): each building with its line and the line the name is next read
-    on — the one assertion that may take the object as built. A building counts only where
-    that next read takes its value from it by the one rule of
-    :mod:`~referee.checks.arbitration.reaching` (the failing call's reader applies it too),
-    and is the test's own (not in a nested function, lambda or class). A name built again
-    (``t = Table(...)`` before each assertion) has a building for each."""
-    found: dict[str, list[tuple[ast.Call, int, int]]] = {}
+    (``t = Table([[1]])``): each building with its line and the lines of the assertions
+    that may take the object as built — the next statement that reads the name, and each
+    after it while the ones before only looked at it
+    (:func:`~referee.checks.arbitration.reaching.readers`, the one rule the failing call's
+    reader applies too). A name built again (``t = Table(...)`` before each assertion) has
+    a building for each."""
+    found: dict[str, list[tuple[ast.Call, int, tuple[int, ...]]]] = {}
     for index, stmt in enumerate(function.body):
         names = [t.id for t in _targets(stmt)]
         value = assigned_value(stmt, names[0]) if len(names) == 1 else None
         if not (isinstance(value, ast.Call) and is_class(value.func)):
             continue
-        name = names[0]
-        read = _next_read(function, name, index)
-        if read is None or reaching(function, name, read[0]) != index:
-            continue
-        found.setdefault(name, []).append((value, stmt.lineno, read[1]))
+        lines = tuple(line for _, line, _ in readers(function, names[0], index))
+        if lines:
+            found.setdefault(names[0], []).append((value, stmt.lineno, lines))
     return found
 
 
@@ -58,27 +56,6 @@ def _targets(stmt: ast.stmt) -> list[ast.Name]:
     else:
         return []
     return [target] if isinstance(target, ast.Name) else []
-
-
-def _next_read(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, index: int
-) -> tuple[int, int] | None:
-    """(the top-level statement, the line) of the first read of ``name`` after the
-    statement ``index``; None where there is none, or where it is in a nested function,
-    lambda or class (which may run later, when the name holds something else)."""
-    for position, stmt in enumerate(function.body[index + 1 :], index + 1):
-        reads: list[tuple[int, int, bool]] = []
-        stack: list[tuple[ast.AST, bool]] = [(stmt, False)]
-        while stack:
-            node, nested = stack.pop()
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
-                reads.append((node.lineno, node.col_offset, nested))
-            inner = nested or isinstance(node, SCOPES)
-            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-        if reads:
-            line, _, nested = min(reads)
-            return None if nested else (position, line)
-    return None
 
 
 def self_attribute(node: ast.AST, name: str | None = None) -> str | None:

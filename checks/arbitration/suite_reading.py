@@ -171,8 +171,8 @@ class _Reader:
         self.owner = owner  # a method's class: its calls are read in the oracle contract
         # names the test binds once to ``Owner(...)``: (the building, its line, the line
         # the name is next read on)
-        self.objects: dict[str, list[tuple[ast.Call, int, int]]] = {}
-        self.values: dict[str, list[tuple[ast.Call, int, int]]] = {}
+        self.objects: dict[str, list[tuple[ast.Call, int, tuple[int, ...]]]] = {}
+        self.values: dict[str, list[tuple[ast.Call, int, tuple[int, ...]]]] = {}
         # attributes the test's class's setUp binds once to one: the same, the line of
         # the first mention in the test
         self.set_up: dict[str, tuple[ast.Call, int, int]] = {}
@@ -218,7 +218,10 @@ class _Reader:
         # a function's values the test assigns (``r = f(1)``), read at the name's next read
         self.values = built_objects(function, self.ours) if self.owner is None else {}
         if fixtures:
-            taken = {name: [read] for name, read in fixture_reads(function, fixtures).items()}
+            taken = {
+                name: [(building, line, (read,))]
+                for name, (building, line, read) in fixture_reads(function, fixtures).items()
+            }
             self.objects = {**taken, **self.objects}
         self.set_up = first_reads(function, set_up)
 
@@ -252,11 +255,13 @@ class _Reader:
             return building if self.line <= first_read <= self.end_line else None
         return None
 
-    def _object(self, name: str) -> tuple[ast.Call, int, int] | None:
-        """The building of ``name`` the current assertion is the next read of, if any."""
-        return next(
-            (b for b in self.objects.get(name, ()) if self.line <= b[2] <= self.end_line), None
-        )
+    def _object(self, name: str) -> tuple[ast.Call, int, tuple[int, ...]] | None:
+        """The building of ``name`` the current assertion takes as built, if any."""
+        return next((b for b in self.objects.get(name, ()) if self._reads(b[2])), None)
+
+    def _reads(self, lines: tuple[int, ...]) -> bool:
+        """Whether the current assertion is one of the reads on ``lines``."""
+        return any(self.line <= line <= self.end_line for line in lines)
 
     def _receiver(self, func: ast.expr, env: dict[str, object]) -> list[str]:
         """A method's call's first arguments in the oracle contract: the building's
@@ -299,10 +304,7 @@ class _Reader:
             wrapper, node = node.func.id, node.args[0]
         assigned = None
         if isinstance(node, ast.Name):  # ``r = f(1)`` before: ``assert r == 2``
-            assigned = next(
-                (v for v in self.values.get(node.id, ()) if self.line <= v[2] <= self.end_line),
-                None,
-            )
+            assigned = next((v for v in self.values.get(node.id, ()) if self._reads(v[2])), None)
             node = assigned[0] if assigned is not None else node
         if not isinstance(node, ast.Call) or not self.ours(node.func):
             return None
