@@ -837,3 +837,26 @@ def test_a_value_an_earlier_statement_may_have_changed_is_refused(touches: str):
 
     with pytest.raises(NotIsolated, match="neither side of the comparison is a function call"):
         _iso(f'r = f("a;b")\n    {touches}\n    assert r[1] == "b"', failing='r[1] ==')
+
+
+@pytest.mark.parametrize(
+    ("body", "call"),
+    [
+        ("x = 1\n    r = f(x)\n    x = 3\n    assert r == 2", None),
+        ("x = 1\n    r = f(x)\n    for x in (3,):\n        pass\n    assert r == 2", None),
+        ("x = 1\n    t = T(x)\n    x = 3\n    assert t.m() == 2", None),
+        ("x = 1\n    r = f(x)\n    assert r == 2\n    x = 3", "f(1)"),
+    ],
+)
+def test_a_call_whose_arguments_are_bound_again_before_the_assertion_is_not_read_as_written(
+    body: str, call: str | None
+):
+    """``x = 1``, ``r = f(x)``, ``x = 3``, ``assert r == 2``: reading the call as written
+    at the assertion would arbitrate ``f(3)``, a call the test never made."""
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    if call is None:
+        with pytest.raises(NotIsolated, match="is a function call|does not build"):
+            _iso(body, failing="assert")
+    else:
+        assert _iso(body, failing="assert").call == call

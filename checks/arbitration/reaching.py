@@ -129,10 +129,20 @@ def readers(function: FunctionAst, name: str, index: int) -> list[tuple[int, int
     literal keys, or its ``len`` (:func:`only_looks`: ``assert len(stmts) == 2``, then
     ``assert stmts[0] == 'select foo;'``). A call of one of its methods, an argument to
     another function, anything but such an assertion, may have changed it: the statement
-    reads it, the ones after it do not take it as built."""
+    reads it, the ones after it do not take it as built. Nor does anything from a statement
+    that binds a name the assignment's value reads on (``r = f(x)``, then ``x = 3``): the
+    call, read as written, would no longer be the one that made the value."""
     found: list[tuple[int, int, int]] = []
+    value = assigned_value(function.body[index], name)
+    inputs = (
+        {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if value is not None
+        else set()
+    )
     for position in range(index + 1, len(function.body)):
         stmt = function.body[position]
+        if any(_binds(node, other) for node in ast.walk(stmt) for other in inputs):
+            break  # ``x = 3`` after ``r = f(x)``: the call as written no longer says what it got
         reads = [
             (node.lineno, node.col_offset)
             for node in ast.walk(stmt)
