@@ -126,3 +126,50 @@ def test_cli_edits_the_expected_value_inside_assert_true_with_a_certificate(
     assert (root / "text.py").read_text(encoding="utf-8") == RIGHT
     guard = referee("guard", cwd=root)
     assert guard.returncode == 0, guard.stdout + guard.stderr
+
+
+# ------------------------------- a boolean assertion of a value the test assigned first
+
+PALINDROME = '''def is_palindrome(text: str) -> bool:
+    """Whether text reads the same backwards, ignoring case: is_palindrome("Aba") is True,
+    is_palindrome("ab") False."""
+    return text == text[::-1]{fixed}
+'''
+PALINDROME_ORACLE = "def is_palindrome(text):\n    return text.lower() == text.lower()[::-1]\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "node"),
+    [
+        (
+            'def test_x():\n    r = is_palindrome("Aba")\n    assert len("Aba") == 3\n'
+            "    assert r\n",
+            "tests/test_text.py::test_x",
+        ),
+        (
+            "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_x(self):\n"
+            '        r = is_palindrome("Aba")\n        self.assertIsNotNone(r)\n'
+            "        self.assertTrue(r)\n",
+            "tests/test_text.py::T::test_x",
+        ),
+    ],
+    ids=["assert-name", "assert-true-name"],
+)
+def test_cli_fixes_a_function_whose_assigned_value_the_test_asserts_true(
+    tmp_path: Path, referee, body: str, node: str
+):
+    """``r = is_palindrome("Aba")``, then ``assert r`` (``self.assertTrue(r)``) after an
+    assertion that only looked at ``r``: the call is the one ``r`` holds (forms
+    ``boolean``, ``assigned-call``), blamed on the source and fixed."""
+    tests = f"from text import is_palindrome\n\n\n{body}"
+    wrong = PALINDROME.format(fixed="")
+    right = PALINDROME.format(fixed="").replace(
+        "return text == text[::-1]", "return text.lower() == text.lower()[::-1]"
+    )
+    root, verdict = arbitrate_with(tmp_path, referee, wrong, tests, node, PALINDROME_ORACLE, right)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call"] == 'is_palindrome("Aba")'
+    assert {"boolean", "assigned-call"} <= set(verdict["call_forms"])
+    assert verdict["truth"] == "True" and verdict["applied"] is True
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+    assert_tests_pass(root)

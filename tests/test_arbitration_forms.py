@@ -643,6 +643,20 @@ def _iso(body: str, frame_locals=None, *, failing: str | None = None):
             ("unittest-method", "identity"),
         ),
         (
+            "r = f(1)\n    assert r.ok == 2\n    assert not r",
+            "falsy",
+            "left",
+            "False",
+            ("boolean", "assigned-call"),
+        ),
+        (
+            "r = f(1)\n    self.assertTrue(r)",
+            "truthy",
+            "left",
+            "True",
+            ("unittest-method", "boolean", "assigned-call"),
+        ),
+        (
             "with pytest.raises(ValueError):\n        f(1)",
             "raises",
             "left",
@@ -791,9 +805,7 @@ def test_the_failing_calls_reader_and_the_suites_read_a_reassigned_name_by_one_r
     found = reaching_assignment(source, fn, "r", at)
     tree = ast.parse(text)
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
-    position = next(
-        i for i, s in enumerate(function.body) if s.lineno == text[:at].count("\n") + 1
-    )
+    position = next(i for i, s in enumerate(function.body) if s.lineno == text[:at].count("\n") + 1)
     index = reaching(function, "r", position)
     assert (found[0] if found else None) == index == expected
     if index is not None:
@@ -812,7 +824,7 @@ def test_a_value_earlier_assertions_only_looked_at_is_read_as_the_call(looks: st
     """``stmts = split(s)``, ``assert len(stmts) == 2``, then ``assert stmts[1] == …``: the
     assertions between only looked at the value, so the failing one reads it as the call
     left it (one rule with the suite's reader: ``reaching.readers``)."""
-    isolated = _iso(f'r = f("a;b")\n    {looks}\n    assert r[1] == "b"', failing='r[1] ==')
+    isolated = _iso(f'r = f("a;b")\n    {looks}\n    assert r[1] == "b"', failing="r[1] ==")
     assert (isolated.call, isolated.projection, isolated.expected.text) == (
         'f("a;b")[1]',
         "[1]",
@@ -836,7 +848,7 @@ def test_a_value_an_earlier_statement_may_have_changed_is_refused(touches: str):
     from referee.checks.arbitration.isolate import NotIsolated
 
     with pytest.raises(NotIsolated, match="neither side of the comparison is a function call"):
-        _iso(f'r = f("a;b")\n    {touches}\n    assert r[1] == "b"', failing='r[1] ==')
+        _iso(f'r = f("a;b")\n    {touches}\n    assert r[1] == "b"', failing="r[1] ==")
 
 
 @pytest.mark.parametrize(
@@ -856,7 +868,7 @@ def test_a_call_whose_arguments_are_bound_again_before_the_assertion_is_not_read
     from referee.checks.arbitration.isolate import NotIsolated
 
     if call is None:
-        with pytest.raises(NotIsolated, match="is a function call|does not build"):
+        with pytest.raises(NotIsolated, match=r"is a function call|does not build"):
             _iso(body, failing="assert")
     else:
         assert _iso(body, failing="assert").call == call

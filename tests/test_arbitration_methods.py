@@ -504,7 +504,7 @@ def test_the_suite_reads_a_method_of_an_object_set_up_once_at_its_first_use_in_a
     [
         ('assert o.size == 1\n    assert len(o) == 1\n    assert o["k"].v is None', True),
         ("self.assertIsNotNone(o)\n    assert isinstance(o, Replacer)", True),
-        ('assert o.reset() is None', False),  # a method call may change it
+        ("assert o.reset() is None", False),  # a method call may change it
         ("assert check(o)", False),  # a function given it may change it
         ('assert "a" in o', False),  # the container is iterated
         ("assert sorted(o) == [1]", False),  # so is a built-in's argument

@@ -541,6 +541,23 @@ class T(unittest.TestCase):
     assert found[1].spans == ((11, 11), (3, 3))
 
 
+def test_a_value_the_test_assigns_then_asserts_true_or_false_is_a_truth_example():
+    """``r = f(1)``, then ``assert r`` (``assert not r``, ``self.assertFalse(r)``): the truth
+    of the value the name holds, as the failing call's reader reads it."""
+    text = (
+        "from text import f\n\n\ndef test_a(self):\n    r = f(1)\n    assert r\n"
+        "    s = f(2)\n    assert len(s) == 1\n    assert not s\n"
+        "    u = f(3)\n    self.assertFalse(u)\n    v = f(4)\n    v.clear()\n    assert v\n"
+    )
+    found, _ = assertions(text, "tests/t.py", "f", "text")
+    assert [(a.call, a.want, a.spans) for a in found] == [
+        ("bool(f(1))", "True", ((6, 6), (5, 5))),
+        ("len(f(2))", "1", ((8, 8), (7, 7))),
+        ("bool(f(2))", "False", ((9, 9), (7, 7))),
+        ("bool(f(3))", "False", ((11, 11), (10, 10))),
+    ]
+
+
 @pytest.mark.parametrize(
     "elsewhere",
     ["def test_b():\n    LIMIT = 4\n", "from other import *\n", "def test_b(LIMIT):\n    pass\n"],

@@ -310,8 +310,9 @@ def _compared(
         if cond is not None and cond.type == "not_operator":
             inner = cond.child_by_field_name("argument")
             left, right, op, implicit = (unwrap(inner) if inner else cond), None, "falsy", "False"
-        elif cond is not None and peeled(source, cond)[0].type == "call":
-            # ``assert f(x)``, or a projection of its value: ``assert f(x).ok``
+        elif cond is not None and peeled(source, cond)[0].type in ("call", "identifier"):
+            # ``assert f(x)``, or a projection of its value: ``assert f(x).ok``; or of a
+            # name the test assigned from the call (``r = f(x)``, ``assert r.ok``)
             left, right, op, implicit = cond, None, "truthy", "True"
         elif cond is None or cond.type != "comparison_operator" or len(sides) != 2:
             raise NotIsolated(
@@ -364,12 +365,6 @@ def _call_under_test(
         for side, n in bases.items()
         if n.type == "call" and side not in approx and not is_literal(source.node_text(n))
     ]
-    if one_value and not calls:
-        raise NotIsolated(
-            "cannot isolate the call under test: the value asserted "
-            f"{'true' if op == 'truthy' else 'false' if op == 'falsy' else 'about'} is not a "
-            "function call"
-        )
     if len(calls) == 2 and project_callees is not None:
         # Both sides are calls: the project's function is the call under test, the other
         # side (a constructor of literals, a library's function) what the test expects.
@@ -377,8 +372,9 @@ def _call_under_test(
         if len(ours) == 1:
             calls = ours
     assigned: Node | None = None
-    if not calls and not one_value:
-        # ``result = f(x)`` once, then ``assert result == 3``: the call is the local's.
+    if not calls:
+        # ``result = f(x)``, then ``assert result == 3`` (``assert not result``): the
+        # call is the one the name holds.
         for side, n in bases.items():
             if n.type == "identifier" and side not in approx:
                 assigned = assigned_call(source, fn, source.node_text(n), node)
@@ -386,6 +382,12 @@ def _call_under_test(
                     calls = [side]
                     forms.append("assigned-call")
                     break
+    if one_value and not calls:
+        raise NotIsolated(
+            "cannot isolate the call under test: the value asserted "
+            f"{'true' if op == 'truthy' else 'false' if op == 'falsy' else 'about'} is not a "
+            "function call, nor a name assigned from one that the assertion reads"
+        )
     if len(calls) != 1:
         if not calls:
             which = "neither side of the comparison is a function call"

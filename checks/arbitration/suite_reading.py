@@ -557,8 +557,8 @@ def _truth_check(node: ast.expr, reader: _Reader, env: dict[str, object]) -> tup
         if node.func.id != "bool":
             return None
         node = node.args[0] if len(node.args) == 1 and not node.keywords else node
-    if not isinstance(node, ast.Call):
-        return None
+    if not isinstance(node, (ast.Call, ast.Name)):
+        return None  # a name: the value the test assigned from the call (``r = f(x)``)
     call = reader.call_of(node, env)
     if call is None:
         return None
