@@ -401,6 +401,7 @@ class ArbitrationVerdict(_Model):
         "assertRaises: an expected exception), parametrize, local (a local "
         "variable), loop-table (a loop over a table of cases), assigned-call (the call's "
         "value assigned, then compared; assertions between that only look at it allowed), "
+        "unpacked-call (a name the test unpacks from the call, a, b = f(x): tuple(f(x))[1]), "
         "computed-expected (an expected value the test "
         "computes, never edited), projection (an attribute or a literal item of the call's "
         "value compared: parse(s).year, f(x)[0]), unpacked-argument (f(*args), f(**kwargs) of a "

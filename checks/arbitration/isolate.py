@@ -51,6 +51,7 @@ from referee.checks.arbitration.sites import (
     dotted,
     find_test,
     is_literal,
+    unpacked_call,
     wrapped_call,
 )
 from referee.checks.nodes import (
@@ -64,6 +65,8 @@ from referee.checks.nodes import (
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
+# ``total, rest = f(x)``, then ``assert rest == …``: the item the name unpacks
+UNPACKED_CALL = "unpacked-call"
 # unittest's assertion methods (:mod:`~referee.checks.arbitration.assertion_methods`),
 # with their deprecated spellings
 _METHODS = {**METHODS, **{alias: METHODS[name] for alias, name in ALIASES.items()}}
@@ -372,15 +375,19 @@ def _call_under_test(
         if len(ours) == 1:
             calls = ours
     assigned: Node | None = None
+    unpacked: int | None = None  # the place of the name in ``a, b = f(x)``
     if not calls:
         # ``result = f(x)``, then ``assert result == 3`` (``assert not result``): the
-        # call is the one the name holds.
+        # call is the one the name holds; ``total, rest = f(x)``: the item it unpacks.
         for side, n in bases.items():
             if n.type == "identifier" and side not in approx:
-                assigned = assigned_call(source, fn, source.node_text(n), node)
+                name = source.node_text(n)
+                assigned = assigned_call(source, fn, name, node)
+                if assigned is None and (found := unpacked_call(source, fn, name, node)):
+                    assigned, unpacked = found
                 if assigned is not None:
                     calls = [side]
-                    forms.append("assigned-call")
+                    forms.append("assigned-call" if unpacked is None else UNPACKED_CALL)
                     break
     if one_value and not calls:
         raise NotIsolated(
@@ -402,6 +409,9 @@ def _call_under_test(
     call_side = calls[0]
     call_node = assigned if assigned is not None else bases[call_side]
     projection = _projection(source, sides[call_side], peels[call_side], forms)
+    if unpacked is not None:
+        # unpacking iterates the value, as ``tuple`` does: ``tuple(f(x))[1]``
+        return call_side, call_node, "tuple", f"[{unpacked}]{projection}"
     wrapper = None
     outer = dotted(source, call_node.child_by_field_name("function"))
     inner = wrapped_call(call_node)

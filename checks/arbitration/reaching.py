@@ -34,7 +34,9 @@ FunctionAst = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def assigned_value(stmt: ast.stmt, name: str) -> ast.expr | None:
-    """The value of ``stmt`` when it is ``name = value`` (or ``name: T = value``)."""
+    """The value of ``stmt`` when it is ``name = value`` (or ``name: T = value``), or
+    unpacks it into names one of which is ``name`` (``a, name = value``:
+    :func:`unpacked_position`)."""
     if (
         isinstance(stmt, ast.Assign)
         and len(stmt.targets) == 1
@@ -42,6 +44,8 @@ def assigned_value(stmt: ast.stmt, name: str) -> ast.expr | None:
         and stmt.targets[0].id == name
     ):
         return stmt.value
+    if unpacked_position(stmt, name) is not None:
+        return stmt.value  # type: ignore[attr-defined]
     if (
         isinstance(stmt, ast.AnnAssign)
         and isinstance(stmt.target, ast.Name)
@@ -49,6 +53,21 @@ def assigned_value(stmt: ast.stmt, name: str) -> ast.expr | None:
     ):
         return stmt.value
     return None
+
+
+def unpacked_position(stmt: ast.stmt, name: str) -> tuple[int, int] | None:
+    """(the place of ``name``, how many names) where ``stmt`` unpacks its value into plain
+    names, ``name`` once among them (``a, name = value``, ``[a, name] = value``); None for
+    anything else (a starred or nested target, a name twice)."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return None
+    target = stmt.targets[0]
+    if not isinstance(target, (ast.Tuple, ast.List)):
+        return None
+    names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+    if None in names or names.count(name) != 1:
+        return None
+    return names.index(name), len(names)
 
 
 def reaching(function: FunctionAst, name: str, position: int) -> int | None:
@@ -156,6 +175,18 @@ def readers(function: FunctionAst, name: str, index: int) -> list[tuple[int, int
         if not only_looks(stmt, name):
             break
     return found
+
+
+def only_looked_at(function: FunctionAst, names: list[str], start: int, end: int) -> bool:
+    """Whether the top-level statements between ``start`` and ``end`` (both left out)
+    mention each of ``names`` only in assertions that look (:func:`only_looks`): the other
+    names a statement unpacked (``a, b = f(x)``: a call on ``b`` may change ``a`` when they
+    share an object)."""
+    for stmt in function.body[start + 1 : end]:
+        for name in names:
+            if _mentions(stmt, name) and not only_looks(stmt, name):
+                return False
+    return True
 
 
 def only_looks(stmt: ast.stmt, name: str) -> bool:

@@ -16,7 +16,13 @@ from typing import Any, Literal
 from tree_sitter import Node
 
 from referee.checks.arbitration.projection import checked
-from referee.checks.arbitration.reaching import FunctionAst, reaching, readers
+from referee.checks.arbitration.reaching import (
+    FunctionAst,
+    only_looked_at,
+    reaching,
+    readers,
+    unpacked_position,
+)
 from referee.checks.models import SiteKind
 from referee.checks.nodes import statements, unwrap
 from referee.checks.pymodule import Function, PythonModule
@@ -265,6 +271,47 @@ def reaching_assignment(
     if index is None or index not in found:
         return None
     return index, found[index]
+
+
+def unpacked_call(
+    source: SourceFile, fn: Function, name: str, assertion: Node
+) -> tuple[Node, int] | None:
+    """(the call, the place of ``name`` among the names) where the statement whose value
+    ``assertion`` reads ``name`` from unpacks a call into plain names (``a, name =
+    f(x)``: :func:`~referee.checks.arbitration.reaching.unpacked_position`), by the rules
+    an assigned call is read by (:func:`reaching_assignment`, :func:`assertion_reads`);
+    else None."""
+    function = _parsed_function(source, fn)
+    body = statements(fn.body)
+    position = next(
+        (i for i, s in enumerate(body) if s.start_byte <= assertion.start_byte < s.end_byte),
+        None,
+    )
+    if function is None or position is None or len(function.body) != len(body):
+        return None
+    index = reaching(function, name, position)
+    place = unpacked_position(function.body[index], name) if index is not None else None
+    if index is None or place is None:
+        return None
+    if not assertion_reads(source, fn, name, index, assertion):
+        return None
+    target = function.body[index].targets[0]  # type: ignore[attr-defined]
+    others = [t.id for t in target.elts if t.id != name]
+    if not only_looked_at(function, others, index, position):
+        return None
+    stmt = body[index]
+    assign = stmt.named_children[0] if stmt.type == "expression_statement" else None
+    left = assign.child_by_field_name("left") if assign is not None else None
+    right = assign.child_by_field_name("right") if assign is not None else None
+    if assign is None or assign.type != "assignment" or left is None or right is None:
+        return None
+    right = unwrap(right)
+    targets = [c for c in left.named_children if not c.is_extra]
+    if right.type != "call" or len(targets) != place[1]:
+        return None
+    if source.node_text(targets[place[0]]) != name:
+        return None
+    return right, place[0]
 
 
 def assertion_reads(
