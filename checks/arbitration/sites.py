@@ -261,11 +261,10 @@ def reaching_assignment(
     test's text is read with ``ast`` at its own indentation, and the statement found
     again among tree-sitter's. None where that rule gives no answer, or where the two
     trees do not list the same statements (a text ``ast`` cannot read)."""
-    body = statements(fn.body)
-    position = next((i for i, s in enumerate(body) if s.start_byte <= at < s.end_byte), None)
-    function = _parsed_function(source, fn)
-    if position is None or function is None or len(function.body) != len(body):
+    both = _both_trees(source, fn, at)
+    if both is None:
         return None
+    function, body, position = both
     index = reaching(function, name, position)
     found = dict(assignments(source, body, name))
     if index is None or index not in found:
@@ -281,14 +280,10 @@ def unpacked_call(
     f(x)``: :func:`~referee.checks.arbitration.reaching.unpacked_position`), by the rules
     an assigned call is read by (:func:`reaching_assignment`, :func:`assertion_reads`);
     else None."""
-    function = _parsed_function(source, fn)
-    body = statements(fn.body)
-    position = next(
-        (i for i, s in enumerate(body) if s.start_byte <= assertion.start_byte < s.end_byte),
-        None,
-    )
-    if function is None or position is None or len(function.body) != len(body):
+    both = _both_trees(source, fn, assertion.start_byte)
+    if both is None:
         return None
+    function, body, position = both
     index = reaching(function, name, position)
     place = unpacked_position(function.body[index], name) if index is not None else None
     if index is None or place is None:
@@ -322,14 +317,10 @@ def assertion_reads(
     statement is one of the assignment's readers, and the assertion itself holds that
     statement's first read of the name (nothing before it in a ``with`` or ``for`` that
     holds it mentions the name)."""
-    function = _parsed_function(source, fn)
-    body = statements(fn.body)
-    position = next(
-        (i for i, s in enumerate(body) if s.start_byte <= assertion.start_byte < s.end_byte),
-        None,
-    )
-    if function is None or position is None or len(function.body) != len(body):
+    both = _both_trees(source, fn, assertion.start_byte)
+    if both is None:
         return False
+    function, _, position = both
     shift = 1 if source.lines[fn.node.start_point.row][: fn.node.start_point.column] else 0
     line = assertion.start_point.row - fn.node.start_point.row + 1 + shift
     start = (line, assertion.start_point.column)
@@ -337,6 +328,21 @@ def assertion_reads(
         held == position and (read_line, column) >= start
         for held, read_line, column in readers(function, name, index)
     )
+
+
+def _both_trees(
+    source: SourceFile, fn: Function, at: int
+) -> tuple[FunctionAst, list[Node], int] | None:
+    """The test ``fn`` as ``ast`` reads it, its statements in tree-sitter's tree, and the
+    index of the one that holds the byte ``at`` — the same in both, as both list the
+    same statements; None where they do not (a text ``ast`` cannot read) or no statement
+    holds ``at``."""
+    function = _parsed_function(source, fn)
+    body = statements(fn.body)
+    position = next((i for i, s in enumerate(body) if s.start_byte <= at < s.end_byte), None)
+    if function is None or position is None or len(function.body) != len(body):
+        return None
+    return function, body, position
 
 
 def _parsed_function(source: SourceFile, fn: Function) -> FunctionAst | None:
