@@ -154,7 +154,7 @@ def readers(function: FunctionAst, name: str, index: int) -> list[tuple[int, int
     found: list[tuple[int, int, int]] = []
     value = assigned_value(function.body[index], name)
     inputs = (
-        {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and _reads(n, n.id)}
         if value is not None
         else set()
     )
@@ -162,11 +162,7 @@ def readers(function: FunctionAst, name: str, index: int) -> list[tuple[int, int
         stmt = function.body[position]
         if any(_binds(node, other) for node in ast.walk(stmt) for other in inputs):
             break  # ``x = 3`` after ``r = f(x)``: the call as written no longer says what it got
-        reads = [
-            (node.lineno, node.col_offset)
-            for node in ast.walk(stmt)
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-        ]
+        reads = [(node.lineno, node.col_offset) for node in ast.walk(stmt) if _reads(node, name)]
         if not reads:
             continue
         if reaching(function, name, position) != index:
@@ -196,9 +192,8 @@ def only_looks(stmt: ast.stmt, name: str) -> bool:
     looks (``len``, ``isinstance``)."""
     if isinstance(stmt, ast.Assert):
         roots: list[ast.AST] = [stmt.test, *([stmt.msg] if stmt.msg is not None else [])]
-    elif _assertion_method(stmt) is not None:
+    elif (method := _assertion_method(stmt)) is not None:
         call = stmt.value  # type: ignore[attr-defined]
-        method = _assertion_method(stmt)
         arguments = list(call.args)
         container = arguments[1] if len(arguments) > 1 else None
         if method in ("assertIn", "assertNotIn") and container and _mentions(container, name):
