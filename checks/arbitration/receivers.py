@@ -134,7 +134,7 @@ def callee_and_object(
 def assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node) -> Node | None:
     """The call of the ``name = f(...)`` statement of the test's body whose value the
     assertion takes as built, by the one rule the suite's reader applies too
-    (:func:`~referee.checks.arbitration.sites.assertion_readers`): the last assignment
+    (:func:`~referee.checks.arbitration.sites.assertion_reads`): the last assignment
     before it, where nothing else can have bound the name in between, and nothing between
     them but assertions that only look at the value (``assert len(stmts) == 2``, then
     ``assert stmts[0] == 'select foo;'``) — a method call on it, an append, could have
