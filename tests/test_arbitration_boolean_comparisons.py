@@ -2,8 +2,9 @@
 ``self.assertTrue("a" in f(x))``, ``self.assertFalse("a" in f(x))`` — is read as the
 ``assert`` it says (form ``comparison-in-boolean``). unittest records only ``False`` of it,
 so what the call gives is observed by running the call on the current code in the
-sandbox, with the project's files and interpreter. ``assertFalse(f(x) == y)`` asserts that
-two values differ, which no truth certifies, and is refused in one line.
+sandbox, with the project's files and interpreter. ``assertFalse(f(x) == y)`` is read as
+``f(x) != y``; ``assertFalse(f(x) < y)`` is not turned around (``not a < b`` is not ``a >=
+b`` for sets or NaN) and is refused in one line.
 
 End to end through ``referee arbitrate --apply`` with the fake OpenAI-compatible model
 server: a wrong function is fixed, and a wrong expected value inside ``assertTrue`` is
@@ -39,8 +40,10 @@ def _isolated(line: str):
         ('self.assertFalse("a" in f(1))', "not in", "right", "a"),
         ("self.assertTrue(f(1) is None)", "is", "left", None),
         ("self.assertFalse(f(1) is None)", "is not", "left", None),
+        ('self.assertFalse(f(1) == "1st")', "!=", "left", "1st"),
+        ("self.assertTrue(f(1) > 2)", ">", "left", 2),
     ],
-    ids=["equal", "equal-reversed", "in", "not-in", "is", "is-not"],
+    ids=["equal", "equal-reversed", "in", "not-in", "is", "is-not", "not-equal", "greater"],
 )
 def test_a_comparison_in_a_boolean_assertion_is_read_as_the_assert_it_says(
     line, op, call_side, expected
@@ -55,10 +58,10 @@ def test_a_comparison_in_a_boolean_assertion_is_read_as_the_assert_it_says(
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
-        ('self.assertFalse(f(1) == "1st")', "`assertFalse(a == b)` asserts that two values differ"),
-        ("self.assertTrue(f(1) > 2)", "only `==`, `in` and `is` comparisons can be arbitrated"),
+        ("self.assertFalse(f(1) > 2)", "`assertFalse(a > b)` is not the opposite ordering"),
+        ("self.assertTrue(0 < f(1) < 2)", "only comparisons of two values"),
     ],
-    ids=["assert-false-equal", "greater"],
+    ids=["assert-false-greater", "chain"],
 )
 def test_a_comparison_no_truth_certifies_is_refused_in_one_line(line, reason):
     with pytest.raises(NotIsolated) as caught:

@@ -9,7 +9,7 @@ beside the plugin, which imports it relatively.
 """
 
 # The operators are the expectation the truth is checked against: ==, approx,
-# truthy/falsy (boolean), is/is not (True, False, None), in/not in.
+# truthy/falsy (boolean), is/is not (True, False, None), in/not in, != and the orderings.
 METHODS = {
     "assertEqual": ("==", 2),
     "assertListEqual": ("==", 2),
@@ -26,11 +26,18 @@ METHODS = {
     "assertIsNot": ("is not", 2),
     "assertIn": ("in", 2),
     "assertNotIn": ("not in", 2),
+    "assertNotEqual": ("!=", 2),
+    "assertGreater": (">", 2),
+    "assertGreaterEqual": (">=", 2),
+    "assertLess": ("<", 2),
+    "assertLessEqual": ("<=", 2),
 }
 # Deprecated spellings (gone in Python 3.12): read in a test's text as what they stand
 # for; the plugin does not wrap them.
 ALIASES = {
     "assertEquals": "assertEqual",
+    "assertNotEquals": "assertNotEqual",
+    "failIfEqual": "assertNotEqual",
     "assert_": "assertTrue",
     "failUnless": "assertTrue",
     "failIf": "assertFalse",

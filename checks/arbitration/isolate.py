@@ -4,8 +4,9 @@ written — or saying exactly why that cannot be done. Never a guess.
 Supported: ``assert f(args) == expected`` (either side, ``pytest.approx(expected)`` too),
 unittest's ``assertEqual`` family (``self.assertEqual``, a bare ``assertEqual`` or nose's
 ``assert_equal``); boolean (``assert f(x)``, ``assert not f(x)``, ``assertTrue/False``),
-identity with True/False/None (``is``, ``assertIsNone``, ``assertIs``) and membership
-(``in``, ``assertIn``) expectations; the call's value compared as it is or through a
+identity with True/False/None (``is``, ``assertIsNone``, ``assertIs``), membership
+(``in``, ``assertIn``), inequality (``!=``, ``assertNotEqual``) and ordering (``<``,
+``assertGreater``…) expectations; the call's value compared as it is or through a
 projection (``parse(s).year``, ``f(x)[0]``: :mod:`~referee.checks.arbitration.projection`);
 arguments and expected values that are literals,
 parametrize cases, a literal assigned in the test (the assignment the assertion reads),
@@ -86,6 +87,11 @@ _SNAKE = {
     "assert_is_not": "assertIsNot",
     "assert_in": "assertIn",
     "assert_not_in": "assertNotIn",
+    "assert_not_equal": "assertNotEqual",
+    "assert_greater": "assertGreater",
+    "assert_greater_equal": "assertGreaterEqual",
+    "assert_less": "assertLess",
+    "assert_less_equal": "assertLessEqual",
 }
 # Dunder attributes that name a value (``f.__name__``): not a part of it, and no oracle's
 # own choice of them is a truth.
@@ -186,6 +192,11 @@ _FORM_OF_OP = {
     "is not": "identity",
     "in": "membership",
     "not in": "membership",
+    "!=": "inequality",
+    "<": "ordering",
+    "<=": "ordering",
+    ">": "ordering",
+    ">=": "ordering",
 }
 
 
@@ -319,8 +330,8 @@ def _compared(
             left, right, op, implicit = cond, None, "truthy", "True"
         elif cond is None or cond.type != "comparison_operator" or len(sides) != 2:
             raise NotIsolated(
-                "only `==`, `in`, `is` comparisons and `assert f(x)` / `assert not f(x)` can "
-                "be arbitrated; this assertion is none of them"
+                "only comparisons of two values (`==`, `!=`, `<`, `in`, `is`…) and `assert "
+                "f(x)` / `assert not f(x)` can be arbitrated; this assertion is none of them"
             )
         else:
             left, right, op = comparison(source, cond)
@@ -470,6 +481,11 @@ def _expected(
     else:
         expected_node = sides["right" if call_side == "left" else "left"]
         if _is_approx(source, expected_node):
+            if op != "==":
+                raise NotIsolated(
+                    f"cannot isolate the call under test: `{op}` with `pytest.approx`; only "
+                    "`== pytest.approx(value)` is read as a tolerance"
+                )
             approx_args = call_arguments(unwrap(expected_node))
             if not approx_args:
                 raise NotIsolated("pytest.approx() without a value")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import operator
 import os
 import re
 import subprocess
@@ -230,14 +231,26 @@ def expectation(isolated: Isolated) -> str:
     call, value = isolated.call, isolated.expected.text
     if isolated.op in ("truthy", "falsy"):
         return f"{call} is {isolated.op}"
-    if isolated.op in ("in", "not in") and isolated.call_side == "right":
+    if isolated.op in _TWO_SIDED and isolated.call_side == "right":
         return f"{value} {isolated.op} {call}"
     return f"{call} {isolated.op} {value}"
 
 
+# Operators whose sides are written in an order that matters to the expectation's words
+_TWO_SIDED = frozenset({"in", "not in", "!=", "<", "<=", ">", ">="})
+_ORDERINGS = {
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
 def meets(op: str, call_side: str, value: str, expected: str) -> bool | None:
-    """Whether the call's value (a repr) meets a boolean, identity or membership
-    expectation; None when either is not a literal that can be checked."""
+    """Whether the call's value (a repr) meets a boolean, identity, membership,
+    inequality or ordering expectation, the sides in the test's order; None when either is
+    not a literal that can be checked, or the two cannot be ordered."""
     try:
         got = ast.literal_eval(value)
         want = None if op in ("truthy", "falsy") else ast.literal_eval(expected)
@@ -252,6 +265,9 @@ def meets(op: str, call_side: str, value: str, expected: str) -> bool | None:
         if op in ("in", "not in"):
             container, member = (got, want) if call_side == "right" else (want, got)
             return (member in container) == (op == "in")
+        if op in _ORDERINGS:
+            left, right = (want, got) if call_side == "right" else (got, want)
+            return bool(_ORDERINGS[op](left, right))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     return None

@@ -29,7 +29,8 @@ from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
 # Operators that compare the call's value with an expected value a test fix can replace;
-# the others (boolean, identity, membership) only ever blame the source.
+# the others (boolean, identity, membership, inequality, ordering) only ever blame the
+# source.
 EQUALITY_OPS = frozenset({"==", "approx"})
 
 
@@ -115,7 +116,8 @@ class Isolated:
     assertion_start: int  # byte offsets of the assertion statement
     assertion_end: int
     # "==" or "approx"; or an expectation that is not an equality: "truthy", "falsy",
-    # "is", "is not" (the expected value is True, False or None), "in", "not in"
+    # "is", "is not" (the expected value is True, False or None), "in", "not in", "!=",
+    # "<", "<=", ">", ">="
     op: str
     call_side: Literal["left", "right"]  # which compared value the call produced
     callee: str  # as written: count_vowels, text.count_vowels
@@ -123,7 +125,7 @@ class Isolated:
     expected: Site
     wrapper: str | None = None  # list, sorted...: the built-in the call is wrapped in
     # how the test wrote it: unittest-method, assert-function, boolean, identity,
-    # membership, parametrize, local, loop-table (see docs/arbitration.md)
+    # membership, inequality, ordering, parametrize, local, loop-table (see docs/arbitration.md)
     forms: tuple[str, ...] = ()
     # a method of an object the test builds from literals (``Table([[]]).to_text()``):
     # the class as written (``Table``, ``strutils.MultiReplace``) and the constructor's
@@ -450,26 +452,38 @@ def wrapped_call(node: Node) -> Node | None:
 
 
 COMPARISON_IN_BOOLEAN = "comparison-in-boolean"
-# An operator and the one that says the opposite (``assertFalse(a in b)`` is ``not in``);
-# ``==`` has none here (``!=`` is no comparison arbitration decides).
-_OPPOSITE = {"in": "not in", "not in": "in", "is": "is not", "is not": "is"}
+# The comparisons arbitration reads: the truth is checked against the test's expectation
+# (``==`` and ``approx`` against the expected value itself, the others by whether the
+# truth meets them: :func:`~referee.checks.arbitration.outcomes.meets`).
+OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not")
+# An operator and the one that says the opposite (``assertFalse(a in b)`` is ``not in``).
+# An ordering has none: ``not a < b`` is not ``a >= b`` for sets (subsets), nor for NaN.
+_OPPOSITE = {
+    "==": "!=",
+    "!=": "==",
+    "in": "not in",
+    "not in": "in",
+    "is": "is not",
+    "is not": "is",
+}
 
 
 def comparison(source: SourceFile, cond: Node, *, negated: bool = False) -> tuple[Node, Node, str]:
-    """(left, right, operator) of a comparison of two values with ``==``, ``in``, ``not
-    in``, ``is`` or ``is not`` — the operator turned around when ``negated``; raises
-    :class:`NotIsolated` for any other."""
+    """(left, right, operator) of a comparison of two values with one of
+    :data:`OPERATORS` — the operator turned around when ``negated``; raises
+    :class:`NotIsolated` for any other (a chain, ``a < b < c``, is no one comparison)."""
     sides = [c for c in cond.named_children if not c.is_extra]
     operators = " ".join(source.node_text(c) for c in cond.children if not c.is_named)
-    if len(sides) != 2 or operators not in ("==", "in", "not in", "is", "is not"):
+    if len(sides) != 2 or operators not in OPERATORS:
         raise NotIsolated(
-            f"only `==`, `in` and `is` comparisons can be arbitrated; this one is `{operators}`"
+            "only comparisons of two values with `==`, `!=`, `<`, `<=`, `>`, `>=`, `in` or "
+            f"`is` can be arbitrated; this one is `{operators}`"
         )
     if negated:
         if operators not in _OPPOSITE:
             raise NotIsolated(
-                f"`assertFalse(a {operators} b)` asserts that two values differ, and only "
-                "`==`, `in` and `is` comparisons can be arbitrated"
+                f"`assertFalse(a {operators} b)` is not the opposite ordering for every value "
+                "(a set's subsets, NaN): only `==`, `!=`, `in` and `is` are turned around"
             )
         operators = _OPPOSITE[operators]
     return sides[0], sides[1], operators
