@@ -11,6 +11,12 @@ from functools import cached_property
 from tree_sitter import Node
 
 from referee.checks.arbitration import set_up
+from referee.checks.arbitration.expressions import (
+    EXPRESSION_ARGUMENT,
+    is_expression,
+    names_in,
+    written_out,
+)
 from referee.checks.arbitration.known import Known, ModuleNames
 from referee.checks.arbitration.sites import (
     NotIsolated,
@@ -193,6 +199,10 @@ class Bindings:
         known = self._known_value(node) if argument else None
         if known is not None:
             return known
+        if argument and is_expression(node):
+            found = self._expression(node, what)
+            if found is not None:
+                return found
         raise NotIsolated(
             f"cannot isolate the call under test: {what} `{excerpt(text)}` is not a literal, a "
             "parametrized value, a literal assigned in the test (or once in its class's "
@@ -242,6 +252,25 @@ class Bindings:
             return None
         self._form(form)
         return Site("computed", node.start_byte, node.end_byte, text, node.start_point.row + 1)
+
+    def _expression(self, node: Node, what: str) -> Site | None:
+        """An argument computed from literals and names with operators only (``"a" *
+        511``, ``f"a{sep}b"``, ``[first, 2]``: :mod:`~referee.checks.arbitration.expressions`),
+        written out with each name's value in its place; None when it is not one. A name
+        that is read as no value raises NotIsolated, naming it."""
+        names = names_in(node)
+        if names is None:
+            return None
+        values: dict[str, str] = {}
+        for name in names:
+            text = self.source.node_text(name)
+            if text not in values:
+                values[text] = self.site(name, what, argument=True).text
+        written = written_out(self.source.node_text(node), values.__getitem__)
+        if written is None:
+            return None
+        self._form(EXPRESSION_ARGUMENT)
+        return Site("computed", node.start_byte, node.end_byte, written, node.start_point.row + 1)
 
     def _defines(self, name: str) -> bool:
         """Whether a ``def`` or ``class`` statement of the test binds ``name``."""

@@ -1,0 +1,87 @@
+"""An argument the test computes from literals and names with operators only: ``"a" *
+511``, ``1024 ** 2 - 1``, ``f"a{sep}b"``, ``"http://[" + host + "]"``, ``[first, 2]`` (form
+``expression-argument``). Each name is read as any argument's name is; the expression is
+written out with the values in place and evaluated in the sandbox with the call, never in
+referee's process.
+
+End to end through ``referee arbitrate --apply`` with the fake OpenAI-compatible model
+server: a wrong function is fixed, the test left as written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_arbitration import BUGGY
+from test_arbitration_forms import _iso
+from test_arbitration_oracles import arbitrate_with, assert_tests_pass
+from test_arbitration_orderings import VOWELS_ORACLE
+
+from referee.checks.arbitration.isolate import NotIsolated
+
+
+@pytest.mark.parametrize(
+    ("body", "call", "forms"),
+    [
+        ('assert f("a" * 511) == 1', "f('a' * 511)", ("expression-argument",)),
+        ("assert f(1024 ** 2 - 1) == 1", "f(1024 ** 2 - 1)", ("expression-argument",)),
+        ("x = 1\n    assert f([x, 2]) == 1", "f([1, 2])", ("local", "expression-argument")),
+        # the value goes inside the f-string with quotes of its own
+        (
+            "sep = '-'\n    assert f(f'a{sep}b') == 1",
+            "f(f\"a{'-'}b\")",
+            ("local", "expression-argument"),
+        ),
+        (
+            'h = "::1"\n    assert f("http://[" + h + "]") == 1',
+            "f('http://[' + '::1' + ']')",
+            ("local", "expression-argument"),
+        ),
+        (
+            "assert f(n=-(2 ** 3)) == 1",
+            "f(n=-2 ** 3)",
+            ("expression-argument",),
+        ),
+    ],
+    ids=["repeat", "power", "list-of-a-local", "f-string", "concatenation", "keyword"],
+)
+def test_an_argument_of_literals_and_known_names_with_operators_is_written_out(body, call, forms):
+    isolated = _iso(body)
+    assert isolated.call == call and isolated.forms == forms
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ("assert f([g(1), 2]) == 1", "`[g(1), 2]`"),  # a call inside: not read
+        ("assert f(x.y + 1) == 1", "`x.y + 1`"),  # an attribute inside
+        ("assert f([i for i in range(3)]) == 1", "`[i for i in range(3)]`"),
+        ("assert f(-x) == 1", "`x`"),  # a name no one binds: named itself
+        ("xs = [1]\n    xs.append(2)\n    assert f([xs, 2]) == 1", "`xs`"),  # changed
+        ('assert f({"a": 1, **d}) == 1', '`{"a": 1, **d}`'),
+    ],
+    ids=["call", "attribute", "comprehension", "unbound", "changed-list", "dict-splat"],
+)
+def test_an_expression_with_a_part_that_is_no_known_value_is_refused_naming_it(body, named):
+    with pytest.raises(NotIsolated) as caught:
+        _iso(body)
+    assert f"argument {named} is not a literal" in str(caught.value)
+
+
+def test_cli_fixes_a_function_called_with_an_argument_the_test_computes(tmp_path: Path, referee):
+    tests = (
+        "from text import count_vowels\n\n\ndef test_vowels():\n"
+        '    word = "ae"\n    assert count_vowels(word * 3 + "x") == 6\n'
+    )
+    root, verdict = arbitrate_with(
+        tmp_path, referee, BUGGY, tests, "tests/test_text.py::test_vowels", VOWELS_ORACLE, ""
+    )
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call"] == "count_vowels('ae' * 3 + 'x')"
+    assert {"local", "expression-argument"} <= set(verdict["call_forms"])
+    assert (verdict["produced"], verdict["truth"]) == ("5", "6")
+    assert verdict["applied"] is True
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+    assert (root / "text.py").read_text(encoding="utf-8") != BUGGY
+    assert_tests_pass(root)
