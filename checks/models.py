@@ -28,6 +28,7 @@ SiteKind = Literal[
     "call-site",
     "helper",
     "shared",
+    "input",
 ]
 
 
@@ -286,7 +287,8 @@ class Observation(_Model):
         "comparison recorded it — never edited; call-site: a literal the test's one call of "
         "the helper that asserts passes (a test fix replaces it there); helper, shared: a "
         "literal in that helper, or at its call inside a loop, shared by other cases — never "
-        "edited.",
+        "edited; input: a literal the call under test is given too (xs = [1], then assert "
+        "f(xs) == xs) — never edited, as the edit would change the call.",
     )
     call_forms: tuple[str, ...] = Field(
         default=(), description="How the test wrote the call (see ArbitrationVerdict.call_forms)."
@@ -408,7 +410,7 @@ class ArbitrationVerdict(_Model):
         "computes, never edited), projection (an attribute or a literal item of the call's "
         "value compared: parse(s).year, f(x)[0]), unpacked-argument (f(*args), f(**kwargs) of a "
         "literal list, tuple or dict), expression-argument (an argument of literals and known "
-        "names joined by operators: \"a\" * 511, f\"a{sep}b\", [x, 2]), module-constant (an "
+        'names joined by operators: "a" * 511, f"a{sep}b", [x, 2]), module-constant (an '
         "argument that is a literal constant "
         "of the test module), set-up-attribute and class-attribute (self.x bound once by the test "
         "class's setUp or body; class-attribute also for a class the test builds through "

@@ -85,3 +85,39 @@ def test_cli_fixes_a_function_called_with_an_argument_the_test_computes(tmp_path
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
     assert (root / "text.py").read_text(encoding="utf-8") != BUGGY
     assert_tests_pass(root)
+
+
+# ------------------------------------------ an expected value the call is given too
+
+LOWER = '''def lower_all(words: list) -> list:
+    """Each of words in lower case, in order: lower_all(["A", "b"]) is ["a", "b"]."""
+    return [w.lower() for w in words]
+'''
+LOWER_ORACLE = "def lower_all(words):\n    return [w.lower() for w in words]\n"
+
+
+def test_an_expected_value_the_call_is_given_too_is_an_input_never_edited():
+    isolated = _iso('xs = ["A"]\n    assert f(xs) == xs')
+    assert isolated.call == 'f(["A"])'
+    assert (isolated.expected.kind, isolated.expected.text) == ("input", '["A"]')
+
+
+def test_cli_does_not_edit_an_expected_value_that_is_the_calls_own_argument(
+    tmp_path: Path, referee
+):
+    """``words = ["A", "b"]``, then ``assert lower_all(words) == words``: the test is wrong
+    (the code is right), but its expected value is the call's argument too. Replacing it
+    with the truth, ``["a", "b"]``, would make the test pass by changing what it calls:
+    TEST_WRONG, and the test is left as written."""
+    tests = (
+        "from text import lower_all\n\n\ndef test_lower():\n"
+        '    words = ["A", "b"]\n    assert lower_all(words) == words\n'
+    )
+    root, verdict = arbitrate_with(
+        tmp_path, referee, LOWER, tests, "tests/test_text.py::test_lower", LOWER_ORACLE, LOWER
+    )
+    assert verdict["verdict"] == "TEST_WRONG", verdict["reason"]
+    assert verdict["observation"]["expected_site"] == "input"
+    assert "is also what the call under test is given" in verdict["reason"]
+    assert verdict["applied"] is not True
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests

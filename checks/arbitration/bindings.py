@@ -6,6 +6,7 @@ are known without running the test (:mod:`~referee.checks.arbitration.known`).""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from functools import cached_property
 
 from tree_sitter import Node
@@ -46,6 +47,9 @@ from referee.checks.nodes import (
 from referee.checks.pymodule import Function, PythonModule
 from referee.checks.source import SourceFile
 
+# The sites a test fix may replace: a literal in the assertion, a case, an assignment
+_EDITABLE = frozenset({"assertion", "parametrize", "assignment"})
+
 
 class Bindings:
     """What the names in an assertion stand for: a parametrize case's values, or the literal
@@ -68,6 +72,7 @@ class Bindings:
         self.frame_locals = frame_locals or {}
         self.forms: list[str] = []  # how the names were bound: parametrize, local, loop-table
         self._known: Known | None = None  # read on the first argument that is no literal
+        self._inputs: set[tuple[int, int]] = set()  # where the call's arguments are written
 
     @property
     def definitions(self) -> str:
@@ -157,6 +162,19 @@ class Bindings:
         return items
 
     def site(self, node: Node, what: str, *, argument: bool = False) -> Site:
+        """Where the value of ``node`` (an argument, or the expected value) is written, and
+        what it is. An expected value written where an argument of the call is (``xs =
+        [1]``, then ``assert f(xs) == xs``) is an ``input``: the call may have changed it,
+        and replacing it would change the call."""
+        found = self._site(node, what, argument=argument)
+        span = (found.start_byte, found.end_byte)
+        if argument and found.kind in _EDITABLE:
+            self._inputs.add(span)
+        elif not argument and found.kind in _EDITABLE and span in self._inputs:
+            return replace(found, kind="input", case=None)
+        return found
+
+    def _site(self, node: Node, what: str, *, argument: bool = False) -> Site:
         node = unwrap(node)
         text = self.source.node_text(node)
         literal = literal_text(text)
