@@ -306,7 +306,10 @@ def test_a_local_computed_before_the_call_is_read_from_the_failing_frame(tmp_pat
 
 
 def test_a_mutable_local_argument_is_not_taken_the_call_may_have_changed_it(tmp_path: Path):
-    result, _ = arbitrated(tmp_path, WRONG, 'text = list("aeiou")\nassert count_vowels(text) == 5')
+    # sorted in place before the call: not the list the assignment built (read statically,
+    # `list("aeiou")` is what the call was given when nothing else touches it)
+    body = 'text = list("aeiou")\ntext.sort()\nassert count_vowels(text) == 5'
+    result, _ = arbitrated(tmp_path, WRONG, body)
     verdict = result.verdict
     assert verdict.verdict == "UNCLEAR"
     assert "is a list the recorder saw after the call, which may have changed it" in verdict.reason

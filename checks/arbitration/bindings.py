@@ -73,6 +73,7 @@ class Bindings:
         self.forms: list[str] = []  # how the names were bound: parametrize, local, loop-table
         self._known: Known | None = None  # read on the first argument that is no literal
         self._inputs: set[tuple[int, int]] = set()  # where the call's arguments are written
+        self._call: Node | None = None  # the call under test, once its arguments are read
 
     @property
     def definitions(self) -> str:
@@ -95,6 +96,8 @@ class Bindings:
         return constructor, parts
 
     def arguments(self, call: Node) -> str:
+        """The arguments of ``call``, the call under test, each as its value."""
+        self._call = call
         return ", ".join(self.argument_parts(call))
 
     def argument_parts(self, call: Node) -> list[str]:
@@ -190,20 +193,32 @@ class Bindings:
             except NotIsolated as exc:
                 found, unreadable = None, exc
             if found is not None and self._changed_before(
-                text, found.text, self.fn.body.start_byte
+                text, found.text, self.fn.body.start_byte, argument
             ):
                 found = None  # ``xs.append(3)`` on a case's list: read as it ran, below
             if found is not None:
                 self._form("parametrize")
                 return found
-            found = self._assigned(text)
+            found = self._assigned(text, argument)
             if found is not None:
                 self._form("local")
                 return found
         if node.type in ("identifier", "subscript"):
-            found = self._recorded(node, what, argument)
+            changed: NotIsolated | None = None  # a mutable value the recorder saw after
+            try:
+                found = self._recorded(node, what, argument)
+            except NotIsolated as exc:
+                found, changed = None, exc
             if found is not None:
                 return found
+            if node.type == "identifier" and argument:
+                # a value known without running the test, assigned: what the call was given
+                found = self._assigned_known(text)
+                if found is not None:
+                    self._form("local")
+                    return found
+            if changed is not None:
+                raise changed
         if unreadable is not None:
             raise unreadable
         if argument and node.type == "identifier":
@@ -396,11 +411,25 @@ class Bindings:
             stack.extend(current.named_children)
         return False
 
-    def _assigned(self, name: str) -> Site | None:
+    def _assigned(self, name: str, argument: bool = False) -> Site | None:
         """The literal of the ``name = <literal>`` statement in the test's body whose value
         the assertion reads (:func:`~referee.checks.arbitration.sites.reaching_assignment`:
         the last before it, where nothing else — ``+=``, a loop or ``with`` target, ``:=``
         — can have bound the name in between)."""
+        found = self._reaching(name)
+        if found is None:
+            return None
+        value = found[1]
+        literal = literal_text(self.source.node_text(value))
+        if literal is None:
+            return None
+        if self._changed_before(name, literal, value.end_byte, argument):
+            return None  # ``xs.append(3)`` before the assertion: not the literal any more
+        row = value.start_point.row + 1
+        return Site("assignment", value.start_byte, value.end_byte, literal, row)
+
+    def _reaching(self, name: str) -> tuple[int, Node] | None:
+        """The ``name = value`` statement whose value the assertion reads, or None."""
         holder = next(
             (
                 s
@@ -409,27 +438,46 @@ class Bindings:
             ),
             None,
         )
-        found = (
+        return (
             reaching_assignment(self.source, self.fn, name, holder.start_byte)
             if holder is not None
             else None
         )
-        literal = literal_text(self.source.node_text(found[1])) if found is not None else None
-        if found is None or literal is None:
+
+    def _assigned_known(self, name: str) -> Site | None:
+        """The value known without running the test that the ``name = value`` statement the
+        call reads assigns (``day = date(2020, 1, 1)``, ``cmd = Command("ls", "")``, ``key =
+        lambda w: w.lower()``, ``n = 2 ** 10``), as written and never edited — when nothing
+        but the call under test mentions the name after it (an object may be changed by
+        whatever is handed it); else None."""
+        found = self._reaching(name)
+        if found is None:
             return None
         value = found[1]
-        if self._changed_before(name, literal, value.end_byte):
-            return None  # ``xs.append(3)`` before the assertion: not the literal any more
-        row = value.start_point.row + 1
-        return Site("assignment", value.start_byte, value.end_byte, literal, row)
+        if self._mentioned(name, value.end_byte, argument=True):
+            return None
+        node = unwrap(value)
+        known = self._known_value(node)
+        if known is None and is_expression(node):
+            known = self._expression(node, f"the value assigned to `{name}`,")
+        return known
 
-    def _changed_before(self, name: str, literal: str, start: int) -> bool:
+    def _changed_before(self, name: str, literal: str, start: int, argument: bool = False) -> bool:
         """Whether ``name``, bound to the mutable ``literal``, is mentioned between the byte
         ``start`` and the assertion (a method call on it may have changed it); an
-        immutable literal cannot change."""
-        return immutable_literal(literal) is None and mentioned_between(
-            self.source, self.fn.body, name, start, self._statement_start
-        )
+        immutable literal cannot change. An argument's mention in the call under test
+        itself (``r = f(xs)``, then ``assert r == …``) is the one that reads it."""
+        return immutable_literal(literal) is None and self._mentioned(name, start, argument)
+
+    def _mentioned(self, name: str, start: int, argument: bool) -> bool:
+        """Whether ``name`` is written between the byte ``start`` and the assertion — for
+        an argument, outside the call under test."""
+        end, call = self._statement_start, self._call
+        if not argument or call is None or call.start_byte >= end or call.end_byte <= start:
+            return mentioned_between(self.source, self.fn.body, name, start, end)
+        return mentioned_between(
+            self.source, self.fn.body, name, start, call.start_byte
+        ) or mentioned_between(self.source, self.fn.body, name, call.end_byte, end)
 
     @cached_property
     def _statement_start(self) -> int:

@@ -1,8 +1,18 @@
-"""An argument the test computes from literals and names with operators only: ``"a" *
-511``, ``1024 ** 2 - 1``, ``f"a{sep}b"``, ``"http://[" + host + "]"``, ``[first, 2]`` (form
-``expression-argument``). Each name is read as any argument's name is; the expression is
-written out with the values in place and evaluated in the sandbox with the call, never in
-referee's process.
+"""Arguments as real tests write them, beyond a literal in the call:
+
+- computed from literals and names with operators only: ``"a" * 511``, ``1024 ** 2 - 1``,
+  ``f"a{sep}b"``, ``"http://[" + host + "]"``, ``[first, 2]`` (form
+  ``expression-argument``). Each name is read as any argument's name is; the expression
+  is written out with the values in place and evaluated in the sandbox with the call,
+  never in referee's process;
+- a name assigned a value known without running the test (``day = date(2020, 1, 1)``,
+  ``key = lambda w: w.lower()``, ``word = "ae" * 3``) that nothing but the call under
+  test mentions afterwards (an object may be changed by whatever is handed it);
+- a mutable literal handed to the call in an earlier statement (``xs = [1]``, ``r =
+  f(xs)``, ``assert r == …``): the call's own mention is the one that reads it.
+
+And an expected value written where the call's argument is (``assert f(xs) == xs``) is
+the call's input, never edited.
 
 End to end through ``referee arbitrate --apply`` with the fake OpenAI-compatible model
 server: a wrong function is fixed, the test left as written.
@@ -18,7 +28,8 @@ from test_arbitration_forms import _iso
 from test_arbitration_oracles import arbitrate_with, assert_tests_pass
 from test_arbitration_orderings import VOWELS_ORACLE
 
-from referee.checks.arbitration.isolate import NotIsolated
+from referee.checks.arbitration.isolate import NotIsolated, TestRef, isolate
+from referee.checks.source import SourceFile
 
 
 @pytest.mark.parametrize(
@@ -67,6 +78,55 @@ def test_an_expression_with_a_part_that_is_no_known_value_is_refused_naming_it(b
     with pytest.raises(NotIsolated) as caught:
         _iso(body)
     assert f"argument {named} is not a literal" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "call", "forms"),
+    [
+        (
+            "xs = [1]\n    r = f(xs)\n    assert r == 2",
+            "f([1])",
+            ("assigned-call", "local"),
+        ),
+        (
+            "d = datetime.date(2020, 1, 1)\n    assert f(d) == 2",
+            "f(datetime.date(2020, 1, 1))",
+            ("constructed-argument", "local"),
+        ),
+        (
+            "q = deque([1, 2])\n    r = f(q)\n    assert r == 2",
+            "f(deque([1, 2]))",
+            ("assigned-call", "constructed-argument", "local"),
+        ),
+        ("g = lambda x: x\n    assert f(g) == 2", "f(lambda x: x)", ("function-argument", "local")),
+        ("n = 2 ** 10\n    assert f(n) == 2", "f(2 ** 10)", ("expression-argument", "local")),
+    ],
+    ids=["list-read-by-an-earlier-call", "date", "deque", "lambda", "expression"],
+)
+def test_a_name_assigned_a_known_value_is_read_as_that_value(body, call, forms):
+    text = f"import datetime\nfrom collections import deque\n\n\ndef test_x():\n    {body}\n"
+    isolated = isolate(
+        SourceFile("tests/t.py", text), TestRef.parse("tests/t.py::test_x"), text.count("\n")
+    )
+    assert isolated.call == call and isolated.forms == forms
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "q = deque([1])\n    q.append(3)\n    assert f(q) == 2",  # changed before the call
+        "xs = [1]\n    r = f(xs)\n    xs.append(2)\n    assert r == 2",  # r may be xs
+        "d = datetime.date(2020, 1, 1)\n    g(d)\n    assert f(d) == 2",  # handed to g
+        "d = make()\n    assert f(d) == 2",  # what make() gives is not read
+    ],
+    ids=["mutated", "mutated-after-the-call", "handed-to-another-call", "unknown-call"],
+)
+def test_a_name_whose_value_may_have_changed_or_is_unknown_is_refused(body):
+    text = f"import datetime\nfrom collections import deque\n\n\ndef test_x():\n    {body}\n"
+    with pytest.raises(NotIsolated, match="is not a literal"):
+        isolate(
+            SourceFile("tests/t.py", text), TestRef.parse("tests/t.py::test_x"), text.count("\n")
+        )
 
 
 def test_cli_fixes_a_function_called_with_an_argument_the_test_computes(tmp_path: Path, referee):
@@ -121,3 +181,24 @@ def test_cli_does_not_edit_an_expected_value_that_is_the_calls_own_argument(
     assert "is also what the call under test is given" in verdict["reason"]
     assert verdict["applied"] is not True
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+
+
+def test_cli_reads_a_computed_local_as_the_failing_run_recorded_it(tmp_path: Path, referee):
+    """``word = "ae" * 3 + "x"``, ``n = count_vowels(word)``, ``assert n == 6``: the
+    failing frame recorded ``word`` as a literal, and that is what the call is read with
+    (the text's own reading, ``"ae" * 3 + "x"``, is for a run that recorded none, or
+    recorded a list the call may have changed)."""
+    tests = (
+        "from text import count_vowels\n\n\ndef test_vowels():\n"
+        '    word = "ae" * 3 + "x"\n    n = count_vowels(word)\n    assert n == 6\n'
+    )
+    root, verdict = arbitrate_with(
+        tmp_path, referee, BUGGY, tests, "tests/test_text.py::test_vowels", VOWELS_ORACLE, ""
+    )
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call"] == "count_vowels('aeaeaex')"
+    assert {"assigned-call", "local"} <= set(verdict["call_forms"])
+    assert "expression-argument" not in verdict["call_forms"]
+    assert verdict["applied"] is True
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
+    assert_tests_pass(root)
