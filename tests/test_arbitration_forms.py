@@ -18,6 +18,7 @@ from red_team.fake_openai import FakeModel
 from test_arbitration import BUGGY, CORRECT, GOOD_PATCH, ORACLE, project, run
 from test_arbitration_oracles import body, cli_project
 
+from referee.checks.arbitration.isolate import NotIsolated
 from referee.checks.models import arbitration_schema
 
 MODULE = '''def count_vowels(text: str) -> int:
@@ -440,6 +441,39 @@ def test_an_expected_value_the_test_computes_blames_a_wrong_source(
     assert verdict.verdict == "SOURCE_WRONG", verdict.reason
     assert verdict.asserted == "5" and "computed-expected" in verdict.call_forms
     assert verdict.observation.expected_site == "computed"
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ("want = date(2003, 9, 25)\n    assert f(1) == want", "date(2003, 9, 25)"),
+        ("want = Version('1.0')\n    r = f(1)\n    assert r == want", "Version('1.0')"),
+        ("want = [g(1), 2]\n    assert f(1) == want", "[g(1), 2]"),
+    ],
+    ids=["value-class", "project-class-and-assigned-call", "list-of-a-call"],
+)
+def test_an_expected_value_the_test_computes_on_a_line_of_its_own_is_computed(body, text):
+    """``want = datetime.date(2003, 9, 25)``, then ``assert f(1) == want``: the name holds
+    an expression the test evaluates (not the function under test): its value is the one
+    the failing comparison records, and it is never edited. (A run that records ``want``
+    as a literal reads that first: a ``local``.)"""
+    isolated = _iso(body)
+    assert (isolated.expected.kind, isolated.expected.text) == ("computed", text)
+    assert "computed-expected" in isolated.forms
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "want = f(2)\n    assert f(1) == want",  # the function under test says nothing
+        "want = [i for i in range(3)]\n    assert f(1) == want",
+        "assert f(1) == want",  # assigned nowhere in the test
+    ],
+    ids=["the-function-itself", "comprehension", "unassigned"],
+)
+def test_an_expected_name_the_test_does_not_compute_independently_is_refused(body):
+    with pytest.raises(NotIsolated, match="the expected value `want` is not a literal"):
+        _iso(body)
 
 
 def test_a_computed_expected_value_is_never_edited(tmp_path: Path):

@@ -428,6 +428,21 @@ class Bindings:
         row = value.start_point.row + 1
         return Site("assignment", value.start_byte, value.end_byte, literal, row)
 
+    def assigned_value(self, node: Node) -> Node | None:
+        """The expression of the ``name = value`` statement the assertion reads (by the rule
+        of :meth:`_assigned`), for ``node`` a name the test assigns something that is no
+        literal and does not mention again before the assertion; else None."""
+        node = unwrap(node)
+        if node.type != "identifier":
+            return None
+        name = self.source.node_text(node)
+        found = self._reaching(name)
+        if found is None or literal_text(self.source.node_text(found[1])) is not None:
+            return None  # a literal is read as one, and not once changed (``xs.append``)
+        if self._mentioned(name, found[1].end_byte, argument=False):
+            return None
+        return unwrap(found[1])
+
     def _reaching(self, name: str) -> tuple[int, Node] | None:
         """The ``name = value`` statement whose value the assertion reads, or None."""
         holder = next(

@@ -494,7 +494,10 @@ def _expected(
         try:
             expected = bindings.site(expected_node, "the expected value")
         except NotIsolated:
-            expected = _computed(source, expected_node, callee)
+            # an expression the test evaluates, in the assertion or assigned to the name it
+            # reads (``want = datetime(2003, 9, 25)``, then ``assert parse(s) == want``)
+            computed = bindings.assigned_value(expected_node) or unwrap(expected_node)
+            expected = _computed(source, computed, callee)
             if expected is None:
                 raise
             forms.append("computed-expected")
