@@ -5,6 +5,10 @@ but assertions that only look at the names), and its value is the item the name 
 ``tuple(split_first("a,b,c"))[1]`` — ``tuple`` iterates the value as unpacking does (form
 ``unpacked-call``).
 
+So is a name the test assigns an item or an attribute of the call's value: ``first =
+parse(s)[0]``, then ``assert first.kind == …`` is ``parse(s)[0].kind`` (forms
+``assigned-call``, ``projection``), by the same rules.
+
 End to end through ``referee arbitrate --apply`` with the fake OpenAI-compatible model
 server: a wrong function is fixed, the test left as written.
 """
@@ -90,4 +94,57 @@ def test_cli_fixes_a_wrong_function_whose_value_the_test_unpacks(tmp_path: Path,
     assert (verdict["produced"], verdict["asserted"], verdict["truth"]) == ("'a,b'", "'a'", "'a'")
     assert verdict["applied"] is True
     assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == TESTS
+    assert_tests_pass(root)
+
+
+@pytest.mark.parametrize(
+    ("body", "call"),
+    [
+        ("p = f(1)[0]\n    assert p.kind == 2", "f(1)[0].kind"),
+        ("p = f(1).tokens\n    assert len(p) == 1\n    assert p == [2]", "f(1).tokens"),
+        ("p = list(f(1))[-1]\n    assert not p", "list(f(1))[-1]"),
+        ("p = f(1)['k']\n    self.assertEqual(p, 2)", "f(1)['k']"),
+    ],
+    ids=["item-then-attribute", "attribute-looked-at-first", "wrapped", "unittest"],
+)
+def test_a_name_assigned_a_projection_of_the_call_is_read_as_that_projection(body, call):
+    isolated = _iso(body)
+    assert isolated.call == call
+    assert {"assigned-call", "projection"} <= set(isolated.forms)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "p = f(1)[0]\n    p.reset()\n    assert p.kind == 2",  # changed in between
+        "p = f(1)[i]\n    assert p == 2",  # no literal key
+        "p = f(1).__dict__\n    assert p == 2",  # a dunder
+        "p = f(1)[0]\n    assert len(p.tokens) == 2",  # a built-in over a projection
+    ],
+    ids=["changed", "non-literal-key", "dunder", "built-in-over-the-projection"],
+)
+def test_a_name_assigned_a_projection_that_may_not_hold_it_is_refused(body):
+    with pytest.raises(NotIsolated):
+        _iso(body)
+
+
+def test_cli_fixes_a_wrong_function_an_item_of_whose_value_the_test_assigns(
+    tmp_path: Path, referee
+):
+    wrong, right = MODULE.format(method="rpartition"), MODULE.format(method="partition")
+    tests = (
+        TESTS.replace("head, rest = split_first", "head = split_first")
+        .replace('("a,b,c")\n', '("a,b,c")[0]\n')
+        .replace("    assert len(rest) > 0\n", "")
+    )
+    assert 'head = split_first("a,b,c")[0]' in tests
+    root, verdict = arbitrate_with(
+        tmp_path, referee, wrong, tests, "tests/test_text.py::test_split", ORACLE, right
+    )
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call"] == 'split_first("a,b,c")[0]'
+    assert {"assigned-call", "projection"} <= set(verdict["call_forms"])
+    assert (verdict["produced"], verdict["truth"]) == ("'a,b'", "'a'")
+    assert verdict["applied"] is True
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == tests
     assert_tests_pass(root)

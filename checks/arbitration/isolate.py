@@ -40,7 +40,12 @@ from referee.checks.arbitration.helpers import (
 from referee.checks.arbitration.objects import boolean_op, object_methods, wrapped_local
 from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.raises import raises_at, raises_callable
-from referee.checks.arbitration.receivers import assigned_call, built_method, callee_and_object
+from referee.checks.arbitration.receivers import (
+    assigned_call,
+    built_method,
+    callee_and_object,
+    projected_call,
+)
 from referee.checks.arbitration.sites import (
     COMPARISON_IN_BOOLEAN,
     WRAPPERS,
@@ -387,19 +392,11 @@ def _call_under_test(
             calls = ours
     assigned: Node | None = None
     unpacked: int | None = None  # the place of the name in ``a, b = f(x)``
-    if not calls:
-        # ``result = f(x)``, then ``assert result == 3`` (``assert not result``): the
-        # call is the one the name holds; ``total, rest = f(x)``: the item it unpacks.
-        for side, n in bases.items():
-            if n.type == "identifier" and side not in approx:
-                name = source.node_text(n)
-                assigned = assigned_call(source, fn, name, node)
-                if assigned is None and (found := unpacked_call(source, fn, name, node)):
-                    assigned, unpacked = found
-                if assigned is not None:
-                    calls = [side]
-                    forms.append("assigned-call" if unpacked is None else UNPACKED_CALL)
-                    break
+    prefix = ""  # the projection the name was assigned: ``p = parse(s)[0]``
+    if not calls and (named := _named_call(source, fn, node, bases, approx)) is not None:
+        side, assigned, unpacked, prefix = named
+        calls = [side]
+        forms.append("assigned-call" if unpacked is None else UNPACKED_CALL)
     if one_value and not calls:
         raise NotIsolated(
             "cannot isolate the call under test: the value asserted "
@@ -420,6 +417,10 @@ def _call_under_test(
     call_side = calls[0]
     call_node = assigned if assigned is not None else bases[call_side]
     projection = _projection(source, sides[call_side], peels[call_side], forms)
+    if prefix:
+        projection = prefix + projection
+        if "projection" not in forms:
+            forms.append("projection")
     if unpacked is not None:
         # unpacking iterates the value, as ``tuple`` does: ``tuple(f(x))[1]``
         return call_side, call_node, "tuple", f"[{unpacked}]{projection}"
@@ -433,6 +434,27 @@ def _call_under_test(
     if outer in WRAPPERS and inner is not None:
         wrapper, call_node = outer, inner
     return call_side, call_node, wrapper, projection
+
+
+def _named_call(
+    source: SourceFile, fn: Function, node: Node, bases: dict[str, Node], approx: list[str]
+) -> tuple[str, Node, int | None, str] | None:
+    """(the side, the call, the place the name takes in ``a, b = f(x)`` or None, the
+    projection it was assigned) of a compared value that is a name the test assigned from
+    the call under test: ``result = f(x)``, then ``assert result == 3`` (``assert not
+    result``); ``total, rest = f(x)``: the item it unpacks; ``first = parse(s)[0]``: that
+    item of the call's value. None when neither side is one."""
+    for side, n in bases.items():
+        if n.type != "identifier" or side in approx:
+            continue
+        name = source.node_text(n)
+        if (assigned := assigned_call(source, fn, name, node)) is not None:
+            return side, assigned, None, ""
+        if (unpacked := unpacked_call(source, fn, name, node)) is not None:
+            return side, unpacked[0], unpacked[1], ""
+        if (projected := projected_call(source, fn, name, node)) is not None:
+            return side, projected[0], None, projected[1]
+    return None
 
 
 def _projection(

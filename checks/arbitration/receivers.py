@@ -9,11 +9,13 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from referee.checks.arbitration import fixture_objects, set_up
+from referee.checks.arbitration.projection import peeled
 from referee.checks.arbitration.sites import (
     NotIsolated,
     assertion_reads,
     assignments,
     dotted,
+    is_literal,
     reaching_assignment,
 )
 from referee.checks.nodes import binding_counts, excerpt, statements, unwrap
@@ -144,3 +146,22 @@ def assigned_call(source: SourceFile, fn: Function, name: str, assertion: Node) 
         return None
     index, call = found
     return call if assertion_reads(source, fn, name, index, assertion) else None
+
+
+def projected_call(
+    source: SourceFile, fn: Function, name: str, assertion: Node
+) -> tuple[Node, str] | None:
+    """(the call, the projection) of a ``name = f(...)[0]`` or ``name = f(...).tokens``
+    statement — an attribute or a literal item of the call's value assigned — read by
+    the rules of :func:`assigned_call`; None for any other, or a projection referee does
+    not apply (:func:`~referee.checks.arbitration.projection.peeled`)."""
+    found = reaching_assignment(source, fn, name, assertion.start_byte)
+    if found is None or found[1].type not in ("attribute", "subscript"):
+        return None
+    index, value = found
+    base, projection, problem = peeled(source, value)
+    if base.type != "call" or not projection or problem is not None:
+        return None
+    if is_literal(source.node_text(base)):
+        return None
+    return (base, projection) if assertion_reads(source, fn, name, index, assertion) else None
