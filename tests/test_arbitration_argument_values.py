@@ -115,8 +115,22 @@ def test_a_name_assigned_a_known_value_is_read_as_that_value(body, call, forms):
         "xs = [1]\n    r = f(xs)\n    xs.append(2)\n    assert r == 2",  # r may be xs
         "d = datetime.date(2020, 1, 1)\n    g(d)\n    assert f(d) == 2",  # handed to g
         "d = make()\n    assert f(d) == 2",  # what make() gives is not read
+        # a name the value reads, bound again before the assertion: the call got 1 + 1
+        "x = 1\n    y = x + 1\n    x = 5\n    assert f(y) == 2",
+        "x = 1\n    d = datetime.date(2020, 1, x)\n    x = 5\n    assert f(d) == 2",
+        "a = 1\n    a = a + 1\n    assert f(a) == 2",  # its own earlier value
+        "a = 1\n    b = a + 1\n    a = b + 1\n    assert f(a) == 2",
     ],
-    ids=["mutated", "mutated-after-the-call", "handed-to-another-call", "unknown-call"],
+    ids=[
+        "mutated",
+        "mutated-after-the-call",
+        "handed-to-another-call",
+        "unknown-call",
+        "read-name-bound-again",
+        "constructor-argument-bound-again",
+        "self-reference",
+        "cycle-through-another-name",
+    ],
 )
 def test_a_name_whose_value_may_have_changed_or_is_unknown_is_refused(body):
     with pytest.raises(NotIsolated, match="is not a literal"):

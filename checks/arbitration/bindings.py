@@ -32,6 +32,7 @@ from referee.checks.arbitration.sites import (
     mentioned_between,
     parameter_names,
     reaching_assignment,
+    rebound_after,
     round_trips,
 )
 from referee.checks.models import SiteKind
@@ -74,6 +75,7 @@ class Bindings:
         self._known: Known | None = None  # read on the first argument that is no literal
         self._inputs: set[tuple[int, int]] = set()  # where the call's arguments are written
         self._call: Node | None = None  # the call under test, once its arguments are read
+        self._opened: set[str] = set()  # names whose assigned value is being read
 
     @property
     def definitions(self) -> str:
@@ -445,18 +447,23 @@ class Bindings:
 
     def _reaching(self, name: str) -> tuple[int, Node] | None:
         """The ``name = value`` statement whose value the assertion reads, or None."""
-        holder = next(
+        holder = self._holder
+        return (
+            reaching_assignment(self.source, self.fn, name, holder.start_byte)
+            if holder is not None
+            else None
+        )
+
+    @cached_property
+    def _holder(self) -> Node | None:
+        """The statement of the test's body that holds the assertion."""
+        return next(
             (
                 s
                 for s in statements(self.fn.body)
                 if s.start_point.row <= self.row <= s.end_point.row
             ),
             None,
-        )
-        return (
-            reaching_assignment(self.source, self.fn, name, holder.start_byte)
-            if holder is not None
-            else None
         )
 
     def _assigned_known(self, name: str) -> Site | None:
@@ -468,13 +475,25 @@ class Bindings:
         found = self._reaching(name)
         if found is None:
             return None
-        value = found[1]
+        index, value = found
         if self._mentioned(name, value.end_byte, argument=True):
             return None
         node = unwrap(value)
-        known = self._known_value(node)
-        if known is None and is_expression(node):
-            known = self._expression(node, f"the value assigned to `{name}`,")
+        read = identifiers(self.source, node)
+        holder = self._holder
+        if read and (
+            holder is None or rebound_after(self.source, self.fn, read, index, holder.start_byte)
+        ):
+            return None  # ``x = 5`` after ``y = x + 1``: its names are read at the assertion
+        if name in read or name in self._opened:
+            return None  # ``a = a + 1``: the name's earlier value, not read here
+        self._opened.add(name)
+        try:
+            known = self._known_value(node)
+            if known is None and is_expression(node):
+                known = self._expression(node, f"the value assigned to `{name}`,")
+        finally:
+            self._opened.discard(name)
         return known
 
     def _changed_before(self, name: str, literal: str, start: int, argument: bool = False) -> bool:

@@ -92,5 +92,5 @@ def written_out(text: str, value_of: Callable[[str], str]) -> str | None:
 
     try:
         return ast.unparse(_Values().visit(tree))
-    except (SyntaxError, ValueError, RecursionError):
+    except (SyntaxError, ValueError, RecursionError, KeyError):  # KeyError: a name not read
         return None

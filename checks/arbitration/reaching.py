@@ -173,6 +173,18 @@ def readers(function: FunctionAst, name: str, index: int) -> list[tuple[int, int
     return found
 
 
+def rebound(function: FunctionAst, names: set[str], start: int, end: int) -> bool:
+    """Whether a top-level statement after ``start`` and up to ``end`` (included) binds
+    one of ``names`` (``x = 5`` after ``y = x + 1``: ``y`` no longer reads as ``x + 1``
+    with ``x`` read at the assertion)."""
+    return any(
+        _binds(node, name)
+        for stmt in function.body[start + 1 : end + 1]
+        for node in ast.walk(stmt)
+        for name in names
+    )
+
+
 def only_looked_at(function: FunctionAst, names: list[str], start: int, end: int) -> bool:
     """Whether the top-level statements between ``start`` and ``end`` (both left out)
     mention each of ``names`` only in assertions that look (:func:`only_looks`): the other

@@ -21,6 +21,7 @@ from referee.checks.arbitration.reaching import (
     only_looked_at,
     reaching,
     readers,
+    rebound,
     unpacked_position,
 )
 from referee.checks.models import SiteKind
@@ -330,6 +331,17 @@ def assertion_reads(
         held == position and (read_line, column) >= start
         for held, read_line, column in readers(function, name, index)
     )
+
+
+def rebound_after(source: SourceFile, fn: Function, names: set[str], index: int, at: int) -> bool:
+    """Whether a statement of the test after its statement ``index``, up to the one that
+    holds the byte ``at``, binds one of ``names`` again (True where the test cannot be
+    read so)."""
+    both = _both_trees(source, fn, at)
+    if both is None:
+        return True
+    function, _, position = both
+    return rebound(function, names, index, position)
 
 
 def _both_trees(
