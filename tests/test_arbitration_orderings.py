@@ -78,13 +78,19 @@ class T(unittest.TestCase):
     [
         ('count_vowels("aeiou") >= 5', "assertEqual(1, 1)", "tests/test_text.py::test_vowels"),
         ('4 < count_vowels("aeiou")', "assertEqual(1, 1)", "tests/test_text.py::test_vowels"),
+        # a bound the test computes: its value is the one the failing comparison recorded
+        (
+            'count_vowels("aeiou") >= len("abcde")',
+            "assertEqual(1, 1)",
+            "tests/test_text.py::test_vowels",
+        ),
         (
             "True",
             'assertGreaterEqual(count_vowels("aeiou"), 5)',
             "tests/test_text.py::T::test_vowels",
         ),
     ],
-    ids=["assert-ge", "bound-on-the-left", "assert-greater-equal"],
+    ids=["assert-ge", "bound-on-the-left", "computed-bound", "assert-greater-equal"],
 )
 def test_cli_fixes_a_function_whose_value_breaks_the_ordering_the_test_asserts(
     tmp_path: Path, referee, assertion: str, method: str, node: str

@@ -130,7 +130,11 @@ def expectation_verdict(
     assert ctx.observation is not None
     obs = ctx.observation
     expectation = outcomes.expectation(isolated)
-    meets = outcomes.meets(isolated.op, isolated.call_side, truth.value, isolated.expected.text)
+    # an expected value the test computes is no literal: its value is the one recorded
+    bound = isolated.expected.text
+    if isolated.expected.kind == "computed" and obs.asserted is not None:
+        bound = obs.asserted
+    meets = outcomes.meets(isolated.op, isolated.call_side, truth.value, bound)
     if meets is None:
         return ctx.unclear(
             f"the truth ({excerpt(truth.value)}, from {truth.source}) is not a literal value "
@@ -147,7 +151,7 @@ def expectation_verdict(
             **truth.fields(),
         )
     if obs.produced is not None and outcomes.meets(
-        isolated.op, isolated.call_side, obs.produced, isolated.expected.text
+        isolated.op, isolated.call_side, obs.produced, bound
     ):
         return ctx.unclear(
             f"{truth.said} and what the code produced "
