@@ -437,13 +437,20 @@ class Bindings:
         node = unwrap(node)
         if node.type != "identifier":
             return None
-        name = self.source.node_text(node)
+        found = self._assigned_expression(self.source.node_text(node), argument=False)
+        return found[1] if found is not None else None
+
+    def _assigned_expression(self, name: str, argument: bool) -> tuple[int, Node] | None:
+        """(statement index, value) of the ``name = value`` statement the assertion reads,
+        where the value is no literal (a literal is read as one, and not once changed:
+        ``xs.append``) and nothing mentions the name after it — for an argument, nothing
+        but the call under test."""
         found = self._reaching(name)
         if found is None or literal_text(self.source.node_text(found[1])) is not None:
-            return None  # a literal is read as one, and not once changed (``xs.append``)
-        if self._mentioned(name, found[1].end_byte, argument=False):
             return None
-        return unwrap(found[1])
+        if self._mentioned(name, found[1].end_byte, argument):
+            return None
+        return found[0], unwrap(found[1])
 
     def _reaching(self, name: str) -> tuple[int, Node] | None:
         """The ``name = value`` statement whose value the assertion reads, or None."""
@@ -472,13 +479,10 @@ class Bindings:
         lambda w: w.lower()``, ``n = 2 ** 10``), as written and never edited — when nothing
         but the call under test mentions the name after it (an object may be changed by
         whatever is handed it); else None."""
-        found = self._reaching(name)
+        found = self._assigned_expression(name, argument=True)
         if found is None:
             return None
-        index, value = found
-        if self._mentioned(name, value.end_byte, argument=True):
-            return None
-        node = unwrap(value)
+        index, node = found
         read = identifiers(self.source, node)
         holder = self._holder
         if read and (
