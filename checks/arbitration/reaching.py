@@ -160,7 +160,7 @@ def readers(function: FunctionAst, name: str, index: int) -> list[tuple[int, int
     )
     for position in range(index + 1, len(function.body)):
         stmt = function.body[position]
-        if any(_binds(node, other) for node in ast.walk(stmt) for other in inputs):
+        if rebound(function, inputs, position - 1, position):
             break  # ``x = 3`` after ``r = f(x)``: the call as written no longer says what it got
         reads = [(node.lineno, node.col_offset) for node in ast.walk(stmt) if _reads(node, name)]
         if not reads:
