@@ -742,7 +742,9 @@ server.feature(types.CODE_ACTION_RESOLVE)(lsp_actions.code_action_resolve)
 
 def serve(
     transport: str = "stdio", host: str = "127.0.0.1", port: int = 2087, log_level: str = "info"
-) -> None:
+) -> int:
+    """Serve one session; the exit code the protocol asks for: 0 when the client asked
+    for ``shutdown`` before ``exit`` (or before its stream closed), 1 otherwise."""
     level = getattr(logging, log_level.upper())
     handler = lsp_io.ClientLogHandler(server, level)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
@@ -758,3 +760,6 @@ def serve(
         server.start_ws(host, port)
     else:
         server.start_io(*lsp_io.private_stdio())
+    # pygls works this out in its exit handler, then loses it: the SystemExit it raises
+    # ends its own loop and is swallowed there.
+    return 0 if server.protocol._shutdown else 1

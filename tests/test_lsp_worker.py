@@ -11,8 +11,10 @@ downloaded.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from lsp.harness import Doc, RefereeClient, Setup, make_client, start
+from lsp.harness import SERVER, Doc, RefereeClient, Setup, make_client, start
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
@@ -199,3 +201,49 @@ async def test_no_worker_outlives_the_server(session: RefereeClient, how: str, t
         server.stdin.close()
     await asyncio.wait_for(server.wait(), 20)
     assert await _gone(worker), f"the model process outlived the server ({how})"
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+@pytest.mark.parametrize(("shut_down_first", "code"), [(True, 0), (False, 1)])
+def test_the_exit_code_says_whether_shutdown_came_before_exit(
+    tmp_path: Path, shut_down_first: bool, code: int
+):
+    """The protocol's rule: 0 when ``shutdown`` came before ``exit``, 1 otherwise (pygls
+    computes it and loses it; ``referee serve`` leaves with it, skipping the interpreter's
+    teardown)."""
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+    ]
+    if shut_down_first:
+        messages.append({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    messages.append({"jsonrpc": "2.0", "method": "exit"})
+    done = subprocess.run(
+        list(SERVER),
+        input=b"".join(_frame(m) for m in messages),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == code, done.stderr.decode()[-2000:]
+    answered = {m.get("id") for m in _frames(done.stdout) if "result" in m}
+    assert answered == ({1, 2} if shut_down_first else {1})
+
+
+def _frames(stream: bytes) -> list[dict[str, Any]]:
+    found = []
+    while stream:
+        header, _, rest = stream.partition(b"\r\n\r\n")
+        length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
+        found.append(json.loads(rest[:length]))
+        stream = rest[length:]
+    return found
