@@ -192,7 +192,9 @@ def test_a_test_that_fails_only_when_the_code_crashes_is_no_kill(tmp_path):
     # `i = len(xs)` (constant +1) makes xs[i] raise IndexError: `is not None` fails there,
     # without any check of a value; on `i -= 2` (a wrong value, no crash) it passes.
     files = {"seq.py": LAST, "tests/test_s.py": LAST_TESTS}
-    runs = grade_test("tests/test_s.py", "test_runs", files)
+    # 4 s, not the default 10: the endless mutant waits out the whole limit (the honest
+    # runs of this one-line test take well under a second, on a loaded CI machine too).
+    runs = grade_test("tests/test_s.py", "test_runs", files, timeout=4)
     assert runs.status == "survived", runs
     crashed = {(m["before"], m["after"]) for m in runs.crashed}
     assert ("i = len(xs) - 1", "i = len(xs) - 0") in crashed  # IndexError
