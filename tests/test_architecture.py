@@ -161,9 +161,11 @@ def test_no_import_circle() -> None:
 
 
 def test_no_module_over_the_limit() -> None:
+    # the engine, the server, and the benchmark scripts (outside tests, like them)
+    paths = [path for path, _ in _sources().values()] + sorted((ROOT / "bench").rglob("*.py"))
     long = {
         str(path.relative_to(ROOT)): count
-        for path, _ in _sources().values()
+        for path in paths
         if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
         and str(path.relative_to(ROOT)) not in ONE_FILE_BY_DESIGN
     }
