@@ -10,6 +10,7 @@ assertion, and a value read from the test's locals is never edited.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -644,9 +645,9 @@ def test_cli_never_edits_a_table_of_cases_even_when_the_code_is_right(tmp_path: 
 # ------------------------------------------------------------ isolation alone
 
 
-def _iso(body: str, frame_locals=None, *, failing: str | None = None):
+def _iso(body: str, frame_locals=None, *, failing: str | None = None, callees=None):
     """``body`` isolated as the test, failing on its last line (or the first that holds
-    ``failing``)."""
+    ``failing``); ``callees``: the project's functions, as the run resolved them."""
     from referee.checks.arbitration.isolate import TestRef, isolate
     from referee.checks.source import SourceFile
 
@@ -661,7 +662,32 @@ def _iso(body: str, frame_locals=None, *, failing: str | None = None):
         line,
         {},
         frame_locals,
+        callees,
     )
+
+
+@pytest.mark.parametrize(
+    ("callees", "why"),
+    [
+        (frozenset({"interleave"}), None),  # the project's side is the call under test
+        (frozenset(), "neither side of the comparison calls one of the project's functions"),
+        (
+            frozenset({"interleave", "list"}),
+            "both sides of the comparison are calls of the project's functions",
+        ),
+    ],
+)
+def test_with_a_call_on_each_side_the_projects_is_under_test(callees, why):
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    body = 'assert list(interleave("ab", "cd")) == list("acbd")'
+    if why is None:
+        isolated = _iso(body, callees=callees)
+        found = (isolated.callee, isolated.wrapper, isolated.call_side, isolated.expected.text)
+        assert found == ("interleave", "list", "left", 'list("acbd")')
+        return
+    with pytest.raises(NotIsolated, match=re.escape(why)):
+        _iso(body, callees=callees)
 
 
 @pytest.mark.parametrize(

@@ -384,6 +384,7 @@ def _call_under_test(
         for side, n in bases.items()
         if n.type == "call" and side not in approx and not is_literal(source.node_text(n))
     ]
+    ours: list[str] | None = None
     if len(calls) == 2 and project_callees is not None:
         # Both sides are calls: the project's function is the call under test, the other
         # side (a constructor of literals, a library's function) what the test expects.
@@ -406,7 +407,9 @@ def _call_under_test(
     if len(calls) != 1:
         if not calls:
             which = "neither side of the comparison is a function call"
-        elif project_callees is not None:
+        elif ours == []:
+            which = "neither side of the comparison calls one of the project's functions"
+        elif ours is not None:
             which = (
                 "both sides of the comparison are calls of the project's functions "
                 "(which one is under test?)"
