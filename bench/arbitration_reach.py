@@ -10,8 +10,17 @@ arguments — read without running anything. So it is a lower bound of what a fa
 reaches. A run adds what the recorder sees (a loop's current case, a local that reads back
 as a literal, the comparison pytest reports) and checks what reading cannot: that the
 callee is a Python function of the project, that it is not a class. A parametrized test is
-read at its first case. Each refusal is counted under its reason with the names taken out
-(`…`), most frequent first; ``--examples N`` prints N assertions of each.
+read at its first case.
+
+Which calls are the project's a run learns from where each name resolved to; here it is
+read from the test module's imports: a call through a name imported from a module of the
+project's own tree (a package or module at its root or under ``src/``) is the project's.
+That is what decides an assertion with a call on each side (``list(interleave("ab",
+"cd")) == list("acbd")``: the project's side is the call under test). ``--no-imports``
+reads without it, as this bench did before 2026-12-06.
+
+Each refusal is counted under its reason with the names taken out (`…`), most frequent
+first; ``--examples N`` prints N assertions of each.
 
 The peer is the suite itself: the share of its assertions a person could arbitrate by hand
 from the assertion's text is every one of them.
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import json
 import re
 import sys
@@ -80,14 +90,77 @@ def _indices(source: SourceFile, fn) -> dict[str, int]:
     return names
 
 
-def read_project(project: Path, examples: dict[str, list[str]], limit: int) -> Counter[str]:
+def _project_modules(project: Path) -> frozenset[str]:
+    """The top-level modules and packages of the project's own tree: at its root or under
+    ``src/`` (a directory holding ``__init__.py``, or a ``.py`` file)."""
+    found = set()
+    for base in (project, project / "src"):
+        if not base.is_dir():
+            continue
+        for entry in base.iterdir():
+            if entry.name.startswith(".") or entry.name in _SKIP_DIRS:
+                continue
+            if entry.is_dir() and (entry / "__init__.py").is_file():
+                found.add(entry.name)
+            elif entry.suffix == ".py" and entry.stem != "setup":
+                found.add(entry.stem)
+    return frozenset(found)
+
+
+def project_callees(text: str, modules: frozenset[str]) -> frozenset[str]:
+    """The dotted names the test module calls through a name it imports from one of the
+    project's ``modules`` (``from toolz import curry``: ``curry``; ``import more_itertools
+    as mi``: ``mi.chunked``): the calls a run would resolve to the project's files."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    bound, elsewhere, star = set(), set(), False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            ours = node.level == 0 and (node.module or "").split(".")[0] in modules
+            star |= ours and any(a.name == "*" for a in node.names)
+            names = {a.asname or a.name for a in node.names if a.name != "*"}
+            (bound if ours else elsewhere).update(names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                (bound if top in modules else elsewhere).add(alias.asname or top)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            elsewhere.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            elsewhere.add(node.id)
+    calls = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (name := _dotted(node.func)) is not None:
+            head = name.split(".")[0]
+            # ``from funcy.seqs import *``: a name neither built in, nor bound here, nor
+            # imported from elsewhere is one of the project's
+            if head in bound or (star and head not in elsewhere and not hasattr(builtins, head)):
+                calls.add(name)
+    return frozenset(calls)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and (base := _dotted(node.value)) is not None:
+        return f"{base}.{node.attr}"
+    return None
+
+
+def read_project(
+    project: Path, examples: dict[str, list[str]], limit: int, imports: bool = True
+) -> Counter[str]:
     tally: Counter[str] = Counter()
+    modules = _project_modules(project)
     for path in test_files(project):
         rel = path.relative_to(project).as_posix()
         try:
             source = SourceFile(rel, path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, OSError):
             continue
+        callees = project_callees(source.text, modules) if imports else None
         module = PythonModule(source, is_test_file=True)
         for fn in module.functions:
             if not fn.is_test or fn.is_nested:
@@ -98,7 +171,7 @@ def read_project(project: Path, examples: dict[str, list[str]], limit: int) -> C
             for assertion in fn.assertions:
                 line = assertion.start_point.row + 1
                 try:
-                    isolated = isolate(source, test, line, indices)
+                    isolated = isolate(source, test, line, indices, None, callees)
                 except NotIsolated as exc:
                     key = reason_key(str(exc))
                 except Exception as exc:  # a crash is a finding of its own
@@ -117,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the counts here")
     parser.add_argument("--examples", type=int, default=0, help="locations shown per reason")
     parser.add_argument("--top", type=int, default=25, help="reasons shown (default 25)")
+    parser.add_argument(
+        "--no-imports",
+        action="store_true",
+        help="do not read the project's callees from the test modules' imports (syntax alone)",
+    )
     args = parser.parse_args(argv)
     per_project: dict[str, Counter[str]] = {}
     examples: dict[str, list[str]] = defaultdict(list)
@@ -125,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         if not project.is_dir():
             parser.error(f"{project} is not a directory")
         print(f"reading {project} ...", file=sys.stderr, flush=True)
-        per_project[project.name] = read_project(project, examples, args.examples)
+        per_project[project.name] = read_project(
+            project, examples, args.examples, imports=not args.no_imports
+        )
     total: Counter[str] = sum(per_project.values(), Counter())
     count = sum(total.values())
     isolated = sum(n for key, n in total.items() if key.startswith("isolated"))

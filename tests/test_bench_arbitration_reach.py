@@ -62,3 +62,43 @@ def test_a_reason_is_counted_without_its_particulars():
         "parametrized value (a loop) — add a case"
     )
     assert key == "an argument `…` is not a literal, a parametrized value"
+
+
+def test_a_call_through_a_name_imported_from_the_project_decides_which_side_is_under_test(
+    tmp_path: Path, monkeypatch
+):
+    project = tmp_path / "seqs-project"
+    (project / "src" / "seqs").mkdir(parents=True)
+    (project / "src" / "seqs" / "__init__.py").write_text("", encoding="utf-8")
+    (project / "tests").mkdir()
+    (project / "tests" / "test_seqs.py").write_text(
+        "import os\n"
+        "import seqs.more as sm\n"
+        "from seqs import *\n"
+        "from os.path import join\n\n\n"
+        "def test_star():\n"
+        '    assert list(interleave("ab", "cd")) == list("acbd")\n\n\n'
+        "def test_alias():\n"
+        "    assert sm.chunked([1, 2], 1) == list(([1], [2]))\n\n\n"
+        "def test_neither_is_ours():\n"
+        '    assert join("a", "b") == os.path.join("a", "b")\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("REFEREE_BENCH_RECORD", "0")
+    text = (project / "tests" / "test_seqs.py").read_text(encoding="utf-8")
+    modules = arbitration_reach._project_modules(project)
+    assert modules == {"seqs"}
+    assert arbitration_reach.project_callees(text, modules) == {"interleave", "sm.chunked"}
+
+    def tally(*flags: str) -> dict[str, int]:
+        out = tmp_path / f"reach{len(flags)}.json"
+        assert arbitration_reach.main([str(project), "--json", str(out), *flags]) == 0
+        return json.loads(out.read_text(encoding="utf-8"))["projects"]["seqs-project"]
+
+    with_imports = tally()
+    # the other side is what the test expects: a value it computes (never edited)
+    assert with_imports["isolated: computed-expected"] == 2, with_imports
+    refused = {k: v for k, v in with_imports.items() if not k.startswith("isolated")}
+    assert refused == {"neither side of the comparison calls one of the project's functions": 1}
+    syntax_alone = tally("--no-imports")
+    assert not any(k.startswith("isolated") for k in syntax_alone), syntax_alone
