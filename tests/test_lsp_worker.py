@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from lsp.fuzz import frame
 from lsp.harness import SERVER, Doc, RefereeClient, Setup, make_client, start
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
@@ -203,11 +204,6 @@ async def test_no_worker_outlives_the_server(session: RefereeClient, how: str, t
     assert await _gone(worker), f"the model process outlived the server ({how})"
 
 
-def _frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
 @pytest.mark.parametrize(("shut_down_first", "code"), [(True, 0), (False, 1)])
 def test_the_exit_code_says_whether_shutdown_came_before_exit(
     tmp_path: Path, shut_down_first: bool, code: int
@@ -229,7 +225,7 @@ def test_the_exit_code_says_whether_shutdown_came_before_exit(
     messages.append({"jsonrpc": "2.0", "method": "exit"})
     done = subprocess.run(
         list(SERVER),
-        input=b"".join(_frame(m) for m in messages),
+        input=b"".join(frame(json.dumps(m).encode()) for m in messages),
         capture_output=True,
         cwd=tmp_path,
         timeout=60,
