@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 import _results  # noqa: E402
 
+from referee.checks.arbitration.ast_names import dotted_name  # noqa: E402
 from referee.checks.arbitration.isolate import isolate  # noqa: E402
 from referee.checks.arbitration.sites import NotIsolated, TestRef  # noqa: E402
 from referee.checks.nodes import excerpt  # noqa: E402
@@ -132,21 +133,13 @@ def project_callees(text: str, modules: frozenset[str]) -> frozenset[str]:
             elsewhere.add(node.id)
     calls = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (name := _dotted(node.func)) is not None:
+        if isinstance(node, ast.Call) and (name := dotted_name(node.func)) is not None:
             head = name.split(".")[0]
             # ``from funcy.seqs import *``: a name neither built in, nor bound here, nor
             # imported from elsewhere is one of the project's
             if head in bound or (star and head not in elsewhere and not hasattr(builtins, head)):
                 calls.add(name)
     return frozenset(calls)
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and (base := _dotted(node.value)) is not None:
-        return f"{base}.{node.attr}"
-    return None
 
 
 def read_project(
