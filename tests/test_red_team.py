@@ -233,7 +233,10 @@ class Probe:
 def mode_probe(request: pytest.FixtureRequest, session_dir: Path) -> tuple[Mode, Probe]:
     """The mode, checked to have its outer bound, and what its sandbox contains."""
     mode = _mode(request.param)
-    base = session_dir / f"probe-{mode.name}"
+    # A mode may be set up twice in one session (the editor's rows name their mode
+    # indirectly, which pytest keys apart from the fixture's own parameter): each time
+    # in a directory of its own.
+    base = Path(tempfile.mkdtemp(prefix=f"probe-{mode.name}-", dir=session_dir))
     world = World.build(base, mode, model_url="http://127.0.0.1:9/v1")
     readable = base / "outside" / "probe.txt"
     readable.write_text("readable by anyone\n", encoding="utf-8")
