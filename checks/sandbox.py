@@ -182,8 +182,9 @@ def run_pytest(
     """Write ``files`` (relative path -> text) into a fresh directory and run
     ``python -m pytest <args>`` there, with ``python`` (the project's interpreter; None:
     referee's own). Status ``ok`` iff pytest exits 0; the message is pytest's summary
-    line. Plugins are not auto-loaded (``-p name`` loads one) and the cache provider is
-    off."""
+    line. The plugins installed in that interpreter's environment load as in the
+    project's own runs (``$PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set where referee runs turns
+    that off here too); the cache provider is off."""
     runtime = _runtime_or_error(python)
     if isinstance(runtime, SandboxResult):
         return runtime
@@ -240,6 +241,9 @@ def _runtime_or_error(python: Interpreter | None) -> Runtime | SandboxResult:
         return SandboxResult(status="error", message=f"the sandbox has no interpreter: {exc}")
 
 
+_PASSED_ON = ("PYTEST_DISABLE_PLUGIN_AUTOLOAD",)
+
+
 def _environment(directory: str) -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", os.defpath),
@@ -251,7 +255,6 @@ def _environment(directory: str) -> dict[str, str]:
         "PYTHONIOENCODING": "utf-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "NO_COLOR": "1",
         # A run may start no thread pools of its own (RLIMIT_NPROC): numerical libraries
         # that start one per core at import (OpenBLAS, OpenMP, MKL) stay on one thread
@@ -259,6 +262,12 @@ def _environment(directory: str) -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
+        # pytest loads the plugins installed in the interpreter's environment (entry
+        # points) as it does in the project's own runs: a test that takes a plugin's
+        # fixture (``mocker``, an event loop) fails or passes here for its own reasons,
+        # not for a fixture that is missing. Turned off only where whoever started referee
+        # turned it off for pytest itself.
+        **{name: os.environ[name] for name in _PASSED_ON if os.environ.get(name)},
     }
 
 

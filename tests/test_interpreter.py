@@ -452,6 +452,102 @@ def test_referee_arbitrate_runs_the_project_in_its_own_dot_venv(
     ], done.stderr
 
 
+# ------------------------------------------------------------ the project's pytest plugins
+
+# A pytest plugin as pip installs one: a module and a dist-info whose entry point in the
+# ``pytest11`` group makes pytest load it in every run (pytest-mock's ``mocker`` and
+# pytest-asyncio are such plugins).
+WORD_PLUGIN = "import pytest\n\n\n@pytest.fixture\ndef word():\n    return 'banana'\n"
+WORD_TEST = (
+    "from text import count_vowels\n\n\ndef test_vowels(word):\n"
+    "    assert count_vowels(word) == {}\n"
+)
+TEXT = """def count_vowels(text):
+    \"\"\"The number of vowels (a, e, i, o, u) in ``text``.
+
+    >>> count_vowels("hello")
+    2
+    \"\"\"
+    return sum(1 for c in text.lower() if c in "aeiou")
+"""
+
+
+def install_word_plugin(venv: Path) -> None:
+    (site,) = venv.glob("lib/python*/site-packages")
+    (site / "wordplug.py").write_text(WORD_PLUGIN, encoding="utf-8")
+    info = site / "wordplug-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: wordplug\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nwordplug = wordplug\n")
+
+
+@pytest.fixture(scope="session")
+def plugin_venv(tmp_path_factory: pytest.TempPathFactory, pytest_copy: Path) -> Path:
+    """A virtual environment with pytest and an installed plugin giving ``word``."""
+    path = tmp_path_factory.mktemp("envs") / "with-plugin"
+    make_venv(path, pytest_copy, projdep=False)
+    install_word_plugin(path)
+    return path
+
+
+def test_the_sandbox_loads_the_plugins_the_projects_environment_installs(
+    plugin_venv: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """As pytest does in the project's own runs: a test that takes a plugin's fixture
+    passes there for its own reasons (before, every sandboxed run of it was an error:
+    fixture 'word' not found). Turned off where referee's environment turns it off."""
+    from referee.checks.execution.mutation import grade_test
+
+    python = Interpreter(str(plugin_venv / "bin" / "python"), "setting")
+    if (problem := sandbox.boundary_problem(python=python)) is not None:
+        pytest.skip(problem)
+    files = {"text.py": TEXT, "test_text.py": WORD_TEST.format(3)}
+    limits = sandbox.Limits(timeout_s=60, cpu_s=60, memory_mb=1024)
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    result = sandbox.run_pytest(files, ["-q", "test_text.py"], python=python, limits=limits)
+    assert (result.status, result.message) == ("ok", result.message), result
+    assert result.message.startswith("1 passed"), result.message
+    # mutation grading runs the test in the sandbox too: graded, not an error
+    grade = grade_test("test_text.py", "test_vowels", files, python=python, timeout=30)
+    assert grade.status == "killed", grade
+
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    off = sandbox.run_pytest(files, ["-q", "test_text.py"], python=python, limits=limits)
+    assert off.status != "ok" and "fixture 'word' not found" in off.stdout, off
+
+
+def test_referee_arbitrate_certifies_a_test_that_takes_a_plugins_fixture(
+    tmp_path: Path, referee, pytest_copy: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The corrected test runs in the sandbox with the project's plugins, as its own run
+    did: the declared reference's truth is written in and applied. Before, the corrected
+    test met "fixture 'word' not found" there and nothing was certified."""
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    root = tmp_path / "project"
+    (root / "tests").mkdir(parents=True)
+    (root / "referee.toml").write_text(
+        '[arbitration]\nreferences = { "text:count_vowels" = "refs:count_vowels" }\n',
+        encoding="utf-8",
+    )
+    (root / "text.py").write_text(TEXT, encoding="utf-8")
+    (root / "refs.py").write_text(TEXT, encoding="utf-8")
+    (root / "tests" / "test_text.py").write_text(WORD_TEST.format(4), encoding="utf-8")
+    make_venv(root / ".venv", pytest_copy, projdep=False)
+    install_word_plugin(root / ".venv")
+    if (problem := sandbox.boundary_problem(python=find(root))) is not None:
+        pytest.skip(problem)
+
+    done = referee(
+        "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=root
+    )
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "TEST_WRONG", (verdict, done.stderr)
+    assert (verdict["truth"], verdict["truth_source"]) == ("3", "reference"), verdict
+    assert verdict["applied"], verdict["reason"]
+    written = (root / "tests" / "test_text.py").read_text(encoding="utf-8")
+    assert written == WORD_TEST.format(3)
+
+
 # ------------------------------------------------------------------ the editor's setting
 
 

@@ -877,6 +877,10 @@ class Probe:
             "TMPDIR": tempfile.gettempdir(),
             "REFEREE_SANDBOX_DISABLE": PLANS[self.plan][0] if disable is None else disable,
             "REFEREE_SANDBOX": mode,
+            # as conftest.py does for every other test: the plugins of this suite's own
+            # environment (hypothesis, xdist, pytest-lsp...) are nothing these probes are
+            # about, and loading them under QUICK's limits is most of a run's time
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             **(env or {}),
         }
 
