@@ -91,6 +91,10 @@ READ_NOT_WRITTEN = ("local", "implicit", "computed")
 _PROJECT_FILES = ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py")
 _MAX_PROJECT_BYTES = 20_000_000
 _MAX_FILE_BYTES = 1_000_000
+# Test data (``tests/files/x.sql``, ``tests/res/index.html``) lives in a test directory;
+# package data (templates, schemas) in a package, beside its ``__init__.py``.
+_TEST_DIRECTORIES = frozenset({"tests", "test", "testing"})
+_MAX_DATA_BYTES = 5_000_000
 
 
 def arbitrate(
@@ -733,18 +737,43 @@ def _project_view(context: Any) -> project_objects.ProjectView:
 
 def project_files(root: Path, settings: Settings) -> dict[str, str]:
     """The project's Python files and pytest configuration, what the sandbox needs for a
-    reference or a test module to import what they import (size-capped)."""
+    reference or a test module to import what they import, and the text files its tests
+    and packages read — data in a test directory, package data beside an
+    ``__init__.py`` — without which a test that reads one fails in the sandbox, where it
+    passed or failed for its own reasons in the project (size-capped; binary files are
+    left out: the sandbox is given text)."""
+    walked = list(walk(root, settings))
+    packages = {
+        relpath.rpartition("/")[0] for relpath, _ in walked if relpath.endswith("__init__.py")
+    }
     files: dict[str, str] = {}
-    total = 0
-    for relpath, path in walk(root, settings):
-        if not (relpath.endswith(".py") or path.name in _PROJECT_FILES):
+    total = data = 0
+    for relpath, path in walked:
+        code = relpath.endswith(".py") or path.name in _PROJECT_FILES
+        if not code and not _data_file(relpath, packages):
             continue
         try:
             size = path.stat().st_size
             if size > _MAX_FILE_BYTES or total + size > _MAX_PROJECT_BYTES:
                 continue
+            if not code and data + size > _MAX_DATA_BYTES:
+                continue
             files[relpath] = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         total += size
+        data += 0 if code else size
     return files
+
+
+def _data_file(relpath: str, packages: set[str]) -> bool:
+    """Whether a file that is not Python is data a test or a package may read: in a test
+    directory, or in a package or a directory under one."""
+    directory = relpath.rpartition("/")[0]
+    if relpath.endswith((".pyc", ".pyo", ".so")):
+        return False
+    parts = directory.split("/") if directory else []
+    if any(part in _TEST_DIRECTORIES for part in parts):
+        return True
+    # in a package or in a directory under one (``pkg/templates/``)
+    return any("/".join(parts[:i]) in packages for i in range(1, len(parts) + 1))

@@ -1,0 +1,83 @@
+"""The files a project's tests and packages read travel into the sandbox with its code.
+
+A test that reads ``tests/data/word.txt`` passed or failed for its own reasons in the
+project, and met ``FileNotFoundError`` in the sandbox, where only Python files and pytest's
+configuration were copied: a corrected assertion could never be certified, a source fix
+never verified, a mutant never graded. End to end through ``referee arbitrate --apply``,
+with a declared reference as the truth.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from guard_catalogue.cases import commit_repo
+
+from referee.checks import sandbox
+from referee.checks.arbitration.engine import project_files
+from referee.checks.config import discover
+
+TEXT = '''def count_vowels(text):
+    """The number of vowels (a, e, i, o, u) in ``text``."""
+    return sum(1 for c in text.lower() if c in "aeiou")
+'''
+TESTS = """from pathlib import Path
+
+from text import count_vowels
+
+HERE = Path(__file__).parent
+
+
+def test_vowels():
+    word = (HERE / "data" / "word.txt").read_text(encoding="utf-8").strip()
+    assert count_vowels(word) == {}
+"""
+CONFIG = '[arbitration]\nreferences = { "text:count_vowels" = "refs:count_vowels" }\n'
+
+
+def test_the_sandbox_is_given_test_data_and_package_data_not_the_rest(tmp_path: Path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/templates/page.html": "<p>{{ x }}</p>\n",
+        "pkg/schema.json": "{}\n",
+        "tests/test_a.py": "",
+        "tests/data/word.txt": "banana\n",
+        "tests/files/q.sql": "select 1;\n",
+        "docs/notes.md": "# notes\n",
+        "README.md": "# project\n",
+        "pyproject.toml": "[tool.pytest.ini_options]\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "tests" / "data" / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    given = project_files(tmp_path, discover(tmp_path))
+    assert sorted(given) == sorted(set(files) - {"docs/notes.md", "README.md"})
+    assert given["tests/data/word.txt"] == "banana\n"
+
+
+def test_referee_arbitrate_certifies_a_test_that_reads_its_data_file(tmp_path: Path, referee):
+    if (problem := sandbox.boundary_problem()) is not None:
+        pytest.skip(problem)
+    repo = tmp_path / "project"
+    commit_repo(
+        repo,
+        {
+            "referee.toml": CONFIG,
+            "text.py": TEXT,
+            "refs.py": TEXT,
+            "tests/test_text.py": TESTS.format("4"),
+            "tests/data/word.txt": "banana\n",
+        },
+    )
+    done = referee(
+        "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=repo
+    )
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "TEST_WRONG", (verdict["reason"], done.stderr)
+    assert (verdict["truth"], verdict["truth_source"]) == ("3", "reference"), verdict
+    assert verdict["applied"], verdict["reason"]
+    written = (repo / "tests" / "test_text.py").read_text(encoding="utf-8")
+    assert written == TESTS.format("3")
