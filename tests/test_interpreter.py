@@ -548,6 +548,65 @@ def test_referee_arbitrate_certifies_a_test_that_takes_a_plugins_fixture(
     assert written == WORD_TEST.format(3)
 
 
+# ------------------------------------------------------------- a src/ layout, installed
+
+SRC_TEXT = '''def count_vowels(text):
+    """The number of vowels (a, e, i, o, u) in ``text``."""
+    return sum(1 for c in text[1:].lower() if c in "aeiou")
+'''
+SRC_FIXED = SRC_TEXT.replace("text[1:]", "text")
+
+
+def test_a_source_fix_is_verified_against_the_copy_not_the_installed_checkout(
+    tmp_path: Path, referee, pytest_copy: Path
+):
+    """A ``src/`` project installed in development mode (a ``.pth`` naming its ``src``, as
+    ``pip install -e .`` writes): the patched module is the code its test runs in the
+    sandbox. Before, the test imported the package from the checkout the ``.pth`` names
+    (the unpatched code) and every right fix was refused: "the test module does not pass
+    against it in the sandbox"."""
+    from guard_catalogue.cases import commit_repo
+    from red_team.fake_openai import FakeModel
+
+    root = tmp_path / "project"
+    python = make_venv(root / ".venv", pytest_copy, projdep=False)
+    (site,) = (root / ".venv").glob("lib/python*/site-packages")
+    (site / "__editable__.textpkg-1.pth").write_text(f"{root / 'src'}\n", encoding="utf-8")
+    with FakeModel(lambda kind: SRC_FIXED) as model:
+        commit_repo(
+            root,
+            {
+                "referee.toml": f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\n'
+                'model = "fake"\ncandidates = 1\ntimeout = 5\n'
+                'references = { "textpkg.text:count_vowels" = "refs:count_vowels" }\n',
+                "pyproject.toml": '[project]\nname = "textpkg"\nversion = "1"\n',
+                "src/textpkg/__init__.py": "",
+                "src/textpkg/text.py": SRC_TEXT,
+                "refs.py": SRC_FIXED,
+                "tests/test_text.py": "from textpkg.text import count_vowels\n\n\n"
+                'def test_vowels():\n    assert count_vowels("apple") == 2\n',
+            },
+        )
+        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
+            pytest.skip(problem)
+        done = referee(
+            "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=root
+        )
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
+    assert verdict["fix"] is not None, verdict["patches"]
+    assert verdict["applied"], verdict["reason"]
+    assert (root / "src" / "textpkg" / "text.py").read_text(encoding="utf-8") == SRC_FIXED
+    passed = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
 # ------------------------------------------------------------------ the editor's setting
 
 

@@ -43,6 +43,7 @@ from referee.checks.arbitration.truth import (
 from referee.checks.config import Settings
 from referee.checks.configuration import ArbitrationConfig
 from referee.checks.engine import check_source
+from referee.checks.execution.targets import laid_out
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import _case as case_text
 from referee.checks.guard.facts import squash_lines
@@ -508,12 +509,12 @@ class _Trial:
             return result("failed", checked.message, **counts), None
         self.work.raise_if_cancelled()
         self.work.say(f"running {self.test_relpath} against candidate {index} ({origin})")
-        run = sandbox.run_pytest(
+        view, args = laid_out(
             {**self.files, self.module_relpath: new_text},
             [self.test_relpath, "-q"],
-            limits=self.limits,
-            python=self.python,
+            self.module_relpath.startswith("src/"),
         )
+        run = sandbox.run_pytest(view, args, limits=self.limits, python=self.python)
         passed, total = pytest_counts(run.message)
         # pytest ran in the patch's own process: its failure refuses the patch (a patch
         # that fakes its own failure only refuses itself), its pass proves nothing.

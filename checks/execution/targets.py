@@ -80,6 +80,19 @@ def layout_args(files: dict[str, str], src_layout: bool) -> tuple[list[str], dic
     return args, {}
 
 
+def laid_out(
+    files: dict[str, str], args: list[str], src_layout: bool
+) -> tuple[dict[str, str], list[str]]:
+    """``files`` and pytest's ``args`` for a run of the project's tests in the sandbox
+    with the copy it is given (a patch, a corrected test): :func:`layout_args` and
+    :func:`packaged_view` together. Without them, a ``src/`` project installed in
+    development mode imports its package from the checkout the ``.pth`` names, so a
+    patched copy is never the code the test runs."""
+    layout, mapping = layout_args(files, src_layout)
+    view = {**files, **packaged_view(files, mapping)} if mapping else files
+    return view, [*args, *layout]
+
+
 def packaged_view(files: dict[str, str], mapping: dict[str, str]) -> dict[str, str]:
     """The project's files under a package-dir mapping laid out as Python imports them
     (``checks/x.py`` of ``"pkg.checks" = "checks"`` as ``.referee-packages/pkg/checks/x.py``):
