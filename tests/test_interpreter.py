@@ -557,21 +557,22 @@ SRC_TEXT = '''def count_vowels(text):
 SRC_FIXED = SRC_TEXT.replace("text[1:]", "text")
 
 
+@pytest.mark.parametrize("folder", ["src", "lib"])
 def test_a_source_fix_is_verified_against_the_copy_not_the_installed_checkout(
-    tmp_path: Path, referee, pytest_copy: Path
+    tmp_path: Path, referee, pytest_copy: Path, folder: str
 ):
-    """A ``src/`` project installed in development mode (a ``.pth`` naming its ``src``, as
-    ``pip install -e .`` writes): the patched module is the code its test runs in the
-    sandbox. Before, the test imported the package from the checkout the ``.pth`` names
-    (the unpatched code) and every right fix was refused: "the test module does not pass
-    against it in the sandbox"."""
+    """A project whose package lies in ``src/`` (or ``lib/``), installed in development
+    mode (a ``.pth`` naming that folder, as ``pip install -e .`` writes): the patched
+    module is the code its test runs in the sandbox. Before, the test imported the
+    package from the checkout the ``.pth`` names (the unpatched code) and every right fix
+    was refused: "the test module does not pass against it in the sandbox"."""
     from guard_catalogue.cases import commit_repo
     from red_team.fake_openai import FakeModel
 
     root = tmp_path / "project"
     python = make_venv(root / ".venv", pytest_copy, projdep=False)
     (site,) = (root / ".venv").glob("lib/python*/site-packages")
-    (site / "__editable__.textpkg-1.pth").write_text(f"{root / 'src'}\n", encoding="utf-8")
+    (site / "__editable__.textpkg-1.pth").write_text(f"{root / folder}\n", encoding="utf-8")
     with FakeModel(lambda kind: SRC_FIXED) as model:
         commit_repo(
             root,
@@ -580,8 +581,8 @@ def test_a_source_fix_is_verified_against_the_copy_not_the_installed_checkout(
                 'model = "fake"\ncandidates = 1\ntimeout = 5\n'
                 'references = { "textpkg.text:count_vowels" = "refs:count_vowels" }\n',
                 "pyproject.toml": '[project]\nname = "textpkg"\nversion = "1"\n',
-                "src/textpkg/__init__.py": "",
-                "src/textpkg/text.py": SRC_TEXT,
+                f"{folder}/textpkg/__init__.py": "",
+                f"{folder}/textpkg/text.py": SRC_TEXT,
                 "refs.py": SRC_FIXED,
                 "tests/test_text.py": "from textpkg.text import count_vowels\n\n\n"
                 'def test_vowels():\n    assert count_vowels("apple") == 2\n',
@@ -596,7 +597,7 @@ def test_a_source_fix_is_verified_against_the_copy_not_the_installed_checkout(
     assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
     assert verdict["fix"] is not None, verdict["patches"]
     assert verdict["applied"], verdict["reason"]
-    assert (root / "src" / "textpkg" / "text.py").read_text(encoding="utf-8") == SRC_FIXED
+    assert (root / folder / "textpkg" / "text.py").read_text(encoding="utf-8") == SRC_FIXED
     passed = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
         cwd=root,

@@ -512,7 +512,8 @@ class _Trial:
         view, args = laid_out(
             {**self.files, self.module_relpath: new_text},
             [self.test_relpath, "-q"],
-            self.module_relpath.startswith("src/"),
+            self.module_relpath,
+            self.spec.module,
         )
         run = sandbox.run_pytest(view, args, limits=self.limits, python=self.python)
         passed, total = pytest_counts(run.message)

@@ -80,15 +80,33 @@ def layout_args(files: dict[str, str], src_layout: bool) -> tuple[list[str], dic
     return args, {}
 
 
+def import_root(relpath: str, module: str) -> str | None:
+    """The folder Python imports ``module`` from, given its file ``relpath``: ``"src"``
+    for ``src/pkg/mod.py`` as ``pkg.mod``, ``"lib"`` for ``lib/pkg/mod.py``, ``""`` at the
+    project's root; None when the path does not end with the module's own (a package-dir
+    mapping that renames it)."""
+    stem = relpath.removesuffix(".py").removesuffix("/__init__")
+    dotted = module.replace(".", "/")
+    if stem == dotted:
+        return ""
+    if stem.endswith("/" + dotted):
+        return stem[: -len(dotted) - 1]
+    return None
+
+
 def laid_out(
-    files: dict[str, str], args: list[str], src_layout: bool
+    files: dict[str, str], args: list[str], relpath: str, module: str
 ) -> tuple[dict[str, str], list[str]]:
     """``files`` and pytest's ``args`` for a run of the project's tests in the sandbox
-    with the copy it is given (a patch, a corrected test): :func:`layout_args` and
-    :func:`packaged_view` together. Without them, a ``src/`` project installed in
-    development mode imports its package from the checkout the ``.pth`` names, so a
+    with a copy of ``module`` (file ``relpath``) it is given, a patch: the folder it is
+    imported from first on the path (``src``, ``lib``), or the package-dir layout of
+    :func:`layout_args` and :func:`packaged_view`. Without them, a project installed in
+    development mode imports its package from the checkout its ``.pth`` names, so the
     patched copy is never the code the test runs."""
-    layout, mapping = layout_args(files, src_layout)
+    root = import_root(relpath, module)
+    if root:
+        return files, [*args, "-o", f"pythonpath={root}"]
+    layout, mapping = layout_args(files, False) if root is None else ([], {})
     view = {**files, **packaged_view(files, mapping)} if mapping else files
     return view, [*args, *layout]
 
