@@ -44,18 +44,19 @@ def test_the_sandbox_is_given_test_data_and_package_data_not_the_rest(tmp_path: 
         "pkg/schema.json": "{}\n",
         "tests/test_a.py": "",
         "tests/data/word.txt": "banana\n",
-        "tests/files/q.sql": "select 1;\n",
+        "tests/files/q.sql": "select 1;\r\nselect 2;\r\n",
         "docs/notes.md": "# notes\n",
         "README.md": "# project\n",
         "pyproject.toml": "[tool.pytest.ini_options]\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text, encoding="utf-8")
+        (tmp_path / name).write_bytes(text.encode())
     (tmp_path / "tests" / "data" / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     given = project_files(tmp_path, discover(tmp_path))
     assert sorted(given) == sorted(set(files) - {"docs/notes.md", "README.md"})
     assert given["tests/data/word.txt"] == "banana\n"
+    assert given["tests/files/q.sql"] == "select 1;\r\nselect 2;\r\n"  # as on disk
 
 
 def test_referee_arbitrate_certifies_a_test_that_reads_its_data_file(tmp_path: Path, referee):

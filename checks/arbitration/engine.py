@@ -758,7 +758,9 @@ def project_files(root: Path, settings: Settings) -> dict[str, str]:
                 continue
             if not code and data + size > _MAX_DATA_BYTES:
                 continue
-            files[relpath] = path.read_text(encoding="utf-8")
+            # data as it is on disk: a test may read its exact line endings (``\r\n``)
+            text = path.read_text(encoding="utf-8") if code else path.read_bytes().decode()
+            files[relpath] = text
         except (OSError, UnicodeDecodeError):
             continue
         total += size
