@@ -17,6 +17,7 @@ from guard_catalogue.cases import commit_repo
 
 from referee.checks import sandbox
 from referee.checks.arbitration.engine import project_files
+from referee.checks.arbitration.project_data import without_test_data
 from referee.checks.config import discover
 
 TEXT = '''def count_vowels(text):
@@ -57,6 +58,16 @@ def test_the_sandbox_is_given_test_data_and_package_data_not_the_rest(tmp_path: 
     assert sorted(given) == sorted(set(files) - {"docs/notes.md", "README.md"})
     assert given["tests/data/word.txt"] == "banana\n"
     assert given["tests/files/q.sql"] == "select 1;\r\nselect 2;\r\n"  # as on disk
+    # what code a model wrote runs beside (a patch on the asserted calls, an oracle with
+    # the project's objects): the package's data, never the tests' (it may hold what
+    # they expect)
+    assert sorted(without_test_data(given)) == [
+        "pkg/__init__.py",
+        "pkg/schema.json",
+        "pkg/templates/page.html",
+        "pyproject.toml",
+        "tests/test_a.py",
+    ]
 
 
 def test_referee_arbitrate_certifies_a_test_that_reads_its_data_file(tmp_path: Path, referee):

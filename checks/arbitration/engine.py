@@ -35,6 +35,7 @@ from referee.checks.arbitration.isolate import (
 from referee.checks.arbitration.observe import (
     TestRecord,
 )
+from referee.checks.arbitration.project_data import data_file, without_test_data
 from referee.checks.arbitration.siblings import Cases, sibling_examples, worth_running
 from referee.checks.arbitration.sites import (
     COMPARISON_IN_BOOLEAN,
@@ -91,10 +92,7 @@ READ_NOT_WRITTEN = ("local", "implicit", "computed")
 _PROJECT_FILES = ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py")
 _MAX_PROJECT_BYTES = 20_000_000
 _MAX_FILE_BYTES = 1_000_000
-# Test data (``tests/files/x.sql``, ``tests/res/index.html``) lives in a test directory;
-# package data (templates, schemas) in a package, beside its ``__init__.py``.
-_TEST_DIRECTORIES = frozenset({"tests", "test", "testing"})
-_MAX_DATA_BYTES = 5_000_000
+_MAX_DATA_BYTES = 5_000_000  # of test and package data (project_data)
 
 
 def arbitrate(
@@ -731,7 +729,9 @@ def _project_view(context: Any) -> project_objects.ProjectView:
     interpreter (:mod:`~referee.checks.arbitration.project_objects`)."""
     files = _LazyFiles(context.root, context.settings)
     return project_objects.ProjectView(
-        context.root, files.get, lambda: interpreter.for_settings(context.settings)
+        context.root,
+        lambda: without_test_data(files.get()),
+        lambda: interpreter.for_settings(context.settings),
     )
 
 
@@ -750,7 +750,7 @@ def project_files(root: Path, settings: Settings) -> dict[str, str]:
     total = data = 0
     for relpath, path in walked:
         code = relpath.endswith(".py") or path.name in _PROJECT_FILES
-        if not code and not _data_file(relpath, packages):
+        if not code and not data_file(relpath, packages):
             continue
         try:
             size = path.stat().st_size
@@ -766,16 +766,3 @@ def project_files(root: Path, settings: Settings) -> dict[str, str]:
         total += size
         data += 0 if code else size
     return files
-
-
-def _data_file(relpath: str, packages: set[str]) -> bool:
-    """Whether a file that is not Python is data a test or a package may read: in a test
-    directory, or in a package or a directory under one."""
-    directory = relpath.rpartition("/")[0]
-    if relpath.endswith((".pyc", ".pyo", ".so")):
-        return False
-    parts = directory.split("/") if directory else []
-    if any(part in _TEST_DIRECTORIES for part in parts):
-        return True
-    # in a package or in a directory under one (``pkg/templates/``)
-    return any("/".join(parts[:i]) in packages for i in range(1, len(parts) + 1))

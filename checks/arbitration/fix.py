@@ -32,6 +32,7 @@ from referee.checks.arbitration import verify
 from referee.checks.arbitration.capabilities import added_capabilities
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.programs import extract_code
+from referee.checks.arbitration.project_data import without_test_data
 from referee.checks.arbitration.sites import Site
 from referee.checks.arbitration.splice import Refused, splice
 from referee.checks.arbitration.style import restyler
@@ -446,7 +447,7 @@ class _Trial:
         # conftest files: nothing there tells a patch what the tests expect.
         code_files = {
             path: text
-            for path, text in files.items()
+            for path, text in without_test_data(files).items()
             if not _is_test(settings, path) and posixpath.basename(path) != "conftest.py"
         }
         return cls(
