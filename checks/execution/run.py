@@ -238,6 +238,7 @@ class _FileCheck:
 
     def check_functions(self, functions: list[Any], model: Any, queue: bool) -> None:
         from referee.checks.arbitration.isolate import NotIsolated, function_spec
+        from referee.checks.arbitration.project_data import without_test_data
         from referee.checks.arbitration.truth import (
             ArbitrationError,
             ProgramCache,
@@ -265,7 +266,7 @@ class _FileCheck:
                 result = check_function(
                     spec,
                     relpath,
-                    project,
+                    without_test_data(project),  # oracles run beside it: not what tests expect
                     tests_text,
                     settings.config.execution,
                     arbitration,
