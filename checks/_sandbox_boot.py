@@ -544,13 +544,21 @@ def _drop_capabilities(containment):
         containment.append("no-capabilities")
 
 
-def _write_files(root, files):
+def _write_files(root, files, binary):
+    """The run's files: text, and binary data (base64) a test may read."""
+    import binascii
+
     os.makedirs(root, mode=0o700, exist_ok=True)
     for name, text in files.items():
         target = os.path.join(root, name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w", encoding="utf-8") as handle:
             handle.write(text)
+    for name, encoded in binary.items():
+        target = os.path.join(root, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(binascii.a2b_base64(encoded))
 
 
 def _own_processes(uid):
@@ -1234,7 +1242,8 @@ def _contain(job, fd, status_fd):
             os.chown(job["root"], 0, 0)
     if not monitored:
         os.close(status_fd)
-    _write_files(job["root"], job["files"])  # before the limits and the capabilities go
+    # before the limits and the capabilities go
+    _write_files(job["root"], job["files"], job.get("binary") or {})
     os.chdir(job["root"])
     _limits(job["limits"], containment, running)
     _no_new_privs(containment)

@@ -33,6 +33,7 @@ comparison of values in :mod:`~referee.checks.sandbox_values`; the child's side 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import json
@@ -44,6 +45,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -149,7 +151,7 @@ def evaluate(
     call: str,
     *,
     limits: Limits = Limits(),  # noqa: B008 - frozen, so one shared default is safe
-    files: dict[str, str] | None = None,
+    files: Mapping[str, str | bytes] | None = None,
     python: Interpreter | None = None,
 ) -> SandboxResult:
     """Run ``code`` as a module in a fresh interpreter, then evaluate the expression
@@ -173,13 +175,14 @@ def evaluate(
 
 
 def run_pytest(
-    files: dict[str, str],
+    files: Mapping[str, str | bytes],
     args: list[str],
     *,
     limits: Limits = Limits(),  # noqa: B008
     python: Interpreter | None = None,
 ) -> SandboxResult:
-    """Write ``files`` (relative path -> text) into a fresh directory and run
+    """Write ``files`` (relative path -> text, or bytes for binary data) into a fresh
+    directory and run
     ``python -m pytest <args>`` there, with ``python`` (the project's interpreter; None:
     referee's own). Status ``ok`` iff pytest exits 0; the message is pytest's summary
     line. The plugins installed in that interpreter's environment load as in the
@@ -428,10 +431,16 @@ def _start(
 
 
 def _run(
-    job: dict[str, Any], files: dict[str, str], limits: Limits, runtime: Runtime
+    job: dict[str, Any], files: Mapping[str, str | bytes], limits: Limits, runtime: Runtime
 ) -> SandboxResult:
     started = time.monotonic()
-    relative = {_safe_relative(name).as_posix(): text for name, text in files.items()}
+    relative = {_safe_relative(name).as_posix(): content for name, content in files.items()}
+    text = {name: content for name, content in relative.items() if isinstance(content, str)}
+    binary = {
+        name: base64.b64encode(content).decode("ascii")
+        for name, content in relative.items()
+        if isinstance(content, bytes)
+    }
     if os.name != "posix":
         return SandboxResult(status="error", message="the sandbox needs a POSIX system")
     strict = sandbox_mode(limits) == "strict"
@@ -453,7 +462,8 @@ def _run(
         job = {
             **job,
             **_job_settings(root, stage, plan, strict, disabled, runtime, limits),
-            "files": relative,
+            "files": text,
+            "binary": binary,
             "result_fd": write_fd,
             "status_fd": status_write,
         }

@@ -1,9 +1,10 @@
 """The files a project's tests and packages read travel into the sandbox with its code.
 
-A test that reads ``tests/data/word.txt`` passed or failed for its own reasons in the
+A test that reads ``tests/data/word.bin`` passed or failed for its own reasons in the
 project, and met ``FileNotFoundError`` in the sandbox, where only Python files and pytest's
 configuration were copied: a corrected assertion could never be certified, a source fix
-never verified, a mutant never graded. End to end through ``referee arbitrate --apply``,
+never verified, a mutant never graded. Text data travels as it is on disk (its line
+endings too), binary data as bytes. End to end through ``referee arbitrate --apply``,
 with a declared reference as the truth.
 """
 
@@ -32,9 +33,10 @@ HERE = Path(__file__).parent
 
 
 def test_vowels():
-    word = (HERE / "data" / "word.txt").read_text(encoding="utf-8").strip()
+    word = (HERE / "data" / "word.bin").read_bytes()[1:].decode()  # after a marker byte
     assert count_vowels(word) == {}
 """
+WORD = b"\xffbanana"  # no UTF-8 text: the file travels as bytes
 CONFIG = '[arbitration]\nreferences = { "text:count_vowels" = "refs:count_vowels" }\n'
 
 
@@ -55,8 +57,10 @@ def test_the_sandbox_is_given_test_data_and_package_data_not_the_rest(tmp_path: 
         (tmp_path / name).write_bytes(text.encode())
     (tmp_path / "tests" / "data" / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     given = project_files(tmp_path, discover(tmp_path))
-    assert sorted(given) == sorted(set(files) - {"docs/notes.md", "README.md"})
+    wanted = {*files, "tests/data/image.png"} - {"docs/notes.md", "README.md"}
+    assert sorted(given) == sorted(wanted)
     assert given["tests/data/word.txt"] == "banana\n"
+    assert given["tests/data/image.png"] == b"\x89PNG\r\n\x1a\n\xff\xfe"  # bytes, as they are
     assert given["tests/files/q.sql"] == "select 1;\r\nselect 2;\r\n"  # as on disk
     # what code a model wrote runs beside (a patch on the asserted calls, an oracle with
     # the project's objects): the package's data, never the tests' (it may hold what
@@ -70,7 +74,7 @@ def test_the_sandbox_is_given_test_data_and_package_data_not_the_rest(tmp_path: 
     ]
 
 
-def test_referee_arbitrate_certifies_a_test_that_reads_its_data_file(tmp_path: Path, referee):
+def test_arbitrate_certifies_a_test_that_reads_its_binary_data_file(tmp_path: Path, referee):
     if (problem := sandbox.boundary_problem()) is not None:
         pytest.skip(problem)
     repo = tmp_path / "project"
@@ -81,9 +85,10 @@ def test_referee_arbitrate_certifies_a_test_that_reads_its_data_file(tmp_path: P
             "text.py": TEXT,
             "refs.py": TEXT,
             "tests/test_text.py": TESTS.format("4"),
-            "tests/data/word.txt": "banana\n",
         },
     )
+    (repo / "tests" / "data").mkdir()
+    (repo / "tests" / "data" / "word.bin").write_bytes(WORD)
     done = referee(
         "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=repo
     )

@@ -735,18 +735,18 @@ def _project_view(context: Any) -> project_objects.ProjectView:
     )
 
 
-def project_files(root: Path, settings: Settings) -> dict[str, str]:
+def project_files(root: Path, settings: Settings) -> dict[str, Any]:
     """The project's Python files and pytest configuration, what the sandbox needs for a
     reference or a test module to import what they import, and the text files its tests
     and packages read — data in a test directory, package data beside an
     ``__init__.py`` — without which a test that reads one fails in the sandbox, where it
-    passed or failed for its own reasons in the project (size-capped; binary files are
-    left out: the sandbox is given text)."""
+    passed or failed for its own reasons in the project (size-capped). Python files are
+    text; data files are text when they decode as UTF-8, else bytes."""
     walked = list(walk(root, settings))
     packages = {
         relpath.rpartition("/")[0] for relpath, _ in walked if relpath.endswith("__init__.py")
     }
-    files: dict[str, str] = {}
+    files: dict[str, Any] = {}
     total = data = 0
     for relpath, path in walked:
         code = relpath.endswith(".py") or path.name in _PROJECT_FILES
@@ -759,10 +759,19 @@ def project_files(root: Path, settings: Settings) -> dict[str, str]:
             if not code and data + size > _MAX_DATA_BYTES:
                 continue
             # data as it is on disk: a test may read its exact line endings (``\r\n``)
-            text = path.read_text(encoding="utf-8") if code else path.read_bytes().decode()
-            files[relpath] = text
+            # or bytes (an image, an archive: the sandbox writes them as they are)
+            files[relpath] = path.read_text(encoding="utf-8") if code else _data(path)
         except (OSError, UnicodeDecodeError):
             continue
         total += size
         data += 0 if code else size
     return files
+
+
+def _data(path: Path) -> str | bytes:
+    """A data file's text as on disk, or its bytes where it is no UTF-8 text."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw

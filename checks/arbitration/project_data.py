@@ -9,6 +9,9 @@ gets package data only: the tests' data can hold what they expect.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+T = TypeVar("T")
 TEST_DIRECTORIES = frozenset({"tests", "test", "testing"})
 
 
@@ -31,6 +34,6 @@ def is_test_data(relpath: str) -> bool:
     )
 
 
-def without_test_data(files: dict[str, str]) -> dict[str, str]:
+def without_test_data(files: dict[str, T]) -> dict[str, T]:
     """``files`` as code a model wrote may see them: without the tests' data."""
     return {path: text for path, text in files.items() if not is_test_data(path)}
