@@ -21,17 +21,19 @@ def data_file(relpath: str, packages: set[str]) -> bool:
     ``__init__.py``) or a directory under one."""
     if relpath.endswith((".pyc", ".pyo", ".so")):
         return False
-    parts = relpath.split("/")[:-1]
-    if any(part in TEST_DIRECTORIES for part in parts):
+    if _in_test_directory(relpath):
         return True
+    parts = relpath.split("/")[:-1]
     return any("/".join(parts[:i]) in packages for i in range(1, len(parts) + 1))
 
 
 def is_test_data(relpath: str) -> bool:
     """A file that is not Python, in a test directory."""
-    return not relpath.endswith(".py") and any(
-        part in TEST_DIRECTORIES for part in relpath.split("/")[:-1]
-    )
+    return not relpath.endswith(".py") and _in_test_directory(relpath)
+
+
+def _in_test_directory(relpath: str) -> bool:
+    return any(part in TEST_DIRECTORIES for part in relpath.split("/")[:-1])
 
 
 def without_test_data(files: dict[str, T]) -> dict[str, T]:
