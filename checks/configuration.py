@@ -403,8 +403,8 @@ class RefereeConfig(_Config):
         min_length=1,
         description="The interpreter that runs the project's tests (arbitration, mutation "
         "grading, the sandbox): a path, relative to the project root or absolute, to a "
-        "Python or a virtual environment. Unset: $VIRTUAL_ENV, then .venv/ or venv/ in the "
-        "project root, then referee's own.",
+        "Python or a virtual environment. Unset: $VIRTUAL_ENV, then .venv/, venv/ or another "
+        "environment directory in the project root, then $CONDA_PREFIX, then referee's own.",
     )
 
     @field_validator("select", "extend_select", "ignore", mode="before")

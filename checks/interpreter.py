@@ -8,8 +8,12 @@ of:
 1. the ``python`` setting (``python = ".venv/bin/python"`` in ``[tool.referee]``, or the
    editor's ``referee.python``), a path relative to the project root or absolute;
 2. the active virtual environment, ``$VIRTUAL_ENV``;
-3. ``.venv/`` or ``venv/`` in the project root;
-4. referee's own ``sys.executable``.
+3. ``.venv/`` or ``venv/`` in the project root, then any other directory of the root that
+   is an environment (a ``pyvenv.cfg`` — ``python -m venv env`` — or a conda
+   environment's ``conda-meta/``, ``conda create -p ./env``), by name;
+4. the active conda environment, ``$CONDA_PREFIX`` (after the project's own: conda's
+   base environment is often active in every shell);
+5. referee's own ``sys.executable``.
 
 :func:`describe` asks an interpreter, once, where its standard library and
 site-packages are (the sandbox mounts them read-only); :func:`pytest_problem` says, in
@@ -45,7 +49,7 @@ __all__ = [
 ]
 
 # How an interpreter was found, as :attr:`Interpreter.found` names it.
-SETTING, VIRTUAL_ENV, REFEREE = "setting", "$VIRTUAL_ENV", "referee"
+SETTING, VIRTUAL_ENV, CONDA, REFEREE = "setting", "$VIRTUAL_ENV", "$CONDA_PREFIX", "referee"
 DOT_VENV, VENV = ".venv", "venv"
 
 _WINDOWS = sys.platform == "win32"
@@ -58,7 +62,8 @@ class Interpreter:
     environment's."""
 
     path: str
-    found: str  # setting, $VIRTUAL_ENV, .venv, venv or referee
+    # setting, $VIRTUAL_ENV, .venv, venv, another directory's name, $CONDA_PREFIX, referee
+    found: str
 
     @property
     def is_own(self) -> bool:
@@ -106,11 +111,46 @@ def find(
         stamp = os.stat(resolved).st_mtime_ns
     except OSError:
         stamp = 0
-    return _find(resolved, setting or None, environ.get("VIRTUAL_ENV") or None, stamp)
+    return _find(
+        resolved,
+        setting or None,
+        environ.get("VIRTUAL_ENV") or None,
+        environ.get("CONDA_PREFIX") or None,
+        stamp,
+    )
+
+
+def _is_environment(directory: Path) -> bool:
+    """Whether ``directory`` is a virtual environment (``pyvenv.cfg``) or a conda one."""
+    return (directory / "pyvenv.cfg").is_file() or (directory / "conda-meta").is_dir()
+
+
+def _in_root(base: Path) -> Interpreter | None:
+    """``.venv/``, then ``venv/``, then any other environment directly in the root."""
+    for name in (DOT_VENV, VENV):
+        inside = _in_environment(base / name)
+        if inside is not None:
+            return Interpreter(str(inside), name)
+    try:
+        others = sorted(
+            entry.name
+            for entry in os.scandir(base)
+            if entry.name not in (DOT_VENV, VENV) and entry.is_dir(follow_symlinks=False)
+        )
+    except OSError:
+        return None
+    for name in others:
+        if _is_environment(base / name):
+            inside = _in_environment(base / name)
+            if inside is not None:
+                return Interpreter(str(inside), name)
+    return None
 
 
 @functools.lru_cache(maxsize=64)
-def _find(root: str, setting: str | None, virtual_env: str | None, _stamp: int) -> Interpreter:
+def _find(
+    root: str, setting: str | None, virtual_env: str | None, conda: str | None, _stamp: int
+) -> Interpreter:
     base = Path(root)
     if setting is not None:
         path = Path(os.path.expanduser(setting))
@@ -132,10 +172,13 @@ def _find(root: str, setting: str | None, virtual_env: str | None, _stamp: int) 
         inside = _in_environment(Path(virtual_env))
         if inside is not None:
             return Interpreter(os.path.abspath(inside), VIRTUAL_ENV)
-    for name, found in ((".venv", DOT_VENV), ("venv", VENV)):
-        inside = _in_environment(base / name)
+    in_root = _in_root(base)
+    if in_root is not None:
+        return in_root
+    if conda is not None:
+        inside = _in_environment(Path(conda))
         if inside is not None:
-            return Interpreter(str(inside), found)
+            return Interpreter(os.path.abspath(inside), CONDA)
     return own()
 
 

@@ -66,10 +66,11 @@ def arbitrate(
     fix only that side.
 
     Runs the test in the project's interpreter (the `python` setting, $VIRTUAL_ENV,
-    .venv/ or venv/), isolates the call under test, computes the expected value from
-    sources that saw neither the function's body nor the test (a doctest, a declared
-    reference, k oracle programs the local model writes from the signature and the
-    docstring — or, without one, the suite's committed, passing assertions), then:
+    .venv/, venv/ or another environment in the root, $CONDA_PREFIX), isolates the call
+    under test, computes the expected value from sources that saw neither the function's
+    body nor the test (a doctest, a declared reference, k oracle programs the local model
+    writes from the signature and the docstring — or, without one, the suite's committed,
+    passing assertions), then:
     TEST_WRONG offers the certified value as the test's new expected value, with a
     certificate; SOURCE_WRONG offers a patch that passes the whole test module; UNCLEAR
     goes to the review queue. See docs/arbitration.md.

@@ -111,6 +111,37 @@ def test_discovery_order_setting_then_virtual_env_then_dot_venv_then_venv(tmp_pa
     assert find(root, environ={"VIRTUAL_ENV": str(tmp_path / "gone")}).found == ".venv"
 
 
+def test_any_environment_in_the_root_then_the_active_conda_environment(tmp_path: Path):
+    """``python -m venv env`` and ``conda create -p ./env`` are environments of the
+    project too; conda's active environment (often its base, in every shell) comes after
+    the project's own, before referee's."""
+    root = tmp_path / "project"
+    root.mkdir()
+    conda = {"CONDA_PREFIX": str(tmp_path / "conda")}
+    conda_python = _fake_python(tmp_path / "conda")
+    interpreter.forget()
+    assert find(root, environ=conda) == Interpreter(str(conda_python), "$CONDA_PREFIX")
+    # a folder with a bin/python but neither pyvenv.cfg nor conda-meta is not one
+    _fake_python(root / "aaa-tools")
+    interpreter.forget()
+    assert find(root, environ=conda).found == "$CONDA_PREFIX"
+    assert find(root, environ={}) == Interpreter(sys.executable, "referee")
+    conda_env = _fake_python(root / "myenv")
+    (root / "myenv" / "conda-meta").mkdir()
+    interpreter.forget()
+    assert find(root, environ=conda) == Interpreter(str(conda_env), "myenv")
+    env = _fake_python(root / "env")  # sorts before myenv
+    (root / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    interpreter.forget()
+    assert find(root, environ=conda) == Interpreter(str(env), "env")
+    dot_venv = _fake_python(root / ".venv")  # .venv and venv come first, as before
+    interpreter.forget()
+    assert find(root, environ=conda) == Interpreter(str(dot_venv), ".venv")
+    active = _fake_python(tmp_path / "active")
+    both = {**conda, "VIRTUAL_ENV": str(tmp_path / "active")}
+    assert find(root, environ=both) == Interpreter(str(active), "$VIRTUAL_ENV")
+
+
 def test_a_bad_python_setting_is_a_configuration_error_naming_the_key(tmp_path: Path):
     (tmp_path / "not-python").write_text("", encoding="utf-8")
     (tmp_path / "empty-dir").mkdir()
