@@ -1,6 +1,7 @@
 """The first code every sandbox process runs (see ``referee.checks.sandbox``).
 
-referee never imports this module: ``sandbox.py`` passes its source to ``python -c``, so
+referee never imports this module: ``sandbox.py`` passes its source to ``python -c`` (compiled
+there under a file name of its own, ``sandbox.BOOT_FILENAME``), so
 the child needs nothing but the standard library. It runs with a scrubbed environment,
 reads its job (from a descriptor, or a file it deletes), contains itself, then runs the
 untrusted code. The parent chose the plan; this carries it out and reports what held:
@@ -38,6 +39,10 @@ import contextlib
 import json
 import os
 import sys
+
+# The file name this code was compiled under (``sandbox.BOOT_FILENAME``; ``<string>`` where
+# it runs as ``python -c`` itself), read before anything is audited.
+_BOOT_FILE = sys._getframe().f_code.co_filename
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -1112,7 +1117,7 @@ def _print_traceback(exc):
     import traceback
 
     tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
+    while tb is not None and tb.tb_frame.f_code.co_filename in (_BOOT_FILE, "<string>"):
         tb = tb.tb_next  # this bootstrap's own frames
     traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
     sys.stderr.flush()

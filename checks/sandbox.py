@@ -232,9 +232,19 @@ def _value_cap(limits: Limits) -> int:
     return max(1024 * 1024, limits.output_kb * 1024)
 
 
+# The file name the boot's code carries. Under ``python -c`` it would be ``<string>``, as
+# is the code of anything compiled from a string (hypothesis's generated wrappers, say):
+# the boot's guard on its own functions' code took those for its own and refused the
+# import of hypothesis's pytest plugin, so no sandboxed pytest run passed where it was
+# installed.
+BOOT_FILENAME = "<referee sandbox boot>"
+
+
 @functools.lru_cache(maxsize=1)
 def _boot_source() -> str:
-    return (Path(__file__).resolve().parent / "_sandbox_boot.py").read_text(encoding="utf-8")
+    """What ``python -c`` runs: the boot, compiled under :data:`BOOT_FILENAME`."""
+    source = (Path(__file__).resolve().parent / "_sandbox_boot.py").read_text(encoding="utf-8")
+    return f"exec(compile({source!r}, {BOOT_FILENAME!r}, 'exec'))"
 
 
 def _runtime_or_error(python: Interpreter | None) -> Runtime | SandboxResult:

@@ -1455,3 +1455,23 @@ def test_code_that_replaces_its_own_functions_code_still_runs(mode: str) -> None
     result = run_pytest(files, ["-q", "test_m.py"], limits=QUICK)
     assert result.status == "ok", result
     assert "1 passed" in result.stdout, result
+
+
+def test_code_compiled_from_a_string_may_replace_its_own_functions_code(mode: str) -> None:
+    """hypothesis's generated wrappers (every strategy it defines at import) are compiled
+    from a string, as ``python -c`` compiles the sandbox's own code, and replace their
+    ``__code__``. Before, the boot took any ``<string>`` code for its own and refused it:
+    no sandboxed pytest run passed where hypothesis's pytest plugin is installed."""
+    files = {
+        "test_m.py": "def test_a():\n    space = {}\n"
+        "    exec(compile('def f():\\n    return 3\\n', '<string>', 'exec'), space)\n"
+        "    f = space['f']\n    f.__code__ = f.__code__.replace(co_name='g')\n"
+        "    assert (f.__name__, f.__code__.co_name, f()) == ('f', 'g', 3)\n"
+    }
+    result = run_pytest(files, ["-q", "test_m.py"], limits=QUICK)
+    assert result.status == "ok", result
+    assert "1 passed" in result.stdout, result
+    # the boot's own functions stay guarded (the hook-code-swapped probe above as well)
+    swap = "import os\nos.open.__code__ = (lambda *a, **k: 1).__code__\n"
+    denied = run_pytest({"test_m.py": swap + "\n\ndef test_a():\n    pass\n"}, ["-q"], limits=QUICK)
+    assert denied.status != "ok", denied
