@@ -48,6 +48,7 @@ from referee.checks.execution.targets import laid_out
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import _case as case_text
 from referee.checks.guard.facts import squash_lines
+from referee.checks.guard.pytestconfig import alone_args_of
 from referee.checks.models import ArbitrationFix, Edit, Location, PatchResult, Span
 from referee.checks.progress import IDLE, Work
 from referee.checks.source import SourceFile
@@ -516,6 +517,7 @@ class _Trial:
             self.module_relpath,
             self.spec.module,
         )
+        args = [*args, *alone_args_of(view)]
         run = sandbox.run_pytest(view, args, limits=self.limits, python=self.python)
         passed, total = pytest_counts(run.message)
         # pytest ran in the patch's own process: its failure refuses the patch (a patch

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV, WATCH_ENV
+from referee.checks.guard.pytestconfig import CONFIG_FILES, alone_args_of
 from referee.checks.interpreter import Interpreter
 from referee.checks.process import run_in_own_group
 
@@ -173,6 +174,7 @@ def run_tests(
             "no:cacheprovider",
             "--color=no",
             "-rfE",
+            *_alone_args(root, env),
             *(extra_args or []),
             "--",
             *[node_id(t) for t in targets],
@@ -196,6 +198,19 @@ def run_tests(
         return TestRun(
             records, returncode, text, timed_out, hung, hang_after, frames, **summary_fields
         )
+
+
+def _alone_args(root: Path, env: dict[str, str]) -> list[str]:
+    """The options that keep this run in one process and decided by its tests alone,
+    whatever the root's pytest configuration and ``$PYTEST_ADDOPTS`` add (xdist's
+    ``-n``, pytest-cov's ``--cov-fail-under``): see :func:`alone_args_of`."""
+    texts: dict[str, str] = {}
+    for name in CONFIG_FILES:
+        try:
+            texts[name] = (root / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return alone_args_of(texts, env.get("PYTEST_ADDOPTS", ""))
 
 
 def _environment(

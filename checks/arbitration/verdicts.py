@@ -33,6 +33,7 @@ from referee.checks.arbitration.truth import (
     oracle_evidence,
 )
 from referee.checks.arbitration.verify import AssertedCall
+from referee.checks.guard.pytestconfig import alone_args_of
 from referee.checks.models import ArbitrationVerdict, OracleEvidence, OracleResult
 from referee.checks.nodes import excerpt
 from referee.checks.progress import Cancelled, Work
@@ -327,9 +328,10 @@ def _corrected_test_failure(
 
     def corrected_run(node: str) -> tuple[sandbox.SandboxResult, int, int]:
         work.say(f"running {node} with the corrected assertion")
+        corrected = {**files.get(), ctx.test.path: fixed.new_text}
         run = sandbox.run_pytest(
-            {**files.get(), ctx.test.path: fixed.new_text},
-            [node, "-q", "-p", "no:cacheprovider"],
+            corrected,
+            [node, "-q", "-p", "no:cacheprovider", *alone_args_of(corrected)],
             limits=pytest_run_limits(ctx.config),
             python=interpreter.for_settings(ctx.settings),
         )

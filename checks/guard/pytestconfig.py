@@ -12,6 +12,7 @@ from __future__ import annotations
 import configparser
 import fnmatch
 import re
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import PurePosixPath
@@ -174,3 +175,47 @@ def tox_pytest_arguments(text: str) -> dict[str, str]:
         if lines:
             out[section] = " ".join(lines)
     return out
+
+
+def alone_args(addopts: str) -> list[str]:
+    """Options that keep a run referee makes of a few tests in one process and decided by
+    those tests alone, whatever the project's ``addopts`` (``addopts`` here: the
+    setting, and ``$PYTEST_ADDOPTS`` where the run sees it) add:
+
+    - ``-n 0`` where they hand the tests to pytest-xdist's workers (``-n auto``,
+      ``--numprocesses``, ``--dist``): a sandboxed run may start no process, and one
+      test gains nothing from a pool of them;
+    - ``--no-cov`` where pytest-cov measures coverage (any ``--cov`` option): its
+      ``--cov-fail-under`` fails a run of one module whose tests all passed.
+
+    Each is added only where ``addopts`` name the plugin's options, so the plugin is
+    installed; the project's other options (``--import-mode``, ``-p``) stay, as they
+    can be what makes its tests import."""
+    try:
+        tokens = shlex.split(addopts)
+    except ValueError:
+        tokens = addopts.split()
+    args: list[str] = []
+    if any(
+        token in ("--numprocesses", "--dist")
+        or token.startswith(("--numprocesses=", "--dist="))
+        or (token.startswith("-n") and not token.startswith("--"))
+        for token in tokens
+    ):
+        args += ["-n", "0"]
+    if any(token.startswith("--cov") for token in tokens):
+        args.append("--no-cov")
+    return args
+
+
+def alone_args_of(files: Mapping[str, str | bytes], environ_addopts: str = "") -> list[str]:
+    """:func:`alone_args` for a run whose root holds ``files`` (relative path -> text):
+    the configuration pytest takes from them, and ``environ_addopts``."""
+    texts = {
+        name: text if isinstance(text, str) else text.decode("utf-8", "replace")
+        for name in CONFIG_FILES
+        if (text := files.get(name)) is not None
+    }
+    found = effective(texts)
+    addopts = found[1].get("addopts", "") if found is not None else ""
+    return alone_args(" ".join(filter(None, [addopts, environ_addopts])))
