@@ -24,7 +24,7 @@ import math
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from referee.checks import interpreter, sandbox
@@ -416,6 +416,8 @@ class _Trial:
     limits: sandbox.Limits
     python: interpreter.Interpreter | None
     work: Work
+    # the module's run against the unpatched code, once: {"run": (failed ids, run count)}
+    baseline: dict[str, tuple[frozenset[str], int] | None] = field(default_factory=dict)
 
     @classmethod
     def prepare(
@@ -511,23 +513,19 @@ class _Trial:
             return result("failed", checked.message, **counts), None
         self.work.raise_if_cancelled()
         self.work.say(f"running {self.test_relpath} against candidate {index} ({origin})")
-        view, args = laid_out(
-            {**self.files, self.module_relpath: new_text},
-            [self.test_relpath, "-q"],
-            self.module_relpath,
-            self.spec.module,
-        )
-        args = [*args, *alone_args_of(view)]
-        run = sandbox.run_pytest(view, args, limits=self.limits, python=self.python)
+        run = self.module_run(new_text)
         passed, total = pytest_counts(run.message)
         # pytest ran in the patch's own process: its failure refuses the patch (a patch
         # that fakes its own failure only refuses itself), its pass proves nothing.
         if not (run.status == "ok" and total and passed == total):
-            message = (
-                f"{checked.message}, but the test module does not pass against "
-                f"it in the sandbox ({run.message})"
-            )
-            return result("failed", message, pytest=run.message, **counts), None
+            failing_anyway = self.failing_anyway(run)
+            if failing_anyway is None:
+                message = (
+                    f"{checked.message}, but the test module does not pass against "
+                    f"it in the sandbox ({run.message})"
+                )
+                return result("failed", message, pytest=run.message, **counts), None
+            checked = replace(checked, message=f"{checked.message}; {failing_anyway}")
         fix = ArbitrationFix(
             side="source",
             title=f"Fix source (verified {checked.verified}/{checked.total} asserted calls)",
@@ -539,6 +537,57 @@ class _Trial:
             calls_total=checked.total,
         )
         return result("passed", checked.message, pytest=run.message, **counts), fix
+
+    def module_run(self, module_text: str) -> sandbox.SandboxResult:
+        """The test module run in the sandbox with ``module_text`` as the module under
+        test, laid out as the project imports it, failures listed (``-rfE``)."""
+        view, args = laid_out(
+            {**self.files, self.module_relpath: module_text},
+            [self.test_relpath, "-q", "-rfE"],
+            self.module_relpath,
+            self.spec.module,
+        )
+        args = [*args, *alone_args_of(view)]
+        return sandbox.run_pytest(view, args, limits=self.limits, python=self.python)
+
+    def failing_anyway(self, run: sandbox.SandboxResult) -> str | None:
+        """Why a candidate whose module run has failures still passes it, or None: the
+        run finished (pytest's status 1: tests failed), ran as many tests as the module
+        run against the unpatched code, and every test that failed fails there too, while
+        at least one that failed there passes now. Such tests fail in the sandbox for a
+        reason of the sandbox (one that starts a process, say), not of the patch."""
+        failed = _failed_ids(run)
+        if failed is None:
+            return None
+        if "run" not in self.baseline:
+            self.work.say(f"running {self.test_relpath} against the unpatched code")
+            before = self.module_run(self.spec.text)
+            ids = _failed_ids(before)
+            counted = pytest_counts(before.message)[1]
+            self.baseline["run"] = (ids, counted) if ids else None
+        baseline = self.baseline["run"]
+        total = pytest_counts(run.message)[1]
+        if baseline is None or baseline[1] != total or not failed < baseline[0]:
+            return None
+        shown = ", ".join(sorted(failed)[:3]) + (", …" if len(failed) > 3 else "")
+        return (
+            f"the module's other {len(failed)} failure(s) in the sandbox fail against the "
+            f"unpatched code there too ({shown})"
+        )
+
+
+_SHORT_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.MULTILINE)
+
+
+def _failed_ids(run: sandbox.SandboxResult) -> frozenset[str] | None:
+    """The node ids a finished run's short summary (``-rfE``) lists as failed or errored;
+    None unless pytest ended with tests failed (status 1) and the summary names exactly as
+    many as its counts say."""
+    passed, total = pytest_counts(run.message)
+    if run.returncode != 1 or not total:
+        return None
+    found = frozenset(_SHORT_SUMMARY.findall(run.stdout or ""))
+    return found if len(found) == total - passed else None
 
 
 def changed_lines(old: str, new: str) -> tuple[int, int, str]:

@@ -1,11 +1,16 @@
-"""Arbitration's runs of a project whose pytest ``addopts`` hand the tests to workers.
+"""Arbitration's runs of a project's tests, decided by the tests as the project's own run is.
 
-referee keeps the project's ``addopts`` in the runs it makes (its ``--import-mode`` or
-``-p`` can be what makes the tests import), but a run of one test, or of one module in
+A project whose pytest ``addopts`` hand the tests to workers: referee keeps the
+project's ``addopts`` in the runs it makes (its ``--import-mode`` or ``-p`` can be what
+makes the tests import), but a run of one test, or of one module in
 the sandbox, must stay in one process and be decided by its tests alone: pytest-xdist's
 ``-n`` (whose workers the sandbox does not let start) and pytest-cov's
 ``--cov-fail-under`` (which fails a run of one module whose tests all passed) are turned
 off there, in the runs referee makes and nowhere else.
+
+A test module with a test that cannot pass in the sandbox (one that starts a process):
+a candidate patch passes the module when every test that fails against it there fails
+against the unpatched code there too, and one that failed there passes now.
 """
 
 from __future__ import annotations
@@ -135,3 +140,79 @@ def test_a_source_fix_is_verified_in_a_project_that_runs_its_tests_on_workers(
     assert verdict["fix"] is not None, verdict["patches"]
     assert verdict["applied"], verdict["reason"]
     assert (root / "text.py").read_text(encoding="utf-8") == fixed
+
+
+SPAWNING_TESTS = (
+    "import subprocess\nimport sys\n\nfrom text import count_vowels\n\n\n"
+    'def test_vowels():\n    assert count_vowels("apple") == 2\n\n\n'
+    "def test_the_interpreter_starts():\n"
+    "    done = subprocess.run([sys.executable, '-c', 'print(1)'], capture_output=True)\n"
+    "    assert done.stdout.strip() == b'1'\n"
+)
+
+
+def test_a_source_fix_passes_a_module_whose_other_test_starts_a_process(tmp_path: Path, referee):
+    """``test_the_interpreter_starts`` passes in the project's run and cannot in the
+    sandbox, which lets no process start; it fails there against the unpatched code
+    too. Before, the right fix was refused: "the test module does not pass against it
+    in the sandbox (1 failed, 1 passed)"."""
+    fixed = TEXT.format(slice="")
+    root = tmp_path / "project"
+    with FakeModel(lambda kind: fixed) as model:
+        commit_repo(
+            root,
+            {
+                "referee.toml": f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\n'
+                'model = "fake"\ncandidates = 1\ntimeout = 5\n'
+                'references = { "text:count_vowels" = "refs:count_vowels" }\n',
+                "text.py": TEXT.format(slice="[1:]"),
+                "refs.py": fixed,
+                "tests/test_text.py": SPAWNING_TESTS,
+            },
+        )
+        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
+            pytest.skip(problem)
+        done = referee(
+            "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=root
+        )
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
+    assert verdict["fix"] is not None, verdict["patches"]
+    assert verdict["applied"], verdict["reason"]
+    (passed,) = [p for p in verdict["patches"] if p["status"] == "passed"]
+    assert "fail against the unpatched code there too" in passed["message"], passed
+    assert "test_the_interpreter_starts" in passed["message"], passed
+    assert (root / "text.py").read_text(encoding="utf-8") == fixed
+
+
+def test_a_patch_that_breaks_another_test_of_the_module_is_still_refused(tmp_path: Path, referee):
+    """The relaxation is only for tests that fail without the patch too: a patch that
+    gives every asserted call the right value and breaks ``test_shouted`` is refused."""
+    # right on every call the test module spells out, wrong on the one it computes
+    breaking = TEXT.format(slice="").replace('in "aeiou")', 'in "aeiou") or int(text.isupper())')
+    root = tmp_path / "project"
+    with FakeModel(lambda kind: breaking) as model:
+        commit_repo(
+            root,
+            {
+                "referee.toml": f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\n'
+                'model = "fake"\ncandidates = 1\ntimeout = 5\n'
+                'references = { "text:count_vowels" = "refs:count_vowels" }\n',
+                "text.py": TEXT.format(slice="[1:]"),
+                "refs.py": TEXT.format(slice=""),
+                "tests/test_text.py": SPAWNING_TESTS + "\n\ndef test_shouted():\n"
+                '    for word in ["xyz", "rhythm"]:\n'
+                "        assert count_vowels(word.upper()) == 0\n",
+            },
+        )
+        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
+            pytest.skip(problem)
+        done = referee("arbitrate", "tests/test_text.py::test_vowels", "--format", "json", cwd=root)
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
+    assert verdict["fix"] is None, verdict["patches"]
+    tried = [p for p in verdict["patches"] if p["status"] != "invalid"]
+    assert tried and all(
+        "does not pass against it in the sandbox" in p["message"] for p in tried
+    ), verdict["patches"]
+    assert (root / "text.py").read_text(encoding="utf-8") == TEXT.format(slice="[1:]")
