@@ -594,7 +594,10 @@ def _no_core_dumps():
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _limits(limits, containment, running):
+def _limits(limits, containment, running, threads):
+    """The resource limits; RLIMIT_NPROC lets ``threads`` more tasks start, for the
+    seccomp filter that keeps them threads (:func:`_seccomp`, lowered again by
+    :func:`_no_threads` where it did not load)."""
     import resource
 
     def cap(which, value):
@@ -623,9 +626,19 @@ def _limits(limits, containment, running):
     if (
         running is not None
         and os.getuid() != 0
-        and cap(resource.RLIMIT_NPROC, running + limits["processes"])
+        and cap(resource.RLIMIT_NPROC, running + limits["processes"] + threads)
     ):
         containment.append("nproc")
+
+
+def _no_threads(limits, running):
+    """RLIMIT_NPROC back to the processes alone: the filter that keeps new tasks threads
+    did not load, so a thread RLIMIT_NPROC allowed could as well be a process."""
+    import resource
+
+    with contextlib.suppress(ValueError, OSError):
+        value = running + limits["processes"]
+        resource.setrlimit(resource.RLIMIT_NPROC, (value, value))
 
 
 def _no_new_privs(containment):
@@ -713,16 +726,18 @@ def _fd_is_dir(fd):
         return False
 
 
-def _seccomp(programs, containment):
+def _seccomp(programs, containment, nofork):
     """Load the BPF program the parent compiled with libseccomp: inside network and pid
     namespaces the one that allows internet sockets (they reach nothing there) and new
     sessions; elsewhere the one that allows no socket() at all, nor leaving the process
-    group that is killed at the end."""
+    group that is killed at the end. With ``nofork``, its variant that lets no process
+    start (fork, vfork, a clone without CLONE_THREAD), threads only."""
     ctypes, libc = _libc()
     if libc is None or not programs:
         return
     namespaced = "netns" in containment and "pidns" in containment
-    program = programs.get("namespaced" if namespaced else "host")
+    key = ("namespaced" if namespaced else "host") + ("-nofork" if nofork else "")
+    program = programs.get(key)
     if not program:
         return
     code = bytes.fromhex(program)
@@ -735,6 +750,8 @@ def _seccomp(programs, containment):
         containment.append("seccomp")
         if not namespaced:
             containment.append("seccomp-nosocket")
+        if nofork:
+            containment.append("seccomp-nofork")
 
 
 def _notes(job):
@@ -1250,7 +1267,15 @@ def _contain(job, fd, status_fd):
     # before the limits and the capabilities go
     _write_files(job["root"], job["files"], job.get("binary") or {})
     os.chdir(job["root"])
-    _limits(job["limits"], containment, running)
+    # threads only where the seccomp filter will keep them from being processes
+    nofork = (
+        job["limits"]["processes"] == 0
+        and "seccomp" not in disabled
+        and bool(job.get("seccomp"))
+        and sys.platform.startswith("linux")
+    )
+    threads = job["limits"].get("threads", 0) if nofork else 0
+    _limits(job["limits"], containment, running, threads)
     _no_new_privs(containment)
     if sys.platform.startswith("linux"):
         _drop_capabilities(containment)
@@ -1260,7 +1285,9 @@ def _contain(job, fd, status_fd):
             except OSError as exc:
                 job["view_error"] = job.get("view_error") or str(exc)
         if "seccomp" not in disabled:
-            _seccomp(job.get("seccomp"), containment)
+            _seccomp(job.get("seccomp"), containment, nofork)
+    if threads and "seccomp-nofork" not in containment and running is not None:
+        _no_threads(job["limits"], running)
     if plan == "seatbelt":
         containment.append("seatbelt")
     if job["strict"]:

@@ -105,6 +105,14 @@ class Limits(BaseModel):
     processes: int = Field(
         default=0, ge=0, description="Extra processes allowed (RLIMIT_NPROC where effective)."
     )
+    threads: int = Field(
+        default=64,
+        ge=0,
+        description="Threads the code may start, where the seccomp filter keeps them from "
+        "being processes (with no extra processes: fork, vfork and a clone without "
+        "CLONE_THREAD refused, ``seccomp-nofork``); elsewhere RLIMIT_NPROC counts threads "
+        "as processes and none may start.",
+    )
     sandbox: Literal["strict", "weak"] | None = Field(
         default=None,
         description="strict: refuse to run without a kernel boundary; weak: run with what "
@@ -132,7 +140,8 @@ class SandboxResult(BaseModel):
         default=(),
         description="Mechanisms in force: bwrap, userns, mountns, netns, pidns, ipcns, "
         "uid-drop, no-capabilities, rlimits, nproc, no-new-privs, landlock, landlock-tcp, "
-        "landlock-scoped, seccomp, seccomp-nosocket, memory-total, seatbelt, weak, "
+        "landlock-scoped, seccomp, seccomp-nosocket, seccomp-nofork, memory-total, seatbelt, "
+        "weak, "
         "audit-hook.",
     )
     notes: tuple[str, ...] = Field(
@@ -275,6 +284,9 @@ def _environment(directory: str) -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
+        # glibc reserves a malloc arena of 64 MB of address space for each new thread: under
+        # RLIMIT_AS, a test's tenth thread failed to start. Two arenas, as in containers.
+        "MALLOC_ARENA_MAX": "2",
         # pytest loads the plugins installed in the interpreter's environment (entry
         # points) as it does in the project's own runs: a test that takes a plugin's
         # fixture (``mocker``, an event loop) fails or passes here for its own reasons,

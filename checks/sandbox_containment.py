@@ -273,7 +273,10 @@ def _seccomp_module() -> Any:
         return None
 
 
-def _compile_seccomp(lib: Any, namespaced: bool) -> str:
+_CLONE_THREAD = 0x00010000
+
+
+def _compile_seccomp(lib: Any, namespaced: bool, nofork: bool = False) -> str:
     import errno
 
     deny = lib.ERRNO(errno.EPERM)
@@ -287,6 +290,11 @@ def _compile_seccomp(lib: Any, namespaced: bool) -> str:
     # fall back to clone(), whose flags it can.
     with contextlib.suppress(ValueError, OSError, RuntimeError):
         flt.add_rule(lib.ERRNO(errno.ENOSYS), "clone3")
+    if nofork:  # threads, never a process: RLIMIT_NPROC can then count threads alone
+        for name in ("fork", "vfork"):
+            with contextlib.suppress(ValueError, OSError, RuntimeError):
+                flt.add_rule(deny, name)
+        flt.add_rule(deny, "clone", lib.Arg(0, lib.MASKED_EQ, _CLONE_THREAD, 0))
     refuse = lib.ERRNO(errno.EACCES)
     if namespaced:  # internet sockets reach nothing in an empty network namespace
         for family in range(64):
@@ -311,8 +319,10 @@ def _compile_seccomp(lib: Any, namespaced: bool) -> str:
 
 @functools.lru_cache(maxsize=1)
 def seccomp_programs() -> dict[str, str] | None:
-    """The two seccomp filters, compiled once by libseccomp into BPF that the child
-    loads with one prctl(); None where libseccomp or its Python API is missing."""
+    """The seccomp filters, compiled once by libseccomp into BPF that the child loads
+    with one prctl(): inside namespaces or on the host, each also as ``-nofork`` (no
+    process may start, threads may); None where libseccomp or its Python API is
+    missing."""
     if not sys.platform.startswith("linux"):
         return None
     lib = _seccomp_module()
@@ -320,8 +330,9 @@ def seccomp_programs() -> dict[str, str] | None:
         return None
     try:
         return {
-            "namespaced": _compile_seccomp(lib, namespaced=True),
-            "host": _compile_seccomp(lib, namespaced=False),
+            f"{where}{suffix}": _compile_seccomp(lib, where == "namespaced", bool(suffix))
+            for where in ("namespaced", "host")
+            for suffix in ("", "-nofork")
         }
     except (ValueError, OSError, RuntimeError, AttributeError):
         return None

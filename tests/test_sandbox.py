@@ -560,6 +560,8 @@ def test_environment_is_scrubbed_and_directory_removed() -> None:
         "OPENBLAS_NUM_THREADS",
         "OMP_NUM_THREADS",
         "MKL_NUM_THREADS",
+        # glibc's malloc arenas per thread, two: each reserved 64 MB under RLIMIT_AS
+        "MALLOC_ARENA_MAX",
     }
     assert not Path(directory).exists()
 
@@ -1219,6 +1221,32 @@ def test_seccomp_denies_dangerous_system_calls(probe: Probe, call: str, name: st
     assert result.value_json == [-1, 1], f"{name}: {result.value}"  # EPERM
     control = probe.run(SYSCALLS, call, disable=PLANS[probe.plan][0] + ",seccomp")
     assert control.value_json != [-1, 1], f"{name} without seccomp: {control.value}"
+
+
+def test_threads_start_and_processes_do_not(probe: Probe) -> None:
+    """A test's threads (a pool, concurrent consumers) run in the sandbox; a process does
+    not, not even one started below Python's audit hook (ctypes' fork): the seccomp
+    filter refuses fork, vfork and a clone without CLONE_THREAD, so RLIMIT_NPROC counts
+    threads alone. Before, RLIMIT_NPROC let no task start: "can't start new thread"."""
+    code = (
+        "import ctypes, threading\n"
+        "def spawn():\n"
+        "    done = []\n"
+        "    threads = [threading.Thread(target=done.append, args=(i,)) for i in range(16)]\n"
+        "    for thread in threads:\n        thread.start()\n"
+        "    for thread in threads:\n        thread.join()\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    pid = libc.fork()\n"
+        "    if pid == 0:\n        libc._exit(0)\n"
+        "    return len(done), pid\n"
+    )
+    result = probe.run(code, "spawn()", limits=QUICK.model_copy(update={"memory_mb": 1024}))
+    probe.held(result)
+    if "seccomp" not in result.containment:
+        pytest.skip("no seccomp filter in this plan: a thread would count as a process")
+    assert result.status == "ok", result
+    assert "seccomp-nofork" in result.containment, result
+    assert result.value_json == [16, -1], result
 
 
 def test_a_native_fork_bomb_is_bounded_and_leaves_nothing(probe: Probe) -> None:
