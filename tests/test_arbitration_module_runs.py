@@ -112,6 +112,35 @@ def test_a_wrong_test_is_corrected_in_a_project_that_runs_its_tests_on_workers(
     )
 
 
+def _source_wrong(
+    root: Path, referee, patch: str, tests: str, extra: dict[str, str] | None = None
+) -> dict:
+    """arbitrate (``--apply``) on a project whose ``count_vowels`` skips the first letter,
+    the right one declared as the reference, the fake model answering ``patch``; the
+    JSON verdict, SOURCE_WRONG. ``extra``: other files of the project."""
+    with FakeModel(lambda kind: patch) as model:
+        commit_repo(
+            root,
+            {
+                "referee.toml": f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\n'
+                'model = "fake"\ncandidates = 1\ntimeout = 5\n'
+                'references = { "text:count_vowels" = "refs:count_vowels" }\n',
+                "text.py": TEXT.format(slice="[1:]"),
+                "refs.py": TEXT.format(slice=""),
+                "tests/test_text.py": tests,
+                **(extra or {}),
+            },
+        )
+        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
+            pytest.skip(problem)
+        done = referee(
+            "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=root
+        )
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
+    return verdict
+
+
 def test_a_source_fix_is_verified_in_a_project_that_runs_its_tests_on_workers(
     tmp_path: Path, referee, autoloading: None
 ):
@@ -120,23 +149,8 @@ def test_a_source_fix_is_verified_in_a_project_that_runs_its_tests_on_workers(
     "the test module does not pass against it in the sandbox"."""
     fixed = TEXT.format(slice="")
     root = tmp_path / "project"
-    with FakeModel(lambda kind: fixed) as model:
-        _project(
-            root,
-            {
-                "referee.toml": f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\n'
-                'model = "fake"\ncandidates = 1\ntimeout = 5\n'
-                'references = { "text:count_vowels" = "refs:count_vowels" }\n',
-                "text.py": TEXT.format(slice="[1:]"),
-                "refs.py": fixed,
-                "tests/test_text.py": TESTS.format(word="apple", expected=2),
-            },
-        )
-        done = referee(
-            "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=root
-        )
-    verdict = json.loads(done.stdout)
-    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
+    tests = TESTS.format(word="apple", expected=2)
+    verdict = _source_wrong(root, referee, fixed, tests, {"pyproject.toml": PYPROJECT})
     assert verdict["fix"] is not None, verdict["patches"]
     assert verdict["applied"], verdict["reason"]
     assert (root / "text.py").read_text(encoding="utf-8") == fixed
@@ -158,25 +172,7 @@ def test_a_source_fix_passes_a_module_whose_other_test_starts_a_process(tmp_path
     in the sandbox (1 failed, 1 passed)"."""
     fixed = TEXT.format(slice="")
     root = tmp_path / "project"
-    with FakeModel(lambda kind: fixed) as model:
-        commit_repo(
-            root,
-            {
-                "referee.toml": f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\n'
-                'model = "fake"\ncandidates = 1\ntimeout = 5\n'
-                'references = { "text:count_vowels" = "refs:count_vowels" }\n',
-                "text.py": TEXT.format(slice="[1:]"),
-                "refs.py": fixed,
-                "tests/test_text.py": SPAWNING_TESTS,
-            },
-        )
-        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
-            pytest.skip(problem)
-        done = referee(
-            "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=root
-        )
-    verdict = json.loads(done.stdout)
-    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
+    verdict = _source_wrong(root, referee, fixed, SPAWNING_TESTS)
     assert verdict["fix"] is not None, verdict["patches"]
     assert verdict["applied"], verdict["reason"]
     (passed,) = [p for p in verdict["patches"] if p["status"] == "passed"]
@@ -191,26 +187,13 @@ def test_a_patch_that_breaks_another_test_of_the_module_is_still_refused(tmp_pat
     # right on every call the test module spells out, wrong on the one it computes
     breaking = TEXT.format(slice="").replace('in "aeiou")', 'in "aeiou") or int(text.isupper())')
     root = tmp_path / "project"
-    with FakeModel(lambda kind: breaking) as model:
-        commit_repo(
-            root,
-            {
-                "referee.toml": f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\n'
-                'model = "fake"\ncandidates = 1\ntimeout = 5\n'
-                'references = { "text:count_vowels" = "refs:count_vowels" }\n',
-                "text.py": TEXT.format(slice="[1:]"),
-                "refs.py": TEXT.format(slice=""),
-                "tests/test_text.py": SPAWNING_TESTS + "\n\ndef test_shouted():\n"
-                '    for word in ["xyz", "rhythm"]:\n'
-                "        assert count_vowels(word.upper()) == 0\n",
-            },
-        )
-        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
-            pytest.skip(problem)
-        done = referee("arbitrate", "tests/test_text.py::test_vowels", "--format", "json", cwd=root)
-    verdict = json.loads(done.stdout)
-    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
-    assert verdict["fix"] is None, verdict["patches"]
+    tests = (
+        SPAWNING_TESTS + "\n\ndef test_shouted():\n"
+        '    for word in ["xyz", "rhythm"]:\n'
+        "        assert count_vowels(word.upper()) == 0\n"
+    )
+    verdict = _source_wrong(root, referee, breaking, tests)
+    assert verdict["fix"] is None and not verdict["applied"], verdict["patches"]
     tried = [p for p in verdict["patches"] if p["status"] != "invalid"]
     assert tried and all(
         "does not pass against it in the sandbox" in p["message"] for p in tried
