@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -256,3 +258,27 @@ def invoke(monkeypatch: pytest.MonkeyPatch):
         return CliRunner().invoke(main, list(args), input=stdin, catch_exceptions=False)
 
     return run
+
+
+# What a virtual environment needs to run pytest without pip: copies of pytest and its
+# dependencies, which a test's venv names in a .pth (tests/test_interpreter.py's make_venv).
+PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py")
+
+
+@pytest.fixture(scope="session")
+def copied_pytest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pytest and its dependencies, copied into a directory of their own (readable by
+    anyone, as a real site directory is)."""
+    target = tmp_path_factory.mktemp("pytest-copy")
+    target.chmod(0o755)  # as a real site directory is: the sandbox's code runs as nobody
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in PYTEST_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        if origin.name == "__init__.py":
+            shutil.copytree(origin.parent, target / name, ignore=ignore)
+        else:
+            shutil.copy2(origin, target / origin.name)
+    return target

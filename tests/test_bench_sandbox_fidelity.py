@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_interpreter import make_venv, pytest_copy  # noqa: F401  (a fixture)
+from test_interpreter import make_venv
 
 from referee.checks import sandbox
 from referee.checks.interpreter import find
@@ -29,9 +29,9 @@ SPAWNING = (
 
 def test_a_module_that_starts_a_process_is_the_one_that_differs(
     tmp_path: Path,
-    pytest_copy: Path,
+    copied_pytest: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys,  # noqa: F811
+    capsys,
 ):
     monkeypatch.setenv("REFEREE_BENCH_RECORD", "0")
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)  # the project's .venv is the one
@@ -42,7 +42,7 @@ def test_a_module_that_starts_a_process_is_the_one_that_differs(
     (project / "tests" / "test_calc.py").write_text(PLAIN, encoding="utf-8")
     (project / "tests" / "test_spawn.py").write_text(SPAWNING, encoding="utf-8")
     (project / "pyproject.toml").write_text('[project]\nname = "calc"\n', encoding="utf-8")
-    make_venv(project / ".venv", pytest_copy, projdep=False)
+    make_venv(project / ".venv", copied_pytest, projdep=False)
     if (problem := sandbox.boundary_problem(python=find(project))) is not None:
         pytest.skip(problem)
     out = tmp_path / "rows.json"

@@ -10,7 +10,6 @@ environment lacks (``projdep``, written straight into its site-packages) and, th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -25,34 +24,16 @@ from referee.checks.config import ConfigError, load_text
 from referee.checks.interpreter import Interpreter, InterpreterError, find, pytest_problem
 
 PROJDEP = "VALUE = 41\n\n\ndef answer():\n    return 42\n"
+
+
 # what pytest imports, copied for the project's environment (not referee's site-packages:
 # referee itself must not be importable there)
-PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py")
-
-
 @pytest.fixture(autouse=True)
 def _no_active_environment(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     interpreter.forget()
     yield
     interpreter.forget()
-
-
-@pytest.fixture(scope="session")
-def pytest_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("pytest-copy")
-    target.chmod(0o755)  # as a real site directory is: the sandbox's code runs as nobody
-    ignore = shutil.ignore_patterns("__pycache__")
-    for name in PYTEST_PACKAGES:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            continue
-        origin = Path(spec.origin)
-        if origin.name == "__init__.py":
-            shutil.copytree(origin.parent, target / name, ignore=ignore)
-        else:
-            shutil.copy2(origin, target / origin.name)
-    return target
 
 
 def make_venv(path: Path, pytest_dir: Path | None, projdep: bool = True) -> Path:
@@ -70,10 +51,10 @@ def make_venv(path: Path, pytest_dir: Path | None, projdep: bool = True) -> Path
 
 
 @pytest.fixture(scope="session")
-def project_venv(tmp_path_factory: pytest.TempPathFactory, pytest_copy: Path) -> Path:
+def project_venv(tmp_path_factory: pytest.TempPathFactory, copied_pytest: Path) -> Path:
     """A virtual environment with pytest and projdep; returns its directory."""
     path = tmp_path_factory.mktemp("envs") / "with-pytest"
-    make_venv(path, pytest_copy)
+    make_venv(path, copied_pytest)
     return path
 
 
@@ -169,13 +150,13 @@ def test_a_bad_python_setting_is_a_configuration_error_naming_the_key(tmp_path: 
 
 
 def test_describe_names_the_environments_site_packages_and_its_pth_directories(
-    project_venv: Path, pytest_copy: Path
+    project_venv: Path, copied_pytest: Path
 ):
     python = find(project_venv.parent / "nothing", str(project_venv / "bin" / "python"))
     found = interpreter.describe(python)
     (site,) = project_venv.glob("lib/python*/site-packages")
     assert found.site == (str(site.resolve()),)
-    assert str(pytest_copy.resolve()) in found.extra
+    assert str(copied_pytest.resolve()) in found.extra
     assert found.version == tuple(sys.version_info[:3])
     with pytest.raises(InterpreterError):
         interpreter.describe(Interpreter(str(project_venv / "nothing"), "setting"))
@@ -398,7 +379,7 @@ LEVEL_TEST = "from pkg.levels import level\n\n\ndef test_level():\n    assert le
 
 
 def test_the_guards_execution_check_runs_the_tests_in_the_projects_dot_venv(
-    tmp_path: Path, pytest_copy: Path
+    tmp_path: Path, copied_pytest: Path
 ):
     """REF334: a constant flipped until the test passes, in a project whose code needs a
     dependency only its .venv holds — found there; with no .venv the tests cannot run."""
@@ -414,7 +395,7 @@ def test_the_guards_execution_check_runs_the_tests_in_the_projects_dot_venv(
         },
     )
     write_files(tmp_path, {"pkg/levels.py": LEVEL.replace("- 41", "- 40")})
-    make_venv(tmp_path / ".venv", pytest_copy)
+    make_venv(tmp_path / ".venv", copied_pytest)
     if (problem := sandbox.boundary_problem(python=find(tmp_path))) is not None:
         pytest.skip(problem)
     outcome = run_guard(tmp_path, "--strict")
@@ -444,7 +425,7 @@ CALC_TESTS = "from calc import shifted\n\n\ndef test_shifted():\n    assert shif
 
 
 def test_referee_arbitrate_runs_the_project_in_its_own_dot_venv(
-    tmp_path: Path, referee, pytest_copy: Path
+    tmp_path: Path, referee, copied_pytest: Path
 ):
     """projdep lives only in the project's .venv: referee's interpreter could not even
     collect the test. The doctest is the truth; the corrected test runs in the sandbox
@@ -454,7 +435,7 @@ def test_referee_arbitrate_runs_the_project_in_its_own_dot_venv(
     (root / "referee.toml").write_text("", encoding="utf-8")
     (root / "calc.py").write_text(CALC, encoding="utf-8")
     (root / "tests" / "test_calc.py").write_text(CALC_TESTS, encoding="utf-8")
-    make_venv(root / ".venv", pytest_copy)
+    make_venv(root / ".venv", copied_pytest)
     if (problem := sandbox.boundary_problem(python=find(root))) is not None:
         pytest.skip(problem)
 
@@ -513,10 +494,10 @@ def install_word_plugin(venv: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def plugin_venv(tmp_path_factory: pytest.TempPathFactory, pytest_copy: Path) -> Path:
+def plugin_venv(tmp_path_factory: pytest.TempPathFactory, copied_pytest: Path) -> Path:
     """A virtual environment with pytest and an installed plugin giving ``word``."""
     path = tmp_path_factory.mktemp("envs") / "with-plugin"
-    make_venv(path, pytest_copy, projdep=False)
+    make_venv(path, copied_pytest, projdep=False)
     install_word_plugin(path)
     return path
 
@@ -548,7 +529,7 @@ def test_the_sandbox_loads_the_plugins_the_projects_environment_installs(
 
 
 def test_referee_arbitrate_certifies_a_test_that_takes_a_plugins_fixture(
-    tmp_path: Path, referee, pytest_copy: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, referee, copied_pytest: Path, monkeypatch: pytest.MonkeyPatch
 ):
     """The corrected test runs in the sandbox with the project's plugins, as its own run
     did: the declared reference's truth is written in and applied. Before, the corrected
@@ -563,7 +544,7 @@ def test_referee_arbitrate_certifies_a_test_that_takes_a_plugins_fixture(
     (root / "text.py").write_text(TEXT, encoding="utf-8")
     (root / "refs.py").write_text(TEXT, encoding="utf-8")
     (root / "tests" / "test_text.py").write_text(WORD_TEST.format(4), encoding="utf-8")
-    make_venv(root / ".venv", pytest_copy, projdep=False)
+    make_venv(root / ".venv", copied_pytest, projdep=False)
     install_word_plugin(root / ".venv")
     if (problem := sandbox.boundary_problem(python=find(root))) is not None:
         pytest.skip(problem)
@@ -590,7 +571,7 @@ SRC_FIXED = SRC_TEXT.replace("text[1:]", "text")
 
 @pytest.mark.parametrize("folder", ["src", "lib"])
 def test_a_source_fix_is_verified_against_the_copy_not_the_installed_checkout(
-    tmp_path: Path, referee, pytest_copy: Path, folder: str
+    tmp_path: Path, referee, copied_pytest: Path, folder: str
 ):
     """A project whose package lies in ``src/`` (or ``lib/``), installed in development
     mode (a ``.pth`` naming that folder, as ``pip install -e .`` writes): the patched
@@ -601,7 +582,7 @@ def test_a_source_fix_is_verified_against_the_copy_not_the_installed_checkout(
     from red_team.fake_openai import FakeModel
 
     root = tmp_path / "project"
-    python = make_venv(root / ".venv", pytest_copy, projdep=False)
+    python = make_venv(root / ".venv", copied_pytest, projdep=False)
     (site,) = (root / ".venv").glob("lib/python*/site-packages")
     (site / "__editable__.textpkg-1.pth").write_text(f"{root / folder}\n", encoding="utf-8")
     with FakeModel(lambda kind: SRC_FIXED) as model:
