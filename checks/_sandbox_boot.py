@@ -1221,6 +1221,17 @@ def _pytest(job):
     return pytest.main(sys.argv[1:])
 
 
+def _nofork(job, disabled):
+    """Whether the seccomp filter that lets threads start and no process will load:
+    only then may RLIMIT_NPROC count threads (``limits["threads"]``)."""
+    return (
+        job["limits"]["processes"] == 0
+        and "seccomp" not in disabled
+        and bool(job.get("seccomp"))
+        and sys.platform.startswith("linux")
+    )
+
+
 def _contain(job, fd, status_fd):
     """Everything before the code runs. Returns the containment list, or None after
     reporting a refusal."""
@@ -1267,13 +1278,7 @@ def _contain(job, fd, status_fd):
     # before the limits and the capabilities go
     _write_files(job["root"], job["files"], job.get("binary") or {})
     os.chdir(job["root"])
-    # threads only where the seccomp filter will keep them from being processes
-    nofork = (
-        job["limits"]["processes"] == 0
-        and "seccomp" not in disabled
-        and bool(job.get("seccomp"))
-        and sys.platform.startswith("linux")
-    )
+    nofork = _nofork(job, disabled)
     threads = job["limits"].get("threads", 0) if nofork else 0
     _limits(job["limits"], containment, running, threads)
     _no_new_privs(containment)
