@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from referee.checks.arbitration import HANG_ENV, HANG_OUT_ENV, NAMES_ENV, OUT_ENV, WATCH_ENV
-from referee.checks.guard.pytestconfig import CONFIG_FILES, alone_args_of
+from referee.checks.config import pytest_layout
+from referee.checks.guard.pytestconfig import alone_args
 from referee.checks.interpreter import Interpreter
 from referee.checks.process import run_in_own_group
 
@@ -203,14 +204,10 @@ def run_tests(
 def _alone_args(root: Path, env: dict[str, str]) -> list[str]:
     """The options that keep this run in one process and decided by its tests alone,
     whatever the root's pytest configuration and ``$PYTEST_ADDOPTS`` add (xdist's
-    ``-n``, pytest-cov's ``--cov-fail-under``): see :func:`alone_args_of`."""
-    texts: dict[str, str] = {}
-    for name in CONFIG_FILES:
-        try:
-            texts[name] = (root / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-    return alone_args_of(texts, env.get("PYTEST_ADDOPTS", ""))
+    ``-n``, pytest-cov's ``--cov-fail-under``): see :func:`alone_args`."""
+    layout = pytest_layout(str(root))
+    addopts = layout[1].get("addopts", "") if layout is not None else ""
+    return alone_args(" ".join(filter(None, [addopts, env.get("PYTEST_ADDOPTS", "")])))
 
 
 def _environment(
