@@ -141,8 +141,7 @@ class SandboxResult(BaseModel):
         description="Mechanisms in force: bwrap, userns, mountns, netns, pidns, ipcns, "
         "uid-drop, no-capabilities, rlimits, nproc, no-new-privs, landlock, landlock-tcp, "
         "landlock-scoped, seccomp, seccomp-nosocket, seccomp-nofork, memory-total, seatbelt, "
-        "weak, "
-        "audit-hook.",
+        "weak, audit-hook.",
     )
     notes: tuple[str, ...] = Field(
         default=(),

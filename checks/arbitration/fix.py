@@ -416,7 +416,7 @@ class _Trial:
     limits: sandbox.Limits
     python: interpreter.Interpreter | None
     work: Work
-    # the module's run against the unpatched code, once: {"run": (failed ids, run count)}
+    # the module's run against the unpatched code, once: {"run": (failed ids, tests run)}
     baseline: dict[str, tuple[frozenset[str], int] | None] = field(default_factory=dict)
 
     @classmethod
@@ -556,17 +556,14 @@ class _Trial:
         run against the unpatched code, and every test that failed fails there too, while
         at least one that failed there passes now. Such tests fail in the sandbox for a
         reason of the sandbox (one that starts a process, say), not of the patch."""
-        failed = _failed_ids(run)
-        if failed is None:
+        found = _failures(run)
+        if found is None:
             return None
         if "run" not in self.baseline:
             self.work.say(f"running {self.test_relpath} against the unpatched code")
-            before = self.module_run(self.spec.text)
-            ids = _failed_ids(before)
-            counted = pytest_counts(before.message)[1]
-            self.baseline["run"] = (ids, counted) if ids else None
+            self.baseline["run"] = _failures(self.module_run(self.spec.text))
         baseline = self.baseline["run"]
-        total = pytest_counts(run.message)[1]
+        failed, total = found
         if baseline is None or baseline[1] != total or not failed < baseline[0]:
             return None
         shown = ", ".join(sorted(failed)[:3]) + (", …" if len(failed) > 3 else "")
@@ -579,15 +576,15 @@ class _Trial:
 _SHORT_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.MULTILINE)
 
 
-def _failed_ids(run: sandbox.SandboxResult) -> frozenset[str] | None:
-    """The node ids a finished run's short summary (``-rfE``) lists as failed or errored;
-    None unless pytest ended with tests failed (status 1) and the summary names exactly as
-    many as its counts say."""
+def _failures(run: sandbox.SandboxResult) -> tuple[frozenset[str], int] | None:
+    """(the node ids a finished run's short summary, ``-rfE``, lists as failed or errored,
+    how many tests ran); None unless pytest ended with tests failed (status 1) and the
+    summary names exactly as many as its counts say."""
     passed, total = pytest_counts(run.message)
     if run.returncode != 1 or not total:
         return None
     found = frozenset(_SHORT_SUMMARY.findall(run.stdout or ""))
-    return found if len(found) == total - passed else None
+    return (found, total) if len(found) == total - passed else None
 
 
 def changed_lines(old: str, new: str) -> tuple[int, int, str]:
