@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -257,6 +258,28 @@ def referee():
     """Run the real command line in a fresh interpreter (``python -m referee``), as a user
     or CI would: ``referee("check", ".", cwd=tmp_path)``."""
     return _run_process
+
+
+@pytest.fixture
+def arbitrate_json():
+    """``referee arbitrate NODE --apply --format json`` at ``root`` in a fresh interpreter,
+    skipped where the project's interpreter has no kernel boundary to run generated code
+    behind: ``arbitrate_json(root) -> (verdict, process)``."""
+    from referee.checks import sandbox
+    from referee.checks.interpreter import find
+
+    def run(
+        root: Path, node: str = "tests/test_text.py::test_vowels"
+    ) -> tuple[dict, subprocess.CompletedProcess[str]]:
+        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
+            pytest.skip(problem)
+        done = _run_process("arbitrate", node, "--apply", "--format", "json", cwd=root)
+        try:
+            return json.loads(done.stdout), done
+        except ValueError:
+            pytest.fail(f"no JSON verdict (exit {done.returncode}):\n{done.stderr[-3000:]}")
+
+    return run
 
 
 @pytest.fixture

@@ -113,7 +113,7 @@ def test_a_wrong_test_is_corrected_in_a_project_that_runs_its_tests_on_workers(
 
 
 def _source_wrong(
-    root: Path, referee, patch: str, tests: str, extra: dict[str, str] | None = None
+    root: Path, arbitrate_json, patch: str, tests: str, extra: dict[str, str] | None = None
 ) -> dict:
     """arbitrate (``--apply``) on a project whose ``count_vowels`` skips the first letter,
     the right one declared as the reference, the fake model answering ``patch``; the
@@ -131,18 +131,13 @@ def _source_wrong(
                 **(extra or {}),
             },
         )
-        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
-            pytest.skip(problem)
-        done = referee(
-            "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=root
-        )
-    verdict = json.loads(done.stdout)
+        verdict, done = arbitrate_json(root)
     assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
     return verdict
 
 
 def test_a_source_fix_is_verified_in_a_project_that_runs_its_tests_on_workers(
-    tmp_path: Path, referee, autoloading: None
+    tmp_path: Path, arbitrate_json, autoloading: None
 ):
     """The declared reference is the truth; the model's patch runs against the whole test
     module in the sandbox, ``-n 2`` in the addopts. Before, every right fix was refused:
@@ -150,7 +145,7 @@ def test_a_source_fix_is_verified_in_a_project_that_runs_its_tests_on_workers(
     fixed = TEXT.format(slice="")
     root = tmp_path / "project"
     tests = TESTS.format(word="apple", expected=2)
-    verdict = _source_wrong(root, referee, fixed, tests, {"pyproject.toml": PYPROJECT})
+    verdict = _source_wrong(root, arbitrate_json, fixed, tests, {"pyproject.toml": PYPROJECT})
     assert verdict["fix"] is not None, verdict["patches"]
     assert verdict["applied"], verdict["reason"]
     assert (root / "text.py").read_text(encoding="utf-8") == fixed
@@ -165,14 +160,16 @@ SPAWNING_TESTS = (
 )
 
 
-def test_a_source_fix_passes_a_module_whose_other_test_starts_a_process(tmp_path: Path, referee):
+def test_a_source_fix_passes_a_module_whose_other_test_starts_a_process(
+    tmp_path: Path, arbitrate_json
+):
     """``test_the_interpreter_starts`` passes in the project's run and cannot in the
     sandbox, which lets no process start; it fails there against the unpatched code
     too. Before, the right fix was refused: "the test module does not pass against it
     in the sandbox (1 failed, 1 passed)"."""
     fixed = TEXT.format(slice="")
     root = tmp_path / "project"
-    verdict = _source_wrong(root, referee, fixed, SPAWNING_TESTS)
+    verdict = _source_wrong(root, arbitrate_json, fixed, SPAWNING_TESTS)
     assert verdict["fix"] is not None, verdict["patches"]
     assert verdict["applied"], verdict["reason"]
     (passed,) = [p for p in verdict["patches"] if p["status"] == "passed"]
@@ -181,7 +178,9 @@ def test_a_source_fix_passes_a_module_whose_other_test_starts_a_process(tmp_path
     assert (root / "text.py").read_text(encoding="utf-8") == fixed
 
 
-def test_a_patch_that_breaks_another_test_of_the_module_is_still_refused(tmp_path: Path, referee):
+def test_a_patch_that_breaks_another_test_of_the_module_is_still_refused(
+    tmp_path: Path, arbitrate_json
+):
     """The relaxation is only for tests that fail without the patch too: a patch that
     gives every asserted call the right value and breaks ``test_shouted`` is refused."""
     # right on every call the test module spells out, wrong on the one it computes
@@ -192,7 +191,7 @@ def test_a_patch_that_breaks_another_test_of_the_module_is_still_refused(tmp_pat
         '    for word in ["xyz", "rhythm"]:\n'
         "        assert count_vowels(word.upper()) == 0\n"
     )
-    verdict = _source_wrong(root, referee, breaking, tests)
+    verdict = _source_wrong(root, arbitrate_json, breaking, tests)
     assert verdict["fix"] is None and not verdict["applied"], verdict["patches"]
     tried = [p for p in verdict["patches"] if p["status"] != "invalid"]
     assert tried and all(

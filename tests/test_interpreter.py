@@ -571,7 +571,7 @@ SRC_FIXED = SRC_TEXT.replace("text[1:]", "text")
 
 @pytest.mark.parametrize("folder", ["src", "lib"])
 def test_a_source_fix_is_verified_against_the_copy_not_the_installed_checkout(
-    tmp_path: Path, referee, copied_pytest: Path, folder: str
+    tmp_path: Path, arbitrate_json, copied_pytest: Path, folder: str
 ):
     """A project whose package lies in ``src/`` (or ``lib/``), installed in development
     mode (a ``.pth`` naming that folder, as ``pip install -e .`` writes): the patched
@@ -600,12 +600,7 @@ def test_a_source_fix_is_verified_against_the_copy_not_the_installed_checkout(
                 'def test_vowels():\n    assert count_vowels("apple") == 2\n',
             },
         )
-        if (problem := sandbox.boundary_problem(python=find(root))) is not None:
-            pytest.skip(problem)
-        done = referee(
-            "arbitrate", "tests/test_text.py::test_vowels", "--apply", "--format", "json", cwd=root
-        )
-    verdict = json.loads(done.stdout)
+        verdict, done = arbitrate_json(root)
     assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr)
     assert verdict["fix"] is not None, verdict["patches"]
     assert verdict["applied"], verdict["reason"]
