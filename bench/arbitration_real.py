@@ -291,23 +291,38 @@ def src_first(work: Path) -> None:
     conftest.write_text("".join(lines[:at]) + SRC_FIRST + "".join(lines[at:]), encoding="utf-8")
 
 
-def referee_env(cache: Path) -> dict[str, str]:
+def referee_env(cache: Path, own_environment: bool = False) -> dict[str, str]:
     """referee's own environment: no PYTHONPATH into the case (a click case's old click
-    would be the click referee's command line imports), no plugin autoload (as its
-    sandbox and the miner run pytest: this venv's pytest-asyncio warns at start-up)."""
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTEST_ADDOPTS"}}
-    env.update(
-        REFEREE_CACHE_DIR=str(cache), NO_COLOR="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-        PYTHONDONTWRITEBYTECODE="1",
-    )  # fmt: skip
+    would be the click referee's command line imports). In this venv (no
+    ``own_environment``), no plugin autoload either (as its sandbox and the miner run
+    pytest: this venv's pytest-asyncio warns at start-up); in the project's own
+    environment, its plugins load, as they do for its developers."""
+    drop = {"PYTHONPATH", "PYTEST_ADDOPTS", "VIRTUAL_ENV", "CONDA_PREFIX"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(REFEREE_CACHE_DIR=str(cache), NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    if own_environment:
+        del env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
     return env
 
 
-def prepare(case: dict[str, Any], work: Path, time_budget: float) -> None:
+def case_python(case: dict[str, Any], venvs: Path | None) -> Path | None:
+    """The project's own interpreter for ``case``: ``VENVS/<repo>/.venv/bin/python`` (a
+    checkout of the project with its test dependencies installed), or None."""
+    if venvs is None:
+        return None
+    python = venvs / case["repo"] / ".venv" / "bin" / "python"
+    return python if python.is_file() else None
+
+
+def prepare(
+    case: dict[str, Any], work: Path, time_budget: float, python: Path | None = None
+) -> None:
     shutil.copytree(Path(case["dir"]) / "tree", work, symlinks=True)
     src_first(work)
+    setting = f"python = {json.dumps(str(python))}\n" if python is not None else ""
     (work / "referee.toml").write_text(
-        f"[arbitration]\ntime-budget = {time_budget}\n", encoding="utf-8"
+        f"{setting}[arbitration]\ntime-budget = {time_budget}\n", encoding="utf-8"
     )
     _git(work, "init", "-q")
     _git(work, "add", "-A", "-f")
@@ -327,8 +342,10 @@ def arbitrate_case(case: dict[str, Any], scratch: Path, args: argparse.Namespace
         "id": case["id"], "repo": case["repo"], "kind": case["kind"], "node": case["node"],
         "commit": case["commit"],
     }  # fmt: skip
+    python = case_python(case, args.venvs)
+    result["environment"] = "project" if python is not None else "referee"
     try:
-        prepare(case, work, args.time_budget)
+        prepare(case, work, args.time_budget, python)
     except (OSError, subprocess.SubprocessError) as exc:
         return {
             **result,
@@ -338,7 +355,7 @@ def arbitrate_case(case: dict[str, Any], scratch: Path, args: argparse.Namespace
     command = [args.referee, "arbitrate", case["node"], "--format", "json", "--apply", "--no-queue"]
     if args.model:
         command += ["--model", args.model]
-    env = referee_env(args.cache)
+    env = referee_env(args.cache, own_environment=python is not None)
     started = time.perf_counter()
     rc, stdout, stderr = run_group(command, work, env, args.timeout)
     seconds = round(time.perf_counter() - started, 1)
@@ -351,7 +368,7 @@ def arbitrate_case(case: dict[str, Any], scratch: Path, args: argparse.Namespace
     changed = changed_files(work)
     passes = None
     if verdict and verdict.get("verdict") in ("SOURCE_WRONG", "TEST_WRONG") and changed:
-        after = run_pytest(args.python, work, [case["node"]], args.pytest_timeout)
+        after = run_pytest(str(python or args.python), work, [case["node"]], args.pytest_timeout)
         passes = case["node"] in after.passed and not after.failed
     scored = classify(case["kind"], verdict, changed, passes, error)
     if not args.keep:
@@ -421,6 +438,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--python", default=str(default_python) if default_python.exists() else sys.executable
     )
+    parser.add_argument(
+        "--venvs",
+        type=Path,
+        default=None,
+        help="a directory of the projects' checkouts, each with its .venv (its test "
+        "dependencies installed): a case of project P runs with VENVS/P/.venv/bin/python as "
+        "the project's interpreter, its pytest plugins loading (default: this venv, plugins "
+        "off)",
+    )
     args = parser.parse_args(argv)
     if args.table_from:
         data = json.loads(args.table_from.read_text(encoding="utf-8"))
@@ -450,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         "time_budget_s": args.time_budget,
         "jobs": args.jobs,
         "corpus": str(args.corpus),
+        "venvs": str(args.venvs) if args.venvs else None,
         "cpu_count": os.cpu_count(),
     }
 

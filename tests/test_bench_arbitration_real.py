@@ -190,3 +190,31 @@ def test_a_case_of_a_package_pytest_imports_itself_is_left_out(tmp_path: Path) -
         case_json = {"id": name, "kind": "real-bug", "node": "tests/test_x.py::test_x"}
         (case / "case.json").write_text(json.dumps(case_json), encoding="utf-8")
     assert [c["id"] for c in arbitration_real.load_cases(tmp_path, [], None)] == ["calc-1-real-bug"]
+
+
+def test_a_case_runs_in_its_projects_own_environment_when_one_is_given(tmp_path: Path) -> None:
+    # --venvs DIR: DIR/<repo>/.venv/bin/python is the case's interpreter, named in the
+    # case's referee.toml; the project's pytest plugins load (no autoload switch) there.
+    venvs = tmp_path / "checkouts"
+    python = venvs / "calc" / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    case = {"id": "calc-1-real-bug", "repo": "calc", "dir": str(tmp_path / "case")}
+    (tmp_path / "case" / "tree").mkdir(parents=True)
+    (tmp_path / "case" / "tree" / "calc.py").write_text(BUGGY, encoding="utf-8")
+    assert arbitration_real.case_python(case, venvs) == python
+    assert arbitration_real.case_python({**case, "repo": "other"}, venvs) is None
+    assert arbitration_real.case_python(case, None) is None
+
+    work = tmp_path / "work"
+    arbitration_real.prepare(case, work, 5.0, python)
+    config = (work / "referee.toml").read_text(encoding="utf-8")
+    assert config.splitlines()[0] == f"python = {json.dumps(str(python))}"
+    assert "time-budget = 5.0" in config
+    from referee.checks.config import discover
+
+    assert discover(work).config.python == str(python)  # the setting referee reads
+
+    own = arbitration_real.referee_env(tmp_path / "cache", own_environment=True)
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in own and "VIRTUAL_ENV" not in own
+    assert arbitration_real.referee_env(tmp_path / "cache")["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
