@@ -297,12 +297,11 @@ def referee_env(cache: Path, own_environment: bool = False) -> dict[str, str]:
     ``own_environment``), no plugin autoload either (as its sandbox and the miner run
     pytest: this venv's pytest-asyncio warns at start-up); in the project's own
     environment, its plugins load, as they do for its developers."""
-    drop = {"PYTHONPATH", "PYTEST_ADDOPTS", "VIRTUAL_ENV", "CONDA_PREFIX"}
-    env = {k: v for k, v in os.environ.items() if k not in drop}
+    drop = {"PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "VIRTUAL_ENV"}
+    env = {k: v for k, v in os.environ.items() if k not in drop | {"CONDA_PREFIX"}}
     env.update(REFEREE_CACHE_DIR=str(cache), NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    if own_environment:
-        del env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+    if not own_environment:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
 
 

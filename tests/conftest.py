@@ -144,7 +144,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _split_scope(self, nodeid: str) -> str:
             if self._model_ids is None:  # asked first once every worker has collected
                 path = Path(os.environ.get(_MODEL_IDS_ENV) or os.devnull)
-                self._model_ids = frozenset(path.read_text(encoding="utf-8").split())
+                self._model_ids = frozenset(path.read_text(encoding="utf-8").splitlines())
             if nodeid in self._model_ids:
                 return _MODEL_SCOPE
             path = nodeid.split("::", 1)[0]
