@@ -88,6 +88,38 @@ def test_seeded_samples_are_reproducible_and_each_stops_after_its_code_block(bac
         assert text.rstrip().endswith("```"), text  # nothing decoded after the block
 
 
+def test_a_code_answer_that_loops_is_cut_and_the_batch_stops_waiting_for_it(backend):
+    """Asked to repeat forty lines that differ only in a number, the model copies them:
+    as a program-writing answer (until_code_block) it is cut after sixteen of them, as a
+    loop (batched.looping), while the answer decoded beside it is whole; asked as a plain
+    answer, it goes on to the end."""
+    lines = "\n".join(f"seen.add({i})" for i in range(1, 41))
+    echo = [
+        {
+            "role": "user",
+            "content": f"Repeat this Python code block exactly:\n```python\n{lines}\n```",
+        }
+    ]
+    other = [{"role": "user", "content": "Write a Python function `double(x)` returning 2*x."}]
+
+    def batch(code: bool) -> tuple[list[str], list[int], int]:
+        answers = chat_batch(
+            backend,
+            [ChatRequest(m, max_tokens=400, until_code_block=code) for m in (echo, other)],
+        )
+        steps = backend._batched.last_steps
+        return [a.text for a in answers], [a.completion_tokens for a in answers], steps
+
+    (cut, double), (cut_tokens, _), steps = batch(True)
+    (whole, _), (whole_tokens, _), _ = batch(False)
+    assert "seen.add(40)" in whole and whole.rstrip().endswith("```"), whole
+    assert "seen.add(30)" not in cut and not cut.rstrip().endswith("```"), cut
+    assert len(re.findall(r"seen\.add\(\d+\)\n", cut)) >= 16
+    assert cut_tokens < 0.6 * whole_tokens, (cut_tokens, whole_tokens)
+    assert steps <= cut_tokens + 1  # the batch ended with the cut answer
+    assert re.search(r"```python\n.*def double.*\n```", double, re.DOTALL), double
+
+
 def test_max_tokens_bounds_each_answer(backend):
     prompt = [{"role": "user", "content": "Count from 1 to 500, one number per line."}]
     answers = chat_batch(backend, [ChatRequest(prompt, max_tokens=n) for n in (5, 17)])

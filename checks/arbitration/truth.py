@@ -229,8 +229,9 @@ class ProgramCache:
         max_tokens: int,
     ) -> str:
         # the conversation itself, not the prompt file's version: a prompt added beside
-        # the others leaves the programs of unchanged conversations where they are
-        raw = json.dumps(["conversation-v2", list(messages), identity, seed, temp, max_tokens])
+        # the others leaves the programs of unchanged conversations where they are; v3:
+        # answers that loop are cut (referee.checks.judge.batched.looping)
+        raw = json.dumps(["conversation-v3", list(messages), identity, seed, temp, max_tokens])
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> str | None:

@@ -64,7 +64,8 @@ class ChatRequest:
     temperature: float = 0.0
     seed: int | None = None
     # Stop once the answer holds a complete fenced code block (the part a caller uses of a
-    # program-writing answer). Only the in-process model honours it; others answer in full.
+    # program-writing answer), or once it falls into a loop (batched.looping). Only the
+    # in-process model honours it; others answer in full.
     until_code_block: bool = False
     # Given the answer so far, the text its grammar forces next ("" where the model
     # chooses, None once complete): the in-process model appends it without decoding it

@@ -47,7 +47,8 @@ class Request:
     temperature: float = 0.0
     seed: int = 0
     grammar: str | None = None
-    until_code_block: bool = False  # stop once the answer holds a complete ``` block
+    # stop once the answer holds a complete ``` block, or once it loops (:func:`looping`)
+    until_code_block: bool = False
     # Given the answer so far, the text that must follow (appended without decoding it
     # token by token), "" where the model chooses, None when the answer is complete.
     forcing: Callable[[str], str | None] | None = None
@@ -56,6 +57,38 @@ class Request:
 _MAX_FORCED = 96  # tokens one sequence may have forced in one step (the batch holds 512)
 
 _BLOCK = re.compile(rb"```[^\n]*\n.*?\n\s*```", re.DOTALL)
+
+# A code answer in a loop (see :func:`looping`): its last _LOOP_TAIL bytes repeat a unit of
+# at most _LOOP_PERIOD bytes, or its last _LOOP_LINES lines are one line with only its
+# numbers changed.
+_LOOP_TAIL = 200
+_LOOP_PERIOD = 100
+_LOOP_LINES = 16
+_DIGITS = re.compile(rb"\d+")
+_WORD = re.compile(rb"[A-Za-z_]{2,}")
+
+
+def looping(text: bytes) -> bool:
+    """Whether a code answer has fallen into a loop a small model does not leave: its
+    last 200 bytes repeat a unit of at most 100 (``\\x1b[1m\\x1b[3m…`` in a comment,
+    ``)))…``), or its last 16 lines are one line with a word in it and only its numbers
+    changed (``discard("UNICODE_9")``, ``discard("UNICODE_10")``, …). Cut there, the
+    answer fails to run as one cut at its token limit would, hundreds of tokens sooner, and
+    the sequences decoded beside it stop waiting for it.
+
+    Numeric tables (``1,`` a line, rows of a matrix) have no word and are left alone; on
+    3,000 modules of CPython's library and its site-packages, only six generated files
+    (parser tables, test data) hold such a stretch anywhere."""
+    if len(text) > _LOOP_TAIL:
+        tail = text[-_LOOP_TAIL:]
+        for period in range(1, min(_LOOP_PERIOD, len(text) - _LOOP_TAIL) + 1):
+            if text[-_LOOP_TAIL - period : -period] == tail:
+                return True
+    lines = text.rsplit(b"\n", _LOOP_LINES + 1)[1:-1]  # the last complete lines
+    if len(lines) < _LOOP_LINES:
+        return False
+    shape = _DIGITS.sub(b"0", lines[0])
+    return bool(_WORD.search(shape)) and all(_DIGITS.sub(b"0", line) == shape for line in lines[1:])
 
 
 @dataclass
@@ -427,6 +460,9 @@ class BatchedGenerator:
         seq.tokens.extend(forced)
         if forced and self._forcing_says(seq) is None:
             seq.done = True  # complete with the forced text: no need to evaluate it
+            return None
+        if seq.request.until_code_block and looping(seq.text):
+            seq.done = True  # a loop: the rest of its token limit would be more of it
             return None
         return [token, *forced]
 
