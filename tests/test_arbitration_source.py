@@ -12,6 +12,7 @@ thing. Oracles that fail to run, and their replacement, are tests/test_arbitrati
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import jsonschema
@@ -29,6 +30,7 @@ from test_arbitration import (
 )
 from test_arbitration_oracles import EXAMPLED, NODE, arbitrate_json, body, cli_project
 
+from referee.checks.judge.backend import ScriptedBackend
 from referee.checks.models import arbitration_schema
 
 # ------------------------------------------------------- 2. a fix changes only the body
@@ -475,6 +477,32 @@ def test_an_arbitration_out_of_time_says_unclear_with_what_it_has(tmp_path: Path
     assert "ran out of its time budget (0.001 s, arbitration.time-budget)" in verdict.reason
     assert '`>>> count_vowels("aeiou")`) or a reference' in verdict.reason, verdict.reason
     assert model.calls == []
+
+
+def test_out_of_time_between_rounds_quotes_the_oracles_written_so_far(tmp_path: Path):
+    """The first round's three oracles are written and run — one's program does not parse
+    — and the budget is spent before its replacement is asked: the verdict quotes what
+    the three said, and the JSON lists them, instead of saying nothing was heard."""
+    budget = 6.0
+    config = f"[arbitration]\ntime-budget = {budget}\n"
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"), config)
+    started = time.monotonic()
+
+    def answer(messages, schema) -> str:
+        asked.append(1)
+        if len(asked) == 3:  # the round's last answer comes once the budget is spent
+            time.sleep(max(0.0, started + budget + 0.2 - time.monotonic()))
+        return "```python\ndef count_vowels(text:\n```" if len(asked) == 2 else ORACLE
+
+    asked: list[int] = []
+    verdict = run(root, NODE, ScriptedBackend(answer=answer)).verdict
+    assert len(asked) == 3, "the test's run took the whole budget: no oracle was asked"
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None
+    assert "ran out of its time budget (6 s, arbitration.time-budget)" in verdict.reason
+    assert "oracle-1: 5" in verdict.reason and "oracle-3: 5" in verdict.reason, verdict.reason
+    assert "oracle-2: error (the model's program is not valid Python" in verdict.reason
+    assert [o.source for o in verdict.oracles] == ["oracle-1", "oracle-2", "oracle-3"]
+    assert [o.status for o in verdict.oracles] == ["ok", "error", "ok"]
 
 
 def test_out_of_time_while_fixing_keeps_the_blame_and_offers_no_fix(tmp_path: Path):

@@ -137,6 +137,8 @@ def arbitrate(
         if work.cancelled() or not context.out_of_time():
             raise
         # Nothing was certified in time: what the oracles said so far goes to a person.
+        if not context.oracles and context.replacements is not None:
+            context.oracles = tuple(context.replacements.standing)
         return context.unclear(
             f"ran out of its time budget ({context.config.time_budget:g} s, "
             "arbitration.time-budget) before a truth was certified"

@@ -71,7 +71,7 @@ def program_from(
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        return None, f"not valid Python: {exc.msg} (line {exc.lineno})"
+        return None, f"is not valid Python: {exc.msg} (line {exc.lineno})"
     body = [
         stmt
         for stmt in tree.body

@@ -324,6 +324,9 @@ class Replacements:
     # sample ran too), in the order written: already paid for, the first oracles asked
     # when more are wanted for the same call (a test edit's extra ones), whatever they say
     spares: list[OracleResult] = field(default_factory=list)
+    # the oracles standing now, failed ones not yet replaced included: what a verdict
+    # can quote when the time budget runs out between rounds
+    standing: list[OracleResult] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.with_examples = (self.budget + 1) // 2
@@ -436,6 +439,7 @@ def oracle_evidence(
     work.say(f"writing {len(seeds)}{more} oracles from the signature and {spec_words}")
     results = writer.round(seeds)
     if replacements is not None:
+        replacements.standing = results  # replaced in place, round by round
         # the exceptions that are opinions, not failures to run (see failed_to_run)
         named = " ".join(filter(None, [spec.docstring_value, raises]))
         _replace_failed(writer, results, replacements, named)
