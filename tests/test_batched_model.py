@@ -120,6 +120,57 @@ def test_a_code_answer_that_loops_is_cut_and_the_batch_stops_waiting_for_it(back
     assert re.search(r"```python\n.*def double.*\n```", double, re.DOTALL), double
 
 
+DURATION_DOC = '''    """Parse a duration such as ``"1h30m"`` or ``"45s"`` into seconds.
+
+    Units are ``h`` (hours), ``m`` (minutes) and ``s`` (seconds); they may appear
+    in any order, each at most once. Whitespace between parts is ignored.
+
+    Raises:
+        ValueError: when the text holds no unit, or an unknown one.
+    """'''
+
+
+def test_an_oracle_copying_its_docstring_gets_the_copy_forced(backend):
+    """The oracle prompt shows the signature and docstring and asks not to copy it; the
+    0.5B copies it anyway. With DocstringCopy the copy is appended, not decoded: the
+    answers hold the docstring as written (to its last word: the closing quotes are the
+    model's own tokens), in far fewer decoding steps than tokens."""
+    from referee.checks.arbitration.oracle_prompts import prompts
+    from referee.checks.arbitration.programs import DocstringCopy
+
+    p = prompts()
+    signature = "def parse_duration(text: str) -> int:"
+    ask = p.oracle.format(signature=signature, docstring=DURATION_DOC, name="parse_duration")
+    messages = [
+        {"role": "system", "content": p.oracle_system},
+        {"role": "user", "content": ask},
+    ]
+    forcing = DocstringCopy("parse_duration", DURATION_DOC)
+    requests = [
+        ChatRequest(
+            messages,
+            max_tokens=400,
+            temperature=0.7,
+            seed=s,
+            until_code_block=True,
+            forcing=forcing,
+        )
+        for s in (1, 2, 3)
+    ]
+    answers = chat_batch(backend, requests)
+    steps = backend._batched.last_steps
+    copied = [a for a in answers if "def parse_duration(" in a.text and '    """Parse' in a.text]
+    assert copied, [a.text for a in answers]
+    forced = DURATION_DOC[: DURATION_DOC.rindex("one") + len("one")]  # to its last word
+    for answer in copied:
+        assert forced in answer.text, answer.text  # as written, not paraphrased
+    # the docstring is about 80 tokens: the longest answer took that many fewer steps
+    assert steps < max(a.completion_tokens for a in answers) - 50, (
+        steps,
+        [a.completion_tokens for a in answers],
+    )
+
+
 def test_max_tokens_bounds_each_answer(backend):
     prompt = [{"role": "user", "content": "Count from 1 to 500, one number per line."}]
     answers = chat_batch(backend, [ChatRequest(prompt, max_tokens=n) for n in (5, 17)])

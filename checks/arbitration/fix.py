@@ -38,6 +38,7 @@ from referee.checks.arbitration.splice import Refused, splice
 from referee.checks.arbitration.style import restyler
 from referee.checks.arbitration.truth import (
     ProgramCache,
+    docstring_copy,
     generate,
     prompts,
 )
@@ -395,6 +396,7 @@ def _candidates(
             temperature=temperature,
             cache=cache,
             max_tokens=max_tokens,
+            forcing=docstring_copy(spec),
         )
         yield "model", answer
 

@@ -9,6 +9,7 @@ import builtins
 import re
 import sys
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from referee.checks.arbitration.project_objects import current, module_file
@@ -22,6 +23,70 @@ def extract_code(answer: str) -> str:
             return match.group(1)
     unterminated = re.search(r"```(?:python|py)?[^\n]*\n(.*)$", answer, re.DOTALL)
     return unterminated.group(1) if unterminated else answer
+
+
+@dataclass(frozen=True)
+class DocstringCopy:
+    """A forcing (:attr:`ChatRequest.forcing`) for an answer that writes the function
+    ``name`` whose docstring its prompt shows: once the model has opened a docstring
+    right under ``def name(...):`` and what it wrote of it so far is the start of
+    ``docstring`` (as written, quotes included; re-indented as the model indents), the
+    rest of it. The small models copy the docstring they were shown — the prompt asks
+    them not to — and that copy was half the tokens of some answers; forced, it is
+    evaluated as a prompt is, not decoded a token at a time. An answer that writes a
+    docstring of its own gets nothing forced.
+
+    An object rather than a closure: it travels to the model process with its request."""
+
+    name: str
+    docstring: str
+
+    def __call__(self, written: str) -> str | None:
+        start = written.rfind(f"def {self.name}(")
+        body = _header_end(written, start + len(self.name) + 5) if start >= 0 else -1
+        if body < 0:
+            return ""
+        mine = written[body:]
+        indent = mine[: len(mine) - len(mine.lstrip(" \t"))]
+        opened = mine[len(indent) :]
+        shown = self.docstring.lstrip(" \t")
+        if len(opened) < 3 or len(opened) >= len(shown) or not shown.startswith(opened):
+            return ""
+        old = self.docstring[: len(self.docstring) - len(shown)]
+        rest = shown[len(opened) :]
+        # up to its last word: the closing punctuation, quotes and line end are the
+        # model's own tokens (``."""\n`` is one), or what it writes next starts from a
+        # split no text of its training had, and it writes worse code
+        last = _LAST_WORD.search(rest)
+        rest = rest[: last.end()] if last else ""
+        return rest.replace("\n" + old, "\n" + indent) if old != indent else rest
+
+
+_LAST_WORD = re.compile(r"\w(?=\W*\Z)", re.DOTALL)
+
+
+def _header_end(text: str, start: int) -> int:
+    """Where the body of the ``def`` whose parameter list opens at ``start - 1`` begins:
+    after the line that ends the header (``):``, ``) -> int:``), -1 while it is not
+    written yet. Parentheses are counted outside quotes (``sep: str = "("``); a header
+    this misreads forces nothing, because the text after it is not the docstring's
+    start."""
+    depth = 1
+    i = start
+    while i < len(text) and depth:
+        ch = text[i]
+        if ch in "\"'":
+            end = re.compile(rf"(?:[^{ch}\\\n]|\\.)*{ch}").match(text, i + 1)
+            if end is None:
+                return -1
+            i = end.end()
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        i += 1
+    if depth:
+        return -1
+    match = re.compile(r"[^\n:]*:[ \t]*(#[^\n]*)?\n").match(text, i)
+    return match.end() if match else -1
 
 
 _KEPT = (

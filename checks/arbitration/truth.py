@@ -18,7 +18,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from referee.checks.arbitration.oracle_prompts import (
     prompts,
 )
 from referee.checks.arbitration.programs import (
+    DocstringCopy,
     none_without_opinion,
     oracle_preamble,
     program_from,
@@ -251,10 +252,17 @@ def generate(
     temperature: float,
     cache: ProgramCache,
     max_tokens: int = ORACLE_MAX_TOKENS,
+    forcing: Callable[[str], str | None] | None = None,
 ) -> tuple[str, bool]:
     """(answer, whether it came from the cache)."""
     return generate_many(
-        backend, messages, seeds=[seed], temperature=temperature, cache=cache, max_tokens=max_tokens
+        backend,
+        messages,
+        seeds=[seed],
+        temperature=temperature,
+        cache=cache,
+        max_tokens=max_tokens,
+        forcing=forcing,
     )[0]
 
 
@@ -267,10 +275,12 @@ def generate_many(
     cache: ProgramCache,
     max_tokens: int = ORACLE_MAX_TOKENS,
     work: Work = IDLE,
+    forcing: Callable[[str], str | None] | None = None,
 ) -> list[tuple[str, bool]]:
     """One answer per seed, (answer, whether it came from the cache): those not cached are
     decoded as one batch where the backend can (see :func:`chat_batch`). ``messages`` is
-    one conversation for every seed, or one per seed."""
+    one conversation for every seed, or one per seed. ``forcing``: text the in-process
+    model appends without decoding it (:class:`~.programs.DocstringCopy`)."""
     if messages and isinstance(messages[0], dict):
         conversations = [messages] * len(seeds)
     else:
@@ -289,6 +299,7 @@ def generate_many(
                 temperature=temperature,
                 seed=seeds[i],
                 until_code_block=True,
+                forcing=forcing,
             )
             for i in missing
         ]
@@ -446,6 +457,15 @@ def oracle_evidence(
     return results
 
 
+def docstring_copy(spec: FunctionSpec) -> DocstringCopy | None:
+    """The docstring a prompt shows under the function's own signature (the oracle
+    prompt, the patch prompt), for the model to copy without decoding it; None for a
+    method's oracle, whose prompt shows the class and asks for another function."""
+    if spec.docstring is None or spec.class_stub is not None:
+        return None
+    return DocstringCopy(spec.name, spec.docstring)
+
+
 @dataclass
 class _OracleWriter:
     """Writes rounds of oracles for one call: asks the model (a batch), then runs each
@@ -479,6 +499,7 @@ class _OracleWriter:
             temperature=self.config.temperature,
             cache=self.cache,
             work=self.work,
+            forcing=docstring_copy(self.spec),
         )
 
         def oracle(position: int) -> OracleResult:
