@@ -20,6 +20,7 @@ import pytest
 from red_team.fake_openai import FakeModel
 from test_arbitration import (
     BUGGY,
+    CORRECT,
     GOOD_PATCH,
     LONE_ORACLE,
     ORACLE,
@@ -503,6 +504,36 @@ def test_out_of_time_between_rounds_quotes_the_oracles_written_so_far(tmp_path: 
     assert "oracle-2: error (the model's program is not valid Python" in verdict.reason
     assert [o.source for o in verdict.oracles] == ["oracle-1", "oracle-2", "oracle-3"]
     assert [o.status for o in verdict.oracles] == ["ok", "error", "ok"]
+
+
+def test_out_of_time_while_confirming_a_test_edit_says_what_the_oracles_agreed_on(
+    tmp_path: Path,
+):
+    """The k oracles agree with the code, and the two more a test edit needs are being
+    written when the budget runs out: the verdict says what the three agreed on and that
+    the test edit was waiting for confirmation — nothing is edited."""
+    budget = 6.0
+    config = f"[arbitration]\ntime-budget = {budget}\n"
+    root = project(tmp_path / "p", CORRECT, TESTS.format(expected="4"), config)
+    before = (root / "tests" / "test_text.py").read_text(encoding="utf-8")
+    started = time.monotonic()
+
+    def answer(messages, schema) -> str:
+        asked.append(1)
+        if len(asked) == 4:  # the first of the two more comes once the budget is spent
+            time.sleep(max(0.0, started + budget + 0.2 - time.monotonic()))
+        return ORACLE
+
+    asked: list[int] = []
+    verdict = run(root, NODE, ScriptedBackend(answer=answer)).verdict
+    assert len(asked) >= 4, "the test's run took the whole budget"
+    assert verdict.verdict == "UNCLEAR" and verdict.fix is None
+    assert verdict.reason == (
+        "the 3 oracles agree with what the code produced (5), but editing the test needs 5 "
+        "of 5 oracles to agree: oracle-1: 5; oracle-2: 5; oracle-3: 5; the 2 more were being "
+        "written, and the time budget (6 s, arbitration.time-budget) ran out"
+    )
+    assert (root / "tests" / "test_text.py").read_text(encoding="utf-8") == before
 
 
 def test_out_of_time_while_fixing_keeps_the_blame_and_offers_no_fix(tmp_path: Path):

@@ -89,11 +89,11 @@ def test_seeded_samples_are_reproducible_and_each_stops_after_its_code_block(bac
 
 
 def test_a_code_answer_that_loops_is_cut_and_the_batch_stops_waiting_for_it(backend):
-    """Asked to repeat forty lines that differ only in a number, the model copies them:
+    """Asked to repeat 24 lines that differ only in a number, the model copies them:
     as a program-writing answer (until_code_block) it is cut after sixteen of them, as a
     loop (batched.looping), while the answer decoded beside it is whole; asked as a plain
     answer, it goes on to the end."""
-    lines = "\n".join(f"seen.add({i})" for i in range(1, 41))
+    lines = "\n".join(f"seen.add({i})" for i in range(1, 25))
     echo = [
         {
             "role": "user",
@@ -112,10 +112,10 @@ def test_a_code_answer_that_loops_is_cut_and_the_batch_stops_waiting_for_it(back
 
     (cut, double), (cut_tokens, _), steps = batch(True)
     (whole, _), (whole_tokens, _), _ = batch(False)
-    assert "seen.add(40)" in whole and whole.rstrip().endswith("```"), whole
-    assert "seen.add(30)" not in cut and not cut.rstrip().endswith("```"), cut
+    assert "seen.add(24)" in whole and whole.rstrip().endswith("```"), whole
+    assert "seen.add(20)" not in cut and not cut.rstrip().endswith("```"), cut
     assert len(re.findall(r"seen\.add\(\d+\)\n", cut)) >= 16
-    assert cut_tokens < 0.6 * whole_tokens, (cut_tokens, whole_tokens)
+    assert cut_tokens < 0.8 * whole_tokens, (cut_tokens, whole_tokens)
     assert steps <= cut_tokens + 1  # the batch ended with the cut answer
     assert re.search(r"```python\n.*def double.*\n```", double, re.DOTALL), double
 
@@ -133,7 +133,7 @@ DURATION_DOC = '''    """Parse a duration such as ``"1h30m"`` or ``"45s"`` into 
 def test_an_oracle_copying_its_docstring_gets_the_copy_forced(backend):
     """The oracle prompt shows the signature and docstring and asks not to copy it; the
     0.5B copies it anyway. With DocstringCopy the copy is appended, not decoded: the
-    answers hold the docstring as written (to its last word: the closing quotes are the
+    answer holds the docstring as written (to its last word: the closing quotes are the
     model's own tokens), in far fewer decoding steps than tokens."""
     from referee.checks.arbitration.oracle_prompts import prompts
     from referee.checks.arbitration.programs import DocstringCopy
@@ -146,29 +146,14 @@ def test_an_oracle_copying_its_docstring_gets_the_copy_forced(backend):
         {"role": "user", "content": ask},
     ]
     forcing = DocstringCopy("parse_duration", DURATION_DOC)
-    requests = [
-        ChatRequest(
-            messages,
-            max_tokens=400,
-            temperature=0.7,
-            seed=s,
-            until_code_block=True,
-            forcing=forcing,
-        )
-        for s in (1, 2, 3)
-    ]
-    answers = chat_batch(backend, requests)
+    request = ChatRequest(messages, max_tokens=400, until_code_block=True, forcing=forcing)
+    (answer,) = chat_batch(backend, [request])
     steps = backend._batched.last_steps
-    copied = [a for a in answers if "def parse_duration(" in a.text and '    """Parse' in a.text]
-    assert copied, [a.text for a in answers]
+    assert "def parse_duration(" in answer.text and '    """Parse' in answer.text, answer.text
     forced = DURATION_DOC[: DURATION_DOC.rindex("one") + len("one")]  # to its last word
-    for answer in copied:
-        assert forced in answer.text, answer.text  # as written, not paraphrased
-    # the docstring is about 80 tokens: the longest answer took that many fewer steps
-    assert steps < max(a.completion_tokens for a in answers) - 50, (
-        steps,
-        [a.completion_tokens for a in answers],
-    )
+    assert forced in answer.text, answer.text  # as written, not paraphrased
+    # the docstring is about 80 tokens, appended in a few steps
+    assert steps < answer.completion_tokens - 50, (steps, answer.completion_tokens)
 
 
 def test_max_tokens_bounds_each_answer(backend):

@@ -139,9 +139,11 @@ def arbitrate(
         # Nothing was certified in time: what the oracles said so far goes to a person.
         if not context.oracles and context.replacements is not None:
             context.oracles = tuple(context.replacements.standing)
+        budget = f"{context.config.time_budget:g} s, arbitration.time-budget"
+        if context.confirming is not None:
+            return context.unclear(f"{context.confirming}, and the time budget ({budget}) ran out")
         return context.unclear(
-            f"ran out of its time budget ({context.config.time_budget:g} s, "
-            "arbitration.time-budget) before a truth was certified"
+            f"ran out of its time budget ({budget}) before a truth was certified"
             + (": " + outcomes.evidence_text(context.oracles) if context.oracles else "")
             + context.to_decide()
         )
@@ -171,6 +173,9 @@ class _Context:
     # the call the oracles are asked about, and the function's file, once isolated
     oracle_arguments: str | None = None
     function_relpath: str | None = None
+    # what was certified and is being confirmed when the time budget runs out (the k
+    # oracles agreed with the code; a test edit needs more): the verdict says so
+    confirming: str | None = None
 
     @property
     def config(self) -> ArbitrationConfig:

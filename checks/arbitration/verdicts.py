@@ -230,6 +230,12 @@ def confirm_test_edit(
         spares = ctx.replacements.spares[: total - config.oracles]
         del ctx.replacements.spares[: len(spares)]
     seeds = range(config.oracles + 1, total + 1 - len(spares))
+    ctx.confirming = (
+        f"the {config.oracles} oracles agree with what the code produced ({truth}), but "
+        f"editing the test needs {needed} of {total} oracles to agree: "
+        + outcomes.evidence_text(ctx.oracles)
+        + f"; the {total - config.oracles} more were being written"
+    )
     extra = spares + (
         oracle_evidence(
             ctx.spec,
@@ -248,6 +254,7 @@ def confirm_test_edit(
         if seeds
         else []
     )
+    ctx.confirming = None
     ctx.oracles = (*ctx.oracles, *extra)
     confirmed = agreed_value(ctx.oracles, needed)
     if confirmed is not None and sandbox.values_equal(confirmed, truth):
