@@ -63,6 +63,9 @@ class DocstringCopy:
 
 
 _LAST_WORD = re.compile(r"\w(?=\W*\Z)", re.DOTALL)
+# the rest of a one-line string literal after its opening quote, by quote
+_STRING_REST = {q: re.compile(rf"(?:[^{q}\\\n]|\\.)*{q}") for q in "\"'"}
+_HEADER_LINE_END = re.compile(r"[^\n:]*:[ \t]*(#[^\n]*)?\n")
 
 
 def _header_end(text: str, start: int) -> int:
@@ -76,7 +79,7 @@ def _header_end(text: str, start: int) -> int:
     while i < len(text) and depth:
         ch = text[i]
         if ch in "\"'":
-            end = re.compile(rf"(?:[^{ch}\\\n]|\\.)*{ch}").match(text, i + 1)
+            end = _STRING_REST[ch].match(text, i + 1)
             if end is None:
                 return -1
             i = end.end()
@@ -85,7 +88,7 @@ def _header_end(text: str, start: int) -> int:
         i += 1
     if depth:
         return -1
-    match = re.compile(r"[^\n:]*:[ \t]*(#[^\n]*)?\n").match(text, i)
+    match = _HEADER_LINE_END.match(text, i)
     return match.end() if match else -1
 
 

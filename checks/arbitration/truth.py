@@ -231,7 +231,8 @@ class ProgramCache:
     ) -> str:
         # the conversation itself, not the prompt file's version: a prompt added beside
         # the others leaves the programs of unchanged conversations where they are; v3:
-        # answers that loop are cut (referee.checks.judge.batched.looping)
+        # answers that loop are cut (referee.checks.judge.batched.looping), and a copied
+        # docstring is forced (programs.DocstringCopy)
         raw = json.dumps(["conversation-v3", list(messages), identity, seed, temp, max_tokens])
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
