@@ -66,6 +66,8 @@ async def session(tmp_path: Path, worker_env: Path, request):
             "mathx.py": CODE,
         },
         init_options={"debounceMs": 0},
+        # a process of its own: these tests follow the server's pid and its children
+        server=tuple(SERVER),
     )
     config = ClientServerConfig(server_command=list(setup.server), client_factory=make_client)
     client = await config.start(devtools=request.config.getoption("devtools"))

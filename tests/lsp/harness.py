@@ -9,8 +9,13 @@ for what they expect instead of sleeping.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
+import json
+import os
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +33,67 @@ from referee.checks.models import Finding
 T = TypeVar("T")
 
 PROFILES = ("visual-studio-code", "neovim")
-SERVER = [sys.executable, "-m", "referee", "serve"]
+SERVER = [sys.executable, "-m", "referee", "serve"]  # a process of its own, started as usual
 SAFE_FIXES_SERVER = [sys.executable, str(Path(__file__).with_name("safe_fixes.py"))]
 TIMEOUT = 20.0  # seconds to wait for something the server must send; never reached when green
 
 Mode = Literal["push", "pull"]
+
+
+class ForkedServer(Sequence[str]):
+    """``referee serve`` forked from this worker's zygote (:mod:`lsp.zygote`): the command
+    of its launcher, the zygote started on first use. Where a zygote cannot run (no
+    ``os.pidfd_open``, not Linux), the usual command."""
+
+    _command: list[str] | None = None
+
+    def _resolve(self) -> list[str]:
+        if ForkedServer._command is None:
+            ForkedServer._command = _start_zygote() or list(SERVER)
+        return ForkedServer._command
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._resolve()[index]
+
+    def __len__(self) -> int:
+        return len(self._resolve())
+
+
+def _start_zygote() -> list[str] | None:
+    if not hasattr(os, "pidfd_open") or not sys.platform.startswith("linux"):
+        return None
+    script = str(Path(__file__).with_name("zygote.py"))
+    home = Path(tempfile.mkdtemp(prefix="referee-zygote-"))
+    path, env_file = home / "socket", home / "env.json"
+    env = {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
+    env_file.write_text(json.dumps(env), encoding="utf-8")
+    log = (home / "zygote.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, script, "--zygote", str(path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=log,
+    )
+    assert proc.stdout is not None
+    ready = proc.stdout.readline()
+    proc.stdout.close()
+    if ready.strip() != b"ready":
+        proc.kill()
+        return None
+
+    def stop() -> None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        for leftover in (path, env_file, home / "zygote.log"):
+            leftover.unlink(missing_ok=True)
+        home.rmdir()
+
+    atexit.register(stop)
+    return [sys.executable, "-I", "-S", script, str(path), str(env_file), "--", "serve"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +108,8 @@ class Setup:
     mode: Mode | None = None  # None: as the profile says
     lazy: bool | None = None  # codeAction resolveSupport for "edit"; None: as the profile says
     encodings: Sequence[str] | None = None  # general.positionEncodings; None: as the profile
-    server: Sequence[str] = tuple(SERVER)
+    # the command that starts the server: by default forked from a zygote (see ForkedServer)
+    server: Sequence[str] = ForkedServer()
     hold_configuration: bool = False  # answer workspace/configuration only when released
     refresh: bool = False  # add workspace.diagnostics.refreshSupport to the profile
     progress: bool = True  # False: remove window.workDoneProgress from the profile
