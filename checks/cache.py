@@ -160,3 +160,11 @@ def _unlink(path: Path) -> None:
     # gone already (another process evicted it), or not ours to remove
     with contextlib.suppress(OSError):
         path.unlink()
+
+
+def default_cache_dir() -> Path:
+    """Where referee keeps its caches: ``$REFEREE_CACHE_DIR``, else the user's cache
+    directory (platformdirs)."""
+    from platformdirs import user_cache_dir
+
+    return Path(os.environ.get("REFEREE_CACHE_DIR") or user_cache_dir("referee"))

@@ -19,7 +19,6 @@ from referee.checks.configuration import DEFAULT_TEST_FILES, Contract, RefereeCo
 from referee.checks.guard import pytestconfig
 from referee.checks.models import Severity
 from referee.checks.project import EMPTY_VIEW, FileView
-from referee.checks.registry import RULES, matching
 from referee.checks.rule import Rule
 
 if sys.version_info >= (3, 11):
@@ -129,6 +128,8 @@ class Settings:
 
     @functools.cached_property
     def enabled(self) -> frozenset[str]:
+        from referee.checks.registry import matching  # every rule's module: when needed
+
         cfg = self.config
         chosen: set[str] = set()
         for selector in [*cfg.select, *cfg.extend_select]:
@@ -139,6 +140,8 @@ class Settings:
 
     def ignored_for(self, relpath: str) -> set[str]:
         """Codes that ``per-file-ignores`` turns off for this file."""
+        from referee.checks.registry import matching
+
         ignored: set[str] = set()
         for pattern, selectors in self.config.per_file_ignores.items():
             if glob_match(relpath, pattern):
@@ -147,6 +150,8 @@ class Settings:
         return ignored
 
     def rules_for(self, relpath: str, kind: str) -> list[Rule]:
+        from referee.checks.registry import RULES
+
         ignored = self.ignored_for(relpath)
         return [
             rule
@@ -341,6 +346,15 @@ def forget_pytest_layouts() -> None:
     _pytest_settings_in.cache_clear()
 
 
+def _matching(selector: str) -> list[Rule]:
+    """The rules a selector names. The registry imports every rule's module: a process
+    that only reads settings (arbitration, the sandbox) never needs it, and the default
+    selection (``ALL``) is checked without it."""
+    from referee.checks.registry import matching
+
+    return matching(selector)
+
+
 def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
     try:
         config = RefereeConfig.model_validate(data)
@@ -361,7 +375,7 @@ def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
         raise ConfigError(path, key, problem) from None
     for key in ("select", "extend_select", "ignore"):
         for selector in getattr(config, key):
-            if not matching(selector):
+            if selector.upper() != "ALL" and not _matching(selector):
                 raise ConfigError(
                     path,
                     f"{prefix}.{key.replace('_', '-')}".lstrip("."),
@@ -369,14 +383,14 @@ def validate(data: dict, path: Path | None, prefix: str = "") -> RefereeConfig:
                 )
     for glob, selectors in config.per_file_ignores.items():
         for selector in selectors:
-            if not matching(selector):
+            if not _matching(selector):
                 raise ConfigError(
                     path,
                     f"{prefix}.per-file-ignores.{glob!r}".lstrip("."),
                     f"{selector!r} matches no rule",
                 )
     for code in config.severity:
-        if not matching(code):
+        if not _matching(code):
             raise ConfigError(path, f"{prefix}.severity.{code}".lstrip("."), "no such rule")
     return config
 

@@ -369,12 +369,6 @@ class ResultCache:
             self.store.put(self.key, data)
 
 
-def default_cache_dir() -> Path:
-    from platformdirs import user_cache_dir
-
-    return Path(os.environ.get("REFEREE_CACHE_DIR") or user_cache_dir("referee"))
-
-
 # -------------------------------------------------------------------------- execution
 
 _worker_settings: Settings | None = None

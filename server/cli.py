@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import json
 import os
 import sys
@@ -18,19 +19,44 @@ from rich.markup import escape
 from referee import __version__
 from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.models import json_schema
-from referee.checks.registry import RULES, lookup
 from referee.checks.rule import Rule
-from referee.server import cli_agents, cli_arbitrate, cli_check, cli_guard, cli_model
 from referee.server.cli_common import (
     EXIT_INTERRUPTED,
     err,
     fail,
     format_option,
 )
-from referee.server.cli_judge import judge_group, review_group
+
+# The commands of their own modules, imported when named (click's lazy subcommands): each
+# pulls in its part of the engine, and `referee arbitrate` (a hook's, a test's, an
+# agent's one call) need not import the checks', the guard's and the judge's as well.
+LAZY = {
+    "arbitrate": "referee.server.cli_arbitrate:arbitrate",
+    "check": "referee.server.cli_check:check",
+    "doctor": "referee.server.cli_model:doctor",
+    "guard": "referee.server.cli_guard:guard",
+    "hook": "referee.server.cli_agents:hook",
+    "init": "referee.server.cli_agents:init_command",
+    "judge": "referee.server.cli_judge:judge_group",
+    "mcp": "referee.server.cli_agents:mcp_command",
+    "model": "referee.server.cli_model:model",
+    "review": "referee.server.cli_judge:review_group",
+}
 
 
 class _Referee(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = LAZY.get(cmd_name)
+        if where is None or cmd_name in self.commands:
+            return super().get_command(ctx, cmd_name)
+        module, _, name = where.partition(":")
+        command = getattr(importlib.import_module(module), name)
+        self.add_command(command, cmd_name)
+        return command
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -62,6 +88,8 @@ def main() -> None:
 )
 def rule(code: str | None, show_all: bool, fmt: str) -> None:
     """Explain a rule by code or name (`referee rule REF101`), or list every rule."""
+    from referee.checks.registry import RULES, lookup
+
     if code is None and not show_all:
         if fmt == "json":
             click.echo(json.dumps([_rule_json(r) for r in RULES], indent=2))
@@ -91,6 +119,8 @@ def _rule_table(console: Console) -> None:
     """Every rule, one a row. In a terminal the descriptions wrap to its width; anywhere
     else (a pipe, a file) each rule is one whole line, nothing cut: `| grep` finds it."""
     header = ("code", "name", "layer", "severity", "what it flags")
+    from referee.checks.registry import RULES
+
     rows = [(r.code, r.name, r.layer.value, r.severity.value, r.message) for r in RULES]
     if not console.is_terminal:
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
@@ -211,18 +241,3 @@ def leave(code: int) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(code)
-
-
-for command in (
-    cli_check.check,
-    cli_guard.guard,
-    cli_agents.init_command,
-    cli_agents.mcp_command,
-    cli_agents.hook,
-    cli_arbitrate.arbitrate,
-    cli_model.model,
-    cli_model.doctor,
-):
-    main.add_command(command)
-main.add_command(review_group, "review")
-main.add_command(judge_group, "judge")

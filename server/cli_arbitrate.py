@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from referee.checks import runner
+from referee.checks.cache import default_cache_dir
 from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.models import ArbitrationVerdict
 from referee.server import output
@@ -149,7 +149,7 @@ def _verdict(
                 backend=lambda: model,
                 work=Work(progress=report),
                 queue=not no_queue,
-                cache_dir=runner.default_cache_dir() / "arbitration",
+                cache_dir=default_cache_dir() / "arbitration",
             )
             if apply_fix and result.verdict.fix is not None:
                 report(f"writing {result.verdict.fix.path}")

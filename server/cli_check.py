@@ -10,6 +10,7 @@ import click
 from rich.markup import escape
 
 from referee.checks import runner
+from referee.checks.cache import default_cache_dir
 from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.fixes import applicable
 from referee.checks.models import CheckReport, Finding, Severity
@@ -391,7 +392,7 @@ def _check_files(
     targets = runner.collect(files or [Path(".")], settings)
     cache = None
     if settings.config.cache and not no_cache:
-        cache = runner.ResultCache(runner.default_cache_dir(), settings)
+        cache = runner.ResultCache(default_cache_dir(), settings)
     results = runner.run(targets, settings, jobs=jobs, cache=cache)
     if fix:
         # Before any file is written: a refused -o must leave everything as it was.

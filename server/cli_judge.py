@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from referee.checks import review, runner
+from referee.checks.cache import default_cache_dir
 from referee.checks.config import ConfigError, Settings, discover
 from referee.checks.progress import Work
 from referee.checks.source import SourceFile, Unreadable, decode, kind_of, read_bytes
@@ -162,7 +163,7 @@ def _execute(
         baseline=baselines.get(result.display),
         files=files,
         model=oracle_model,
-        cache_dir=runner.default_cache_dir() if settings.config.cache else None,
+        cache_dir=default_cache_dir() if settings.config.cache else None,
         work=work,
     )
     for note in executed.notes:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from referee.checks.cache import default_cache_dir
 from referee.checks.config import ConfigError, Settings
 from referee.checks.progress import IDLE, Work
 from referee.server.lsp_feature import first_argument
@@ -482,14 +483,13 @@ def _line_edit(old: str, new: str) -> types.TextEdit:
 
 
 async def fix_source_command(ls: RefereeServer, args: tuple[Any, ...]) -> dict[str, Any]:
-    from referee.checks import runner
     from referee.checks.progress import Cancelled
 
     found = _command_subject(ls, args, FIX_SOURCE)
     if isinstance(found, dict):
         return found
     uri, executed, rejected, settings = found
-    cache_dir = runner.default_cache_dir() if settings.config.cache else None
+    cache_dir = default_cache_dir() if settings.config.cache else None
     loop = asyncio.get_running_loop()
     # The model may write patches: seconds to minutes, shown and cancellable.
     progress = WorkProgress(ls, "fix", cancellable=True)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from referee.checks.cache import default_cache_dir
 from referee.checks.config import Settings
 from referee.checks.models import Finding
 from referee.checks.progress import Work
@@ -162,7 +163,6 @@ class ExecutionService(LayerResults):
         settings: Settings,
         work: Work,
     ) -> Executed | None:
-        from referee.checks import runner
         from referee.checks.arbitration.truth import LazyModel
         from referee.checks.engine import check_source
         from referee.checks.execution.run import ProjectFiles, check_file
@@ -182,7 +182,7 @@ class ExecutionService(LayerResults):
             baseline=baseline_text(path),
             files=ProjectFiles(settings),
             model=model,
-            cache_dir=runner.default_cache_dir() if settings.config.cache else None,
+            cache_dir=default_cache_dir() if settings.config.cache else None,
             work=work,
         )
         for note in executed.notes:

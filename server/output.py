@@ -13,7 +13,6 @@ from rich.markup import escape
 from referee import __version__
 from referee.checks.fixes import applicable
 from referee.checks.models import ArbitrationVerdict, CheckReport, Finding, Severity
-from referee.checks.registry import BY_CODE, RULES
 from referee.checks.rule import Rule
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -41,6 +40,8 @@ def text(
             soft_wrap=True,
         )
     if statistics:
+        from referee.checks.registry import BY_CODE  # every rule's module: only here
+
         counts = Counter((f.code, f.severity) for f in report.findings)
         for (code, severity), count in counts.most_common():
             console.print(
@@ -120,6 +121,8 @@ def _region(f: Finding) -> dict:
 
 def sarif(report: CheckReport) -> str:
     """SARIF 2.1.0, as GitHub code scanning reads it."""
+    from referee.checks.registry import RULES  # every rule's module: only here
+
     rules = list(RULES)
     index = {rule.code: i for i, rule in enumerate(rules)}
     notifications = [

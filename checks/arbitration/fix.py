@@ -44,7 +44,6 @@ from referee.checks.arbitration.truth import (
 )
 from referee.checks.config import Settings
 from referee.checks.configuration import ArbitrationConfig
-from referee.checks.engine import check_source
 from referee.checks.execution.targets import laid_out
 from referee.checks.guard.context import GuardContext
 from referee.checks.guard.facts import _case as case_text
@@ -489,6 +488,10 @@ class _Trial:
                 + "; never run"
             )
             return result("refused", message, capabilities=tuple(added)), None
+        # L0/L1 and every rule's module, imported once a candidate gets this far (an
+        # UNCLEAR verdict never does)
+        from referee.checks.engine import check_source
+
         cheats = check_source(
             SourceFile(self.module_relpath, new_text),
             self.settings,

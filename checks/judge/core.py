@@ -242,7 +242,7 @@ class VerdictCache:
 
 
 def default_cache(max_bytes: int | None = None) -> VerdictCache:
-    from referee.checks.runner import default_cache_dir
+    from referee.checks.cache import default_cache_dir
 
     return VerdictCache(default_cache_dir() / "judge", max_bytes)
 
