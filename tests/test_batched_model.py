@@ -102,19 +102,17 @@ def test_a_code_answer_that_loops_is_cut_and_the_batch_stops_waiting_for_it(back
     ]
     other = [{"role": "user", "content": "Write a Python function `double(x)` returning 2*x."}]
 
-    def batch(code: bool) -> tuple[list[str], list[int], int]:
-        # `double` stops after its code block either way: as a plain answer it went on
-        # explaining itself to its 400th token, the most of this test's time
-        requests = [
-            ChatRequest(echo, max_tokens=400, until_code_block=code),
-            ChatRequest(other, max_tokens=400, until_code_block=True),
-        ]
-        answers = chat_batch(backend, requests)
-        steps = backend._batched.last_steps
-        return [a.text for a in answers], [a.completion_tokens for a in answers], steps
-
-    (cut, double), (cut_tokens, _), steps = batch(True)
-    (whole, _), (whole_tokens, _), _ = batch(False)
+    # the loop cut beside a whole answer (`double`, which ends first: the batch stops
+    # waiting once the cut one is cut); then the same echo as a plain answer, alone
+    cut_batch = [
+        ChatRequest(echo, max_tokens=400, until_code_block=True),
+        ChatRequest(other, max_tokens=400, until_code_block=True),
+    ]
+    answers = chat_batch(backend, cut_batch)
+    (cut, double), cut_tokens = [a.text for a in answers], answers[0].completion_tokens
+    steps = backend._batched.last_steps
+    (plain,) = chat_batch(backend, [ChatRequest(echo, max_tokens=400)])
+    whole, whole_tokens = plain.text, plain.completion_tokens
     assert "seen.add(24)" in whole and whole.rstrip().endswith("```"), whole
     assert "seen.add(20)" not in cut and not cut.rstrip().endswith("```"), cut
     assert len(re.findall(r"seen\.add\(\d+\)\n", cut)) >= 16
