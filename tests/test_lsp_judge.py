@@ -23,9 +23,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from lsp import harness
-from lsp.harness import Doc, RefereeClient, Setup, make_client, start
+from lsp.harness import Doc, RefereeClient, Setup, session
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig
 
 from referee.checks import review
 
@@ -116,27 +115,9 @@ async def client(request, tmp_path: Path, monkeypatch):
             init_options={"debounceMs": 0},
             refresh=True,
         )
-        config = ClientServerConfig(server_command=list(setup.server), client_factory=make_client)
-        lsp_client = await config.start(devtools=request.config.getoption("devtools"))
-        assert isinstance(lsp_client, RefereeClient)
-        statuses: list[dict[str, Any]] = []
-        lsp_client.statuses = statuses  # type: ignore[attr-defined]
-
-        @lsp_client.feature("referee/status")
-        def _status(params: Any) -> None:
-            statuses.append(
-                {"reviewPending": params.reviewPending, "judge": params.judge}
-                if not isinstance(params, dict)
-                else params
-            )
-            lsp_client.wake()
-
-        try:
-            await start(lsp_client, request.param, tmp_path, setup)
+        devtools = request.config.getoption("devtools")
+        async with session(devtools, request.param, tmp_path, setup, statuses=True) as lsp_client:
             yield lsp_client
-            await lsp_client.shutdown_session()
-        finally:
-            await lsp_client.stop()
 
 
 def codes(diagnostics: list[types.Diagnostic]) -> list[tuple[str, int]]:
@@ -346,14 +327,9 @@ async def no_model_client(request, tmp_path: Path):
         init_options={"debounceMs": 0},
         refresh=True,
     )
-    config = ClientServerConfig(server_command=list(setup.server), client_factory=make_client)
-    lsp_client = await config.start(devtools=request.config.getoption("devtools"))
-    try:
-        await start(lsp_client, request.param, tmp_path, setup)
+    devtools = request.config.getoption("devtools")
+    async with session(devtools, request.param, tmp_path, setup) as lsp_client:
         yield lsp_client
-        await lsp_client.shutdown_session()
-    finally:
-        await lsp_client.stop()
 
 
 async def test_a_missing_model_is_one_message_and_l0_l1_keep_working(no_model_client):

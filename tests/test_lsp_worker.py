@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from lsp.fuzz import frame
-from lsp.harness import SERVER, Doc, RefereeClient, Setup, make_client, start
+from lsp.harness import SERVER, Doc, RefereeClient, Setup, make_client, record_statuses, start
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
@@ -72,14 +72,7 @@ async def session(tmp_path: Path, worker_env: Path, request):
     config = ClientServerConfig(server_command=list(setup.server), client_factory=make_client)
     client = await config.start(devtools=request.config.getoption("devtools"))
     assert isinstance(client, RefereeClient)
-    statuses: list[dict[str, Any]] = []
-    client.statuses = statuses  # type: ignore[attr-defined]
-
-    @client.feature("referee/status")
-    def _status(params: Any) -> None:
-        # pygls hands an unknown notification's params over as a namedtuple
-        statuses.append(params if isinstance(params, dict) else params._asdict())
-        client.wake()
+    record_statuses(client)
 
     try:
         await start(client, "visual-studio-code", project, setup)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import copy
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -286,6 +287,41 @@ def capabilities(profile: str, setup: Setup) -> types.ClientCapabilities:
         general.position_encodings = list(setup.encodings)
         caps.general = general
     return caps
+
+
+@contextlib.asynccontextmanager
+async def session(
+    devtools: str | None, profile: str, root: Path, setup: Setup, *, statuses: bool = False
+) -> AsyncIterator[RefereeClient]:
+    """A started and initialized session (:func:`start`), shut down at the end. With
+    ``statuses``, ``client.statuses`` records each ``referee/status`` notification."""
+    config = pytest_lsp.ClientServerConfig(
+        server_command=list(setup.server), client_factory=make_client
+    )
+    client = await config.start(devtools=devtools)
+    assert isinstance(client, RefereeClient)
+    if statuses:
+        record_statuses(client)
+    try:
+        await start(client, profile, root, setup)
+        yield client
+        await client.shutdown_session()
+    finally:
+        await client.stop()
+
+
+def record_statuses(client: RefereeClient) -> list[dict[str, Any]]:
+    """Record the server's ``referee/status`` notifications in ``client.statuses``."""
+    statuses: list[dict[str, Any]] = []
+    client.statuses = statuses  # type: ignore[attr-defined]
+
+    @client.feature("referee/status")
+    def _status(params: Any) -> None:
+        # pygls hands an unknown notification's params over as a namedtuple
+        statuses.append(params if isinstance(params, dict) else params._asdict())
+        client.wake()
+
+    return statuses
 
 
 async def start(client: RefereeClient, profile: str, root: Path, setup: Setup) -> None:
