@@ -1503,3 +1503,25 @@ def test_code_compiled_from_a_string_may_replace_its_own_functions_code(mode: st
     swap = "import os\nos.open.__code__ = (lambda *a, **k: 1).__code__\n"
     denied = run_pytest({"test_m.py": swap + "\n\ndef test_a():\n    pass\n"}, ["-q"], limits=QUICK)
     assert denied.status != "ok", denied
+
+
+def test_this_interpreter_gets_the_boot_compiled_and_another_its_source() -> None:
+    """The boot's ``-c`` text: this interpreter's own compiled code where the child is the
+    same binary (marshal's format is per version), the source for any other; both are the
+    same boot, under its own file name."""
+    import dataclasses
+
+    from referee.checks import sandbox
+
+    own = sandbox_runtime.own_runtime()
+    compiled = sandbox._boot_for(own)
+    assert compiled != sandbox._boot_source() and "marshal.loads" in compiled
+    other = dataclasses.replace(own, interpreter=own.interpreter + "-of-another-version")
+    assert sandbox._boot_for(other) == sandbox._boot_source()
+    space: dict = {}
+    exec(compiled.replace("exec(marshal.loads", "code = (marshal.loads"), space)
+    code = space["code"]
+    source = (Path(sandbox.__file__).parent / "_sandbox_boot.py").read_text(encoding="utf-8")
+    expected = compile(source, sandbox.BOOT_FILENAME, "exec")
+    assert code.co_filename == sandbox.BOOT_FILENAME
+    assert code == expected  # the same instructions, constants and names
