@@ -251,11 +251,14 @@ def _value_cap(limits: Limits) -> int:
 BOOT_FILENAME = "<referee sandbox boot>"
 
 
+def _boot_text() -> str:
+    return (Path(__file__).resolve().parent / "_sandbox_boot.py").read_text(encoding="utf-8")
+
+
 @functools.lru_cache(maxsize=1)
 def _boot_source() -> str:
     """What ``python -c`` runs: the boot, compiled under :data:`BOOT_FILENAME`."""
-    source = (Path(__file__).resolve().parent / "_sandbox_boot.py").read_text(encoding="utf-8")
-    return f"exec(compile({source!r}, {BOOT_FILENAME!r}, 'exec'))"
+    return f"exec(compile({_boot_text()!r}, {BOOT_FILENAME!r}, 'exec'))"
 
 
 @functools.lru_cache(maxsize=1)
@@ -265,8 +268,7 @@ def _boot_compiled() -> str:
     Compiling the source was more than half of every sandboxed process's start (23 of
     41 ms of CPU before the boot ran; loading this takes 6), paid again by each oracle,
     mutant and patch run."""
-    source = (Path(__file__).resolve().parent / "_sandbox_boot.py").read_text(encoding="utf-8")
-    code = marshal.dumps(compile(source, BOOT_FILENAME, "exec"))
+    code = marshal.dumps(compile(_boot_text(), BOOT_FILENAME, "exec"))
     blob = base64.b64encode(zlib.compress(code, 9)).decode("ascii")
     return (
         "import binascii, marshal, zlib\n"
