@@ -128,25 +128,21 @@ class Settings:
 
     @functools.cached_property
     def enabled(self) -> frozenset[str]:
-        from referee.checks.registry import matching  # every rule's module: when needed
-
         cfg = self.config
         chosen: set[str] = set()
         for selector in [*cfg.select, *cfg.extend_select]:
-            chosen.update(rule.code for rule in matching(selector))
+            chosen.update(rule.code for rule in _matching(selector))
         for selector in cfg.ignore:
-            chosen.difference_update(rule.code for rule in matching(selector))
+            chosen.difference_update(rule.code for rule in _matching(selector))
         return frozenset(chosen)
 
     def ignored_for(self, relpath: str) -> set[str]:
         """Codes that ``per-file-ignores`` turns off for this file."""
-        from referee.checks.registry import matching
-
         ignored: set[str] = set()
         for pattern, selectors in self.config.per_file_ignores.items():
             if glob_match(relpath, pattern):
                 for selector in selectors:
-                    ignored.update(rule.code for rule in matching(selector))
+                    ignored.update(rule.code for rule in _matching(selector))
         return ignored
 
     def rules_for(self, relpath: str, kind: str) -> list[Rule]:
