@@ -29,6 +29,7 @@ import os
 import signal
 import socket
 import sys
+from typing import NoReturn
 
 # what the launcher sends (with the descriptors): 8 bytes of length, then a JSON header
 _MAX_HEADER = 1 << 20
@@ -174,19 +175,19 @@ def _fork_server(conn: socket.socket, selector) -> int | None:
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = list(request["argv"])
-        code = _run_referee()
+        _run_referee()
     except BaseException:
         import traceback
 
         traceback.print_exc()
-        code = 70
-    os._exit(code)
+    os._exit(70)  # only where referee raised before it could leave
 
 
-def _run_referee() -> int:
-    """``python -m referee``, in this process: its exit status (atexit functions run)."""
-    import atexit
-
+def _run_referee() -> NoReturn:
+    """``python -m referee``, in this process, ended as the command line ends it
+    (:func:`referee.server.cli.leave`: threads joined, exit handlers run, streams
+    flushed); the exit status where ``leave`` was not reached (70: it raised)."""
+    from referee.server.cli import leave
     from referee.server.entry import main
 
     try:
@@ -194,17 +195,10 @@ def _run_referee() -> int:
         code: object = 0
     except SystemExit as stop:
         code = stop.code
-    finally:
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    leave(code or 0)
 
 
 if __name__ == "__main__":
