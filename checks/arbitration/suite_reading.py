@@ -34,6 +34,7 @@ from referee.checks.arbitration.sites import (
     parameter_names,
     round_trips,
 )
+from referee.checks.arbitration.suite_helpers import helper_sites
 from referee.checks.arbitration.suite_methods import (
     Owner,
     built_objects,
@@ -705,10 +706,10 @@ def assertions(
     known: bool = False,
     owner: tuple[str, str] | None = None,
 ) -> tuple[list[Found], int]:
-    """The assertions about ``module.name`` in one test module's text, and how many of
-    them are in the failing test function ``skip`` = (class or None, name) — those come
-    back marked ``in_failing_test``. With ``known``, arguments and expected values known
-    without running the test are read too (see the module's docstring)."""
+    """The assertions about ``module.name`` in one test module's text (through its
+    helpers too: :mod:`.suite_helpers`), and how many are in the failing test ``skip`` =
+    (class or None, name), marked ``in_failing_test``; with ``known``, values known
+    without running the test too (see the module's docstring)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -719,13 +720,12 @@ def assertions(
     functions, modules, reading = subject
     reader = _Reader(name, functions, modules, ModuleNames(text) if known else None, reading)
     reader.constants = module_constants(tree)
-    lines = text.splitlines()
+    lines, sites = text.splitlines(), helper_sites(tree)
     found: list[Found] = []
     skipped = 0
 
     def shown(node: ast.AST) -> str:
-        number = getattr(node, "lineno", 0)
-        line = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        line = lines[n - 1].strip() if 0 < (n := getattr(node, "lineno", 0)) <= len(lines) else ""
         return line if len(line) <= 160 else line[:157] + "..."
 
     def read(
@@ -771,6 +771,8 @@ def assertions(
                     continue
                 reader.enter(node, text, set_up, fixtures)
                 read(node.body, rows, mine)
+                for site in sites.get((cls, node.name), ()):  # a helper: once per call
+                    read(node.body, [(site.values, site.first, site.last)], skip == site.test)
 
     visit(tree.body, None)
     return found, skipped
