@@ -248,6 +248,12 @@ class ArbitrationConfig(_Config):
         "changed in the working diff, never the failing test's) that oracles may be written "
         "from; with fewer the verdict is UNCLEAR. 0: never use the suite.",
     )
+    suite_beside_docstring: bool = Field(
+        default=True,
+        description="For a documented function whose docstring gives fewer examples than "
+        "suite-examples: its oracles must also reproduce the suite's assertions about it "
+        "(at least suite-examples of them), shown after the docstring.",
+    )
     references: dict[str, str] = Field(
         default_factory=dict,
         description='"module:function" → "module:function" or "path.py:function" of a trusted '

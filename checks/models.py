@@ -371,7 +371,8 @@ class ArbitrationVerdict(_Model):
     truth_source: str | None = Field(
         default=None,
         description="doctest, reference or oracles; oracles written from the project's own "
-        "assertions (no docstring) say so: 'oracles (spec from suite: N examples)'.",
+        "assertions say so: 'oracles (spec from suite: N examples)' (no docstring), "
+        "'oracles (spec from docstring and suite: N examples)' (beside a docstring).",
     )
     spec_examples: tuple[str, ...] = Field(
         default=(),

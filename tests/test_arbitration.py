@@ -92,7 +92,20 @@ def test_upper():
 """
 
 
-def project(root: Path, module: str, tests: str, config: str = "") -> Path:
+def project(
+    root: Path, module: str, tests: str, config: str = "", *, suite_beside: bool = False
+) -> Path:
+    """A project: ``text.py``, ``tests/test_text.py`` and a ``referee.toml`` of ``config``.
+    Unless ``suite_beside``, a documented function's spec is its docstring alone
+    (``suite-beside-docstring = false``): the scripted oracles of these tests are written
+    for it — LONE_ORACLE misreads upper case, which the module's ``test_upper`` would set
+    aside (tests/test_arbitration_suite_documented.py tests the suite beside it)."""
+    if not suite_beside:
+        line = "suite-beside-docstring = false\n"
+        if "[arbitration]\n" in config:
+            config = config.replace("[arbitration]\n", "[arbitration]\n" + line, 1)
+        else:
+            config = f"{config}\n[arbitration]\n{line}"
     (root / "tests").mkdir(parents=True, exist_ok=True)
     (root / "referee.toml").write_text(config, encoding="utf-8")
     (root / "text.py").write_text(module, encoding="utf-8")

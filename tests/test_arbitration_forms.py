@@ -645,9 +645,17 @@ def test_cli_never_edits_a_table_of_cases_even_when_the_code_is_right(tmp_path: 
 # ------------------------------------------------------------ isolation alone
 
 
-def _iso(body: str, frame_locals=None, *, failing: str | None = None, callees=None):
+def _iso(
+    body: str,
+    frame_locals=None,
+    *,
+    failing: str | None = None,
+    callees=None,
+    classes: frozenset[str] = frozenset(),
+):
     """``body`` isolated as the test, failing on its last line (or the first that holds
-    ``failing``); ``callees``: the project's functions, as the run resolved them."""
+    ``failing``); ``callees``: the project's functions, as the run resolved them
+    (``classes``: those that are classes)."""
     from referee.checks.arbitration.isolate import TestRef, isolate
     from referee.checks.source import SourceFile
 
@@ -663,6 +671,7 @@ def _iso(body: str, frame_locals=None, *, failing: str | None = None, callees=No
         {},
         frame_locals,
         callees,
+        classes,
     )
 
 
@@ -688,6 +697,55 @@ def test_with_a_call_on_each_side_the_projects_is_under_test(callees, why):
         return
     with pytest.raises(NotIsolated, match=re.escape(why)):
         _iso(body, callees=callees)
+
+
+@pytest.mark.parametrize(
+    ("body", "callee", "side", "expected"),
+    [
+        # a method of an object the test builds once from the project's class, against a
+        # constructor of a library's class: the recorder resolved ``Span.shift``
+        (
+            "span = Span(2013, 5, 5)\n    assert span.shift(weeks=1) == datetime(2013, 5, 12)",
+            "Span.shift",
+            "left",
+            "datetime(2013, 5, 12)",
+        ),
+        # the expected value built from the project's own class: that side only builds
+        (
+            "assert Span(2013, 5, 12) == Span(2013, 5, 5).shift(weeks=1)",
+            "Span.shift",
+            "right",
+            "Span(2013, 5, 12)",
+        ),
+        (
+            "assert sorted(Bag([3, 1]).items()) == Bag([1, 3]).as_list()",
+            None,
+            None,
+            None,
+        ),
+    ],
+)
+def test_a_method_of_a_built_object_is_the_projects_side(body, callee, side, expected):
+    from referee.checks.arbitration.isolate import NotIsolated
+
+    names = frozenset({"Span", "Span.shift", "Bag", "Bag.items", "Bag.as_list"})
+    classes = frozenset({"Span", "Bag"})
+    if callee is None:
+        # both sides call methods of the project's objects: which one is under test is
+        # not guessed
+        with pytest.raises(NotIsolated, match="both sides of the comparison are calls of"):
+            _iso(body, callees=names, classes=classes)
+        return
+    isolated = _iso(body, callees=names, classes=classes)
+    assert (isolated.callee, isolated.call_side, isolated.expected.text) == (
+        callee,
+        side,
+        expected,
+    )
+    # without the classes' kinds, a constructor of the project's class is a call of it
+    if side == "right":
+        with pytest.raises(NotIsolated, match="both sides of the comparison are calls of"):
+            _iso(body, callees=names)
 
 
 @pytest.mark.parametrize(

@@ -522,3 +522,76 @@ def test_an_object_read_by_assertions_that_only_looked_at_it_is_taken_as_built(
     )
     examples = [example[:2] for example in _read_examples(text)]
     assert examples == ([("sub(({1: 2},), {}, '1')", "'2'")] if taken else [])
+
+
+# A method of an object the test builds once, compared with a library's object: both
+# sides are calls, the project's method is the one under test (``Span.shift``, as the
+# run resolved it); its docstring gives no example, so the suite's passing assertions
+# about it follow the docstring and every oracle must reproduce them.
+SPAN = '''from datetime import datetime, timedelta
+
+
+class Span:
+    """A moment of a calendar."""
+
+    def __init__(self, year: int, month: int, day: int) -> None:
+        self.start = datetime(year, month, day)
+
+    def shift(self, days: int = 0, weeks: int = 0) -> datetime:
+        """The moment ``days`` days and ``weeks`` weeks after the start."""
+        return self.start + timedelta(days=days + weeks{times})
+'''
+SPAN_TESTS = """from datetime import datetime
+
+from text import Span
+
+
+def test_days():
+    assert Span(2013, 5, 5).shift(days=1) == datetime(2013, 5, 6)
+    assert Span(2013, 5, 5).shift(days=3) == datetime(2013, 5, 8)
+
+
+def test_x():
+    span = Span(2013, 5, 5)
+    assert span.shift(weeks=1) == datetime(2013, 5, 12)
+"""
+SPAN_ORACLE = """def shift(init_args: tuple, init_kwargs: dict, days: int = 0, weeks: int = 0):
+    from datetime import datetime, timedelta
+
+    return datetime(*init_args, **init_kwargs) + timedelta(days=days + 7 * weeks)
+"""
+# reads "weeks" as days: right for both of the suite's assertions' days, wrong for weeks
+SPAN_MISREAD = SPAN_ORACLE.replace("days + 7 * weeks", "days * 2 + weeks")
+SPAN_PATCH = """def shift(self, days: int = 0, weeks: int = 0) -> datetime:
+    return self.start + timedelta(days=days + weeks * 7)
+"""
+
+
+def test_cli_fixes_a_method_compared_with_a_librarys_object(tmp_path: Path, referee):
+    def answer(kind: str, seed: int | None) -> str:
+        if kind != "oracle":
+            return SPAN_PATCH
+        return SPAN_MISREAD if seed == 1 else SPAN_ORACLE
+
+    with FakeModel(answer=lambda kind: "", seeded=answer) as model:
+        root = cli_project(
+            tmp_path / "p", SPAN.format(times=""), SPAN_TESTS, model.url, suite_beside=True
+        )
+        verdict = _cli(referee, root)
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["call_forms"] == ["method-of-assigned-object", "computed-expected"]
+    assert verdict["produced"] == "datetime.datetime(2013, 5, 6, 0, 0)"
+    assert verdict["truth"] == "datetime.datetime(2013, 5, 12, 0, 0)"
+    assert verdict["truth_source"] == "oracles (spec from docstring and suite: 2 examples)"
+    gone = {o["source"]: o["detail"] for o in verdict["replaced_oracles"]}
+    assert gone["oracle-1"].startswith("contradicts the suite's example:"), gone
+    assert verdict["applied"] is True
+    assert "weeks * 7" in (root / "text.py").read_text(encoding="utf-8")
+    oracle_prompts = [
+        json.dumps(r["messages"]) for r in model.requests if "init_args" in json.dumps(r)
+    ]
+    assert oracle_prompts
+    for prompt in oracle_prompts:
+        assert "weeks after the start" in prompt  # the docstring
+        assert "shift((2013, 5, 5), {}, days=1)" in prompt  # the suite, in the contract
+        assert "weeks=1" not in prompt and "2013, 5, 12" not in prompt  # never the test

@@ -51,12 +51,20 @@ def body(answer: str) -> str:
     return answer.split("```python\n", 1)[1].rsplit("```", 1)[0]
 
 
-def cli_project(root: Path, module: str, tests: str, url: str, test_timeout: int = 20) -> Path:
+def cli_project(
+    root: Path,
+    module: str,
+    tests: str,
+    url: str,
+    test_timeout: int = 20,
+    *,
+    suite_beside: bool = False,
+) -> Path:
     config = (
         f'[arbitration]\nbackend = "openai"\nurl = "{url}"\nmodel = "fake"\n'
         f"candidates = 1\ntimeout = 5\ntest-timeout = {test_timeout}\n"
     )
-    return project(root, module, tests, config)
+    return project(root, module, tests, config, suite_beside=suite_beside)
 
 
 def arbitrate_json(referee, root: Path, *args: str, node: str = NODE) -> dict:

@@ -16,7 +16,7 @@ from typing import Any
 from referee import __version__
 from referee.checks import interpreter, ledger, review, sandbox
 from referee.checks.arbitration import methods, objects, outcomes, project_objects
-from referee.checks.arbitration.examples import doctest_evidence
+from referee.checks.arbitration.examples import doctest_evidence, example_calls
 from referee.checks.arbitration.failing import (
     failing_record,
     read_test,
@@ -323,7 +323,7 @@ class _Context:
             line,
             record.indices,
             (record.crash or {}).get("locals"),
-            self._project_callees(),
+            *self._project_names(),
         )
         # ``str(Bits(5))``: the class's ``__str__``; ``Bits(4, 2)`` expected to raise
         isolated = objects.routed(isolated, record.names)
@@ -428,8 +428,8 @@ class _Context:
         fixing: Fixing,
     ) -> Arbitration | tuple[str, str, Any]:
         """(truth, its source, the model) the oracles agree on — written from the
-        docstring, or from the suite's assertions for a function with none — else
-        UNCLEAR."""
+        docstring (and the suite's assertions, where it gives too few examples), or
+        from the suite's assertions for a function with none — else UNCLEAR."""
         assert self.spec is not None
         spec = self.spec
         function_relpath, backend = fixing.function_relpath, fixing.backend
@@ -450,6 +450,10 @@ class _Context:
                     outcomes.no_truth(spec, arguments, scan, needed, function_relpath)
                 )
             self.suite = tuple(scan.examples)
+        elif self._suite_beside(spec):  # the suite's assertions are its author's word too
+            scan = self._suite_scan(spec, isolated, function_relpath, fixing.files, fixing.work)
+            if len(scan.found) >= self.config.suite_examples:
+                self.suite = tuple(scan.examples)
         if backend is None:
             raise ArbitrationError("arbitration needs a model for the oracles; none is set up")
         model = backend()
@@ -484,7 +488,8 @@ class _Context:
             )
         truth_source = "oracles"
         if self.suite:
-            truth_source = f"oracles (spec from suite: {len(self.suite)} examples)"
+            where = "docstring and suite" if spec.docstring_value else "suite"
+            truth_source = f"oracles (spec from {where}: {len(self.suite)} examples)"
         return truth, truth_source, model
 
     def _verdict(
@@ -544,6 +549,14 @@ class _Context:
                 f"({obs.produced or obs.produced_error}) nor the asserted one ({obs.asserted})"
             )
         return self.unclear(reason, truth=truth, truth_source=truth_source, history=history)
+
+    def _suite_beside(self, spec: FunctionSpec) -> bool:
+        """Whether a documented function's docstring gives fewer examples than
+        ``suite-examples`` (and the suite's calls can name it, a method): then its
+        oracles must reproduce the suite's assertions too (``suite-beside-docstring``)."""
+        needed = self.config.suite_examples
+        fewer = self.config.suite_beside_docstring and len(example_calls(spec)) < needed
+        return fewer and (spec.class_stub is None or methods.suite_owner(spec) is not None)
 
     def _suite_scan(
         self,
@@ -615,6 +628,7 @@ class _Context:
         work.say(f"running {target} to read what its cases gave line {isolated.line}")
         watched = ((self.root / self.test.path).resolve(), isolated.line, isolated.end_line)
         run = recorded_run(self.root, self.settings, target, watch=watched)
+        callees, classes = self._project_names()
         return sibling_examples(
             self.source,
             self.test,
@@ -622,8 +636,9 @@ class _Context:
             isolated,
             spec.name,
             run,
-            self._project_callees(),
+            callees,
             self.root,
+            classes,
         )
 
     def _failing_line(self) -> tuple[int, dict[str, Any] | None]:
@@ -662,10 +677,11 @@ class _Context:
             return True
         return node.start_point.row + 1 <= other <= node.end_point.row + 1
 
-    def _project_callees(self) -> frozenset[str]:
-        """The dotted names the run resolved to Python functions in the project's own
-        files (not a virtual environment's, not the standard library's)."""
-        names = set()
+    def _project_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The dotted names the run resolved to Python functions and classes in the
+        project's own files (not a virtual environment's, not the standard library's),
+        and those of them that are classes."""
+        names: dict[str, bool] = {}  # a name: whether it is a class
         for dotted, where in self.record.names.items():
             path = where.get("file")
             relative = self._relative(Path(path)) if path else None
@@ -674,8 +690,8 @@ class _Context:
                 for part in relative.split("/")
             ):
                 continue
-            names.add(dotted)
-        return frozenset(names)
+            names[dotted] = where.get("kind") == "type"
+        return frozenset(names), frozenset(n for n, is_class in names.items() if is_class)
 
     def _relative(self, path: Path) -> str | None:
         try:

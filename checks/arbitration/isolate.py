@@ -212,14 +212,17 @@ def isolate(
     indices: dict[str, int] | None = None,
     frame_locals: dict[str, str] | None = None,
     project_callees: frozenset[str] | None = None,
+    project_classes: frozenset[str] = frozenset(),
 ) -> Isolated:
     """Take apart the assertion on ``line`` of ``test``. ``indices``: the case of each
     parametrized argument (pytest's ``callspec.indices``); ``frame_locals``: the ``repr``
     of the failing test frame's locals, as the recorder saw them (a loop's current case, a
     local variable); ``project_callees``: the dotted names the run resolved to Python
     functions of the project itself — where both sides of a comparison are calls, the one
-    call of the project's is the call under test (``parse(s) == datetime(2003, 9, 25)``).
-    Raises :class:`NotIsolated`."""
+    call of the project's is the call under test (``parse(s) == datetime(2003, 9, 25)``);
+    ``project_classes``: those of them that are classes — where both sides call the
+    project, a side that only builds one of its objects (``Span(2013, 5, 12)``) is the
+    expected value. Raises :class:`NotIsolated`."""
     module = PythonModule(source, is_test_file=True)
     fn = find_test(module, test)
     located = _located(source, module, fn, line, indices, frame_locals)
@@ -239,7 +242,7 @@ def isolate(
         {"left": unwrap(left)} if right is None else {"left": unwrap(left), "right": unwrap(right)}
     )
     call_side, call_node, wrapper, projection = _call_under_test(
-        source, fn, node, sides, op, project_callees, forms
+        source, fn, node, sides, op, (project_callees, project_classes), forms
     )
     bindings = (
         helper.bindings
@@ -368,7 +371,7 @@ def _call_under_test(
     node: Node,
     sides: dict[str, Node],
     op: str,
-    project_callees: frozenset[str] | None,
+    project: tuple[frozenset[str] | None, frozenset[str]],
     forms: list[str],
 ) -> tuple[str, Node, str | None, str]:
     """(the side the call under test is on, its call node, the wrapper it is in, the
@@ -385,10 +388,15 @@ def _call_under_test(
         if n.type == "call" and side not in approx and not is_literal(source.node_text(n))
     ]
     ours: list[str] | None = None
+    project_callees, project_classes = project
     if len(calls) == 2 and project_callees is not None:
         # Both sides are calls: the project's function is the call under test, the other
         # side (a constructor of literals, a library's function) what the test expects.
-        ours = [side for side in calls if _callee_of(source, bases[side]) in project_callees]
+        ours = [side for side in calls if _calls_ours(source, fn, bases[side], project_callees)]
+        if len(ours) == 2:
+            # ``span.shift(weeks=1) == Span(2013, 5, 12)``: one side builds the expected
+            # object from one of the project's classes; the other is under test
+            ours = [s for s in ours if _callee_of(source, bases[s]) not in project_classes]
         if len(ours) == 1:
             calls = ours
     assigned: Node | None = None
@@ -527,6 +535,20 @@ def _expected(
                 raise
             forms.append("computed-expected")
     return expected, op
+
+
+def _calls_ours(source: SourceFile, fn: Function, call: Node, ours: frozenset[str]) -> bool:
+    """Whether ``call`` calls one of the project's functions ``ours``: by its dotted name
+    (``parse(s)``, ``sorted(f(x))``), or a method of an object the test builds from one of
+    the project's classes (``span.shift(weeks=1)`` where ``span = Span(2013, 5, 5)``:
+    ``Span.shift``, as the recorder resolved it)."""
+    if _callee_of(source, call) in ours:
+        return True
+    inner = wrapped_call(call)
+    if inner is not None and dotted(source, call.child_by_field_name("function")) in WRAPPERS:
+        call = inner
+    method = built_method(source, fn, call)
+    return bool(method) and method[-1] in ours
 
 
 def _callee_of(source: SourceFile, call: Node) -> str | None:

@@ -27,6 +27,7 @@ class Prompts:
     oracle_suite: str
     oracle_method: str
     oracle_method_suite: str
+    oracle_suite_more: str
     oracle_repair: str
     patch_system: str
     patch: str
@@ -46,6 +47,7 @@ def prompts() -> Prompts:
         oracle_suite=data["oracle_suite"],
         oracle_method=data["oracle_method"],
         oracle_method_suite=data["oracle_method_suite"],
+        oracle_suite_more=data["oracle_suite_more"],
         oracle_repair=data["oracle_repair"],
         patch_system=data["patch_system"],
         patch=data["patch"],
@@ -88,8 +90,15 @@ def oracle_messages(
     """The oracle prompt: the signature and the docstring, never the body or a test. For
     a function with no docstring, ``suite`` — the project's passing, uncommitted-to-change
     assertions about it (:mod:`referee.checks.arbitration.suite`), never the failing one —
-    is the specification: the signature and those assertions."""
+    is the specification: the signature and those assertions. For a documented one, the
+    same assertions follow the docstring (``oracle_suite_more``): they must pass too."""
     p = prompts()
+    lines = "\n".join(assertion_line(call, want) for call, want, _ in suite or ())
+    more = (
+        "\n\n" + p.oracle_suite_more.format(examples=lines, name=spec.name)
+        if suite and spec.docstring_value
+        else ""
+    )
     if spec.class_stub is not None:
         # a method that takes the object or its class: the class without its bodies, and
         # the function the oracle writes for it (referee.checks.arbitration.methods) —
@@ -101,15 +110,13 @@ def oracle_messages(
             name=spec.name,
         )
         if suite and not spec.docstring_value:
-            lines = "\n".join(assertion_line(call, want) for call, want, _ in suite)
             content += "\n\n" + p.oracle_method_suite.format(examples=lines, name=spec.name)
         return [
             {"role": "system", "content": p.oracle_system},
-            {"role": "user", "content": content},
+            {"role": "user", "content": content + more},
         ]
     signature = shown_signature(spec)
     if suite and not spec.docstring_value:
-        lines = "\n".join(assertion_line(call, want) for call, want, _ in suite)
         return [
             {"role": "system", "content": p.oracle_system},
             {
@@ -125,24 +132,28 @@ def oracle_messages(
             "role": "user",
             "content": p.oracle.format(
                 signature=signature, docstring=spec.docstring or "", name=spec.name
-            ),
+            )
+            + more,
         },
     ]
 
 
 def examples_messages(
-    spec: FunctionSpec, examples: Sequence[tuple[str, str, str]]
+    spec: FunctionSpec,
+    examples: Sequence[tuple[str, str, str]],
+    suite: Sequence[tuple[str, str, str]] | None = None,
 ) -> list[dict[str, str]]:
     """The prompt of a fresh oracle in place of one that failed: the oracle prompt, with
     the docstring's own examples (:func:`example_calls`) written out as assertions the
-    function must pass — still the signature and docstring only. Without examples it is
-    the plain oracle prompt; without a docstring, the suite's prompt (which shows them
-    already)."""
+    function must pass — still the signature and docstring only (and ``suite``: the
+    suite's assertions a documented function's prompt shows after its docstring).
+    Without examples it is the plain oracle prompt; without a docstring, the suite's
+    prompt (which shows them already)."""
     if not examples:
-        return oracle_messages(spec)
+        return oracle_messages(spec, suite)
     if not spec.docstring_value:
         return oracle_messages(spec, examples)
     lines = "\n".join(assertion_line(call, want) for call, want, _ in examples)
-    system, user = oracle_messages(spec)
+    system, user = oracle_messages(spec, suite)
     more = prompts().oracle_examples.format(examples=lines)
     return [system, {"role": "user", "content": f"{user['content']}\n\n{more}"}]

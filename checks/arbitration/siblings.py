@@ -60,6 +60,7 @@ def sibling_examples(
     run: TestRun,
     project_callees: frozenset[str] | None = None,
     root: Path | None = None,
+    project_classes: frozenset[str] = frozenset(),
 ) -> Cases:
     """The examples the cases in ``run`` (a run of ``test``'s cases watching
     ``isolated.line``) give ``name``, the function under test: see the module's
@@ -93,7 +94,15 @@ def sibling_examples(
         elsewhere = _conftest_fixtures(root, test.path, taken - own.keys())
         for hit in hits[:MAX_PER_CASE]:
             try:
-                other = isolate(source, ref, isolated.line, record.indices, hit, project_callees)
+                other = isolate(
+                    source,
+                    ref,
+                    isolated.line,
+                    record.indices,
+                    hit,
+                    project_callees,
+                    project_classes,
+                )
             except NotIsolated:
                 other = None
             example = (

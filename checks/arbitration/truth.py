@@ -398,9 +398,8 @@ def oracle_evidence(
     once; a server gets them concurrently — then the programs run side by side.
 
     ``seeds`` (default 1..k) names the oracles: oracle-N is the one written with seed N,
-    so more oracles for the same call extend the first k rather than repeat them.
-
-    An oracle whose program contradicts one of the docstring's own examples
+    so more oracles for the same call extend the first k rather than repeat them. An
+    oracle whose program contradicts one of the docstring's own examples
     (:func:`contradicted_example`) is set aside as if it had not run: it misread the spec.
 
     An oracle that failed to run (:func:`failed_to_run`) is no opinion about the value:
@@ -409,19 +408,17 @@ def oracle_evidence(
     (:func:`repair_messages`) — and the failed one is recorded in
     ``replacements.replaced``; a second candidate that ran too is kept in
     ``replacements.spares``, and takes the place of another failed oracle whose own
-    candidates both failed. ``wrapper``
-    (``list``, ``sorted``...) is applied to the call's value, as the test applies it, and
-    then ``projection`` (``.year``, ``[0]``: :mod:`~referee.checks.arbitration.projection`),
-    by the harness, inside the sandboxed run of the oracle's program.
+    candidates both failed. ``wrapper`` (``list``, ``sorted``...) is applied to the call's
+    value, as the test applies it, then ``projection`` (``.year``, ``[0]``:
+    :mod:`~referee.checks.arbitration.projection`), inside the oracle's sandboxed run.
 
-    ``suite``: for a function with no docstring, the project's own passing assertions
-    about it (:func:`referee.checks.arbitration.suite.suite_examples`), in
-    :func:`example_calls`' shape: the oracles are written from the signature and them
-    (:func:`oracle_messages`), and an oracle counts only when it gives every one's value.
+    ``suite``: the project's passing assertions about the function (:func:`referee.checks.
+    arbitration.suite.suite_examples`): the spec with the signature where it has no
+    docstring (:func:`oracle_messages`), after its docstring otherwise; an oracle counts
+    only when it gives every one's value.
 
-    ``raises``: the exception class the test expects the call to raise. An oracle that
-    raises it gave an opinion ("this call raises"), as one that raises an exception the
-    docstring names does, and is kept rather than replaced.
+    ``raises``: the exception class the test expects the call to raise: an oracle that
+    raises it (or one the docstring names) gave an opinion, and is kept, not replaced.
 
     ``definitions``: what the call's known arguments need (the test module's imports of
     the names they use, the functions they name: :attr:`Isolated.definitions`), run in a
@@ -429,6 +426,7 @@ def oracle_evidence(
     names stay its own."""
     from_suite = bool(suite) and not spec.docstring_value
     examples = list(suite) if from_suite and suite else example_calls(spec)
+    beside = list(suite) if suite and not from_suite else []  # after the docstring's
     inner = f"{spec.name}({arguments})"
     project = project_run(spec.module, spec.qualname, definitions, spec.name)
     writer = _OracleWriter(
@@ -437,8 +435,9 @@ def oracle_evidence(
         config=config,
         cache=cache,
         work=work,
-        messages=with_outlines(oracle_messages(spec, suite if from_suite else None), project),
+        messages=with_outlines(oracle_messages(spec, suite), project),
         examples=examples,
+        suite_examples=beside,
         origin="the suite" if from_suite else "the docstring",
         preamble=oracle_preamble(spec.text, spec.signature, spec.module),
         call=with_definitions(wrapped(wrapper, inner, projection), definitions),
@@ -448,6 +447,7 @@ def oracle_evidence(
     seeds = list(seeds) if seeds is not None else list(range(1, config.oracles + 1))
     more = "" if seeds[0] == 1 else " more"
     spec_words = f"{len(examples)} assertions of the tests" if from_suite else "docstring"
+    spec_words += f" and {len(beside)} assertions of the tests" if beside else ""
     work.say(f"writing {len(seeds)}{more} oracles from the signature and {spec_words}")
     results = writer.round(seeds)
     if replacements is not None:
@@ -482,6 +482,8 @@ class _OracleWriter:
     origin: str  # where the examples come from, in the reasons: "the docstring"
     preamble: str  # the module's standard-library imports
     call: str  # the call every oracle program is run on
+    # the suite's examples beside a docstring's (checked after them, "the suite")
+    suite_examples: list[tuple[str, str, str]] = field(default_factory=list)
     written: dict[str, str] = field(default_factory=dict)  # oracle -> answer, for a repair
     project: ProjectRun | None = None  # the call builds the project's objects
     # the type the call's value must have by the signature (``int``), when it is a value
@@ -562,6 +564,10 @@ class _OracleWriter:
             why = contradicted_example(
                 running, self.examples, limits(self.config), self.origin, **runs
             )
+            if why is None and self.suite_examples:
+                why = contradicted_example(
+                    running, self.suite_examples, limits(self.config), "the suite", **runs
+                )
             if why is not None:
                 return OracleResult(
                     source=source,
@@ -591,7 +597,9 @@ def _replace_failed(
     """Replace, in ``results``, the oracles that failed to run, while the budget lasts
     (see :func:`oracle_evidence`)."""
     spec, work = writer.spec, writer.work
-    fresh_messages = with_outlines(examples_messages(spec, writer.examples), writer.project)
+    fresh_messages = with_outlines(
+        examples_messages(spec, writer.examples, writer.suite_examples), writer.project
+    )
     while replacements.budget > 0:
         failed = [i for i, r in enumerate(results) if failed_to_run(r, named)]
         if not failed:
