@@ -249,7 +249,7 @@ class ArbitrationConfig(_Config):
         "from; with fewer the verdict is UNCLEAR. 0: never use the suite.",
     )
     suite_beside_docstring: bool = Field(
-        default=True,
+        default=False,
         description="For a documented function whose docstring gives fewer examples than "
         "suite-examples: its oracles must also reproduce the suite's assertions about it "
         "(at least suite-examples of them), shown after the docstring.",

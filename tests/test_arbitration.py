@@ -95,13 +95,13 @@ def test_upper():
 def project(
     root: Path, module: str, tests: str, config: str = "", *, suite_beside: bool = False
 ) -> Path:
-    """A project: ``text.py``, ``tests/test_text.py`` and a ``referee.toml`` of ``config``.
-    Unless ``suite_beside``, a documented function's spec is its docstring alone
-    (``suite-beside-docstring = false``): the scripted oracles of these tests are written
-    for it — LONE_ORACLE misreads upper case, which the module's ``test_upper`` would set
-    aside (tests/test_arbitration_suite_documented.py tests the suite beside it)."""
-    if not suite_beside:
-        line = "suite-beside-docstring = false\n"
+    """A project: ``text.py``, ``tests/test_text.py`` and a ``referee.toml`` of ``config``;
+    with ``suite_beside``, ``suite-beside-docstring = true`` (off by default): the suite's
+    assertions follow a documented function's docstring (the scripted oracles of the other
+    tests are written for the docstring alone — LONE_ORACLE misreads upper case, which
+    the module's ``test_upper`` would set aside)."""
+    if suite_beside:
+        line = "suite-beside-docstring = true\n"
         if "[arbitration]\n" in config:
             config = config.replace("[arbitration]\n", "[arbitration]\n" + line, 1)
         else:

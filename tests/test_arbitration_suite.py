@@ -86,6 +86,18 @@ class Recorder:
         )
 
 
+def misread_first(oracle: str, misread: str, patch: str):
+    """A fake model server's answers: ``patch`` to a patch prompt; to an oracle prompt,
+    ``misread`` for seed 1 (oracle-1) and ``oracle`` for every other seed."""
+
+    def answer_for(request: dict) -> str:
+        if request["messages"][0]["content"] != prompts().oracle_system:
+            return body(patch)
+        return body(misread) if request.get("seed") == 1 else body(oracle)
+
+    return answer_for
+
+
 def _never_the_failing_case(text: str) -> None:
     assert 'count_words("")' not in text and "count_words('')" not in text
     assert "== 0" not in text
@@ -358,13 +370,7 @@ def test_a_right_function_with_a_wrong_assertion_needs_the_test_edit_confirmatio
 
 
 def test_cli_apply_fixes_the_source_from_the_suites_spec(tmp_path: Path, referee):
-    def answer_for(request: dict) -> str:
-        system = request["messages"][0]["content"]
-        if system != prompts().oracle_system:
-            return body(PATCH)
-        return body(MISREAD) if request.get("seed") == 1 else body(ORACLE)
-
-    with FakeModel(lambda kind: "", answer_for=answer_for) as model:
+    with FakeModel(lambda kind: "", answer_for=misread_first(ORACLE, MISREAD, PATCH)) as model:
         root = cli_project(tmp_path / "p", BUGGY, SUITE, model.url)
         verdict = arbitrate_json(referee, root, "--apply")
         prompts_seen = [r["messages"] for r in model.requests]

@@ -1,4 +1,5 @@
-"""A documented function whose docstring gives fewer examples than `suite-examples`: the
+"""With `suite-beside-docstring = true` (off by default), a documented function whose
+docstring gives fewer examples than `suite-examples`: the
 project's own passing assertions about it follow the docstring in the oracles' prompt, and
 an oracle counts only when it reproduces them too (checks/arbitration/engine.py,
 ``_suite_beside``). Real pytest and the real sandbox; the model is scripted (the engine)
@@ -12,8 +13,16 @@ from pathlib import Path
 
 from red_team.fake_openai import FakeModel
 from test_arbitration import project, run
-from test_arbitration_oracles import arbitrate_json, body, cli_project
-from test_arbitration_suite import NODE, ORACLE, PATCH, SUITE, Recorder, _never_the_failing_case
+from test_arbitration_oracles import arbitrate_json, cli_project
+from test_arbitration_suite import (
+    NODE,
+    ORACLE,
+    PATCH,
+    SUITE,
+    Recorder,
+    _never_the_failing_case,
+    misread_first,
+)
 
 from referee.checks.arbitration.truth import prompts
 
@@ -100,13 +109,7 @@ def test_a_right_documented_function_gets_a_test_edit_certified_by_both(tmp_path
 
 
 def test_cli_apply_fixes_a_documented_function_from_docstring_and_suite(tmp_path: Path, referee):
-    def answer_for(request: dict) -> str:
-        system = request["messages"][0]["content"]
-        if system != prompts().oracle_system:
-            return body(PATCH)
-        return body(MISREAD) if request.get("seed") == 1 else body(ORACLE)
-
-    with FakeModel(lambda kind: "", answer_for=answer_for) as model:
+    with FakeModel(lambda kind: "", answer_for=misread_first(ORACLE, MISREAD, PATCH)) as model:
         root = cli_project(tmp_path / "p", BUGGY, SUITE, model.url, suite_beside=True)
         verdict = arbitrate_json(referee, root, "--apply")
         seen = [r["messages"] for r in model.requests]
@@ -118,3 +121,15 @@ def test_cli_apply_fixes_a_documented_function_from_docstring_and_suite(tmp_path
     oracle_text = json.dumps([p for p in seen if p[0]["content"] == prompts().oracle_system])
     assert "between whitespace" in oracle_text and "count_words('hello') == 1" in oracle_text
     _never_the_failing_case(oracle_text)
+
+
+def test_off_by_default_the_docstring_is_the_whole_spec(tmp_path: Path):
+    # the default configuration: the suite is not read for a documented function, and the
+    # misreading oracle stands against the others
+    root = project(tmp_path / "p", BUGGY, SUITE)
+    model = Recorder([MISREAD, ORACLE, ORACLE], [PATCH])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "UNCLEAR", verdict.reason
+    assert verdict.reason.startswith("the 3 oracles do not agree")
+    assert verdict.spec_examples == ()
+    assert "count_words('hello')" not in model.oracle_text()

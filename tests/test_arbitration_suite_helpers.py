@@ -12,7 +12,8 @@ from pathlib import Path
 
 from guard_catalogue.cases import commit_repo
 from red_team.fake_openai import FakeModel
-from test_arbitration_oracles import arbitrate_json, body, cli_project
+from test_arbitration_oracles import arbitrate_json, cli_project
+from test_arbitration_suite import misread_first
 
 from referee.checks.arbitration.suite_reading import assertions
 from referee.checks.arbitration.truth import prompts
@@ -111,13 +112,7 @@ PATCH = ORACLE.replace("strip_call(code)", "strip_call(code: str) -> str")
 
 
 def test_cli_fixes_the_source_from_the_calls_of_a_helper(tmp_path: Path, referee):
-    def answer_for(request: dict) -> str:
-        system = request["messages"][0]["content"]
-        if system != prompts().oracle_system:
-            return body(PATCH)
-        return body(MISREAD) if request.get("seed") == 1 else body(ORACLE)
-
-    with FakeModel(lambda kind: "", answer_for=answer_for) as model:
+    with FakeModel(lambda kind: "", answer_for=misread_first(ORACLE, MISREAD, PATCH)) as model:
         # committed: the failing test's other calls of the helper are its author's word
         root = cli_project(tmp_path / "p", BUGGY, HELPER_TESTS, model.url)
         files = ("referee.toml", "text.py", "tests/test_text.py")

@@ -15,7 +15,7 @@ from pathlib import Path
 from red_team.fake_openai import FakeModel
 from test_arbitration import project, run
 from test_arbitration_oracles import body, cli_project
-from test_arbitration_suite import Recorder
+from test_arbitration_suite import Recorder, misread_first
 
 from referee.checks import sandbox
 from referee.checks.arbitration.examples import contradicted_example
@@ -286,13 +286,7 @@ def test_no_docstring_known_arguments_spec_from_suite_source_wrong(tmp_path: Pat
 
 
 def test_cli_apply_fixes_the_source_from_a_suite_of_known_arguments(tmp_path: Path, referee):
-    def answer_for(request: dict) -> str:
-        system = request["messages"][0]["content"]
-        if system != prompts().oracle_system:
-            return body(PATCH)
-        return body(MISREAD) if request.get("seed") == 1 else body(ORACLE)
-
-    with FakeModel(lambda kind: "", answer_for=answer_for) as model:
+    with FakeModel(lambda kind: "", answer_for=misread_first(ORACLE, MISREAD, PATCH)) as model:
         root = cli_project(tmp_path / "p", BUGGY, SUITE, model.url)
         done = referee("arbitrate", NODE, "--format", "json", "--apply", cwd=root)
         prompts_seen = [r["messages"] for r in model.requests]

@@ -690,7 +690,7 @@ class _Context:
                 for part in relative.split("/")
             ):
                 continue
-            names[dotted] = where.get("kind") == "type"
+            names[dotted] = objects.is_class(where)  # a metaclass's kind too
         return frozenset(names), frozenset(n for n, is_class in names.items() if is_class)
 
     def _relative(self, path: Path) -> str | None:
