@@ -542,22 +542,23 @@ def _calls_ours(source: SourceFile, fn: Function, call: Node, ours: frozenset[st
     (``parse(s)``, ``sorted(f(x))``), or a method of an object the test builds from one of
     the project's classes (``span.shift(weeks=1)`` where ``span = Span(2013, 5, 5)``:
     ``Span.shift``, as the recorder resolved it)."""
-    if _callee_of(source, call) in ours:
+    call = _unwrapped(source, call)
+    if dotted(source, call.child_by_field_name("function")) in ours:
         return True
-    inner = wrapped_call(call)
-    if inner is not None and dotted(source, call.child_by_field_name("function")) in WRAPPERS:
-        call = inner
     method = built_method(source, fn, call)
     return bool(method) and method[-1] in ours
 
 
+def _unwrapped(source: SourceFile, call: Node) -> Node:
+    """The call a wrapper holds (``sorted(f(x))``: ``f(x)``), or ``call`` itself."""
+    inner = wrapped_call(call)
+    outer = dotted(source, call.child_by_field_name("function"))
+    return inner if outer in WRAPPERS and inner is not None else call
+
+
 def _callee_of(source: SourceFile, call: Node) -> str | None:
     """The dotted name a call calls, through a wrapper (``sorted(f(x))``: ``f``)."""
-    outer = dotted(source, call.child_by_field_name("function"))
-    inner = wrapped_call(call)
-    if outer in WRAPPERS and inner is not None:
-        return dotted(source, inner.child_by_field_name("function"))
-    return outer
+    return dotted(source, _unwrapped(source, call).child_by_field_name("function"))
 
 
 def _computed(source: SourceFile, node: Node, callee: str) -> Site | None:
