@@ -50,9 +50,10 @@ def helper_sites(tree: ast.Module) -> dict[Where, list[Site]]:
                 continue
             call = statement.value
             key = _helper_of(call.func, cls)
-            helper = helpers.get(key) if key is not None else None
-            values = _bound(helper, call, method=key[0] is not None) if helper and key else None
-            if key is not None and values is not None:
+            if key is None or (helper := helpers.get(key)) is None:
+                continue
+            values = _bound(helper, call, method=key[0] is not None)
+            if values is not None:
                 last = getattr(statement, "end_lineno", None) or statement.lineno
                 sites.setdefault(key, []).append(Site(values, statement.lineno, last, (cls, name)))
     return sites
