@@ -322,6 +322,68 @@ def test_an_oracle_may_use_what_the_module_imports_from_the_standard_library(tmp
     assert [o.value for o in verdict.oracles] == ["5", "5", "5"]
 
 
+# the 1.5B's habit: ``re`` and ``reduce`` used, never imported
+FORGETS_IMPORTS = """```python
+def count_vowels(text):
+    return reduce(lambda n, ch: n + 1, re.findall("[aeiou]", text, re.IGNORECASE), 0)
+```"""
+
+
+def test_an_oracle_that_forgot_a_standard_library_import_runs_with_it(tmp_path: Path):
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    answers = [FORGETS_IMPORTS, FORGETS_IMPORTS, FORGETS_IMPORTS]
+    verdict = run(root, NODE, scripted(answers, [GOOD_PATCH])).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.oracles_replaced == 0, verdict.replaced_oracles
+    assert [o.value for o in verdict.oracles] == ["5", "5", "5"]
+
+
+def test_cli_an_oracle_that_forgot_its_imports_is_counted_and_fixes_the_source(
+    tmp_path: Path, referee
+):
+    """End to end: the fake model's every oracle forgets ``import re`` and ``reduce``'s
+    import; they run with them, certify the truth, and a patch taken from one of them
+    brings the imports into the module it fixes."""
+    root, verdict = arbitrate_with(
+        tmp_path, referee, BUGGY, TESTS.format(expected="5"), NODE, body(FORGETS_IMPORTS), "pass"
+    )
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    assert verdict["oracles_replaced"] == 0
+    assert verdict["applied"], verdict["patches"]
+    fixed = (root / "text.py").read_text(encoding="utf-8")
+    assert "import re" in fixed and "from functools import reduce" in fixed, fixed
+    assert_tests_pass(root)
+
+
+@pytest.mark.parametrize(
+    ("code", "imports"),
+    [
+        ("def f(s):\n    return re.sub('a', 'b', s)\n", "import re\n"),
+        ("def f(xs):\n    return reduce(max, xs)\n", "from functools import reduce\n"),
+        (
+            "def f(s):\n    return Counter(s), string.digits\n",
+            "from collections import Counter\nimport string\n",
+        ),
+        # bound somewhere in the program: a parameter, a local, an import, a definition
+        ("def f(re):\n    return re.sub('a', 'b', 'a')\n", ""),
+        ("def f(x):\n    math = x\n    return math.pi\n", ""),
+        ("import re as re\ndef f(s):\n    return re.sub('a', 'b', s)\n", ""),
+        ("def reduce(f, xs):\n    return xs\ndef g(xs):\n    return reduce(max, xs)\n", ""),
+        # a module name read as a value, not only as ``name.attr``: not guessed
+        ("def f():\n    return string, string.digits\n", ""),
+        # not the standard library's, or a private module
+        ("def f():\n    return numpy.zeros(3), _thread.get_ident()\n", ""),
+        ("def broken(:\n", ""),
+    ],
+)
+def test_forgotten_imports_are_the_standard_librarys_names_the_program_never_binds(
+    code: str, imports: str
+):
+    from referee.checks.arbitration.programs import forgotten_imports
+
+    assert forgotten_imports(code) == imports
+
+
 def test_a_sentinel_the_signature_names_is_defined_for_every_oracle(tmp_path: Path):
     # ``vowels=ALL`` names the module's ``ALL = object()``: an oracle that writes the
     # signature as shown runs after that definition (not a NameError), and its prompt shows it

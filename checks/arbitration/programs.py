@@ -171,8 +171,76 @@ def program_from(
         except SyntaxError:
             text = ast.unparse(stmt)
         parts.append(text)
-    program = "from __future__ import annotations\n\n" + preamble + "\n".join(parts)
+    code = "\n".join(parts)
+    preamble += forgotten_imports(preamble + code)
+    program = "from __future__ import annotations\n\n" + preamble + code
     return program + "\n", ""
+
+
+# Names the small models use from the standard library without importing them, each with
+# the module it comes from; a standard-library module used as ``re.sub`` needs no entry.
+_FROM = {
+    "functools": ("reduce", "lru_cache", "cache", "partial", "cmp_to_key", "wraps"),
+    "collections": ("defaultdict", "Counter", "deque", "OrderedDict", "namedtuple"),
+    "itertools": (
+        *("chain", "combinations", "combinations_with_replacement", "permutations"),
+        *("product", "groupby", "accumulate", "islice", "zip_longest", "starmap"),
+        *("takewhile", "dropwhile", "filterfalse", "pairwise", "compress"),
+    ),
+    "typing": (
+        *("Any", "Callable", "Dict", "FrozenSet", "Generator", "Iterable", "Iterator"),
+        *("List", "Mapping", "Optional", "Sequence", "Set", "Tuple", "Type", "Union"),
+    ),
+    "math": ("sqrt", "isqrt", "floor", "ceil", "gcd", "lcm", "factorial", "comb", "prod"),
+    "heapq": ("heappush", "heappop", "heapify", "nlargest", "nsmallest"),
+    "bisect": ("bisect_left", "bisect_right", "insort"),
+    "decimal": ("Decimal",),
+    "fractions": ("Fraction",),
+}
+_FROM_MODULE = {name: module for module, names in _FROM.items() for name in names}
+
+
+def forgotten_imports(code: str) -> str:
+    """The imports a program forgot: for each name it reads but never binds (no
+    definition, assignment, parameter or import of it anywhere in ``code``) that is a
+    standard-library module it takes an attribute of (``re.sub``) or one of the names of
+    :data:`_FROM` (``reduce``), the import that binds it. A program that forgot one
+    failed with a NameError, an oracle lost and replaced for a line any reader would
+    add; the import says nothing of what the function should compute."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return ""
+    bound: set[str] = set()
+    read: dict[str, bool] = {}  # a name read -> whether only ever as ``name.attr``
+    bases = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                read[node.id] = read.get(node.id, True) and id(node) in bases
+            else:
+                bound.add(node.id)
+        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+            bound.add(node.name)
+    lines = []
+    for name, as_module in read.items():
+        if name in bound or hasattr(builtins, name):
+            continue
+        if name in _FROM_MODULE:
+            lines.append(f"from {_FROM_MODULE[name]} import {name}")
+        elif as_module and name in sys.stdlib_module_names and not name.startswith("_"):
+            lines.append(f"import {name}")
+    return "".join(f"{line}\n" for line in sorted(lines))
 
 
 _VALUE_TYPES = frozenset(
