@@ -179,6 +179,76 @@ def test_an_oracle_that_returns_none_where_the_signature_says_int_is_replaced(tm
     assert set(gone.values()) == {"the model's program returned None; the signature says int"}
 
 
+# ``str(...)`` of the count: a value the ``-> int`` signature rules out
+STRINGY = (
+    '```python\ndef count_vowels(text):\n    return str(sum(ch in "aeiouAEIOU" for ch in text))\n'
+    "```"
+)
+
+
+def test_an_oracle_whose_value_the_signature_rules_out_is_replaced(tmp_path: Path):
+    """``'5'`` from a function whose signature says ``-> int`` is a misreading, as None
+    is: replaced, not an opinion that leaves the case UNCLEAR."""
+    root = project(tmp_path / "p", BUGGY, TESTS.format(expected="5"))
+    verdict = run(root, NODE, scripted([STRINGY, ORACLE, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert [o.source for o in verdict.oracles] == ["oracle-101", "oracle-2", "oracle-3"]
+    gone = {o.source: o.detail for o in verdict.replaced_oracles}
+    assert gone.get("oracle-1") == "the model's program returned str; the signature says int"
+
+
+def test_a_value_of_another_type_is_an_opinion_where_the_signature_names_none(tmp_path: Path):
+    unannotated = BUGGY.replace("(text: str) -> int:", "(text):")
+    root = project(tmp_path / "p", unannotated, TESTS.format(expected="5"))
+    verdict = run(root, NODE, scripted([STRINGY, ORACLE, ORACLE], [GOOD_PATCH])).verdict
+    assert verdict.verdict == "UNCLEAR" and verdict.oracles_replaced == 0
+    assert "oracle-1: '5'" in verdict.reason
+
+
+def test_cli_replaces_an_oracle_whose_value_the_signature_rules_out(tmp_path: Path, referee):
+    def answer(kind: str, seed: int | None) -> str:
+        if kind == "oracle":
+            return body(STRINGY) if seed == 1 else body(ORACLE)
+        return body(GOOD_PATCH)
+
+    with FakeModel(lambda kind: "", seeded=answer) as model:
+        root = cli_project(tmp_path / "p", BUGGY, TESTS.format(expected="5"), model.url)
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
+    (gone,) = [o for o in verdict["replaced_oracles"] if o["source"] == "oracle-1"]
+    assert gone["detail"] == "the model's program returned str; the signature says int"
+    assert verdict["applied"] is True
+    assert_tests_pass(root)
+
+
+@pytest.mark.parametrize(
+    ("value", "returns", "other"),
+    [
+        ("b'foo.txt'", "str", "bytes"),
+        ("'5'", "int", "str"),
+        ("(1, 2)", "list[int]", "tuple"),
+        ("[1]", "typing.Dict[str, int]", "list"),
+        ("2.5", "int", "float"),
+        ("set()", "list", "set"),
+        # what the annotation allows
+        ("'x'", "str", None),
+        ("5.0", "int", None),
+        ("3", "float", None),
+        ("1", "bool", None),
+        ("[1, 'a']", "List[str]", None),  # the items are not read
+        # not a literal, or not an annotation of a built-in value type
+        ("datetime.date(2020, 1, 1)", "str", None),
+
+        ("'x'", "Path", None),
+        ("'x'", "int | None", None),
+    ],
+)
+def test_other_type_reads_a_literal_against_a_built_in_annotation(value, returns, other):
+    from referee.checks.arbitration.programs import other_type
+
+    assert other_type(value, returns) == other
+
+
 # A program with a value return that gives None: its answer, where nothing says otherwise.
 RETURNS_NONE = "```python\ndef count_vowels(text):\n    return None if text else 0\n```"
 # The stub as a method's prompt shows it, copied: its ``...`` body gave the None.

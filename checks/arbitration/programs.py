@@ -442,3 +442,42 @@ def oracle_preamble(text: str, signature: str, module: str) -> str:
     imports (:func:`module_imports`) and the constants its signature's defaults name
     (:func:`viewed_signature_constants`)."""
     return module_imports(text) + viewed_signature_constants(text, signature, module)
+
+
+# The type(s) a value of each built-in return annotation may have (``-> float`` is met by
+# an int; ``-> bool`` by 0 and 1, which compare equal to False and True).
+_RETURN_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (float, int),
+    "complex": (complex, float, int),
+    "bool": (bool, int),
+    "str": (str,),
+    "bytes": (bytes,),
+    **dict.fromkeys(("list", "List"), (list,)),
+    **dict.fromkeys(("dict", "Dict"), (dict,)),
+    **dict.fromkeys(("tuple", "Tuple"), (tuple,)),
+    **dict.fromkeys(("set", "Set"), (set,)),
+    **dict.fromkeys(("frozenset", "FrozenSet"), (frozenset,)),
+}
+
+
+def other_type(value: str, returns: str) -> str | None:
+    """The name of the type of ``value`` (a repr) where it is not one the return annotation
+    ``returns`` (from :func:`value_return`) names — ``bytes`` where it says ``str``,
+    ``str`` where it says ``int`` —, else None. A program whose value the signature rules
+    out misread the function, as one that returns None where it names ``int`` does. Only
+    a literal is read (``b'x'``, ``[1]``; an integral float meets ``int``); an object's
+    repr is no evidence either way."""
+    try:
+        annotation = ast.parse(returns, mode="eval").body
+        found = ast.literal_eval(value)
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
+    base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+    allowed = _RETURN_TYPES.get(name or "")
+    if allowed is None or isinstance(found, allowed):
+        return None
+    if name == "int" and isinstance(found, float) and found.is_integer():
+        return None
+    return type(found).__name__

@@ -37,6 +37,7 @@ from referee.checks.arbitration.programs import (
     DocstringCopy,
     none_without_opinion,
     oracle_preamble,
+    other_type,
     program_from,
     value_return,
 )
@@ -555,6 +556,18 @@ class _OracleWriter:
                     source=source,
                     status="error",
                     detail=f"the model's program {why}",
+                    duration_s=result.duration_s,
+                    cached=cached,
+                    program=program,
+                )
+        if result.status == "ok" and self.returns is not None and result.value is not None:
+            other = other_type(result.value, self.returns)
+            if other is not None:  # b'x' where the signature says -> str: a misreading
+                return OracleResult(
+                    source=source,
+                    status="error",
+                    detail=f"the model's program returned {other}; the signature says "
+                    f"{self.returns}",
                     duration_s=result.duration_s,
                     cached=cached,
                     program=program,
