@@ -514,6 +514,19 @@ class _OracleWriter:
         with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
             return list(pool.map(oracle, range(len(seeds))))
 
+    def _misread(self, program: str, value: str | None) -> str | None:
+        """Why the value an oracle's program gave is no opinion, or None: a None from a
+        program that prints its answer, forgets to return it or runs a copied stub, or
+        where the signature names a value type; a literal of a type the signature rules
+        out (``b'x'`` where it says ``-> str``)."""
+        if value == "None":
+            why = none_without_opinion(program, self.spec.name)
+            if self.returns is not None:
+                why = f"returned None; the signature says {self.returns}"
+            return why
+        other = other_type(value, self.returns) if value and self.returns else None
+        return None if other is None else f"returned {other}; the signature says {self.returns}"
+
     def run(self, source: str, answer: str, cached: bool) -> OracleResult:
         """The oracle ``source``'s value for the call: its program run in the sandbox,
         set aside when it contradicts one of the examples."""
@@ -545,33 +558,16 @@ class _OracleWriter:
             running = guarded(self.project.guard, program, self.project.seal)
             runs = {"files": self.project.files, "python": self.project.python}
         result = sandbox.evaluate(running, self.call, limits=limits(self.config), **runs)
-        if result.status == "ok" and result.value == "None":
-            # a program that prints its answer, forgets to return it or runs a copied
-            # stub has no opinion
-            why = none_without_opinion(program, self.spec.name)
-            if self.returns is not None:
-                why = f"returned None; the signature says {self.returns}"
-            if why is not None:
-                return OracleResult(
-                    source=source,
-                    status="error",
-                    detail=f"the model's program {why}",
-                    duration_s=result.duration_s,
-                    cached=cached,
-                    program=program,
-                )
-        if result.status == "ok" and self.returns is not None and result.value is not None:
-            other = other_type(result.value, self.returns)
-            if other is not None:  # b'x' where the signature says -> str: a misreading
-                return OracleResult(
-                    source=source,
-                    status="error",
-                    detail=f"the model's program returned {other}; the signature says "
-                    f"{self.returns}",
-                    duration_s=result.duration_s,
-                    cached=cached,
-                    program=program,
-                )
+        why = self._misread(program, result.value) if result.status == "ok" else None
+        if why is not None:
+            return OracleResult(
+                source=source,
+                status="error",
+                detail=f"the model's program {why}",
+                duration_s=result.duration_s,
+                cached=cached,
+                program=program,
+            )
         if result.status == "ok":
             # the examples' arguments may build the project's objects too
             why = contradicted_example(
