@@ -205,15 +205,22 @@ def test_a_value_of_another_type_is_an_opinion_where_the_signature_names_none(tm
     assert "oracle-1: '5'" in verdict.reason
 
 
-def test_cli_replaces_an_oracle_whose_value_the_signature_rules_out(tmp_path: Path, referee):
+def cli_first_oracle(tmp_path: Path, referee, first: str) -> tuple[Path, dict]:
+    """``referee arbitrate --apply`` on count_vowels's project, the fake model answering
+    ``first`` (a scripted answer) as oracle-1 and ORACLE as every other oracle."""
+
     def answer(kind: str, seed: int | None) -> str:
         if kind == "oracle":
-            return body(STRINGY) if seed == 1 else body(ORACLE)
+            return body(first) if seed == 1 else body(ORACLE)
         return body(GOOD_PATCH)
 
     with FakeModel(lambda kind: "", seeded=answer) as model:
         root = cli_project(tmp_path / "p", BUGGY, TESTS.format(expected="5"), model.url)
-        verdict = arbitrate_json(referee, root, "--apply")
+        return root, arbitrate_json(referee, root, "--apply")
+
+
+def test_cli_replaces_an_oracle_whose_value_the_signature_rules_out(tmp_path: Path, referee):
+    root, verdict = cli_first_oracle(tmp_path, referee, STRINGY)
     assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
     (gone,) = [o for o in verdict["replaced_oracles"] if o["source"] == "oracle-1"]
     assert gone["detail"] == "the model's program returned str; the signature says int"
@@ -238,7 +245,6 @@ def test_cli_replaces_an_oracle_whose_value_the_signature_rules_out(tmp_path: Pa
         ("[1, 'a']", "List[str]", None),  # the items are not read
         # not a literal, or not an annotation of a built-in value type
         ("datetime.date(2020, 1, 1)", "str", None),
-
         ("'x'", "Path", None),
         ("'x'", "int | None", None),
     ],
@@ -731,14 +737,7 @@ def test_an_exception_the_docstring_names_is_an_opinion_not_a_crash():
 
 
 def test_cli_replaces_an_oracle_that_does_not_parse_and_says_so_in_json(tmp_path: Path, referee):
-    def answer(kind: str, seed: int | None) -> str:
-        if kind == "oracle":
-            return body(BROKEN) if seed == 1 else body(ORACLE)
-        return body(GOOD_PATCH)
-
-    with FakeModel(lambda kind: "", seeded=answer) as model:
-        root = cli_project(tmp_path / "p", BUGGY, TESTS.format(expected="5"), model.url)
-        verdict = arbitrate_json(referee, root, "--apply")
+    root, verdict = cli_first_oracle(tmp_path, referee, BROKEN)
     assert verdict["verdict"] == "SOURCE_WRONG", verdict["reason"]
     assert verdict["oracles_replaced"] == 1
     assert verdict["replaced_oracles"][0]["source"] == "oracle-1"
