@@ -264,12 +264,16 @@ def value_return(signature: str) -> str | None:
     returns = function.returns
     if returns is None:
         return None
-    base = returns.value if isinstance(returns, ast.Subscript) else returns
+    return ast.unparse(returns) if _type_name(returns) in _VALUE_TYPES else None
+
+
+def _type_name(annotation: ast.expr) -> str | None:
+    """The type an annotation names, its parameters left out: ``list`` of ``list[str]``,
+    ``Dict`` of ``typing.Dict[str, int]`` (``typing.`` and ``builtins.`` only)."""
+    base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
     if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name):
-        name = base.attr if base.value.id in ("typing", "builtins") else None
-    else:
-        name = base.id if isinstance(base, ast.Name) else None
-    return ast.unparse(returns) if name in _VALUE_TYPES else None
+        return base.attr if base.value.id in ("typing", "builtins") else None
+    return base.id if isinstance(base, ast.Name) else None
 
 
 def _is_stub(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -473,8 +477,7 @@ def other_type(value: str, returns: str) -> str | None:
         found = ast.literal_eval(value)
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         return None
-    base = annotation.value if isinstance(annotation, ast.Subscript) else annotation
-    name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+    name = _type_name(annotation)
     allowed = _RETURN_TYPES.get(name or "")
     if allowed is None or isinstance(found, allowed):
         return None
