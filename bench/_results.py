@@ -1,8 +1,9 @@
 """Where a benchmark's run is kept: appended to ``bench/results/history-AREA.json``.
 
 docs/benchmarks.md shows the latest figures of each area; every run, that one included,
-is a JSON list entry here — the date, referee's commit, the command line and the script's
-own figures — so that a table on the page can always be traced to the run that printed it.
+is a JSON list entry here — the date, referee's commit, the command line, the machine (its
+CPU, whether it has AMX, its cores: timings compare only on the same kind) and the
+script's own figures — so that a table on the page can always be traced to the run that printed it.
 Set ``REFEREE_BENCH_RECORD=0`` to leave the history alone (a trial run, a test).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import platform
 import shlex
 import subprocess
 import sys
@@ -68,6 +70,38 @@ def _outside_as_placeholder(arg: str) -> str:
     return arg
 
 
+def machine() -> dict[str, Any]:
+    """What ran the bench: the CPU's model name, whether it has AMX (its matrix units speed
+    up the model several times), the cores this process may use. Timings are comparable
+    only between runs on the same kind of machine, and the machines here differ."""
+    model, flags = "", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and not model:
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 0
+    return {
+        "cpu": model or platform.processor() or platform.machine(),
+        "amx": any(flag.startswith("amx") for flag in flags),
+        "cores": cores,
+    }
+
+
+def describe_machine(info: dict[str, Any] | None = None) -> str:
+    """``machine()`` in words: "AMD EPYC, 2 cores" or "Intel Xeon …, AMX, 2 cores"."""
+    info = info or machine()
+    return f"{info['cpu']}{', AMX' if info['amx'] else ''}, {info['cores']} cores"
+
+
 def record(
     area: str, figures: dict[str, Any], argv: list[str] | None = None, note: str = ""
 ) -> Path | None:
@@ -80,6 +114,7 @@ def record(
         "commit": referee_commit(),
         "command": command_line(argv),
         "sources": _tools.source_fingerprint(),
+        "machine": machine(),
         "figures": figures,
     }
     if note:

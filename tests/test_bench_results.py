@@ -49,6 +49,17 @@ def test_record_appends_a_run_with_its_date_commit_and_command(
     assert [r["figures"] for r in runs] == [{"median_s": 1.5}, {"median_s": 1.4}]
     assert runs[0]["command"].endswith("--repeat 3")
     assert runs[0]["date"].endswith("Z") and "commit" in runs[0]  # None outside a checkout
+    # the machine, since timings compare only between runs on the same kind of CPU
+    assert runs[0]["machine"] == _results.machine()
+    assert runs[0]["machine"]["cores"] >= 1 and runs[0]["machine"]["cpu"]
+
+
+def test_the_machine_says_whether_the_cpu_has_amx() -> None:
+    with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        has_amx = " amx_tile" in cpuinfo.read()
+    info = _results.machine()
+    assert info["amx"] is has_amx
+    assert ("AMX" in _results.describe_machine(info)) is has_amx
 
 
 def test_record_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
