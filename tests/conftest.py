@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -202,8 +203,28 @@ def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def _inner_pytest_temproot() -> Iterator[Path]:
+    """Where the pytest runs a test starts (referee's runs of a test's project) make their
+    ``tmp_path`` directories: one directory of this session's, not the machine's
+    ``/tmp/pytest-of-USER``. A pytest process that made one deletes, when it exits, every
+    older numbered directory there but the last three, whoever made it: on a machine that
+    had run the suite before, the first such run of a session spent 66-88 s deleting the
+    last session's tree (tens of thousands of files) inside one test, on the model's
+    worker. Readable and writable by anyone, as /tmp is: some tests run pytest as an
+    unprivileged user."""
+    root = Path(tempfile.mkdtemp(prefix="referee-tests-pytest-temproot-"))
+    root.chmod(0o1777)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    _inner_pytest_temproot: Path,
+):
     """Keep every run's result cache and models out of the user's cache directory, and make
     each test start from empty ones (subprocesses inherit the variables)."""
     monkeypatch.setenv("REFEREE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
@@ -218,6 +239,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     # process loaded its own plugins, so it reaches subprocesses only; a test about a
     # project's installed plugins deletes it.
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    # ... and their tmp_path directories beside one another's, not the machine's (above)
+    monkeypatch.setenv("PYTEST_DEBUG_TEMPROOT", str(_inner_pytest_temproot))
     # Nor the options this session was given through the environment: `-n 3` there made
     # every pytest run of a test's project fail on an option its plugin-less pytest lacks.
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
