@@ -101,6 +101,51 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     os.replace(partial, target)  # every worker collects the same tests: any one will do
 
 
+# bench/suite_cpu.py sets this to a file prefix: each process of the run (the controller,
+# every xdist worker) writes there, at its end, each test's wall time and the CPU time it
+# spent, its own and its finished subprocesses' (getrusage: a process that outlives the
+# test, or that no process of the test waits for, is not counted).
+_CPU_OUT_ENV = "REFEREE_TESTS_CPU_OUT"
+_cpu_rows: list[dict[str, object]] = []
+
+
+def _cpu_now() -> tuple[float, float]:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if not os.environ.get(_CPU_OUT_ENV):
+        yield
+        return
+    import time
+
+    (own, children), started = _cpu_now(), time.monotonic()
+    yield
+    own_after, children_after = _cpu_now()
+    _cpu_rows.append(
+        {
+            "test": item.nodeid,
+            "own_s": own_after - own,
+            "children_s": children_after - children,
+            "wall_s": time.monotonic() - started,
+            "model": item.get_closest_marker("model") is not None,
+        }
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    prefix = os.environ.get(_CPU_OUT_ENV)
+    if not prefix or not _cpu_rows:
+        return
+    worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
+    Path(f"{prefix}.{worker}.json").write_text(json.dumps(_cpu_rows), encoding="utf-8")
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the CPUs this process may run on. Many tests wait
     on a process they started (a sandboxed run, a language server, a timeout), and one
