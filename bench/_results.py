@@ -3,7 +3,8 @@
 docs/benchmarks.md shows the latest figures of each area; every run, that one included,
 is a JSON list entry here — the date, referee's commit, the command line, the machine (its
 CPU, whether it has AMX, its cores: timings compare only on the same kind) and the
-script's own figures — so that a table on the page can always be traced to the run that printed it.
+script's own figures — so that a table on the page can always be traced to the run that
+printed it.
 Set ``REFEREE_BENCH_RECORD=0`` to leave the history alone (a trial run, a test).
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import _tools
+
+from referee.checks.judge.runtime import this_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -74,26 +76,12 @@ def machine() -> dict[str, Any]:
     """What ran the bench: the CPU's model name, whether it has AMX (its matrix units speed
     up the model several times), the cores this process may use. Timings are comparable
     only between runs on the same kind of machine, and the machines here differ."""
-    model, flags = "", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and not model:
-                    model = value.strip()
-                elif key.strip() == "flags" and not flags:
-                    flags = set(value.split())
-    except OSError:
-        pass
+    cpu = this_cpu()  # as the judge reads it to choose its runtime mode
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 0
-    return {
-        "cpu": model or platform.processor() or platform.machine(),
-        "amx": any(flag.startswith("amx") for flag in flags),
-        "cores": cores,
-    }
+    return {"cpu": cpu.model, "amx": bool(cpu.amx), "cores": cores}
 
 
 def describe_machine(info: dict[str, Any] | None = None) -> str:
