@@ -59,23 +59,19 @@ def summarize(rows: dict[str, list[dict[str, Any]]], top: int = 15) -> dict[str,
         entry[0] += cpu(row)
         entry[1] += row["wall_s"]
         entry[2] += 1
-    model = [row for row in everything if row.get("model")]
+
+    def totals(group: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "tests": len(group),
+            "wall_s": round(sum(r["wall_s"] for r in group), 1),
+            "cpu_s": round(sum(map(cpu, group)), 1),
+        }
+
     return {
         "tests": len(everything),
         "cpu_s": round(sum(map(cpu, everything)), 1),
-        "workers": {
-            name: {
-                "tests": len(worker),
-                "wall_s": round(sum(r["wall_s"] for r in worker), 1),
-                "cpu_s": round(sum(map(cpu, worker)), 1),
-            }
-            for name, worker in rows.items()
-        },
-        "model_tests": {
-            "tests": len(model),
-            "wall_s": round(sum(r["wall_s"] for r in model), 1),
-            "cpu_s": round(sum(map(cpu, model)), 1),
-        },
+        "workers": {name: totals(worker) for name, worker in rows.items()},
+        "model_tests": totals([row for row in everything if row.get("model")]),
         "files": [
             {"file": name, "cpu_s": round(c, 1), "wall_s": round(w, 1), "tests": n}
             for name, (c, w, n) in sorted(files.items(), key=lambda kv: -kv[1][0])[:top]
