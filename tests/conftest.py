@@ -265,6 +265,19 @@ def _inner_pytest_temproot() -> Iterator[Path]:
 
 
 @pytest.fixture(autouse=True)
+def _models_closed_after_the_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A model a test opened in this process (through the backends referee shares per
+    process) is closed when the test ends, not when the worker does: an arbitration run
+    in-process left its 0.5B model process alive for the remaining 13 minutes of the
+    session, holding its memory beside every later test."""
+    yield
+    if request.node.get_closest_marker("model") is not None:
+        from referee.checks.judge import opening
+
+        opening.close_all()
+
+
+@pytest.fixture(autouse=True)
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,

@@ -21,7 +21,10 @@ _OPEN: dict[tuple[Any, ...], Backend] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-def _close_all() -> None:
+def close_all() -> None:
+    """Close every backend this process opened (a model process referee owns stops); the
+    next :func:`open_backend` opens afresh. Runs at exit; a caller that is done with the
+    model before then (a test, a command that goes on without it) may call it sooner."""
     with _OPEN_LOCK:
         opened = list(_OPEN.values())
         _OPEN.clear()
@@ -32,7 +35,7 @@ def _close_all() -> None:
                 close()
 
 
-atexit.register(_close_all)
+atexit.register(close_all)
 
 
 def open_backend(
