@@ -19,9 +19,10 @@ controller's included) is measured around the whole run.
 ``--accounting`` also switches Linux process accounting on for the run (``accton``, as
 root; Debian's ``acct`` package) and sorts every process that ended meanwhile into kinds
 by its command name and CPU time: the suite's own processes (the controller and its xdist
-workers), the venv's Python (``referee`` commands, the pytest runs referee starts in a
-test's project, the model's processes), the base interpreter (the sandbox's runs) and the
-rest. Accounting is machine-wide: run nothing else meanwhile.
+workers), the ones referee names (``referee`` commands, ``referee-model``,
+``referee-sandbox``, the servers), the unnamed interpreters (the pytest runs referee
+starts in a test's project, a test's own helpers) and the rest. Accounting is
+machine-wide: run nothing else meanwhile.
 """
 
 from __future__ import annotations
@@ -146,6 +147,44 @@ def read_accounting(text: str) -> tuple[list[dict[str, Any]], int]:
     return records, bad
 
 
+# The names referee gives its own processes (checks/process.py's name_process).
+NAMED = {
+    "referee": "referee commands (`referee`)",
+    "referee-model": "the model's processes (`referee-model`)",
+    "referee-lsp": "referee's servers (`referee-lsp`, `-mcp`, `-hookd`)",
+    "referee-mcp": "referee's servers (`referee-lsp`, `-mcp`, `-hookd`)",
+    "referee-hookd": "referee's servers (`referee-lsp`, `-mcp`, `-hookd`)",
+}
+
+
+def _kind(name: str, cpu: float, venv_name: str, base_name: str) -> str:
+    """A process's kind by its command name, and by its CPU time where the name alone does
+    not tell (an unnamed interpreter: a run before referee named its processes, the pytest
+    runs referee starts in a test's project, a test's own helpers)."""
+    if name in NAMED:
+        return NAMED[name]
+    if name == "referee-sandbox":
+        if cpu >= SANDBOXED_RUN_S:
+            return (
+                f"sandboxed runs of {SANDBOXED_RUN_S:g} CPU-s and more (pytest: patches, mutants)"
+            )
+        return f"sandboxed runs under {SANDBOXED_RUN_S:g} CPU-s (oracles, references, inputs)"
+    if name == venv_name and cpu >= LONG_S:
+        return f"unnamed venv Python, >= {LONG_S:g} CPU-s each (a model process, before names)"
+    if name == venv_name and cpu >= COMMAND_S:
+        return (
+            f"unnamed venv Python, {COMMAND_S:g}-{LONG_S:g} CPU-s each "
+            "(project pytest runs; referee commands, before names)"
+        )
+    if name == venv_name:
+        return f"unnamed venv Python, < {COMMAND_S:g} CPU-s each"
+    if name == base_name and cpu >= SANDBOXED_RUN_S:
+        return f"unnamed base interpreter, >= {SANDBOXED_RUN_S:g} CPU-s each"
+    if name == base_name:
+        return f"unnamed base interpreter, < {SANDBOXED_RUN_S:g} CPU-s each"
+    return "everything else (git, bubblewrap, editors, shells)"
+
+
 def process_kinds(
     records: list[dict[str, Any]],
     controller: int,
@@ -153,9 +192,9 @@ def process_kinds(
     venv_name: str,
     base_name: str,
 ) -> dict[str, Any]:
-    """CPU seconds and process counts by kind. Ticks are converted with the controller's
-    own record (its elapsed ticks over the run's wall time: 100 a second on Linux's
-    version-3 records, 50 on some others)."""
+    """CPU seconds and process counts by kind (:func:`_kind`). Ticks are converted with
+    the controller's own record (its elapsed ticks over the run's wall time: 100 a second
+    on Linux's version-3 records, 50 on some others)."""
     own = [r for r in records if r["pid"] == controller]
     ticks = 100.0
     if own and wall_s > 0:
@@ -168,24 +207,12 @@ def process_kinds(
     }
     kinds: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0])
     for record in records:
-        cpu, name = record["cpu"] / ticks, record["command"]
-        if record["pid"] in suite:
-            kind = "the suite's own processes (controller, xdist workers)"
-        elif name == venv_name and cpu >= LONG_S:
-            kind = f"venv Python, >= {LONG_S:g} CPU-s each (the model's processes, mostly)"
-        elif name == venv_name and cpu >= COMMAND_S:
-            kind = (
-                f"venv Python, {COMMAND_S:g}-{LONG_S:g} CPU-s each "
-                "(referee commands, project pytest runs)"
-            )
-        elif name == venv_name:
-            kind = f"venv Python, < {COMMAND_S:g} CPU-s each"
-        elif name == base_name and cpu >= SANDBOXED_RUN_S:
-            kind = f"base interpreter, >= {SANDBOXED_RUN_S:g} CPU-s each (sandboxed pytest runs)"
-        elif name == base_name:
-            kind = f"base interpreter, < {SANDBOXED_RUN_S:g} CPU-s each (sandboxed programs)"
-        else:
-            kind = "everything else (git, bubblewrap, editors, shells)"
+        cpu = record["cpu"] / ticks
+        kind = (
+            "the suite's own processes (controller, xdist workers)"
+            if record["pid"] in suite
+            else _kind(record["command"], cpu, venv_name, base_name)
+        )
         kinds[kind][0] += cpu
         kinds[kind][1] += 1
     return {

@@ -1309,8 +1309,19 @@ def _contain(job, fd, status_fd):
     return containment
 
 
+def _name_process():
+    """``referee-sandbox`` in ps, top and process accounting (checks/process.py's
+    name_process: the boot imports nothing of referee's)."""
+    try:
+        with open("/proc/self/comm", "w", encoding="utf-8") as comm:
+            comm.write("referee-sandbox")
+    except OSError:
+        pass
+
+
 def main():
     exit_now = os._exit  # the code may replace os._exit; this one ends the run regardless
+    _name_process()
     job = _read_job(sys.argv[1])
     fd = job["result_fd"]
     status_fd = job["status_fd"]

@@ -24,6 +24,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
+def name_process(name: str) -> None:
+    """Give this process ``name`` (15 bytes at most) where ``ps``, ``top`` and the kernel's
+    process accounting read it: ``referee-model`` busy at 100 % says more than ``python``.
+    Linux only; elsewhere, or where ``/proc`` is not there, the name stays as it was."""
+    with contextlib.suppress(OSError), open("/proc/self/comm", "w", encoding="utf-8") as comm:
+        comm.write(name.encode("utf-8")[:15].decode("utf-8", "ignore"))
+
+
 def start_in_own_group(command: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
     """``command`` started in a new session, so in a process group of its own (its pid is
     the group's id): :func:`kill_group` then ends it and everything it started."""

@@ -220,8 +220,10 @@ def serve(transport: str, host: str, port: int, log_level: str) -> None:
             import websockets  # noqa: F401 - pygls serves WebSocket through it
         except ImportError:
             raise fail("--ws needs the websockets package: pip install websockets") from None
+    from referee.checks.process import name_process
     from referee.server.lsp import serve as start
 
+    name_process("referee-lsp")
     leave(start(transport, host, port, log_level))
 
 

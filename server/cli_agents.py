@@ -74,6 +74,9 @@ def mcp_command(root: Path) -> None:
         from referee.server.mcp_server import serve
     except ImportError as exc:  # pragma: no cover - mcp is a dependency
         raise fail(f"referee mcp needs the mcp package (pip install 'mcp>=2,<3'): {exc}") from None
+    from referee.checks.process import name_process
+
+    name_process("referee-mcp")
     serve(root)
 
 

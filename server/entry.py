@@ -12,6 +12,8 @@ def main() -> None:
         from referee.server.hook import main as hook
 
         sys.exit(hook(sys.argv[2:]))
+    from referee.checks.process import name_process
     from referee.server.cli import main as cli
 
+    name_process("referee")  # in ps, top and process accounting, not `python`
     cli()

@@ -158,7 +158,9 @@ def _alive(path: Path) -> bool:
 def serve(idle: float, compute: Callable[[Any, str], dict[str, Any]]) -> int:
     """Answer events with ``compute`` (the hook's check of one event) until ``idle``
     seconds pass without one, or referee's code changes."""
+    from referee.checks.process import name_process
 
+    name_process("referee-hookd")
     directory = socket_dir()
     if directory is None:
         sys.stderr.write("referee: hook: no private directory for the warm process\n")

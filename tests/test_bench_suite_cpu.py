@@ -64,34 +64,40 @@ def test_processes_are_sorted_into_kinds_by_command_name_and_cpu() -> None:
     lines = [
         _acct_line("python", 1000, 100 * wall, 10, 1),  # the controller
         _acct_line("python", 20000, 99 * wall, 11, 10),  # an xdist worker: the whole run
-        _acct_line("python", 3000, 60 * 100, 12, 11),  # 30 CPU-s: a model process
-        _acct_line("python", 60, 100, 13, 11),  # 0.6 CPU-s: a referee command
+        _acct_line("referee-model", 3000, 60 * 100, 12, 13),  # 30 CPU-s
+        _acct_line("referee", 60, 100, 13, 11),  # 0.6 CPU-s: a referee command
         _acct_line("python", 40, 100, 14, 13),  # 0.4 CPU-s: its project's pytest run
         _acct_line("python", 8, 10, 15, 11),  # 0.08 CPU-s
-        _acct_line("python3.11", 30, 50, 16, 13),  # 0.3 CPU-s: a sandboxed pytest run
-        _acct_line("python3.11", 1, 2, 17, 13),  # 0.01 CPU-s: a sandboxed program
+        _acct_line("python", 700, 900, 19, 11),  # 7 CPU-s, unnamed: a run before names
+        _acct_line("referee-sandbox", 30, 50, 16, 13),  # 0.3 CPU-s: a sandboxed pytest run
+        _acct_line("referee-sandbox", 1, 2, 17, 13),  # 0.01 CPU-s: a sandboxed program
+        _acct_line("python3.11", 20, 30, 20, 11),  # 0.2 CPU-s, unnamed base interpreter
+        _acct_line("referee-lsp", 200, 3000, 21, 11),  # 2 CPU-s: a language server
         _acct_line("git", 2, 3, 18, 11),
         "not a record",
     ]
     records, bad = bench.read_accounting("\n".join(lines))
-    assert len(records) == 9 and bad == 1
+    assert len(records) == 12 and bad == 1
     kinds = bench.process_kinds(records, 10, wall, "python", "python3.11")
-    assert kinds["ticks_per_s"] == 100.0 and kinds["processes"] == 9
+    assert kinds["ticks_per_s"] == 100.0 and kinds["processes"] == 12
     by_kind = {k["kind"]: (k["processes"], k["cpu_s"]) for k in kinds["kinds"]}
     assert by_kind == {
         "the suite's own processes (controller, xdist workers)": (2, 210.0),
-        "venv Python, >= 5 CPU-s each (the model's processes, mostly)": (1, 30.0),
-        "venv Python, 0.2-5 CPU-s each (referee commands, project pytest runs)": (2, 1.0),
-        "venv Python, < 0.2 CPU-s each": (1, 0.1),
-        "base interpreter, >= 0.1 CPU-s each (sandboxed pytest runs)": (1, 0.3),
-        "base interpreter, < 0.1 CPU-s each (sandboxed programs)": (1, 0.0),
+        "the model's processes (`referee-model`)": (1, 30.0),
+        "referee commands (`referee`)": (1, 0.6),
+        "unnamed venv Python, 0.2-5 CPU-s each (project pytest runs; referee commands, "
+        "before names)": (1, 0.4),
+        "unnamed venv Python, < 0.2 CPU-s each": (1, 0.1),
+        "unnamed venv Python, >= 5 CPU-s each (a model process, before names)": (1, 7.0),
+        "sandboxed runs of 0.1 CPU-s and more (pytest: patches, mutants)": (1, 0.3),
+        "sandboxed runs under 0.1 CPU-s (oracles, references, inputs)": (1, 0.0),
+        "unnamed base interpreter, >= 0.1 CPU-s each": (1, 0.2),
+        "referee's servers (`referee-lsp`, `-mcp`, `-hookd`)": (1, 2.0),
         "everything else (git, bubblewrap, editors, shells)": (1, 0.0),
     }
     assert kinds["kinds"][0]["kind"].startswith("the suite's own")  # costliest first
     table = bench.report_kinds(kinds)
-    assert "| venv Python, >= 5 CPU-s each (the model's processes, mostly) | 1 | 30.0 | 12 % |" in (
-        table
-    )
+    assert "| the model's processes (`referee-model`) | 1 | 30.0 | 12 % |" in table
 
 
 def test_ticks_of_50_a_second_are_read_off_the_controllers_record() -> None:

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import jsonschema
@@ -1100,3 +1101,31 @@ def test_the_default_configuration_is_the_validated_one() -> None:
     built, validated = default_config(), RefereeConfig.model_validate({})
     assert built == validated
     assert built.model_dump() == validated.model_dump()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process names are Linux's")
+@pytest.mark.parametrize(("args", "name"), [(["check", "-"], "referee"), (["mcp"], "referee-mcp")])
+def test_a_referee_process_is_named_for_ps_top_and_accounting(
+    project: Path, args: list[str], name: str
+):
+    """`python -m referee ...` shows as `referee` (the MCP server as `referee-mcp`), not as
+    `python`, while it waits on its standard input."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "referee", *args],
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        seen = ""
+        for _ in range(200):  # the name is set once the command line is imported
+            with open(f"/proc/{process.pid}/comm", encoding="utf-8") as comm:
+                seen = comm.read().strip()
+            if seen == name:
+                break
+            time.sleep(0.05)
+        assert seen == name
+    finally:
+        process.kill()
+        process.wait(timeout=30)

@@ -441,3 +441,15 @@ def test_a_worker_killed_while_idle_is_replaced_at_once(fake_model):
     assert json.loads(backend.chat_batch(_questions())[0].text)["verdict"] == "PASS"
     assert backend.pid != first and backend.starts == 2
     backend.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process names are Linux's")
+def test_the_model_process_is_named_for_ps_top_and_accounting(fake_model):
+    backend = WorkerBackend(WorkerSpec(str(fake_model), setting="safe"), timeout_s=30)
+    backend.start()
+    try:
+        assert backend.pid is not None
+        with open(f"/proc/{backend.pid}/comm", encoding="utf-8") as comm:
+            assert comm.read().strip() == "referee-model"
+    finally:
+        backend.close()

@@ -503,6 +503,13 @@ def test_print_goes_to_stdout_and_never_into_the_value() -> None:
     assert (result.status, result.value, result.stdout) == ("ok", "'value'", "hello 42\n")
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process names are Linux's")
+def test_the_sandboxed_process_is_named_for_ps_top_and_accounting() -> None:
+    code = "def comm():\n    with open('/proc/self/comm') as f:\n        return f.read().strip()\n"
+    result = evaluate(code, "comm()", limits=QUICK)
+    assert (result.status, result.value) == ("ok", "'referee-sandbox'"), result
+
+
 def test_a_value_is_not_held_up_by_threads_or_atexit() -> None:
     code = (
         "import atexit, os, threading, time\n"

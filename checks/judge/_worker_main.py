@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from referee.checks.judge.worker import HEADER, MAX_FRAME, TEST_BACKEND_ENV
+from referee.checks.process import name_process
 
 PR_SET_PDEATHSIG = 1
 
@@ -215,6 +216,7 @@ def _serve(backend: Any, wire: Wire, message: dict[str, Any], cancelled: set) ->
 
 
 def main() -> int:
+    name_process("referee-model")  # the process busy at 100 % in top: say whose it is
     out = _private_answers()
     # Ctrl-C in a terminal reaches the whole process group: the parent decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
