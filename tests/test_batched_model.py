@@ -279,3 +279,43 @@ def test_forced_text_the_grammar_refuses_is_not_forced(backend):
     )
     data = json.loads(answer.text)
     assert data["verdict"] in ("PASS", "REJECT")
+
+
+def _patch_of_is_even(draft: bool) -> ChatRequest:
+    from referee.checks.arbitration.oracle_prompts import prompts
+
+    p = prompts()
+    ask = p.patch.format(
+        call="is_even(2)", produced="False", truth="True", function=TEXT, name="is_even"
+    )
+    messages = [{"role": "system", "content": p.patch_system}, {"role": "user", "content": ask}]
+    return ChatRequest(messages, max_tokens=120, until_code_block=True, draft=draft)
+
+
+def test_a_patch_copying_its_function_is_drafted_and_the_answer_is_what_decoding_gives(backend):
+    """A patch rewrites the function it was shown: the copied stretches are drafted from
+    the prompt and kept while the sampler picks them, the changed line is not (the drafts
+    after it leave the cache), and the answer is the one decoding token by token gives."""
+    from referee.checks.judge import batched
+
+    old = backend._batched
+    try:
+        backend._batched = batched.BatchedGenerator(backend._llm, n_seq=4, draft=0)
+        (plain,) = chat_batch(backend, [_patch_of_is_even(draft=True)])
+        plain_steps = backend._batched.last_steps
+        backend._batched.close()
+        backend._batched = batched.BatchedGenerator(backend._llm, n_seq=4)
+        (drafted,) = chat_batch(backend, [_patch_of_is_even(draft=True)])
+        steps, (evaluated, kept) = backend._batched.last_steps, backend._batched.last_drafted
+        (undrafted,) = chat_batch(backend, [_patch_of_is_even(draft=False)])
+        not_asked = backend._batched.last_drafted
+    finally:
+        if backend._batched is not None:
+            backend._batched.close()
+        backend._batched = old
+    assert "def is_even(n: int) -> bool:" in plain.text and "return" in plain.text, plain.text
+    assert drafted.text == plain.text and undrafted.text == plain.text
+    assert drafted.completion_tokens == plain.completion_tokens
+    assert 0 < kept < evaluated  # the copy was drafted; the draft past the fix was refused
+    assert steps < plain_steps - kept / 2, (steps, plain_steps, kept)
+    assert not_asked == (0, 0)  # only a request that asks is drafted

@@ -396,6 +396,7 @@ def _candidates(
             cache=cache,
             max_tokens=max_tokens,
             forcing=docstring_copy(spec),
+            draft=True,  # a patch rewrites the function it was shown
         )
         yield "model", answer
 

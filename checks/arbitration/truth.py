@@ -255,8 +255,10 @@ def generate(
     cache: ProgramCache,
     max_tokens: int = ORACLE_MAX_TOKENS,
     forcing: Callable[[str], str | None] | None = None,
+    draft: bool = False,
 ) -> tuple[str, bool]:
-    """(answer, whether it came from the cache)."""
+    """(answer, whether it came from the cache). ``draft``: the answer mostly copies its
+    prompt (a patch), see :attr:`ChatRequest.draft`."""
     return generate_many(
         backend,
         messages,
@@ -265,6 +267,7 @@ def generate(
         cache=cache,
         max_tokens=max_tokens,
         forcing=forcing,
+        draft=draft,
     )[0]
 
 
@@ -278,6 +281,7 @@ def generate_many(
     max_tokens: int = ORACLE_MAX_TOKENS,
     work: Work = IDLE,
     forcing: Callable[[str], str | None] | None = None,
+    draft: bool = False,
 ) -> list[tuple[str, bool]]:
     """One answer per seed, (answer, whether it came from the cache): those not cached are
     decoded as one batch where the backend can (see :func:`chat_batch`). ``messages`` is
@@ -302,6 +306,7 @@ def generate_many(
                 seed=seeds[i],
                 until_code_block=True,
                 forcing=forcing,
+                draft=draft,
             )
             for i in missing
         ]

@@ -71,6 +71,10 @@ class ChatRequest:
     # chooses, None once complete): the in-process model appends it without decoding it
     # token by token. An optimisation only — other backends ignore it.
     forcing: Callable[[str], str | None] | None = None
+    # An answer that mostly copies its prompt (a patch rewriting the function it was
+    # shown): the in-process model drafts the copied stretches (batched.DRAFT). Others
+    # ignore it. Off by default: where an answer copies little, the drafts cost time.
+    draft: bool = False
 
 
 class Backend:
@@ -257,6 +261,7 @@ class LlamaCppBackend(Backend):
                             grammar=grammar,
                             until_code_block=r.until_code_block,
                             forcing=r.forcing,
+                            draft=r.draft,
                         )
                     )
                 outputs = self._batched.generate(jobs, work)

@@ -12,7 +12,15 @@ decoded together, one token of each per step, in a context of their own:
   the same calls made one by one;
 * a grammar is checked against the sampled token first and applied to the whole vocabulary
   only when that token breaks it — what llama.cpp's server does — because constraining
-  151,000 candidates every step halves the speed, and the model mostly follows the format.
+  151,000 candidates every step halves the speed, and the model mostly follows the format;
+* an answer that copies its prompt and asks for it (a patch rewrites the function it was
+  shown) is *drafted*: where its last tokens occur in its prompt, the
+  prompt's next tokens are evaluated with the sampled one in the same step, and each is
+  kept only while the sequence's own sampler, asked at every position as it would have
+  been, picks it (:meth:`BatchedGenerator._verify`). What the sampler picks is the answer
+  whatever was drafted. A CPU evaluates several tokens in one call faster than one by one
+  (bench/drafting.py: a patch by the 1.5B about 11 % sooner on an AMD EPYC; the judge's
+  three perspectives, which copy less, 5 % later, so they do not ask for it).
 
 Only :class:`~referee.checks.judge.backend.LlamaCppBackend` uses this, under its lock.
 """
@@ -52,9 +60,18 @@ class Request:
     # Given the answer so far, the text that must follow (appended without decoding it
     # token by token), "" where the model chooses, None when the answer is complete.
     forcing: Callable[[str], str | None] | None = None
+    # draft the answer's copied stretches from the prompt (see BatchedGenerator._verify)
+    draft: bool = False
 
 
 _MAX_FORCED = 96  # tokens one sequence may have forced in one step (the batch holds 512)
+# prompt tokens drafted after a sampled token where the answer copies its prompt, at most:
+# a sequence drafts 4 at first, twice as many after a draft it kept whole (up to this), as
+# many as it kept after one it did not. (The 1.5B rewriting a 14-line function: 14 % less
+# time at 16 or 24 on an AMD EPYC, 9 % at 8; the rows a CPU evaluates together cost it less
+# than one by one, the more of them the less, and a refused draft wastes its rows.)
+DRAFT = 16
+_DRAFT_MATCH = 3  # the answer's last tokens that must occur in the prompt to draft from it
 
 _BLOCK = re.compile(rb"```[^\n]*\n.*?\n\s*```", re.DOTALL)
 
@@ -106,6 +123,16 @@ class _Sequence:
         self.text = b""  # what the tokens spell, for the stop rule and the forcing
         self.prefix: list[int] = []  # forced before the first decoding step
         self.done = False
+        # drafting: where each run of _DRAFT_MATCH tokens of the prompt last occurs (the
+        # index after it), the drafts evaluated and not yet verified, and where in the
+        # prompt the last accepted draft ended
+        self.prompt: list[int] = list(request.tokens)
+        self.grams: dict[tuple[int, ...], int] | None = None
+        self.pending: list[int] = []
+        self.cursor = -1
+        self.draft_len = 4  # tokens this sequence drafts next (see DRAFT)
+        self.drafted = 0  # draft tokens evaluated, for the record
+        self.accepted = 0  # of them, kept
         params = lc.llama_sampler_chain_default_params()
         self.chain = lc.llama_sampler_chain_init(params)
         if request.temperature <= 0.0:
@@ -140,12 +167,13 @@ class BatchedGenerator:
     """A second llama.cpp context over an already loaded model, for up to ``n_seq``
     sequences decoded together."""
 
-    def __init__(self, llm: Any, *, n_seq: int = 4, n_ctx: int = 8192) -> None:
+    def __init__(self, llm: Any, *, n_seq: int = 4, n_ctx: int = 8192, draft: int = DRAFT) -> None:
         import llama_cpp as lc
 
         self.lc = lc
         self.llm = llm
         self.n_seq = n_seq
+        self.draft = max(0, draft)  # tokens drafted a step where the answer copies; 0: off
         self.n_ctx = n_ctx
         self.model = llm.model
         self.vocab = lc.llama_model_get_vocab(self.model)
@@ -164,6 +192,7 @@ class BatchedGenerator:
         self.batch = lc.llama_batch_init(512, 0, n_seq)
         self._kept: list[int] = []  # the tokens at positions 0.. of sequence 0, kept
         self.last_steps = 0  # decoding steps the last batch took (after its prompts)
+        self.last_drafted = (0, 0)  # the last batch's draft tokens: (evaluated, kept)
         self._candidates = np.empty(self.n_vocab, dtype=_TOKEN_DATA)
         self._candidates["id"] = np.arange(self.n_vocab, dtype=np.int32)
 
@@ -320,7 +349,7 @@ class BatchedGenerator:
         ok = False
         try:
             rows, positions = self._evaluate_prompts(memory, prompts, common, reuse, work)
-            self._decode_answers(sequences, rows, positions, work)
+            self._decode_answers(sequences, rows, positions, memory, work)
             outputs = [
                 Output(
                     data=self.llm.detokenize(seq.prefix + seq.tokens)
@@ -405,33 +434,103 @@ class BatchedGenerator:
         sequences: list[_Sequence],
         rows: list[int],
         positions: list[int],
+        memory: Any,
         work: Work,
     ) -> None:
         """Sample every sequence's answer, one step for all of them at a time, until each
-        is done (end of generation, its token limit, its code block, its forcing)."""
+        is done (end of generation, its token limit, its code block, its forcing). A step
+        evaluates each sequence's sampled token, what its forcing appends and its drafts."""
         self.last_steps = 0
         active = list(range(len(sequences)))
+        rows_of = {s: [row] for s, row in zip(active, rows, strict=True)}
         while active:
             if work.cancelled():
                 raise Stopped
-            step: list[tuple[int, list[int]]] = []  # (sequence, tokens to evaluate)
-            for row, s in zip(rows, active, strict=True):
-                tokens = self._next_tokens(sequences[s], row)
+            step: list[tuple[int, list[int], int]] = []  # (sequence, tokens, drafts among them)
+            for s in active:
+                tokens = self._verify(sequences[s], rows_of[s], positions, s, memory)
                 if tokens is not None:
-                    step.append((s, tokens))
+                    drafts = self._drafts(sequences[s], len(tokens))
+                    sequences[s].pending = drafts
+                    step.append((s, tokens + drafts, len(drafts)))
             if not step:
                 break
-            rows = []
             index = 0
-            for s, tokens in step:
+            for s, tokens, drafts in step:
+                rows_of[s] = []
                 for i, token in enumerate(tokens):
                     positions[s] += 1
-                    self._put(index, token, positions[s], [s], i == len(tokens) - 1)
+                    wanted = i >= len(tokens) - 1 - drafts  # the last sampled one, each draft
+                    self._put(index, token, positions[s], [s], wanted)
+                    if wanted:
+                        rows_of[s].append(index)
                     index += 1
-                rows.append(index - 1)
             self._decode(index)
             self.last_steps += 1
-            active = [s for s, _ in step]
+            active = [s for s, _, _ in step]
+        self.last_drafted = (
+            sum(seq.drafted for seq in sequences),
+            sum(seq.accepted for seq in sequences),
+        )
+
+    def _verify(
+        self, seq: _Sequence, rows: list[int], positions: list[int], s: int, memory: Any
+    ) -> list[int] | None:
+        """The tokens sequence ``s`` evaluates next, after sampling from each of its logits
+        ``rows``: the row of its last sampled (or forced) token, then one per draft. While
+        the sampler picks the draft evaluated after a row, that draft is the answer's next
+        token and is already in the cache; at the first it does not pick, the drafts from
+        there on leave the cache and what it picked is evaluated next. None when done."""
+        pending, seq.pending = seq.pending, []
+        first = positions[s] - len(pending) + 1  # the first draft's position
+        for j, row in enumerate(rows):
+            tokens = self._next_tokens(seq, row)
+            if tokens is None:
+                return None  # done: what is left in its cache goes with the batch
+            if j < len(pending) and tokens[0] == pending[j]:
+                seq.accepted += 1
+                if j == len(pending) - 1:
+                    seq.draft_len = min(self.draft, 2 * seq.draft_len)  # kept whole
+                seq.cursor = seq.cursor + 1 if seq.cursor >= 0 else -1
+                if len(tokens) == 1:
+                    continue  # evaluated already: verify the next draft
+                tokens, keep = tokens[1:], first + j + 1  # forced text follows it
+            else:
+                keep = first + j
+                if j < len(pending):
+                    seq.cursor = -1  # the answer left the copy: look it up again
+                    seq.draft_len = max(1, j)
+            if keep <= positions[s]:
+                self.lc.llama_memory_seq_rm(memory, s, keep, -1)
+                positions[s] = keep - 1
+            return tokens
+        raise AssertionError("a sequence verified every draft without a row after them")
+
+    def _drafts(self, seq: _Sequence, evaluated: int) -> list[int]:
+        """The prompt's tokens that follow where the answer's last tokens occur in it (the
+        answer copies from there), to evaluate after this step's ``evaluated`` tokens; none
+        where the answer's tail is not in the prompt, or its forcing is writing."""
+        room = seq.request.max_tokens - len(seq.prefix) - len(seq.tokens) - 1
+        count = min(self.draft, seq.draft_len, room) if seq.request.draft else 0
+        if count <= 0 or len(seq.tokens) < _DRAFT_MATCH or evaluated > 1:
+            seq.cursor = -1
+            return []
+        tail = tuple(seq.tokens[-_DRAFT_MATCH:])
+        prompt = seq.prompt
+        # the copy went on with the token just sampled, or it is looked up in the prompt
+        at = seq.cursor + 1 if seq.cursor >= 0 else -1
+        if at < _DRAFT_MATCH or tuple(prompt[at - _DRAFT_MATCH : at]) != tail:
+            if seq.grams is None:
+                seq.grams = {
+                    tuple(prompt[i - _DRAFT_MATCH : i]): i for i in range(_DRAFT_MATCH, len(prompt))
+                }
+            at = seq.grams.get(tail, -1)
+        seq.cursor = at if 0 <= at < len(prompt) else -1
+        if seq.cursor < 0:
+            return []
+        drafts = prompt[at : at + count]
+        seq.drafted += len(drafts)
+        return drafts
 
     def _next_tokens(self, seq: _Sequence, row: int) -> list[int] | None:
         """One step of a sequence: the token sampled from its logits ``row`` and what its
