@@ -19,8 +19,8 @@ decoded together, one token of each per step, in a context of their own:
   kept only while the sequence's own sampler, asked at every position as it would have
   been, picks it (:meth:`BatchedGenerator._verify`). What the sampler picks is the answer
   whatever was drafted. A CPU evaluates several tokens in one call faster than one by one
-  (bench/drafting.py: a patch by the 1.5B about 11 % sooner on an AMD EPYC; the judge's
-  three perspectives, which copy less, 5 % later, so they do not ask for it).
+  (bench/drafting.py: a patch by the 1.5B 11 % sooner on an AMD EPYC; three oracles or
+  the judge's three perspectives, which copy less, 4-10 % later: they do not ask for it).
 
 Only :class:`~referee.checks.judge.backend.LlamaCppBackend` uses this, under its lock.
 """
