@@ -501,7 +501,8 @@ class BatchedGenerator:
                     seq.cursor = -1  # the answer left the copy: look it up again
                     seq.draft_len = max(1, j)
             if keep <= positions[s]:
-                self.lc.llama_memory_seq_rm(memory, s, keep, -1)
+                if not self.lc.llama_memory_seq_rm(memory, s, keep, -1):
+                    raise RuntimeError("llama.cpp kept refused drafts in its cache")
                 positions[s] = keep - 1
             return tokens
         raise AssertionError("a sequence verified every draft without a row after them")
