@@ -14,11 +14,11 @@ decoded together, one token of each per step, in a context of their own:
   only when that token breaks it — what llama.cpp's server does — because constraining
   151,000 candidates every step halves the speed, and the model mostly follows the format;
 * an answer that copies its prompt and asks for it (a patch rewrites the function it was
-  shown) is *drafted*: where its last tokens occur in its prompt, the
-  prompt's next tokens are evaluated with the sampled one in the same step, and each is
-  kept only while the sequence's own sampler, asked at every position as it would have
-  been, picks it (:meth:`BatchedGenerator._verify`). What the sampler picks is the answer
-  whatever was drafted. A CPU evaluates several tokens in one call faster than one by one
+  shown) is *drafted*: where its last tokens occur in its prompt, the prompt's next tokens
+  are evaluated with the sampled one in the same step, and each is kept only while the
+  sequence's own sampler, asked at every position as it would have been, picks it
+  (:meth:`BatchedGenerator._verify`). What the sampler picks is the answer whatever was
+  drafted. A CPU evaluates several tokens in one call faster than one by one
   (bench/drafting.py: a patch by the 1.5B 11 % sooner on an AMD EPYC; three oracles or
   the judge's three perspectives, which copy less, 4-10 % later: they do not ask for it).
 
@@ -67,9 +67,10 @@ class Request:
 _MAX_FORCED = 96  # tokens one sequence may have forced in one step (the batch holds 512)
 # prompt tokens drafted after a sampled token where the answer copies its prompt, at most:
 # a sequence drafts 4 at first, twice as many after a draft it kept whole (up to this), as
-# many as it kept after one it did not. (The 1.5B rewriting a 14-line function: 14 % less
-# time at 16 or 24 on an AMD EPYC, 9 % at 8; the rows a CPU evaluates together cost it less
-# than one by one, the more of them the less, and a refused draft wastes its rows.)
+# many as it kept after one it did not. (The 1.5B rewriting a 14-line function on an AMD
+# EPYC, drafting a fixed number every step: 14 % less time at 16 or 24, 9 % at 8; the rows
+# a CPU evaluates together cost it less than one by one, the more of them the less, and a
+# refused draft wastes its rows. With the ramp, bench/drafting.py: 11 %.)
 DRAFT = 16
 _DRAFT_MATCH = 3  # the answer's last tokens that must occur in the prompt to draft from it
 
@@ -126,7 +127,6 @@ class _Sequence:
         # drafting: where each run of _DRAFT_MATCH tokens of the prompt last occurs (the
         # index after it), the drafts evaluated and not yet verified, and where in the
         # prompt the last accepted draft ended
-        self.prompt: list[int] = list(request.tokens)
         self.grams: dict[tuple[int, ...], int] | None = None
         self.pending: list[int] = []
         self.cursor = -1
@@ -517,7 +517,7 @@ class BatchedGenerator:
             seq.cursor = -1
             return []
         tail = tuple(seq.tokens[-_DRAFT_MATCH:])
-        prompt = seq.prompt
+        prompt = seq.request.tokens
         # the copy went on with the token just sampled, or it is looked up in the prompt
         at = seq.cursor + 1 if seq.cursor >= 0 else -1
         if at < _DRAFT_MATCH or tuple(prompt[at - _DRAFT_MATCH : at]) != tail:
@@ -529,7 +529,7 @@ class BatchedGenerator:
         seq.cursor = at if 0 <= at < len(prompt) else -1
         if seq.cursor < 0:
             return []
-        drafts = prompt[at : at + count]
+        drafts = list(prompt[at : at + count])
         seq.drafted += len(drafts)
         return drafts
 
