@@ -491,7 +491,7 @@ class BatchedGenerator:
                 seq.accepted += 1
                 if j == len(pending) - 1:
                     seq.draft_len = min(self.draft, 2 * seq.draft_len)  # kept whole
-                seq.cursor = seq.cursor + 1 if seq.cursor >= 0 else -1
+                seq.cursor += 1  # drafts are only made from a cursor in the prompt
                 if len(tokens) == 1:
                     continue  # evaluated already: verify the next draft
                 tokens, keep = tokens[1:], first + j + 1  # forced text follows it
