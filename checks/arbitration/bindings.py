@@ -50,6 +50,8 @@ from referee.checks.source import SourceFile
 
 # The sites a test fix may replace: a literal in the assertion, a case, an assignment
 _EDITABLE = frozenset({"assertion", "parametrize", "assignment"})
+# How a computed expected value may be read to be evaluated on its own (known_expected)
+_KNOWN_EXPECTED = frozenset({"constructed-argument", "expression-argument"})
 
 
 class Bindings:
@@ -342,6 +344,25 @@ class Bindings:
             bound = frozenset(n for n, count in counts.items() if count and n not in nested)
             self._known = Known(ModuleNames(self.source.text), nested, bound)
         return self._known
+
+    def known_expected(self, node: Node) -> str | None:
+        """The expected value ``node``, which the test computes, written out where it is
+        known without running the test as an argument may be (an object of a
+        standard-library value class built from literals, ``datetime(2003, 9, 25)``; an
+        expression of literals), its definitions kept; None, with nothing kept, otherwise
+        (a project's object, a local, a call of anything else)."""
+        known = self._reader()
+        kept = (list(self.forms), dict(known.definitions), set(known.project_classes))
+        try:
+            site = self.site(node, "the expected value", argument=True)
+        except NotIsolated:
+            site = None
+        added = set(self.forms) - set(kept[0])
+        if site is None or site.kind != "computed" or not added <= _KNOWN_EXPECTED:
+            site = None
+            known.definitions, known.project_classes = kept[1], kept[2]
+        self.forms[:] = kept[0]
+        return site.text if site is not None else None
 
     def _form(self, form: str) -> None:
         if form not in self.forms:

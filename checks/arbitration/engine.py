@@ -38,7 +38,6 @@ from referee.checks.arbitration.observe import (
 from referee.checks.arbitration.project_data import data_file, without_test_data
 from referee.checks.arbitration.siblings import Cases, sibling_examples, worth_running
 from referee.checks.arbitration.sites import (
-    COMPARISON_IN_BOOLEAN,
     EQUALITY_OPS,
     Isolated,
     NotIsolated,
@@ -281,23 +280,21 @@ class _Context:
         )
         if refused is not None:
             return self.unclear(refused)
-        if COMPARISON_IN_BOOLEAN in isolated.forms:  # ``self.assertTrue(f(x) == 3)``
-            work.say(f"running {isolated.call} on the current code")
-            assert self.observation is not None and self.spec is not None
-            python = interpreter.for_settings(self.settings)
-            limits = pytest_run_limits(self.config)
-            observed = outcomes.observed_by_running(
-                self.observation,
-                isolated,
-                self.spec.name,
-                function_relpath,
-                lambda code, call: sandbox.evaluate(
-                    code, call, limits=limits, files=files.get(), python=python
-                ),
-            )
-            if isinstance(observed, str):
-                return self.unclear(observed)
-            self.observation = observed
+        assert self.observation is not None and self.spec is not None
+        python, limits = interpreter.for_settings(self.settings), pytest_run_limits(self.config)
+        observed = outcomes.completed(  # what the failing run could not record
+            self.observation,
+            isolated,
+            self.spec.name,
+            function_relpath,
+            lambda code, call: sandbox.evaluate(
+                code, call, limits=limits, files=files.get(), python=python
+            ),
+            work.say,
+        )
+        if isinstance(observed, str):
+            return self.unclear(observed)
+        self.observation = observed
 
         # --- the truth, from sources that saw neither the body nor the test
         model: Any = None

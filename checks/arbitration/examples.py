@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import ast
 import doctest
+import functools
+import importlib
+import inspect
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -26,15 +29,60 @@ from referee.checks.models import OracleResult
 
 
 def _literal_value(text: str) -> str | None:
-    """``text`` when it reads as a Python literal (what a value can be compared as)."""
+    """``text`` when it reads as a value a doctest can show and compare as text: a Python
+    literal, or the repr of a standard-library value built from literals
+    (``datetime.datetime(2003, 9, 25, 0, 0)``, ``[Decimal('1.5')]``: :func:`_value_repr`)."""
     text = text.strip()
     if text in ("nan", "inf", "-inf"):
         return text
     try:
-        ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        tree = ast.parse(text, mode="eval")
+        ast.literal_eval(tree)
+    except (ValueError, TypeError):
+        return text if _value_repr(tree.body) else None
+    except (SyntaxError, MemoryError, RecursionError):
         return None
     return text
+
+
+# Standard-library modules whose classes' reprs rebuild their values from literals
+_REPR_MODULES = ("datetime", "decimal", "fractions", "pathlib", "collections", "uuid", "ipaddress")
+
+
+@functools.cache
+def _value_classes() -> frozenset[str]:
+    """``datetime.datetime`` and ``Decimal``: the names a value's repr is built by."""
+    found = set()
+    for name in _REPR_MODULES:
+        module = importlib.import_module(name)
+        for attribute, value in vars(module).items():
+            if inspect.isclass(value) and not attribute.startswith("_"):
+                found.update((attribute, f"{name}.{attribute}"))
+    return frozenset(found)
+
+
+def _value_repr(node: ast.expr) -> bool:
+    """Whether ``node`` is literals and calls of standard-library value classes, all the
+    way down (``datetime.datetime(2003, 9, 25, tzinfo=datetime.timezone.utc)``)."""
+    if isinstance(node, ast.Call):
+        return (
+            dotted_name(node.func) in _value_classes()
+            and all(_value_repr(a) for a in node.args)
+            and all(k.arg is not None and _value_repr(k.value) for k in node.keywords)
+        )
+    if isinstance(node, ast.Attribute):  # datetime.timezone.utc
+        return (dotted_name(node) or "").partition(".")[0] in _REPR_MODULES
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_value_repr(item) for item in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _value_repr(k) for k in node.keys) and all(
+            _value_repr(v) for v in node.values
+        )
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 _Call = tuple[list[object], dict[str, object]]

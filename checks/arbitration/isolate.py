@@ -252,7 +252,9 @@ def isolate(
     callee, built = callee_and_object(source, fn, call_node, node)
     constructor, constructor_arguments = bindings.built_object(built, forms)
     arguments = bindings.arguments(call_node)
-    expected, op = _expected(source, bindings, node, sides, call_side, implicit, op, callee, forms)
+    expected, op, known = _expected(
+        source, bindings, node, sides, call_side, implicit, op, callee, forms
+    )
     if op != boolean_op(op, wrapper, expected.text):  # ``bool(f(x)) == False``
         op = boolean_op(op, wrapper, expected.text)
         forms.append("boolean")
@@ -278,6 +280,7 @@ def isolate(
         constructor_arguments=constructor_arguments,
         projection=projection,
         definitions=bindings.definitions,
+        expected_known=known,
     )
 
 
@@ -504,9 +507,11 @@ def _expected(
     op: str,
     callee: str,
     forms: list[str],
-) -> tuple[Site, str]:
+) -> tuple[Site, str, str | None]:
     """(where the expected value is, the operator — ``approx`` for a
-    ``pytest.approx(value)``)."""
+    ``pytest.approx(value)``, a computed one written out where it is known without
+    running the test: :meth:`Bindings.known_expected`)."""
+    known = None
     if implicit is not None:
         expected = Site(
             "implicit", node.start_byte, node.end_byte, implicit, node.start_point.row + 1
@@ -534,7 +539,8 @@ def _expected(
             if expected is None:
                 raise
             forms.append("computed-expected")
-    return expected, op
+            known = bindings.known_expected(computed)
+    return expected, op, known
 
 
 def _calls_ours(source: SourceFile, fn: Function, call: Node, ours: frozenset[str]) -> bool:

@@ -319,7 +319,7 @@ def observation(
         # what pytest's rewritten assertion shows ("assert []\n +  where [] = f(3)")
         produced = shown_value(str(crash.get("message", "")), isolated.op)
         asserted = isolated.expected.text
-    elif isolated.expected.kind == "computed":
+    elif isolated.expected.kind == "computed" and isolated.expected_known is None:
         raise NotIsolated(
             "cannot isolate the call under test: the expected value "
             f"`{excerpt(isolated.expected.text)}` is computed by the test, and the failure "
@@ -341,7 +341,8 @@ def observation(
         try:
             asserted = repr(ast.literal_eval(isolated.expected.text))
         except (ValueError, SyntaxError):
-            asserted = isolated.expected.text
+            # a computed value known on its own: evaluated later (asserted_by_evaluating)
+            asserted = isolated.expected.text if isolated.expected_known is None else None
     kind = resolved.get("kind")
     forms = isolated.forms + (
         (kind,)
@@ -367,9 +368,12 @@ def observation(
     )
 
 
-def _written_expected(isolated: Isolated) -> str:
+def _written_expected(isolated: Isolated) -> str | None:
     """The expected value of ``self.assertTrue(f(x) == 3)``, of which unittest recorded only
-    ``False``: the literal the test writes (a value it computes is not known)."""
+    ``False``: the literal the test writes; None for a value it computes that is known on
+    its own (evaluated later: :func:`asserted_by_evaluating`)."""
+    if isolated.expected.kind == "computed" and isolated.expected_known is not None:
+        return None
     if isolated.expected.kind == "computed":
         raise NotIsolated(
             "cannot isolate the call under test: the expected value "
@@ -411,3 +415,44 @@ def observed_by_running(
     if result.status == "error":
         return observation.model_copy(update={"produced_error": result.message})
     return f"could not run {excerpt(isolated.call)} on the current code: {result.message}"
+
+
+def asserted_by_evaluating(
+    observation: Observation, isolated: Isolated, run: Callable[[str, str], SandboxResult]
+) -> Observation | str:
+    """``observation`` with the value of the expected value the test computes from what
+    is known on its own (``datetime(2003, 9, 25)``: :attr:`Isolated.expected_known`),
+    evaluated by ``run(code, expression)`` in the sandbox, where the failing run recorded
+    no comparison that shows it (the call raised); a one-line reason when it cannot be."""
+    if observation.asserted is not None or isolated.expected_known is None:
+        return observation
+    result = run("", with_definitions(isolated.expected_known, isolated.definitions))
+    if result.status == "ok" and result.value is not None:
+        return observation.model_copy(update={"asserted": result.value})
+    return (
+        "cannot isolate the call under test: the expected value "
+        f"`{excerpt(isolated.expected.text)}` is computed by the test, the failure recorded "
+        f"no comparison that shows its value, and evaluating it on its own failed: "
+        f"{result.message}"
+    )
+
+
+def completed(
+    observation: Observation,
+    isolated: Isolated,
+    name: str,
+    relpath: str | None,
+    run: Callable[[str, str], SandboxResult],
+    say: Callable[[str], None],
+) -> Observation | str:
+    """``observation`` with what the failing run could not record, observed by ``run`` in
+    the sandbox: the call's value in ``self.assertTrue(f(x) == 3)``
+    (:func:`observed_by_running`), a computed expected value known on its own where the
+    call raised (:func:`asserted_by_evaluating`); a one-line reason when it cannot be."""
+    observed: Observation | str = observation
+    if COMPARISON_IN_BOOLEAN in isolated.forms:
+        say(f"running {isolated.call} on the current code")
+        observed = observed_by_running(observation, isolated, name, relpath, run)
+    if isinstance(observed, str):
+        return observed
+    return asserted_by_evaluating(observed, isolated, run)

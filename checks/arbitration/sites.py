@@ -143,6 +143,10 @@ class Isolated:
     definitions: str = ""
     # a raises assertion's message pattern as written (``match="at least"``), or None
     match: str | None = None
+    # a computed expected value known without running the test (``datetime(2003, 9,
+    # 25)``), written out to be evaluated with ``definitions`` where the failing run
+    # recorded no comparison (the call raised); None for any other expected value
+    expected_known: str | None = None
 
     @classmethod
     def at(cls, source: SourceFile, node: Node, **rest: Any) -> Isolated:
