@@ -374,7 +374,9 @@ class _Context:
         spec = self.spec
         arguments = isolated.oracle_arguments  # a method's: the constructor's too
         sources: list[OracleResult] = []
-        doctest = doctest_evidence(spec, arguments, isolated.wrapper, isolated.projection)
+        doctest = doctest_evidence(
+            spec, arguments, isolated.wrapper, isolated.projection, isolated.definitions
+        )
         if doctest is not None:
             sources.append(doctest)
         reference = reference_for(

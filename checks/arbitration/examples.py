@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import ast
 import doctest
-import functools
-import importlib
-import inspect
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from referee.checks import sandbox
@@ -25,13 +22,14 @@ from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.methods import object_uses, oracle_example
 from referee.checks.arbitration.projection import projected_literal
 from referee.checks.arbitration.sites import WRAPPERS
+from referee.checks.arbitration.std_values import built_value, imported_names, is_value_repr
 from referee.checks.models import OracleResult
 
 
 def _literal_value(text: str) -> str | None:
     """``text`` when it reads as a value a doctest can show and compare as text: a Python
     literal, or the repr of a standard-library value built from literals
-    (``datetime.datetime(2003, 9, 25, 0, 0)``, ``[Decimal('1.5')]``: :func:`_value_repr`)."""
+    (``datetime.datetime(2003, 9, 25, 0, 0)``, ``[Decimal('1.5')]``: :func:`is_value_repr`)."""
     text = text.strip()
     if text in ("nan", "inf", "-inf"):
         return text
@@ -39,50 +37,10 @@ def _literal_value(text: str) -> str | None:
         tree = ast.parse(text, mode="eval")
         ast.literal_eval(tree)
     except (ValueError, TypeError):
-        return text if _value_repr(tree.body) else None
+        return text if is_value_repr(tree.body) else None
     except (SyntaxError, MemoryError, RecursionError):
         return None
     return text
-
-
-# Standard-library modules whose classes' reprs rebuild their values from literals
-_REPR_MODULES = ("datetime", "decimal", "fractions", "pathlib", "collections", "uuid", "ipaddress")
-
-
-@functools.cache
-def _value_classes() -> frozenset[str]:
-    """``datetime.datetime`` and ``Decimal``: the names a value's repr is built by."""
-    found = set()
-    for name in _REPR_MODULES:
-        module = importlib.import_module(name)
-        for attribute, value in vars(module).items():
-            if inspect.isclass(value) and not attribute.startswith("_"):
-                found.update((attribute, f"{name}.{attribute}"))
-    return frozenset(found)
-
-
-def _value_repr(node: ast.expr) -> bool:
-    """Whether ``node`` is literals and calls of standard-library value classes, all the
-    way down (``datetime.datetime(2003, 9, 25, tzinfo=datetime.timezone.utc)``)."""
-    if isinstance(node, ast.Call):
-        return (
-            dotted_name(node.func) in _value_classes()
-            and all(_value_repr(a) for a in node.args)
-            and all(k.arg is not None and _value_repr(k.value) for k in node.keywords)
-        )
-    if isinstance(node, ast.Attribute):  # datetime.timezone.utc
-        return (dotted_name(node) or "").partition(".")[0] in _REPR_MODULES
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return all(_value_repr(item) for item in node.elts)
-    if isinstance(node, ast.Dict):
-        return all(k is not None and _value_repr(k) for k in node.keys) and all(
-            _value_repr(v) for v in node.values
-        )
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
 
 
 _Call = tuple[list[object], dict[str, object]]
@@ -99,13 +57,21 @@ def _calls(func: ast.expr, name: str, module: str | None) -> bool:
     return False
 
 
-def _call_values(call: ast.expr, name: str, module: str | None = None) -> _Call | None:
-    """The values of a call's literal arguments, when it calls ``name``."""
+def _call_values(
+    call: ast.expr, name: str, module: str | None = None, names: Mapping[str, str] | None = None
+) -> _Call | None:
+    """The values of a call's literal arguments, when it calls ``name``; with ``names``
+    (what the text's imports bind), also of arguments that are standard-library values
+    built from literals (``dt.timedelta(seconds=1001)``: :func:`built_value`)."""
     if not isinstance(call, ast.Call) or not _calls(call.func, name, module):
         return None
+
+    def value(node: ast.expr) -> object:
+        return ast.literal_eval(node) if names is None else built_value(node, names)
+
     try:
-        args = [ast.literal_eval(a) for a in call.args]
-        kwargs = {k.arg or "**": ast.literal_eval(k.value) for k in call.keywords}
+        args = [value(a) for a in call.args]
+        kwargs = {k.arg or "**": value(k.value) for k in call.keywords}
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     return args, kwargs
@@ -245,16 +211,28 @@ def wrap_literal(wrapper: str, want: str) -> str | None:
 
 
 def doctest_evidence(
-    spec: FunctionSpec, arguments: str, wrapper: str | None = None, projection: str = ""
+    spec: FunctionSpec,
+    arguments: str,
+    wrapper: str | None = None,
+    projection: str = "",
+    definitions: str = "",
 ) -> OracleResult | None:
     """The docstring's own example for this call, if it has one. With ``wrapper``
     (``list``...), an example of the wrapped call, or of the bare call whose value the
     wrapper can be applied to here. With ``projection`` (``[0]``), an example whose value
     is a literal the projection's subscripts can be applied to here (an attribute of a
-    value no literal writes is not: no evidence)."""
+    value no literal writes is not: no evidence). An argument that is a standard-library
+    value (``dt.timedelta(seconds=1001)``, its names bound by ``definitions``, the test's
+    imports) is the same as the example's when both build equal values of one type (the
+    example's names bound by its module's imports)."""
     if not spec.docstring_value:
         return None
-    ours = _call_values(ast.parse(f"{spec.name}({arguments})", mode="eval").body, spec.name)
+    ours = _call_values(
+        ast.parse(f"{spec.name}({arguments})", mode="eval").body,
+        spec.name,
+        names=imported_names(definitions),
+    )
+    theirs_names = imported_names(spec.text)
     module = spec.module
     if ours is None:
         return None
@@ -282,7 +260,7 @@ def doctest_evidence(
             if bare is None:
                 continue
             want = bare
-        theirs = _call_values(node, spec.name, module)
+        theirs = _call_values(node, spec.name, module, theirs_names)
         if theirs is not None and _same_call(ours, theirs):
             values.append((want, line))
     if projection:

@@ -1,12 +1,18 @@
-"""An expected value the test computes (``assert parse_day(s) == datetime(2003, 9, 25)``)
-when the call under test raises, so the failing run records no comparison that shows the
-expected value: where it is built from literals by standard-library value classes, as a
-known argument may be, it is evaluated on its own in the sandbox; and a docstring's
-example whose output is such a value's repr (``datetime.datetime(2003, 9, 25, 0, 0)``)
-is evidence, compared as doctest compares it: as text."""
+"""Standard-library values in arbitration.
+
+An expected value the test computes (``assert parse_day(s) == datetime(2003, 9, 25)``)
+when the call under test raises, so the failing run records no comparison that shows it:
+where it is built from literals by standard-library value classes, as a known argument
+may be, it is evaluated on its own in the sandbox. A docstring example whose output is
+such a value's repr (``datetime.datetime(2003, 9, 25, 0, 0)``) is evidence, compared as
+doctest compares it: as text. And an example whose argument is such a value
+(``dt.timedelta(minutes=2)``) is the test's call when both build the same value."""
 
 from __future__ import annotations
 
+import ast
+import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -14,8 +20,9 @@ from red_team.fake_openai import FakeModel
 from test_arbitration import project, run, scripted
 from test_arbitration_oracles import cli_project
 
-from referee.checks.arbitration.examples import docstring_examples
-from referee.checks.arbitration.isolate import TestRef, isolate
+from referee.checks.arbitration.examples import docstring_examples, doctest_evidence
+from referee.checks.arbitration.isolate import TestRef, function_spec, isolate
+from referee.checks.arbitration.std_values import built_value
 from referee.checks.source import SourceFile
 
 # ``split("/")`` where the docstring says YYYY-MM-DD: every ISO day raises ValueError
@@ -163,3 +170,96 @@ def test_a_docstring_example_shows_a_standard_library_values_repr(output: str, r
     assert found == (
         [("parse_day('2003-09-25')", output, ">>> parse_day('2003-09-25')")] if read else []
     )
+
+
+# ------------------------------------------------ a docstring example's value arguments
+
+DELTA = '''import datetime as dt
+
+
+def natural_delta(delta: dt.timedelta) -> str:
+    """How long DELTA is, in words: its largest whole unit.
+
+    >>> natural_delta({written})
+    '2 minutes'
+    """
+    minutes = int(delta.total_seconds() // 60)
+    return f"{{minutes}} minutes"
+'''
+
+
+@pytest.mark.parametrize(
+    ("written", "call", "definitions", "decided"),
+    [
+        ("dt.timedelta(seconds=120)", "dt.timedelta(seconds=120)", "import datetime as dt", True),
+        (
+            "dt.timedelta(minutes=2)",
+            "timedelta(seconds=120)",
+            "from datetime import timedelta",
+            True,
+        ),
+        (
+            "datetime.timedelta(seconds=120)",
+            "dt.timedelta(seconds=120)",
+            "import datetime as dt",
+            True,
+        ),
+        ("timedelta(seconds=120)", "dt.timedelta(seconds=120)", "import datetime as dt", True),
+        ("dt.timedelta(seconds=121)", "dt.timedelta(seconds=120)", "import datetime as dt", False),
+        ("dt.timedelta(seconds=120)", "dt.timedelta(seconds=120)", "", False),  # dt unbound
+    ],
+)
+def test_a_docstring_example_whose_argument_is_a_standard_library_value_is_the_truth(
+    written: str, call: str, definitions: str, decided: bool
+):
+    spec = function_spec(DELTA.format(written=written), "timefmt.py", "timefmt", "natural_delta")
+    found = doctest_evidence(spec, call, definitions=definitions)
+    if decided:
+        assert found is not None and (found.status, found.value) == ("ok", "'2 minutes'")
+    else:
+        assert found is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Fraction("1e999999999")',  # a string that may expand: not built in referee's process
+        "Day(2003, 9, 25)",  # no class of a standard-library value module
+        "dt.timedelta(days=dt.MAXYEAR)",  # a name of the module, not a literal
+        "dt.datetime(2003, 13, 1)",  # the constructor refuses it
+        "dt.timedelta(**{'days': 1})",
+    ],
+)
+def test_an_argument_built_here_is_only_a_value_class_on_literals(text: str):
+    with pytest.raises(ValueError):
+        built_value(ast.parse(text, mode="eval").body, {"dt": "datetime"})
+
+
+def test_an_argument_built_here_is_the_value_the_test_builds():
+    names = {"dt": "datetime", "D": "decimal.Decimal"}
+    assert built_value(ast.parse("[dt.date(2020, 1, 2), D('1.5')]", mode="eval").body, names) == [
+        dt.date(2020, 1, 2),
+        Decimal("1.5"),
+    ]
+
+
+def test_cli_a_value_argument_matched_to_its_docstring_example_is_fixed(
+    tmp_path: Path, arbitrate_json
+):
+    """End to end through ``referee arbitrate --apply``: a parametrized ``dt.timedelta``
+    argument, the docstring's example of the same value written another way; the truth
+    is the example's, no oracle is asked, the patch fixes the source."""
+    module = DELTA.format(written="dt.timedelta(minutes=2)").replace("// 60", "// 30")
+    patch = "def natural_delta(delta):\n    return f'{int(delta.total_seconds() // 60)} minutes'\n"
+    suite = (
+        "import datetime as dt\n\nimport pytest\n\nfrom text import natural_delta\n\n\n"
+        '@pytest.mark.parametrize("delta, words", [(dt.timedelta(seconds=120), "2 minutes")])\n'
+        "def test_x(delta, words):\n    assert natural_delta(delta) == words\n"
+    )
+    with FakeModel(lambda kind: patch if kind == "patch" else "raise SystemExit(3)") as model:
+        root = cli_project(tmp_path / "p", module, suite, model.url)
+        verdict, done = arbitrate_json(root, "tests/test_text.py::test_x[delta0-2 minutes]")
+    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], done.stderr[-2000:])
+    assert verdict["truth_source"] == "doctest" and verdict["truth"] == "'2 minutes'"
+    assert verdict["applied"] is True, verdict["reason"]
+    assert "// 60" in (root / "text.py").read_text(encoding="utf-8")
