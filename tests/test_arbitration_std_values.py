@@ -20,7 +20,13 @@ from red_team.fake_openai import FakeModel
 from test_arbitration import project, run, scripted
 from test_arbitration_oracles import cli_project
 
-from referee.checks.arbitration.examples import docstring_examples, doctest_evidence
+from referee.checks import sandbox
+from referee.checks.arbitration.examples import (
+    contradicted_example,
+    docstring_examples,
+    doctest_evidence,
+    example_calls,
+)
 from referee.checks.arbitration.isolate import TestRef, function_spec, isolate
 from referee.checks.arbitration.std_values import built_value
 from referee.checks.source import SourceFile
@@ -263,3 +269,29 @@ def test_cli_a_value_argument_matched_to_its_docstring_example_is_fixed(
     assert verdict["truth_source"] == "doctest" and verdict["truth"] == "'2 minutes'"
     assert verdict["applied"] is True, verdict["reason"]
     assert "// 60" in (root / "text.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("written", "definitions"),
+    [
+        ("dt.timedelta(minutes=2)", "import datetime as dt\n"),  # as the module imports it
+        ("timedelta(minutes=2)", "from datetime import timedelta\n"),
+        ("datetime.timedelta(minutes=2)", "import datetime\n"),
+    ],
+)
+def test_oracles_are_held_to_an_example_whose_argument_is_a_standard_library_value(
+    written: str, definitions: str
+):
+    spec = function_spec(DELTA.format(written=written), "timefmt.py", "timefmt", "natural_delta")
+    (example,) = example_calls(spec)
+    assert tuple(example) == (
+        f"natural_delta({written})",
+        "'2 minutes'",
+        f">>> natural_delta({written})",
+    )
+    assert example.definitions == definitions
+    right = "def natural_delta(delta):\n    return f'{int(delta.total_seconds() // 60)} minutes'\n"
+    wrong = right.replace("// 60", "// 30")
+    limits = sandbox.Limits()
+    assert contradicted_example(right, [example], limits) is None
+    assert "says '2 minutes'" in (contradicted_example(wrong, [example], limits) or "")

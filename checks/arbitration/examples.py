@@ -22,7 +22,13 @@ from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.methods import object_uses, oracle_example
 from referee.checks.arbitration.projection import projected_literal
 from referee.checks.arbitration.sites import WRAPPERS
-from referee.checks.arbitration.std_values import built_value, imported_names, is_value_repr
+from referee.checks.arbitration.std_values import (
+    built_value,
+    definitions_for,
+    imported_names,
+    is_value_repr,
+)
+from referee.checks.arbitration.suite_reading import Example
 from referee.checks.models import OracleResult
 
 
@@ -295,13 +301,16 @@ def _examples(spec: FunctionSpec) -> list[tuple[str, str, str]]:
 
 def example_calls(spec: FunctionSpec) -> list[tuple[str, str, str]]:
     """The docstring's examples that are a self-contained call of the function — literal
-    arguments, perhaps under one wrapper (``list(f(3))``) — each as (a call of the bare
-    name an oracle program defines, the value the example gives, its line). A call whose
-    examples give different values (an erratum) gives none."""
+    arguments or standard-library values built from them (``f(dt.timedelta(seconds=1))``,
+    with the imports they need as the :class:`Example`'s definitions), perhaps under one
+    wrapper (``list(f(3))``) — each as (a call of the bare name an oracle program defines,
+    the value the example gives, its line). A call whose examples give different values
+    (an erratum) gives none."""
     if not spec.docstring_value:
         return []
     found: dict[str, tuple[str, str, str]] = {}
     conflicting: set[str] = set()
+    names = imported_names(spec.text)
     for source, want, line in _examples(spec):
         try:
             node = ast.parse(source, mode="eval").body
@@ -317,8 +326,11 @@ def example_calls(spec: FunctionSpec) -> list[tuple[str, str, str]]:
             and not node.keywords
         ):
             wrapper, node = node.func.id, node.args[0]
+        definitions = ""
         if _call_values(node, spec.name, spec.module) is None:
-            continue
+            if _call_values(node, spec.name, spec.module, names) is None:
+                continue
+            definitions = definitions_for(node, names)  # ``f(dt.timedelta(seconds=1))``
         assert isinstance(node, ast.Call)
         bare = ast.Call(func=ast.Name(id=spec.name), args=node.args, keywords=node.keywords)
         call = ast.unparse(bare)
@@ -326,7 +338,7 @@ def example_calls(spec: FunctionSpec) -> list[tuple[str, str, str]]:
             call = f"{wrapper}({call})"
         if call in found and not sandbox.values_equal(found[call][1], want):
             conflicting.add(call)
-        found.setdefault(call, (call, want, line))
+        found.setdefault(call, Example(call, want, line, definitions))
     return [example for call, example in found.items() if call not in conflicting]
 
 

@@ -127,3 +127,22 @@ def built_value(node: ast.expr, names: Mapping[str, str]) -> object:
         items = [built_value(item, names) for item in node.elts]
         return items if isinstance(node, ast.List) else tuple(items)
     return ast.literal_eval(node)
+
+
+def definitions_for(node: ast.expr, names: Mapping[str, str]) -> str:
+    """The imports that bind, where ``node`` is evaluated on its own, the names its values
+    are built by as ``names`` (or the fallbacks of :func:`built_value`) bind them:
+    ``import datetime as dt``, ``from datetime import timedelta``."""
+    lines: dict[str, None] = {}
+    for sub in ast.walk(node):
+        if not isinstance(sub, (ast.Name, ast.Attribute)):
+            continue
+        head = (dotted_name(sub) or "").partition(".")[0]
+        target = _resolved(head, names) if head else ""
+        if target in REPR_MODULES:
+            lines.setdefault(f"import {target}" + (f" as {head}" if head != target else ""))
+        elif target in _classes():
+            module, _, name = target.rpartition(".")
+            alias = f" as {head}" if head != name else ""
+            lines.setdefault(f"from {module} import {name}{alias}")
+    return "".join(f"{line}\n" for line in lines)
