@@ -106,17 +106,29 @@ def test_a_computed_expected_value_of_standard_library_values_is_known_on_its_ow
 
 
 @pytest.mark.parametrize(
-    "expected",
+    ("expected", "definitions"),
     [
-        "Day(2003, 9, 25)",  # the project's own object: its value is the project's to say
-        "datetime.now()",  # a value of the run that computes it
-        "sorted([3, 1])",  # another function's value
+        # the project's own object: evaluated with the project's files and this import
+        ("Day(2003, 9, 25)", "from text import Day\n"),
+        ("sorted([3, 1])", ""),  # a built-in's value
     ],
 )
-def test_a_computed_expected_value_not_known_on_its_own_is_not_evaluated(expected: str):
+def test_a_computed_expected_value_of_the_test_modules_imports_is_evaluated_with_them(
+    expected: str, definitions: str
+):
+    found = isolated(expected, "from datetime import datetime")
+    assert found.expected.kind == "computed" and found.expected_known == expected
+    assert found.expected_definitions == definitions
+    assert "text" not in found.definitions  # the oracles' definitions hold no project import
+
+
+@pytest.mark.parametrize(
+    "expected",
+    ["helper(2003)", "Day(2003, 9, 25) + delta"],  # unbound: a local, or nothing
+)
+def test_a_computed_expected_value_that_reads_other_names_is_not_evaluated(expected: str):
     found = isolated(expected, "from datetime import datetime")
     assert found.expected.kind == "computed" and found.expected_known is None
-    assert "text" not in found.definitions  # nothing the refused reading wanted is kept
 
 
 def test_when_the_call_raises_the_expected_value_is_evaluated_and_the_source_blamed(
@@ -133,11 +145,13 @@ def test_when_the_call_raises_the_expected_value_is_evaluated_and_the_source_bla
     assert "computed-expected" in verdict.call_forms
 
 
-def test_when_the_call_raises_a_project_object_expected_is_still_unclear(tmp_path: Path):
+def test_when_the_call_raises_a_project_object_expected_is_evaluated_and_meets_no_truth(
+    tmp_path: Path,
+):
     root = project(tmp_path / "p", UNDOCUMENTED, written("Day(2003, 9, 25)"))
     verdict = run(root, NODE, scripted([f"```python\n{ORACLE}```"] * 3)).verdict
     assert verdict.verdict == "UNCLEAR"
-    assert "is computed by the test, and the failure recorded no comparison" in verdict.reason
+    assert "nor the asserted one (<text.Day object at" in verdict.reason  # built by the project
 
 
 def test_cli_a_raising_call_against_a_docstring_repr_example_is_fixed(
@@ -295,3 +309,46 @@ def test_oracles_are_held_to_an_example_whose_argument_is_a_standard_library_val
     limits = sandbox.Limits()
     assert contradicted_example(right, [example], limits) is None
     assert "says '2 minutes'" in (contradicted_example(wrong, [example], limits) or "")
+
+
+# ------------------------------------ an expected value from the parametrize table
+
+TABLE = """import datetime
+
+import pytest
+
+from text import parse_day
+
+
+@pytest.mark.parametrize("text, expected", [("2003-09-25", datetime.datetime(2003, 9, 25))])
+def test_x(text, expected):
+    parsed = parse_day(text)
+    assert parsed.year == expected.year
+    assert parsed == expected
+"""
+TABLE_NODE = "tests/test_text.py::test_x[2003-09-25-expected0]"
+
+
+@pytest.mark.parametrize(
+    ("module", "asserted", "forms"),
+    [
+        # the call raises: the case, projected (``.year``), is evaluated on its own
+        (UNDOCUMENTED, "2003", ("assigned-call", "projection", "parametrize", "computed-expected")),
+        # the call returns a wrong day: the comparison recorded the case's value
+        (
+            UNDOCUMENTED.replace('split("/")', 'split("-")').replace("int(day))", "int(day) - 1)"),
+            "datetime.datetime(2003, 9, 25, 0, 0)",
+            ("assigned-call", "parametrize", "computed-expected"),
+        ),
+    ],
+    ids=["raises", "returns"],
+)
+def test_an_expected_value_the_parametrize_table_builds_blames_a_wrong_source(
+    tmp_path: Path, module: str, asserted: str, forms: tuple[str, ...]
+):
+    root = project(tmp_path / "p", module, TABLE)
+    verdict = run(root, TABLE_NODE, scripted([f"```python\n{ORACLE}```"] * 3)).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.asserted == verdict.truth == asserted
+    assert set(forms) <= set(verdict.call_forms), verdict.call_forms
+    assert verdict.observation.expected_site == "computed"  # never edited

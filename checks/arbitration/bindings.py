@@ -584,6 +584,27 @@ class Bindings:
         return Site("computed", node.start_byte, node.end_byte, literal, node.start_point.row + 1)
 
     def _parametrized(self, name: str, argument: bool = False) -> Site | None:
+        found = self.case_value(name)
+        if found is None:
+            return None
+        value, case = found
+        text = self.source.node_text(value)
+        if not is_literal(text):
+            # an argument's case may be a known value: ``typing.ForwardRef("X")``
+            return self._known_value(value) if argument else None
+        return Site(
+            "parametrize",
+            value.start_byte,
+            value.end_byte,
+            text,
+            value.start_point.row + 1,
+            case=(case.start_byte, case.end_byte),
+        )
+
+    def case_value(self, name: str) -> tuple[Node, Node] | None:
+        """(the value, its whole case) the parametrize decorator gives the argument
+        ``name`` in the case that ran; None when ``name`` is no parametrized argument or
+        its case is not written out; NotIsolated when its values are no written list."""
         if name not in self.indices:
             return None
         for decorator in self._parametrize_decorators():
@@ -613,19 +634,7 @@ class Bindings:
             position = names.index(name)
             if position >= len(items):
                 return None
-            value = unwrap(items[position])
-            text = self.source.node_text(value)
-            if not is_literal(text):
-                # an argument's case may be a known value: ``typing.ForwardRef("X")``
-                return self._known_value(value) if argument else None
-            return Site(
-                "parametrize",
-                value.start_byte,
-                value.end_byte,
-                text,
-                value.start_point.row + 1,
-                case=(cases[index].start_byte, cases[index].end_byte),
-            )
+            return unwrap(items[position]), cases[index]
         return None
 
     def case_lines(self) -> list[tuple[int, int]]:

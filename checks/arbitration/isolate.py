@@ -28,6 +28,7 @@ from tree_sitter import Node
 
 from referee.checks.arbitration.assertion_methods import ALIASES, METHODS
 from referee.checks.arbitration.bindings import Bindings
+from referee.checks.arbitration.computed import computed_expected
 from referee.checks.arbitration.helpers import (
     HelperAssertion,
     RaisedBefore,
@@ -280,7 +281,8 @@ def isolate(
         constructor_arguments=constructor_arguments,
         projection=projection,
         definitions=bindings.definitions,
-        expected_known=known,
+        expected_known=known[0] if known is not None else None,
+        expected_definitions=known[1] if known is not None else "",
     )
 
 
@@ -507,7 +509,7 @@ def _expected(
     op: str,
     callee: str,
     forms: list[str],
-) -> tuple[Site, str, str | None]:
+) -> tuple[Site, str, tuple[str, str] | None]:
     """(where the expected value is, the operator — ``approx`` for a
     ``pytest.approx(value)``, a computed one written out where it is known without
     running the test: :meth:`Bindings.known_expected`)."""
@@ -532,14 +534,10 @@ def _expected(
         try:
             expected = bindings.site(expected_node, "the expected value")
         except NotIsolated:
-            # an expression the test evaluates, in the assertion or assigned to the name it
-            # reads (``want = datetime(2003, 9, 25)``, then ``assert parse(s) == want``)
-            computed = bindings.assigned_value(expected_node) or unwrap(expected_node)
-            expected = _computed(source, computed, callee)
-            if expected is None:
+            found = computed_expected(source, bindings, expected_node, callee, forms)
+            if found is None:
                 raise
-            forms.append("computed-expected")
-            known = bindings.known_expected(computed)
+            expected, known = found
     return expected, op, known
 
 
@@ -565,31 +563,6 @@ def _unwrapped(source: SourceFile, call: Node) -> Node:
 def _callee_of(source: SourceFile, call: Node) -> str | None:
     """The dotted name a call calls, through a wrapper (``sorted(f(x))``: ``f``)."""
     return dotted(source, _unwrapped(source, call).child_by_field_name("function"))
-
-
-def _computed(source: SourceFile, node: Node, callee: str) -> Site | None:
-    """The expected value as an expression the test evaluates — a constructor of literals
-    (``datetime(2003, 9, 25)``), another function's value — when it does not call the
-    function under test itself: its value is the one the failing comparison recorded, and
-    it is never edited (there is no literal to replace)."""
-    node = unwrap(node)
-    if node.type in ("identifier", "attribute", "subscript"):
-        return None  # a name: where its value came from is not read here
-    name = callee.rsplit(".", 1)[-1]
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type in ("lambda", "generator_expression", "list_comprehension",
-                            "set_comprehension", "dictionary_comprehension", "await"):  # fmt: skip
-            return None
-        if current.type == "call":
-            called = dotted(source, current.child_by_field_name("function")) or ""
-            if called == callee or called.rsplit(".", 1)[-1] == name:
-                return None
-        stack.extend(current.named_children)
-    return Site(
-        "computed", node.start_byte, node.end_byte, source.node_text(node), node.start_point.row + 1
-    )
 
 
 # ------------------------------------------------------------------ the function under test

@@ -417,6 +417,15 @@ def observed_by_running(
     return f"could not run {excerpt(isolated.call)} on the current code: {result.message}"
 
 
+# The project's root and its src/ first on the path: where the test module's imports of
+# the project resolve (the sandbox's working directory is a copy of the project's files)
+_PROJECT_ON_PATH = (
+    "import os as _referee_os, sys as _referee_sys\n"
+    "_referee_sys.path[:0] = [_referee_os.getcwd(), _referee_os.path.join("
+    "_referee_os.getcwd(), 'src')]\n"
+)
+
+
 def asserted_by_evaluating(
     observation: Observation, isolated: Isolated, run: Callable[[str, str], SandboxResult]
 ) -> Observation | str:
@@ -426,7 +435,9 @@ def asserted_by_evaluating(
     no comparison that shows it (the call raised); a one-line reason when it cannot be."""
     if observation.asserted is not None or isolated.expected_known is None:
         return observation
-    result = run("", with_definitions(isolated.expected_known, isolated.definitions))
+    definitions = isolated.definitions + isolated.expected_definitions
+    code = _PROJECT_ON_PATH if isolated.expected_definitions else ""
+    result = run(code, with_definitions(isolated.expected_known, definitions))
     if result.status == "ok" and result.value is not None:
         return observation.model_copy(update={"asserted": result.value})
     return (

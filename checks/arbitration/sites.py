@@ -143,10 +143,13 @@ class Isolated:
     definitions: str = ""
     # a raises assertion's message pattern as written (``match="at least"``), or None
     match: str | None = None
-    # a computed expected value known without running the test (``datetime(2003, 9,
-    # 25)``), written out to be evaluated with ``definitions`` where the failing run
-    # recorded no comparison (the call raised); None for any other expected value
+    # a computed expected value that can be evaluated on its own (``datetime(2003, 9,
+    # 25)``, ``datetime.datetime(2007, 6, 23, tzinfo=iso8601.UTC).year``), written out to
+    # be evaluated with ``definitions`` and ``expected_definitions`` (the test module's
+    # imports it needs besides, the project's among them: evaluated with the project's
+    # files) where the failing run recorded no comparison (the call raised); else None
     expected_known: str | None = None
+    expected_definitions: str = ""
 
     @classmethod
     def at(cls, source: SourceFile, node: Node, **rest: Any) -> Isolated:
