@@ -189,6 +189,29 @@ def test_the_class_is_read_statically_never_a_function_or_a_missing_name(tmp_pat
     assert project_class(root, "nowhere", "Command") is None
 
 
+@pytest.mark.parametrize(
+    ("init", "found"),
+    [
+        # one class re-exported twice (a package that imports it from two modules)
+        ("from .types import Command\nfrom .types import Command as Command\n", True),
+        ("from .alias import Cmd as Command\n", True),  # renamed on the way: read as Cmd
+        ("from .types import Command\nfrom .other import Command\n", False),  # two classes
+        ("from .types import Command\nCommand = None\n", False),  # bound by something else
+    ],
+    ids=["twice", "renamed", "two-classes", "rebound"],
+)
+def test_a_re_exported_class_is_followed_under_the_name_it_has_there(
+    tmp_path: Path, init: str, found: bool
+):
+    root = _package(tmp_path)
+    package = root / "mypkg"
+    (package / "alias.py").write_text("from .types import Command as Cmd\n", encoding="utf-8")
+    (package / "other.py").write_text("class Command:\n    pass\n", encoding="utf-8")
+    (package / "__init__.py").write_text(init, encoding="utf-8")
+    cls = project_class(root, "mypkg", "Command")
+    assert (cls is not None and cls.name == "Command") is found
+
+
 def test_the_oracles_see_the_class_without_its_bodies(tmp_path: Path):
     cls = project_class(_package(tmp_path), "mypkg", "Command")
     assert cls is not None

@@ -75,44 +75,54 @@ def module_file(root: Path, module: str) -> Path | None:
 
 def project_class(root: Path, module: str, name: str) -> ast.ClassDef | None:
     """The top-level ``class name`` that ``from module import name`` reaches in the
-    project's files under ``root`` — following ``from x import name`` re-exports — or
-    None (a function, a module, a name bound by anything else, a file outside it)."""
-    for _ in range(_HOPS):
-        path = module_file(root, module)
-        if path is None:
-            return None
-        try:
-            tree = ast.parse(path.read_bytes())
-        except (OSError, SyntaxError, ValueError):
-            return None
-        found: ast.ClassDef | None = None
-        onward: str | None = None
-        bindings = 0
-        for stmt in tree.body:
-            if isinstance(stmt, ast.ClassDef) and stmt.name == name:
-                found, bindings = stmt, bindings + 1
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
-                bindings += 1
-            elif isinstance(stmt, ast.ImportFrom):
-                for alias in stmt.names:
-                    if (alias.asname or alias.name) == name:
-                        bindings += 1
-                        onward = _absolute(module, path, stmt, alias.name)
-            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import)):
-                targets = [n for n in ast.walk(stmt) if isinstance(n, ast.Name)]
-                aliases = getattr(stmt, "names", [])
-                if any(t.id == name for t in targets) or any(
-                    (a.asname or a.name) == name for a in aliases
-                ):
-                    bindings += 1
-        if bindings != 1:
-            return None
-        if found is not None:
-            return found
-        if onward is None:
-            return None
-        module = onward
-    return None
+    project's files under ``root`` — following ``from x import name`` re-exports, each
+    under the name it has there (the same class imported twice, ``from .a import C`` then
+    ``from .b import C``, is one class) — or None (a function, a module, a name bound by
+    anything else, a file outside it)."""
+    found = _class_at(root, module, name, _HOPS)
+    return found[1] if found is not None else None
+
+
+def _class_at(
+    root: Path, module: str, name: str, hops: int
+) -> tuple[tuple[Path, int], ast.ClassDef] | None:
+    """((its file, its line), the class) :func:`project_class` reaches, at most ``hops``
+    re-exports on."""
+    path = module_file(root, module) if hops > 0 else None
+    if path is None:
+        return None
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    classes = [s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name]
+    onward: list[tuple[str | None, str]] = []  # (module, the name there) of each re-export
+    others = 0
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            others += 1
+        elif isinstance(stmt, ast.ImportFrom):
+            onward += [
+                (_absolute(module, path, stmt, alias.name), alias.name)
+                for alias in stmt.names
+                if (alias.asname or alias.name) == name
+            ]
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import)):
+            targets = [n for n in ast.walk(stmt) if isinstance(n, ast.Name)]
+            aliases = getattr(stmt, "names", [])
+            if any(t.id == name for t in targets) or any(
+                (a.asname or a.name) == name for a in aliases
+            ):
+                others += 1
+    if others or len(classes) + bool(onward) != 1 or len(classes) > 1:
+        return None
+    if classes:
+        return (path, classes[0].lineno), classes[0]
+    reached = [_class_at(root, m, n, hops - 1) if m else None for m, n in onward]
+    first = reached[0]
+    if first is None or any(r is None or r[0] != first[0] for r in reached[1:]):
+        return None
+    return first
 
 
 def _absolute(module: str, path: Path, stmt: ast.ImportFrom, name: str) -> str | None:
