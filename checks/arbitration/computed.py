@@ -5,7 +5,7 @@ literal (``expected_datetime``, a ``datetime.datetime(...)`` in the table), or a
 attribute or literal item of one (``expected_datetime.year``). Its value is the one the
 failing comparison recorded, and it is never edited: there is no literal to replace.
 Where it reads nothing but literals, built-ins and the test module's imports, it is also
-written out to be evaluated on its own when the call raised (:data:`Known`): with the
+written out to be evaluated on its own when the call raised (:data:`Evaluable`): with the
 standard library alone where it is known without running the test
 (:meth:`Bindings.known_expected`), else with the project's files and the imports it needs
 — the test's own expression, computed as the test would compute it."""
@@ -26,12 +26,12 @@ from referee.checks.source import SourceFile
 
 # (the expected value written out to be evaluated on its own, the test module's imports
 # it needs beside the call's definitions: "" where it needs only the standard library's)
-Known = tuple[str, str]
+Evaluable = tuple[str, str]
 
 
 def computed_expected(
     source: SourceFile, bindings: Bindings, node: Node, callee: str, forms: list[str]
-) -> tuple[Site, Known | None] | None:
+) -> tuple[Site, Evaluable | None] | None:
     """(the expected value ``node`` as computed, written out where it can be evaluated on
     its own), the forms added to ``forms``; None when it is not one the test computes
     independently of the function under test."""
@@ -54,7 +54,7 @@ def computed_expected(
 
 def _parametrized_case(
     source: SourceFile, bindings: Bindings, node: Node, callee: str
-) -> tuple[Site, Known | None] | None:
+) -> tuple[Site, Evaluable | None] | None:
     """``expected_datetime`` or ``expected_datetime.year``, a parametrized argument whose
     case in the table is no literal, perhaps projected by attributes and literal items:
     the case as written, projected (``datetime.datetime(2007, 6, 23).year``); None for
@@ -75,7 +75,7 @@ def _parametrized_case(
     return site, ((f"({known}){projection}" if projection else known), "")
 
 
-def _with_imports(source: SourceFile, bindings: Bindings, text: str) -> Known | None:
+def _with_imports(source: SourceFile, bindings: Bindings, text: str) -> Evaluable | None:
     """``text`` and the test module's imports of every name it reads, where each is such
     an import (bound once, in the module and not in the test) or a built-in; else None."""
     try:

@@ -275,13 +275,11 @@ class _Context:
 
         # Every way on from here runs code in the sandbox (a reference, oracles, the test
         # module with a fix); where the sandbox has no kernel boundary, none of it runs.
-        refused = sandbox.boundary_problem(
-            pytest_run_limits(self.config), interpreter.for_settings(self.settings)
-        )
+        python, limits = interpreter.for_settings(self.settings), pytest_run_limits(self.config)
+        refused = sandbox.boundary_problem(limits, python)
         if refused is not None:
             return self.unclear(refused)
         assert self.observation is not None and self.spec is not None
-        python, limits = interpreter.for_settings(self.settings), pytest_run_limits(self.config)
         observed = outcomes.completed(  # what the failing run could not record
             self.observation,
             isolated,

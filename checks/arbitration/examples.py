@@ -41,11 +41,12 @@ def _literal_value(text: str) -> str | None:
         return text
     try:
         tree = ast.parse(text, mode="eval")
-        ast.literal_eval(tree)
-    except (ValueError, TypeError):
-        return text if is_value_repr(tree.body) else None
-    except (SyntaxError, MemoryError, RecursionError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
+    try:
+        ast.literal_eval(tree)
+    except (ValueError, TypeError, MemoryError, RecursionError):
+        return text if is_value_repr(tree.body) else None
     return text
 
 

@@ -20,6 +20,7 @@ import inspect
 from collections.abc import Mapping
 
 from referee.checks.arbitration.ast_names import dotted_name
+from referee.checks.arbitration.known import ModuleNames
 
 # Standard-library modules whose classes' reprs rebuild their values from literals
 REPR_MODULES = ("datetime", "decimal", "fractions", "pathlib", "collections", "uuid", "ipaddress")
@@ -73,25 +74,10 @@ def is_value_repr(node: ast.expr) -> bool:
 
 
 def imported_names(text: str) -> dict[str, str]:
-    """What the top-level imports of ``text`` bind: ``{"dt": "datetime", "timedelta":
-    "datetime.timedelta"}``; {} for text that does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return {}
-    names: dict[str, str] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.asname:
-                    names[alias.asname] = alias.name
-                else:
-                    head = alias.name.partition(".")[0]
-                    names[head] = head
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
-            for alias in stmt.names:
-                names[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
-    return names
+    """What the top-level imports of ``text`` bind (:class:`~referee.checks.arbitration.
+    known.ModuleNames`): ``{"dt": "datetime", "timedelta": "datetime.timedelta"}``; {} for
+    text that does not parse."""
+    return {name: target for name, (target, _) in ModuleNames(text).imported.items()}
 
 
 def _resolved(name: str, names: Mapping[str, str]) -> str:
