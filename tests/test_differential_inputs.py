@@ -16,7 +16,14 @@ from referee.checks.arbitration.isolate import function_spec
 from referee.checks.arbitration.truth import LazyModel, prompts
 from referee.checks.configuration import ArbitrationConfig, ExecutionConfig
 from referee.checks.execution.differential import check_function
-from referee.checks.execution.inputs import generated_inputs, parse_proposals, suite_inputs
+from referee.checks.execution.inputs import (
+    Input,
+    docstring_inputs,
+    generated_inputs,
+    parse_proposals,
+    suite_inputs,
+)
+from referee.checks.execution.running import run_code
 
 needs_sandbox = pytest.mark.skipif(
     sandbox.boundary_problem() is not None, reason="needs the sandbox's kernel boundary"
@@ -140,3 +147,98 @@ def test_a_function_that_ignores_what_its_docstring_names_is_caught_by_proposed_
     (request,) = [b for b in asked if b["messages"][0]["content"] == prompts().inputs_system]
     prompt = request["messages"][1]["content"]
     assert "ignoring case and punctuation" in prompt and "text[::-1]" not in prompt
+
+
+# A docstring whose examples pass standard-library values built from literals, as real
+# projects' docstrings do (``humanize``-style formatters of a ``timedelta``).
+MINUTES = '''import datetime as dt
+
+
+def in_minutes(delta: dt.timedelta) -> str:
+    """How long ``delta`` is in whole minutes, rounded down, days included.
+
+    >>> in_minutes(dt.timedelta(minutes=2))
+    '2 minutes'
+    >>> in_minutes(dt.timedelta(days=1, minutes=1))
+    '1441 minutes'
+    """
+    return f"{delta.seconds // 60} minutes"
+'''
+MINUTES_ORACLE = (
+    "```python\nfrom datetime import timedelta as dt\n\n"  # `dt` means another thing here
+    "def in_minutes(delta):\n"
+    "    assert dt is not None\n"
+    "    return f'{int(delta.total_seconds()) // 60} minutes'\n```"
+)
+
+
+def test_docstring_examples_of_standard_library_values_are_inputs_with_their_imports():
+    spec = function_spec(MINUTES, "span.py", "span", "in_minutes")
+    found = docstring_inputs(spec)
+    assert [(i.arguments, i.expected, i.definitions) for i in found] == [
+        ("dt.timedelta(minutes=2)", "'2 minutes'", "import datetime as dt\n"),
+        ("dt.timedelta(days=1, minutes=1)", "'1441 minutes'", "import datetime as dt\n"),
+    ]
+    # nothing of the project's, and no call that is not a value class's, is read
+    text = MINUTES.replace("dt.timedelta(minutes=2)", "dt.timedelta(minutes=two())")
+    text = text.replace("dt.timedelta(days=1, minutes=1)", "Span(days=1)")
+    assert docstring_inputs(function_spec(text, "span.py", "span", "in_minutes")) == []
+
+
+def test_the_suites_assertions_on_standard_library_values_carry_their_imports():
+    tests = {
+        "tests/test_span.py": (
+            "from datetime import timedelta\nfrom span import in_minutes\n\n\n"
+            "def test_hour():\n"
+            '    assert in_minutes(timedelta(hours=1)) == "60 minutes"\n'
+        )
+    }
+    (found,) = suite_inputs("in_minutes", "span", tests)
+    assert found.arguments == "timedelta(hours=1)"
+    assert "from datetime import timedelta" in found.definitions
+
+
+@needs_sandbox
+def test_an_input_s_imports_never_replace_the_program_s_own_names():
+    # the program binds `datetime` to the class; the input's `import datetime` binds the
+    # module, for the argument alone
+    code = (
+        "from datetime import datetime\n\n"
+        "def f(d):\n    return datetime(2020, 1, 1).year - d.year\n"
+    )
+    item = Input("datetime.date(2019, 5, 5)", "docstring", None, "", "import datetime\n")
+    run = run_code("oracle-1", code, "f", [item], sandbox.Limits())
+    assert run.values == [("ok", "1")], run
+
+
+@needs_sandbox
+def test_a_function_contradicting_a_docstring_example_of_a_timedelta_is_rejected():
+    with FakeModel(lambda kind: MINUTES_ORACLE) as server:
+        model = LazyModel("openai", "fake", server.url, None, timeout=30)
+        result = check_function(
+            function_spec(MINUTES, "span.py", "span", "in_minutes"),
+            "span.py",
+            {"span.py": MINUTES},
+            {},
+            ExecutionConfig(generated_inputs=0, proposed_inputs=0),
+            ArbitrationConfig(),
+            model=model,
+        )
+    assert result.status == "REJECT", result
+    assert result.call == "in_minutes(dt.timedelta(days=1, minutes=1))"
+    assert result.produced == "returned '1 minutes'" and result.truth == "'1441 minutes'"
+    # the right function passes the same examples
+    fixed = MINUTES.replace("delta.seconds // 60", "int(delta.total_seconds()) // 60")
+    with FakeModel(lambda kind: MINUTES_ORACLE) as server:
+        model = LazyModel("openai", "fake", server.url, None, timeout=30)
+        result = check_function(
+            function_spec(fixed, "span.py", "span", "in_minutes"),
+            "span.py",
+            {"span.py": fixed},
+            {},
+            ExecutionConfig(generated_inputs=0, proposed_inputs=0),
+            ArbitrationConfig(),
+            model=model,
+        )
+    assert result.status != "REJECT", result
+    assert result.inputs.get("docstring") == 2, result

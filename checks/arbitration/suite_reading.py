@@ -779,9 +779,10 @@ def assertions(
 
 
 def static_examples(name: str, module: str, tests: dict[str, str]) -> list[Found]:
-    """Every assertion about ``module.name`` in ``tests`` (path → text), unfiltered: the
-    inputs the differential check takes from the suite."""
+    """Every assertion about ``module.name`` in ``tests`` (path → text), unfiltered, known
+    values included (each with its definitions): the inputs the differential check takes
+    from the suite."""
     found: list[Found] = []
     for path, text in sorted(tests.items()):
-        found.extend(assertions(text, path, name, module)[0])
+        found.extend(assertions(text, path, name, module, known=True)[0])
     return found

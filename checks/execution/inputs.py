@@ -5,7 +5,10 @@ project's tests pass to the function (read from the tests' calls and assertions,
 guessed), the inputs a model proposes from the docstring, and inputs generated from the
 signature's annotations with hypothesis, shaped like the known ones and kept inside the
 conditions the docstring states (:class:`Precondition`). Nothing here runs project code:
-arguments are literals, read with :func:`ast.literal_eval`.
+arguments are literals, read with :func:`ast.literal_eval`, or standard-library values
+built from literals (``dt.timedelta(minutes=2)``, by the class's own constructor:
+:func:`~referee.checks.arbitration.std_values.built_value`), which travel with the
+imports their names need (:attr:`Input.definitions`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Literal
 from referee.checks.arbitration.examples import docstring_examples
 from referee.checks.arbitration.isolate import FunctionSpec
 from referee.checks.arbitration.programs import extract_code
+from referee.checks.arbitration.std_values import built_value, definitions_for, imported_names
 from referee.checks.arbitration.suite_reading import static_examples
 from referee.checks.arbitration.truth import prompts
 
@@ -34,6 +38,9 @@ class Input:
     origin: Origin
     expected: str | None = None  # the docstring's value for it
     where: str = ""  # the docstring line, or the test file
+    # the imports its arguments need where they are standard-library values built from
+    # literals (``dt.timedelta(minutes=2)``: ``import datetime as dt``), else ""
+    definitions: str = ""
 
 
 # ---------------------------------------------------------------------------- inputs
@@ -56,9 +63,29 @@ def _literal_args(call: ast.Call) -> str | None:
     return ", ".join(parts)
 
 
+def _value_args(call: ast.Call, names: dict[str, str]) -> str | None:
+    """A call's arguments as written where each is a literal or a standard-library value
+    built from literals (:func:`~referee.checks.arbitration.std_values.built_value`)."""
+    try:
+        for arg in call.args:
+            built_value(arg, names)  # a Starred raises ValueError
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                return None
+            built_value(keyword.value, names)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, OverflowError):
+        return None
+    parts = [ast.unparse(a) for a in call.args]
+    parts += [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords]
+    return ", ".join(parts)
+
+
 def docstring_inputs(spec: FunctionSpec) -> list[Input]:
-    """The docstring's examples of calls with literal arguments, with their values."""
+    """The docstring's examples of calls with literal arguments, or standard-library values
+    built from literals (with the imports they need, as the function's module binds the
+    names), with their values."""
     found: list[Input] = []
+    names: dict[str, str] | None = None
     for source, want, line in docstring_examples(spec.docstring_value or "", spec.name):
         try:
             node = ast.parse(source, mode="eval").body
@@ -73,6 +100,11 @@ def docstring_inputs(spec: FunctionSpec) -> list[Input]:
         arguments = _literal_args(node)
         if arguments is not None:
             found.append(Input(arguments, "docstring", want, line))
+            continue
+        names = imported_names(spec.text) if names is None else names
+        arguments = _value_args(node, names)
+        if arguments is not None:  # ``natural_delta(dt.timedelta(minutes=2))``
+            found.append(Input(arguments, "docstring", want, line, definitions_for(node, names)))
     return found
 
 
@@ -582,7 +614,22 @@ def suite_inputs(name: str, module: str, tests: dict[str, str]) -> list[Input]:
     """The arguments of the project's own assertions about ``module.name`` (``assert
     f(1) == 2``, parametrize rows included: see :mod:`referee.checks.arbitration.suite`):
     the inputs its author checked it on, values left out (they may be another red test)."""
-    return [Input(f.arguments, "test", None, f.where) for f in static_examples(name, module, tests)]
+    found: list[Input] = []
+    for example in static_examples(name, module, tests):
+        if example.known and not _standard_values(example.arguments, example.definitions):
+            continue  # a lambda, a function or an object of the test's: no input of the spec
+        found.append(Input(example.arguments, "test", None, example.where, example.definitions))
+    return found
+
+
+def _standard_values(arguments: str, definitions: str) -> bool:
+    """Whether ``arguments`` are literals and standard-library values built from them,
+    their names bound by ``definitions``' imports."""
+    try:
+        call = ast.parse(f"f({arguments})", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return isinstance(call, ast.Call) and _value_args(call, imported_names(definitions)) is not None
 
 
 def proposal_messages(spec: FunctionSpec, count: int) -> list[dict[str, str]]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from referee.checks import sandbox
 from referee.checks.arbitration.examples import PROBE, probe_cap, probe_values
+from referee.checks.arbitration.known import with_definitions
 from referee.checks.interpreter import Interpreter
 
 if TYPE_CHECKING:
@@ -59,7 +60,10 @@ class Run:
 
 
 def _expression(callee: str, inputs: Sequence[Input]) -> str:
-    return "[" + ", ".join(f"_referee_probe(lambda: {callee}({i.arguments}))" for i in inputs) + "]"
+    """Each input's call, probed; arguments that need imports (``dt.timedelta(...)``) get
+    them in a copy of the program's namespace, never replacing the program's own names."""
+    calls = [with_definitions(f"{callee}({i.arguments})", i.definitions) for i in inputs]
+    return "[" + ", ".join(f"_referee_probe(lambda: {call})" for call in calls) + "]"
 
 
 def run_code(
