@@ -642,3 +642,29 @@ def test_large():
         "assert is_small(10)" in text and "assert is_small(20)" in text
     )
     assert "is_small(30)" not in text and "BODY-MARKER" not in text
+
+
+def test_cli_reads_the_suite_of_a_function_its_package_re_exports_under_the_module_s_name(
+    tmp_path: Path, referee
+):
+    """``count_words/__init__.py`` re-exports ``count_words`` from ``count_words/
+    count_words.py``: the package's attribute ``count_words`` is the function, not the
+    module, so the suite's assertions must be run on the module as the import system
+    holds it (before, ``import count_words.count_words as m`` gave the function, every
+    assertion "could not be run on the current code", and the case was UNCLEAR)."""
+    with FakeModel(lambda kind: "", answer_for=misread_first(ORACLE, MISREAD, PATCH)) as model:
+        root = cli_project(
+            tmp_path / "p", BUGGY, SUITE.replace("from text", "from count_words"), model.url
+        )
+        (root / "text.py").unlink()
+        package = root / "count_words"
+        package.mkdir()
+        (package / "__init__.py").write_text(
+            "from .count_words import count_words\n", encoding="utf-8"
+        )
+        (package / "count_words.py").write_text(BUGGY, encoding="utf-8")
+        verdict = arbitrate_json(referee, root, "--apply")
+    assert verdict["verdict"] == "SOURCE_WRONG", (verdict["reason"], verdict["spec_examples"])
+    assert verdict["truth_source"] == "oracles (spec from suite: 3 examples)"
+    assert verdict["applied"] and verdict["fix"]["side"] == "source"
+    assert "text.split()" in (package / "count_words.py").read_text(encoding="utf-8")

@@ -22,11 +22,15 @@ if TYPE_CHECKING:
 
 # Imports the project's module ``module`` (a file at ``relpath``, under the sys.path
 # entry ``entry``) as ``_referee_m``, by its file when the import system cannot find it.
+# The module itself, as ``sys.modules`` holds it: ``import pkg.mod as m`` gives the
+# package's attribute ``mod``, which a package that re-exports a same-named class
+# (``from .croniter import croniter``) has rebound to the class.
 MODULE_IMPORT = """
+import importlib as _referee_importlib
 import importlib.util as _referee_util, os as _referee_os, sys as _referee_sys
 _referee_sys.path.insert(0, _referee_os.path.join(_referee_os.getcwd(), {entry!r}))
 try:
-    import {module} as _referee_m
+    _referee_m = _referee_importlib.import_module({module!r})
 except ImportError:
     _referee_spec = _referee_util.spec_from_file_location(
         {module!r}, _referee_os.path.join(_referee_os.getcwd(), {relpath!r})
