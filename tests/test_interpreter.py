@@ -464,6 +464,51 @@ def test_referee_arbitrate_runs_the_project_in_its_own_dot_venv(
     ], done.stderr
 
 
+SHIFT = "import projdep\n\n\ndef shift(x):\n    return x + projdep.VALUE\n"
+SHIFT_TESTS = """from calc import shift
+
+
+def test_zero():
+    assert shift(0) == 41
+
+
+def test_one():
+    assert shift(1) == 42
+
+
+def test_two():
+    assert shift(2) == 44
+"""
+SHIFT_ORACLE = "def shift(x):\n    return x + 41\n"  # the fake server fences it
+
+
+def test_the_suites_assertions_run_in_the_projects_dot_venv(
+    tmp_path: Path, referee, copied_pytest: Path
+):
+    """No docstring: the truth is written from the suite's passing assertions, which
+    must first run on the current code — with projdep, which only the project's .venv
+    holds (in referee's interpreter they "could not be run", and the case was UNCLEAR)."""
+    from red_team.fake_openai import FakeModel
+
+    root = tmp_path / "project"
+    (root / "tests").mkdir(parents=True)
+    (root / "calc.py").write_text(SHIFT, encoding="utf-8")
+    (root / "tests" / "test_calc.py").write_text(SHIFT_TESTS, encoding="utf-8")
+    make_venv(root / ".venv", copied_pytest)
+    if (problem := sandbox.boundary_problem(python=find(root))) is not None:
+        pytest.skip(problem)
+    with FakeModel(lambda kind: SHIFT_ORACLE) as model:
+        (root / "referee.toml").write_text(
+            f'[arbitration]\nbackend = "openai"\nurl = "{model.url}"\nmodel = "fake"\n',
+            encoding="utf-8",
+        )
+        done = referee("arbitrate", "tests/test_calc.py::test_two", "--format", "json", cwd=root)
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "TEST_WRONG", (verdict["reason"], verdict["spec_examples"])
+    assert verdict["truth_source"] == "oracles (spec from suite: 2 examples)"
+    assert (verdict["produced"], verdict["truth"]) == ("43", "43")
+
+
 # ------------------------------------------------------------ the project's pytest plugins
 
 # A pytest plugin as pip installs one: a module and a dist-info whose entry point in the

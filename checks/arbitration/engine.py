@@ -604,6 +604,7 @@ class _Context:
                 pytest_run_limits(self.config),
                 failing=(arguments, definitions),
                 owner=owner,
+                python=interpreter.for_settings(self.settings),
             )
         left_out = ", ".join(f"{n} {why}" for why, n in scan.excluded.items())
         self.suite_evidence = (

@@ -46,6 +46,7 @@ from referee.checks.arbitration.examples import (
 from referee.checks.arbitration.known import with_definitions
 from referee.checks.arbitration.suite_reading import Example, Found, assertions, literal_of
 from referee.checks.config import Settings, walk
+from referee.checks.interpreter import Interpreter
 
 MAX_FILES = 200  # test modules read, at most
 MAX_BYTES = 4_000_000  # of test module text, at most
@@ -400,9 +401,11 @@ def passing_examples(
     limits: sandbox.Limits,
     failing: tuple[str, str] | None = None,
     owner: tuple[str, str] | None = None,
+    python: Interpreter | None = None,
 ) -> list[Found]:
     """Of ``scan``'s assertions, those the current code satisfies, run in the sandbox with
-    the project's files (as a probe: every call in one run, each caught on its own), each
+    the project's files and interpreter ``python`` (its dependencies importable; None:
+    referee's own) (as a probe: every call in one run, each caught on its own), each
     with its definitions (:func:`~referee.checks.arbitration.known.with_definitions`). An
     expected value written as a construction (``datetime(2019, 3, 29)``) is built there
     too, and compared — then and by the oracles — by the repr it gives (kept in
@@ -440,7 +443,9 @@ def passing_examples(
             probes.append(with_definitions(_ARGUMENTS.format(item.arguments), item.definitions))
     cap = probe_cap(limits, len(probes))
     expression = "[" + ", ".join(f"_referee_probe(lambda: {p})" for p in probes) + "]"
-    result = sandbox.evaluate(code + PROBE.format(cap=cap), expression, limits=limits, files=files)
+    result = sandbox.evaluate(
+        code + PROBE.format(cap=cap), expression, limits=limits, files=files, python=python
+    )
     values = probe_values(result, len(probes), cap)
     if values is None:
         scan.notes.append(
