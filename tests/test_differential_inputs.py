@@ -164,11 +164,11 @@ def in_minutes(delta: dt.timedelta) -> str:
     """
     return f"{delta.seconds // 60} minutes"
 '''
-MINUTES_ORACLE = (
-    "```python\nfrom datetime import timedelta as dt\n\n"  # `dt` means another thing here
+MINUTES_ORACLE = (  # the fake server fences it
+    "from datetime import timedelta as dt\n\n"  # `dt` means another thing here
     "def in_minutes(delta):\n"
     "    assert dt is not None\n"
-    "    return f'{int(delta.total_seconds()) // 60} minutes'\n```"
+    "    return f'{int(delta.total_seconds()) // 60} minutes'\n"
 )
 
 
@@ -240,5 +240,5 @@ def test_a_function_contradicting_a_docstring_example_of_a_timedelta_is_rejected
             ArbitrationConfig(),
             model=model,
         )
-    assert result.status != "REJECT", result
+    assert result.status == "PASS", result  # the oracles ran on both and agree
     assert result.inputs.get("docstring") == 2, result
