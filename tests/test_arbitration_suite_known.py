@@ -26,6 +26,7 @@ from referee.checks.arbitration.suite import (
 )
 from referee.checks.arbitration.suite_reading import assertions, static_examples
 from referee.checks.arbitration.truth import prompts
+from referee.checks.execution.inputs import suite_inputs
 
 BUGGY = """import datetime as dt
 
@@ -155,8 +156,15 @@ def test_an_expected_value_built_from_a_value_class_is_read_as_written():
     }
 
 
-def test_the_differential_checks_inputs_stay_literal():
-    assert static_examples("ago", "pkg.human", {"tests/test_h.py": MODULE}) == []
+def test_the_differential_checks_inputs_are_literals_and_standard_library_values():
+    # a built-in, a function, a lambda of the test module's: no input of the spec
+    found = suite_inputs("ago", "pkg.human", {"tests/test_h.py": MODULE})
+    assert [(i.arguments, i.definitions) for i in found] == [
+        ("dt.timedelta(seconds=1)", "import datetime as dt\n"),
+        ("timedelta(days=2), short=True", "from datetime import timedelta\n"),
+        ("Decimal('1.0')", "from decimal import Decimal\n"),
+        ("dt.timedelta(days=3)", "import datetime as dt\n"),
+    ]
     plain = "from pkg.human import ago\n\ndef test_x():\n    assert ago(1) == 'x'\n"
     assert [f.call for f in static_examples("ago", "pkg.human", {"t.py": plain})] == ["ago(1)"]
 
@@ -387,8 +395,13 @@ def test_a_parametrize_tables_known_values_are_read_as_written():
         ("ago(dt.date(2019, 3, 29))", "'a date'", "import datetime as dt\n", (23, 23)),
         ("ago(lambda: 1)", "'a date'", "", (23, 23)),
     ]
-    # the differential check's inputs: the literal row only
-    assert [f.call for f in static_examples("ago", "pkg.human", {"t.py": TABLE})] == ["ago(1)"]
+    # the differential check's inputs: the literal row and the standard-library values
+    assert [i.arguments for i in suite_inputs("ago", "pkg.human", {"t.py": TABLE})] == [
+        "dt.timedelta(seconds=5)",
+        "dt.timedelta(minutes=2)",
+        "1",
+        "dt.date(2019, 3, 29)",
+    ]
 
 
 def test_through_the_engine_a_table_of_timedeltas_is_the_spec(tmp_path: Path):
