@@ -327,6 +327,35 @@ def test_an_assertion_the_current_code_fails_is_not_the_suites_word(tmp_path: Pa
     assert model.prompts == []  # unclear before any model call
 
 
+def test_passing_assertions_are_found_past_a_dozen_that_fail_with_the_failing_test(
+    tmp_path: Path,
+):
+    """The bug's own test module, read first, holds fourteen more assertions the current
+    code fails (double spaces); the passing ones are in another module. Running only the
+    first twelve read, none passed and the case was UNCLEAR."""
+    red = "".join(
+        f'\n\ndef test_spaces_{n}():\n    assert count_words("a{" " * (n + 2)}b") == 2\n'
+        for n in range(14)
+    )
+    tests = (
+        'from text import count_words\n\n\ndef test_vowels():\n    assert count_words("") == 0\n'
+    )
+    root = project(tmp_path / "p", BUGGY, tests + red)
+    (root / "tests" / "test_more.py").write_text(
+        SUITE.split("\n\n\ndef test_vowels")[0] + "\n", encoding="utf-8"
+    )
+    model = Recorder([ORACLE])
+    verdict = run(root, NODE, model.backend()).verdict
+    assert verdict.verdict == "SOURCE_WRONG", verdict.reason
+    assert verdict.truth_source == "oracles (spec from suite: 3 examples)"
+    assert [w.split(": ", 1)[0] for w in verdict.spec_examples[:3]] == [
+        "tests/test_more.py:5",
+        "tests/test_more.py:9",
+        "tests/test_more.py:13",
+    ]
+    assert "14 fails on the current code" in verdict.spec_examples[3]
+
+
 def test_too_few_assertions_is_unclear_in_one_line_without_asking_the_model(tmp_path: Path):
     tests = (
         'from text import count_words\n\n\ndef test_vowels():\n    assert count_words("") == 0\n'

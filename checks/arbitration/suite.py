@@ -52,6 +52,9 @@ MAX_FILES = 200  # test modules read, at most
 MAX_BYTES = 4_000_000  # of test module text, at most
 MAX_SECONDS = 2.0  # spent reading them
 MAX_EXAMPLES = 12  # examples kept (the prompt's length)
+# assertions run on the current code to find those that pass: a bug's own test module,
+# read first, may hold a dozen that fail with the failing one before any that pass
+MAX_CANDIDATES = 48
 GIT_TIMEOUT = 10.0
 
 _TEST_FILES = ("test_*.py", "*_test.py")
@@ -178,7 +181,8 @@ def add_examples(
 ) -> None:
     """Add to ``scan`` those of ``candidates`` the suite committed to: on lines the
     working diff did not change, not of the failing call's arguments, not a call the suite
-    (``scan``'s assertions and these) gives two values; at most :data:`MAX_EXAMPLES`."""
+    (``scan``'s assertions and these) gives two values; at most :data:`MAX_CANDIDATES`
+    (:func:`passing_examples` keeps :data:`MAX_EXAMPLES` of those that pass)."""
     # the failing call's arguments: never the failing assertion, never its expected value
     kept: list[Found] = list(scan.found)
     for item in _committed(scan, root, candidates):
@@ -197,9 +201,9 @@ def add_examples(
                 scan.leave_out("the suite gives its call two values")
             continue
         scan.found.append(items[0])
-    if len(scan.found) > MAX_EXAMPLES:
-        scan.notes.append(f"kept the first {MAX_EXAMPLES} of {len(scan.found)} assertions")
-        del scan.found[MAX_EXAMPLES:]
+    if len(scan.found) > MAX_CANDIDATES:
+        scan.notes.append(f"read the first {MAX_CANDIDATES} of {len(scan.found)} assertions")
+        del scan.found[MAX_CANDIDATES:]
 
 
 def _read_suite(
@@ -475,6 +479,9 @@ def passing_examples(
             kept.append(item)
         else:
             scan.leave_out("fails on the current code")
+    if len(kept) > MAX_EXAMPLES:
+        scan.notes.append(f"kept the first {MAX_EXAMPLES} of the {len(kept)} that pass")
+        del kept[MAX_EXAMPLES:]
     scan.found = kept
     return kept
 
