@@ -211,34 +211,28 @@ def test_an_input_s_imports_never_replace_the_program_s_own_names():
     assert run.values == [("ok", "1")], run
 
 
-@needs_sandbox
-def test_a_function_contradicting_a_docstring_example_of_a_timedelta_is_rejected():
+def _minutes_checked(text: str):
     with FakeModel(lambda kind: MINUTES_ORACLE) as server:
         model = LazyModel("openai", "fake", server.url, None, timeout=30)
-        result = check_function(
-            function_spec(MINUTES, "span.py", "span", "in_minutes"),
+        return check_function(
+            function_spec(text, "span.py", "span", "in_minutes"),
             "span.py",
-            {"span.py": MINUTES},
+            {"span.py": text},
             {},
             ExecutionConfig(generated_inputs=0, proposed_inputs=0),
             ArbitrationConfig(),
             model=model,
         )
+
+
+@needs_sandbox
+def test_a_function_contradicting_a_docstring_example_of_a_timedelta_is_rejected():
+    result = _minutes_checked(MINUTES)
     assert result.status == "REJECT", result
     assert result.call == "in_minutes(dt.timedelta(days=1, minutes=1))"
     assert result.produced == "returned '1 minutes'" and result.truth == "'1441 minutes'"
     # the right function passes the same examples
     fixed = MINUTES.replace("delta.seconds // 60", "int(delta.total_seconds()) // 60")
-    with FakeModel(lambda kind: MINUTES_ORACLE) as server:
-        model = LazyModel("openai", "fake", server.url, None, timeout=30)
-        result = check_function(
-            function_spec(fixed, "span.py", "span", "in_minutes"),
-            "span.py",
-            {"span.py": fixed},
-            {},
-            ExecutionConfig(generated_inputs=0, proposed_inputs=0),
-            ArbitrationConfig(),
-            model=model,
-        )
+    result = _minutes_checked(fixed)
     assert result.status == "PASS", result  # the oracles ran on both and agree
     assert result.inputs.get("docstring") == 2, result
