@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # entry ``entry``) as ``_referee_m``, by its file when the import system cannot find it.
 # The module itself, as ``sys.modules`` holds it: ``import pkg.mod as m`` gives the
 # package's attribute ``mod``, which a package that re-exports a same-named class
-# (``from .croniter import croniter``) has rebound to the class.
+# or function (``from .parse import parse``) has rebound to it.
 MODULE_IMPORT = """
 import importlib as _referee_importlib
 import importlib.util as _referee_util, os as _referee_os, sys as _referee_sys
