@@ -459,30 +459,38 @@ def passing_examples(
             scan.leave_out("could not be run on the current code")
         scan.found = []
         return []
+    kept = _passing(scan, values, same is not None)
+    if len(kept) > MAX_EXAMPLES:
+        scan.notes.append(f"kept the first {MAX_EXAMPLES} of the {len(kept)} that pass")
+        del kept[MAX_EXAMPLES:]
+    scan.found = kept
+    return kept
+
+
+def _passing(scan: SuiteScan, values: list[tuple[str, str]], same: bool) -> list[Found]:
+    """Of ``scan``'s assertions, those whose probed answers (``values``, in the order
+    :func:`passing_examples` probed them: the failing call's arguments first where
+    ``same``) pass; each other one left out, saying why."""
     kept = []
     answers = iter(values)
-    theirs = next(answers) if same is not None else None
+    theirs = next(answers) if same else None
     if theirs is not None and (theirs[0] != "ok" or " at 0x" in theirs[1]):
         theirs = None  # no value to compare: the text alone decided
     for item in scan.found:
         status, text = next(answers)
         built = next(answers) if item.want_built else None
-        values = next(answers) if same is not None and item.known else None
+        built_arguments = next(answers) if same and item.known else None
         if built is not None:
             if built[0] != "ok" or " at 0x" in built[1]:
                 scan.leave_out("its expected value could not be built to compare")
                 continue
             item = replace(item, compared=built[1])
-        if theirs is not None and values == theirs:
+        if theirs is not None and built_arguments == theirs:
             scan.leave_out("the failing call's arguments")
         elif status == "ok" and sandbox.values_equal(text, item.compared or item.want):
             kept.append(item)
         else:
             scan.leave_out("fails on the current code")
-    if len(kept) > MAX_EXAMPLES:
-        scan.notes.append(f"kept the first {MAX_EXAMPLES} of the {len(kept)} that pass")
-        del kept[MAX_EXAMPLES:]
-    scan.found = kept
     return kept
 
 
