@@ -17,7 +17,7 @@ import ast
 import re
 import string
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
@@ -46,38 +46,33 @@ class Input:
 # ---------------------------------------------------------------------------- inputs
 
 
-def _literal_args(call: ast.Call) -> str | None:
+def _arguments(call: ast.Call, value: Callable[[ast.expr], object]) -> str | None:
+    """A call's arguments as written, where ``value`` reads each of them (raising where
+    it does not); None for a ``*`` or ``**`` argument or one ``value`` does not read."""
     try:
         for arg in call.args:
             if isinstance(arg, ast.Starred):
                 return None
-            ast.literal_eval(arg)
+            value(arg)
         for keyword in call.keywords:
             if keyword.arg is None:
                 return None
-            ast.literal_eval(keyword.value)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    parts = [ast.unparse(a) for a in call.args]
-    parts += [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords]
-    return ", ".join(parts)
-
-
-def _value_args(call: ast.Call, names: dict[str, str]) -> str | None:
-    """A call's arguments as written where each is a literal or a standard-library value
-    built from literals (:func:`~referee.checks.arbitration.std_values.built_value`)."""
-    try:
-        for arg in call.args:
-            built_value(arg, names)  # a Starred raises ValueError
-        for keyword in call.keywords:
-            if keyword.arg is None:
-                return None
-            built_value(keyword.value, names)
+            value(keyword.value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, OverflowError):
         return None
     parts = [ast.unparse(a) for a in call.args]
     parts += [f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords]
     return ", ".join(parts)
+
+
+def _literal_args(call: ast.Call) -> str | None:
+    return _arguments(call, ast.literal_eval)
+
+
+def _value_args(call: ast.Call, names: dict[str, str]) -> str | None:
+    """A call's arguments where each is a literal or a standard-library value built from
+    literals (:func:`~referee.checks.arbitration.std_values.built_value`)."""
+    return _arguments(call, lambda node: built_value(node, names))
 
 
 def docstring_inputs(spec: FunctionSpec) -> list[Input]:
